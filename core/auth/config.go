@@ -19,8 +19,8 @@ type Config struct {
 	// Accounts lists the accounts users may be bound to. Subjects are
 	// isolated between accounts.
 	Accounts []Account
-	// NoAuthUser names a configured user that connections presenting no
-	// credentials are bound to.
+	// NoAuthUser names a configured user (by Name, or by Nkey for an NKey
+	// user) that connections presenting no credentials are bound to.
 	NoAuthUser string
 }
 
@@ -40,7 +40,8 @@ type User struct {
 	// bcrypt hash ($2a$, $2b$, $2x$, $2y$).
 	Password string
 	// Nkey is a user public NKey (56 characters starting with 'U'); such a
-	// user authenticates by signing the server's nonce.
+	// user authenticates by signing the server's nonce and has no Name or
+	// Password.
 	Nkey string
 	// Account the user is bound to; empty means the account that lists the
 	// user, or GlobalAccount.
@@ -58,7 +59,9 @@ type Permissions struct {
 	// "subject queue" to allow or deny one queue group only.
 	Subscribe *SubjectPermission
 	// Response, when set, allows publishing to the reply subjects of
-	// received requests, even if Publish would deny them.
+	// received requests, even if Publish would deny them. Without a
+	// Publish allow list it also denies publishing anywhere else, as in
+	// nats-server.
 	Response *ResponsePermission
 }
 
@@ -71,8 +74,10 @@ type SubjectPermission struct {
 
 // ResponsePermission bounds the responses allowed per received request.
 type ResponsePermission struct {
-	// MaxMsgs is the number of responses allowed per request (default 1).
+	// MaxMsgs is the number of responses allowed per request; 0 means the
+	// default, 1. Negative values are rejected.
 	MaxMsgs int
-	// Expires is how long the permission lasts (default 2 minutes).
+	// Expires is how long the permission lasts; 0 means the default, 2
+	// minutes. Negative values are rejected.
 	Expires time.Duration
 }

@@ -1,0 +1,38 @@
+// Package server is leafbox's NATS client-protocol broker: the listener,
+// client connections, subscription routing, authentication and the data
+// behind the monitoring endpoints.
+//
+// # Connections
+//
+// Each client connection has two goroutines. readLoop is the only code that
+// reads the net.Conn: it hands bytes to a proto.Parser and processes each
+// operation. writeLoop is the only code that writes it: it takes whatever
+// the connection's outbound buffer holds and writes it in one call, so many
+// messages share a write. Producers append to a target's outbound buffer
+// under the target's lock and, once per read batch, wake the writers of all
+// connections they touched (flushing), never once per message.
+//
+// # Routing
+//
+// Subscriptions live in one sublist per account. A published message goes
+// to every matching plain subscription and to one random member of each
+// matching queue group. The PUB → match → MSG path allocates nothing: the
+// parser returns slices into the read buffer, the sublist match cache hits
+// without allocating, and delivery appends into reused outbound buffers.
+//
+// # Lock order
+//
+//	Server.mu → client.mu
+//
+// A goroutine holds at most one client.mu at a time: a producer never holds
+// its own lock while appending to another client. Sublist locks are leaves:
+// the sublist calls nothing back. Statistics are atomics, read without
+// locks by the monitoring endpoints.
+//
+// # Slow consumers
+//
+// A connection whose pending outbound bytes exceed Options.MaxPending, or
+// whose write does not complete within Options.WriteDeadline, is closed
+// without an -ERR (as nats-server does) and counted in slow_consumers; the
+// publisher and every other connection carry on.
+package server

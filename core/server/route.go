@@ -1,0 +1,390 @@
+package server
+
+import (
+	"math/rand/v2"
+	"time"
+	"unsafe"
+
+	"github.com/leafbox/leafbox/core/auth"
+	"github.com/leafbox/leafbox/core/proto"
+	"github.com/leafbox/leafbox/core/subject"
+	"github.com/leafbox/leafbox/core/sublist"
+)
+
+// subscription is one SUB of one connection. Its strings are owned copies.
+type subscription struct {
+	client  *client
+	subject string
+	queue   string
+	sid     string
+	sidB    []byte
+	// max and delivered implement UNSUB with a message count; both are
+	// guarded by client.mu.
+	max       int64
+	delivered int64
+	msgs      int64 // messages delivered, for /subsz; guarded by client.mu
+	// filtered marks a wildcard subscription that overlaps a deny entry of
+	// its client's permissions: each delivery is checked (nats-server
+	// filters such subscriptions when delivering).
+	filtered bool
+}
+
+// Reply prefixes a client may not use (nats-server's isReservedReply):
+// service-import replies, JetStream acks and gateway-routed replies.
+var reservedReplyPrefixes = [...]string{"_R_.", "$JS.ACK.", "_GR_.", "$GR."}
+
+func isReservedReply(reply []byte) bool {
+	for _, p := range reservedReplyPrefixes {
+		if len(reply) > len(p) && string(reply[:len(p)]) == p {
+			return true
+		}
+	}
+	return false
+}
+
+// processSub handles SUB.
+func (c *client) processSub(subj, queue, sid []byte) {
+	if !subject.ValidBytes(subj) || (len(queue) > 0 && !subject.ValidQueue(string(queue))) {
+		c.sendErr("Invalid Subject")
+		return
+	}
+	id := c.ident.Load()
+	sub := &subscription{client: c, subject: string(subj), queue: string(queue), sid: string(sid)}
+	sub.sidB = []byte(sub.sid)
+	if id != nil {
+		sub.filtered = id.Perms.NeedsDeliveryCheck(sub.subject, sub.queue)
+	}
+	if id != nil && !id.Perms.CanSubscribe(sub.subject, sub.queue) {
+		c.mu.Lock()
+		c.out = appendSubViolation(c.out, sub.subject, sub.queue)
+		c.mu.Unlock()
+		c.flushes[c] = struct{}{}
+		return
+	}
+	maxSubs := c.srv.options().MaxSubs
+	c.mu.Lock()
+	if c.closing {
+		c.mu.Unlock()
+		return
+	}
+	if _, dup := c.subs[sub.sid]; dup {
+		// A repeated sid is a no-op, as in nats-server.
+		c.mu.Unlock()
+		c.ackVerbose()
+		return
+	}
+	if maxSubs > 0 && len(c.subs) >= maxSubs {
+		c.out = proto.AppendErr(c.out, "maximum subscriptions exceeded")
+		c.mu.Unlock()
+		c.flushes[c] = struct{}{}
+		return
+	}
+	acc := c.acc
+	c.subs[sub.sid] = sub
+	c.mu.Unlock()
+	if err := acc.sl.Insert(sub.subject, sub.queue, sub); err != nil {
+		c.mu.Lock()
+		delete(c.subs, sub.sid)
+		c.mu.Unlock()
+		c.sendErr("Invalid Subject")
+		return
+	}
+	c.ackVerbose()
+}
+
+// ackVerbose sends +OK to a verbose client.
+func (c *client) ackVerbose() {
+	c.mu.Lock()
+	if c.verbose && !c.closing {
+		c.out = append(c.out, proto.OKLine...)
+	}
+	c.mu.Unlock()
+	c.flushes[c] = struct{}{}
+}
+
+// processUnsub handles UNSUB. An unknown sid is ignored.
+func (c *client) processUnsub(sid []byte, max int64) {
+	c.mu.Lock()
+	sub := c.subs[string(sid)]
+	remove := sub != nil && (max <= 0 || sub.delivered >= max)
+	if sub != nil {
+		if remove {
+			delete(c.subs, sub.sid)
+		} else {
+			sub.max = max
+		}
+	}
+	acc := c.acc
+	c.mu.Unlock()
+	if remove {
+		_ = acc.sl.Remove(sub.subject, sub.queue, sub)
+	}
+	c.ackVerbose()
+}
+
+// processPub routes one PUB or HPUB.
+func (c *client) processPub(op *proto.Op) {
+	c.stats.inMsgs.Add(1)
+	c.stats.inBytes.Add(int64(len(op.Payload)))
+	c.srv.stats.inMsgs.Add(1)
+	c.srv.stats.inBytes.Add(int64(len(op.Payload)))
+	if op.HeaderLen >= 0 && !c.headers {
+		// HPUB from a client that did not negotiate headers.
+		c.sendErrAndClose("Unknown Protocol Operation", reasonProtocolViolation)
+		return
+	}
+	if c.pedantic && !subject.ValidLiteralBytes(op.Subject) {
+		c.sendErr("Invalid Publish Subject")
+		return
+	}
+	if len(op.Reply) > 0 && isReservedReply(op.Reply) {
+		c.sendErr(`Permissions Violation for Publish with Reply of "` + string(op.Reply) + `"`)
+		return
+	}
+	if id := c.ident.Load(); id != nil && id.Perms != nil && !c.pubAllowed(op.Subject, id) {
+		c.sendErr(`Permissions Violation for Publish to "` + string(op.Subject) + `"`)
+		return
+	}
+	c.mu.Lock()
+	acc := c.acc
+	verbose := c.verbose
+	c.mu.Unlock()
+	if verbose {
+		c.ackVerbose()
+	}
+	res := acc.sl.MatchBytes(op.Subject)
+	if c.deliverResult(res, op.Subject, op.Reply, op.HeaderLen, op.Payload) == 0 &&
+		len(op.Reply) > 0 && c.noResponders {
+		c.sendNoResponders(acc, op.Subject, op.Reply)
+	}
+}
+
+// deliverResult sends a message to every plain subscriber in res and one
+// member of each queue group, returning the number of deliveries.
+func (c *client) deliverResult(res *sublist.Result[*subscription], subj, reply []byte, hdrLen int, msg []byte) int {
+	delivered := 0
+	for _, sub := range res.Plain {
+		if sub.client == c && !c.echo {
+			continue
+		}
+		if sub.client.deliver(c, sub, subj, reply, hdrLen, msg) {
+			delivered++
+		}
+	}
+	for i := range res.Queues {
+		members := res.Queues[i].Members
+		n := len(members)
+		if n == 0 {
+			continue
+		}
+		// Start at a random member and take the first that accepts, so a
+		// closing member or our own (echo off) does not lose the message.
+		start := rand.IntN(n)
+		for j := 0; j < n; j++ {
+			sub := members[(start+j)%n]
+			if sub.client == c && !c.echo {
+				continue
+			}
+			if sub.client.deliver(c, sub, subj, reply, hdrLen, msg) {
+				delivered++
+				break
+			}
+		}
+	}
+	return delivered
+}
+
+// deliver appends one MSG or HMSG for sub to c's outbound buffer. from is
+// the publishing connection, whose read batch flushes c afterwards. It
+// returns false when c is closing or sub is exhausted.
+func (c *client) deliver(from *client, sub *subscription, subj, reply []byte, hdrLen int, msg []byte) bool {
+	c.mu.Lock()
+	if c.closing {
+		c.mu.Unlock()
+		return false
+	}
+	if c.stall != nil && from != nil && from != c {
+		from.stalledWait(c)
+		if c.closing {
+			c.mu.Unlock()
+			return false
+		}
+	}
+	if sub.max > 0 && sub.delivered >= sub.max {
+		c.mu.Unlock()
+		return false
+	}
+	if sub.filtered {
+		if id := c.ident.Load(); id != nil && !id.Perms.CanDeliver(unsafeString(subj), sub.queue) {
+			c.mu.Unlock()
+			return false
+		}
+	}
+	sub.delivered++
+	sub.msgs++
+	autoUnsub := sub.max > 0 && sub.delivered >= sub.max
+	if hdrLen >= 0 && !c.headers {
+		msg = msg[hdrLen:]
+		hdrLen = -1
+	}
+	c.out = proto.AppendMsg(c.out, subj, sub.sidB, reply, hdrLen, len(msg))
+	c.out = append(c.out, msg...)
+	c.out = append(c.out, '\r', '\n')
+	if len(reply) > 0 {
+		if id := c.ident.Load(); id != nil && id.Perms.Response() != nil {
+			c.grantResponseLocked(reply, id.Perms.Response())
+		}
+	}
+	pending := int64(len(c.out) + c.inFlight)
+	if pending > c.maxPending {
+		c.srv.stats.slowConsumers.Add(1)
+		c.markClosingLocked(reasonSlowPending, false)
+		c.mu.Unlock()
+		c.srv.log.Warn("slow consumer closed", "cid", c.cid, "pending_bytes", pending)
+		c.teardown()
+		return true
+	}
+	if pending > c.maxPending/4*3 && c.stall == nil {
+		// Falling behind: producers wait a little at this gate (see
+		// stalledWait) until writeLoop catches up.
+		c.stall = make(chan struct{})
+	}
+	if autoUnsub {
+		delete(c.subs, sub.sid)
+	}
+	acc := c.acc
+	c.mu.Unlock()
+	c.stats.outMsgs.Add(1)
+	c.stats.outBytes.Add(int64(len(msg)))
+	c.srv.stats.outMsgs.Add(1)
+	c.srv.stats.outBytes.Add(int64(len(msg)))
+	if autoUnsub && acc != nil {
+		_ = acc.sl.Remove(sub.subject, sub.queue, sub)
+	}
+	if from != nil && from != c {
+		from.flushes[c] = struct{}{}
+	} else {
+		c.cond.Signal()
+	}
+	return true
+}
+
+// Producer stall bounds, as in nats-server: a producer waits at most this
+// long for one consumer, and at most stallTotalAllowed per read batch.
+const (
+	stallMin          = 2 * time.Millisecond
+	stallMax          = 5 * time.Millisecond
+	stallTotalAllowed = 10 * time.Millisecond
+)
+
+// stalledWait makes producer p wait briefly for consumer c, whose outbound
+// buffer is over three quarters full, so that a fast publisher slows down
+// to what its subscribers take instead of cutting them off as slow
+// consumers. Called with c.mu held; it releases it while waiting.
+func (p *client) stalledWait(c *client) {
+	if p.stallTotal >= stallTotalAllowed {
+		return
+	}
+	gate := c.stall
+	ttl := stallMin
+	if int64(len(c.out)+c.inFlight) >= c.maxPending {
+		ttl = stallMax
+	}
+	ttl = min(ttl, stallTotalAllowed-p.stallTotal)
+	c.stats.stalls.Add(1)
+	c.cond.Signal()
+	c.mu.Unlock()
+	start := time.Now()
+	timer := time.NewTimer(ttl)
+	select {
+	case <-gate:
+	case <-timer.C:
+	}
+	timer.Stop()
+	p.stallTotal += time.Since(start)
+	c.mu.Lock()
+}
+
+// sendNoResponders tells the publisher that its request found no
+// subscriber: a header-only message with status 503 on its own
+// subscription matching the reply subject.
+func (c *client) sendNoResponders(acc *account, subj, reply []byte) {
+	res := acc.sl.MatchBytes(reply)
+	var sub *subscription
+	for _, s := range res.Plain {
+		if s.client == c {
+			sub = s
+			break
+		}
+	}
+	for i := 0; sub == nil && i < len(res.Queues); i++ {
+		for _, s := range res.Queues[i].Members {
+			if s.client == c {
+				sub = s
+				break
+			}
+		}
+	}
+	if sub == nil {
+		return
+	}
+	hdr := proto.AppendStatusHeader(nil, 503, "", "Nats-Subject", string(subj))
+	c.deliver(c, sub, reply, nil, len(hdr), hdr)
+	c.flushes[c] = struct{}{}
+}
+
+// pubAllowed checks the publish permission of subj. auth.Perms caches
+// results per subject; reply subjects granted by allow_responses are
+// checked last. It runs on the read loop.
+func (c *client) pubAllowed(subj []byte, id *auth.Identity) bool {
+	// auth copies the subject before caching it, so a view of the read
+	// buffer is safe here.
+	if id.Perms.CanPublish(unsafeString(subj)) {
+		return true
+	}
+	if id.Perms.Response() == nil {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	grant := c.replies[string(subj)]
+	if grant == nil {
+		return false
+	}
+	if time.Now().After(grant.expires) {
+		delete(c.replies, string(subj))
+		return false
+	}
+	if grant.remaining--; grant.remaining <= 0 {
+		delete(c.replies, string(subj))
+	}
+	return true
+}
+
+// unsafeString views b as a string without copying. The result must not
+// outlive b's contents and must not be retained by the callee.
+func unsafeString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+
+// maxResponseGrants bounds the pending allow_responses grants of one
+// connection; expired ones are swept when it is reached.
+const maxResponseGrants = 4096
+
+// grantResponseLocked lets c publish to reply (allow_responses). Called
+// with c.mu held.
+func (c *client) grantResponseLocked(reply []byte, rp *auth.ResponsePermission) {
+	if c.replies == nil {
+		c.replies = make(map[string]*responsePerm)
+	}
+	now := time.Now()
+	if len(c.replies) >= maxResponseGrants {
+		for k, g := range c.replies {
+			if now.After(g.expires) {
+				delete(c.replies, k)
+			}
+		}
+		if len(c.replies) >= maxResponseGrants {
+			return
+		}
+	}
+	c.replies[string(reply)] = &responsePerm{remaining: rp.MaxMsgs, expires: now.Add(rp.Expires)}
+}
