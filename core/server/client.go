@@ -503,7 +503,9 @@ func (c *client) writeDirect() error {
 		close(c.stall)
 		c.stall = nil
 	}
-	if cap(buf) <= maxSpareOutbound {
+	// Keep the buffer for reuse while it is small or well used; a large
+	// one that carried little goes, so an idle connection shrinks.
+	if cap(buf) <= maxSpareOutbound || len(buf) >= cap(buf)/4 {
 		c.spare = buf[:0]
 	}
 	var ne net.Error

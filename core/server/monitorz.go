@@ -69,6 +69,7 @@ func (s *Server) Varz() *monitor.Varz {
 		OutClientBytes:   st.outBytes.Load(),
 		SlowConsumers:    st.slowConsumers.Load(),
 		StaleConnections: st.staleConnections.Load(),
+		StalledClients:   st.stalls.Load(),
 		Subscriptions:    subs,
 		ConfigLoadTime:   configTime,
 		SlowConsumersStats: &monitor.SlowConsumersStats{

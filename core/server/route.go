@@ -292,6 +292,7 @@ func (p *client) stalledWait(c *client) {
 	}
 	ttl = min(ttl, stallTotalAllowed-p.stallTotal)
 	c.stats.stalls.Add(1)
+	c.srv.stats.stalls.Add(1)
 	c.cond.Signal()
 	c.mu.Unlock()
 	start := time.Now()

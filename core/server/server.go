@@ -61,7 +61,7 @@ type Server struct {
 type serverStats struct {
 	inMsgs, outMsgs, inBytes, outBytes atomic.Int64
 	slowConsumers, staleConnections    atomic.Int64
-	totalConnections                   atomic.Int64
+	totalConnections, stalls           atomic.Int64
 }
 
 // account is an isolated subject namespace with its own sublist.
