@@ -142,4 +142,3 @@ func BenchmarkPubSub(b *testing.B) {
 		runtime.Gosched()
 	}
 }
-
