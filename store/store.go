@@ -1,0 +1,162 @@
+// Package store defines leafbox's message storage: the Stream interface
+// that the memory and file engines implement, the message and state types,
+// and the errors callers branch on.
+//
+// A Stream is an append-only, sequence-numbered log of messages with
+// retention limits. It knows nothing of JetStream's API, consumers'
+// delivery or subject routing beyond filtering: store/jetstream builds those
+// on top. Sequences start at 1 and never repeat, even after deletes and
+// purges.
+//
+// # Ownership
+//
+// Store copies what it is given. Load, LoadNext and LoadLast fill the *Msg
+// the caller passes (or a new one when nil); its slices are owned by the
+// caller afterwards and stay valid.
+package store
+
+import (
+	"errors"
+	"time"
+)
+
+// Errors callers branch on with errors.Is.
+var (
+	// ErrNotFound means no message has that sequence or matches.
+	ErrNotFound = errors.New("store: message not found")
+	// ErrDeleted means the sequence existed but was deleted.
+	ErrDeleted = errors.New("store: message deleted")
+	// ErrMaxMsgs is returned by Store under DiscardNew when MaxMsgs is reached.
+	ErrMaxMsgs = errors.New("store: maximum messages exceeded")
+	// ErrMaxBytes is returned by Store under DiscardNew when MaxBytes is reached.
+	ErrMaxBytes = errors.New("store: maximum bytes exceeded")
+	// ErrMaxMsgsPerSubject is returned by Store under DiscardNew with
+	// DiscardNewPerSubject when a subject holds MaxMsgsPerSubject messages.
+	ErrMaxMsgsPerSubject = errors.New("store: maximum messages per subject exceeded")
+	// ErrMaxMsgSize is returned by Store for a message over MaxMsgSize.
+	ErrMaxMsgSize = errors.New("store: message size exceeds maximum allowed")
+	// ErrStoreFull means the engine's own capacity (disk, memory budget) is
+	// exhausted; the message was not stored.
+	ErrStoreFull = errors.New("store: storage capacity exhausted")
+	// ErrClosed means the stream was closed.
+	ErrClosed = errors.New("store: closed")
+	// ErrCorrupt marks data that failed its checksum or structure checks.
+	ErrCorrupt = errors.New("store: corrupt data")
+	// ErrInvalidConfig means a Config field has an impossible value.
+	ErrInvalidConfig = errors.New("store: invalid config")
+)
+
+// DiscardPolicy says what happens when a limit is reached.
+type DiscardPolicy uint8
+
+const (
+	// DiscardOld removes the oldest messages to make room.
+	DiscardOld DiscardPolicy = iota
+	// DiscardNew rejects the new message.
+	DiscardNew
+)
+
+// Config holds a stream's storage limits. Zero means unlimited for every
+// limit.
+type Config struct {
+	// Name identifies the stream; engines use it for files and logs.
+	Name string
+	// MaxMsgs, MaxBytes and MaxAge bound the stream as a whole.
+	MaxMsgs  int64
+	MaxBytes int64
+	MaxAge   time.Duration
+	// MaxMsgsPerSubject bounds the messages kept per subject (KV history).
+	MaxMsgsPerSubject int64
+	// MaxMsgSize bounds one message (header plus data).
+	MaxMsgSize int32
+	// Discard chooses between evicting old messages and rejecting new ones.
+	Discard DiscardPolicy
+	// DiscardNewPerSubject applies DiscardNew to MaxMsgsPerSubject too.
+	DiscardNewPerSubject bool
+	// AllowMsgTTL enables per-message TTLs passed to Store.
+	AllowMsgTTL bool
+}
+
+// Msg is one stored message.
+type Msg struct {
+	Subject string
+	Header  []byte
+	Data    []byte
+	Seq     uint64
+	// Time is when it was stored, in Unix nanoseconds.
+	Time int64
+}
+
+// Size is the accounting size of a message, as nats-server counts it:
+// subject, header and data lengths plus 16 bytes of overhead.
+func Size(subject string, hdr, data []byte) uint64 {
+	return uint64(len(subject) + len(hdr) + len(data) + 16)
+}
+
+// State summarises a stream.
+type State struct {
+	Msgs        uint64
+	Bytes       uint64
+	FirstSeq    uint64
+	FirstTime   time.Time
+	LastSeq     uint64
+	LastTime    time.Time
+	NumSubjects int
+	// NumDeleted counts interior gaps between FirstSeq and LastSeq.
+	NumDeleted int
+}
+
+// FilteredState summarises the messages matching a filter from a sequence.
+type FilteredState struct {
+	Msgs  uint64
+	First uint64
+	Last  uint64
+}
+
+// PurgeOptions select what Purge removes. The zero value removes every
+// message.
+type PurgeOptions struct {
+	// Subject limits the purge to messages matching this filter.
+	Subject string
+	// Sequence removes messages below this sequence (exclusive).
+	Sequence uint64
+	// Keep retains this many of the newest matching messages.
+	Keep uint64
+}
+
+// Stream is one stream's message log. Implementations are safe for
+// concurrent use.
+type Stream interface {
+	// Store appends a message and returns its sequence and timestamp
+	// (Unix ns). ttl, when > 0 and AllowMsgTTL is set, expires the
+	// message after that many nanoseconds. Limits are applied: the
+	// oldest messages are evicted, or under DiscardNew the message is
+	// rejected with ErrMaxMsgs, ErrMaxBytes or ErrMaxMsgsPerSubject.
+	Store(subject string, hdr, data []byte, ttl int64) (seq uint64, ts int64, err error)
+	// Load returns the message with sequence seq: ErrNotFound beyond the
+	// stream's bounds, ErrDeleted for a removed one.
+	Load(seq uint64, sm *Msg) (*Msg, error)
+	// LoadNext returns the first message with sequence ≥ start whose
+	// subject matches filter ("" or ">" match all; wildcards allowed), or
+	// ErrNotFound.
+	LoadNext(filter string, start uint64, sm *Msg) (*Msg, error)
+	// LoadLast returns the newest message whose subject matches filter.
+	LoadLast(filter string, sm *Msg) (*Msg, error)
+	// Remove deletes one message; erase overwrites its bytes on disk too.
+	// It reports whether the message existed.
+	Remove(seq uint64, erase bool) (bool, error)
+	// Purge removes the messages opts selects and returns how many.
+	Purge(opts PurgeOptions) (uint64, error)
+	// State returns the stream's summary.
+	State() State
+	// FilteredState summarises messages matching filter with seq ≥ from.
+	FilteredState(filter string, from uint64) FilteredState
+	// SubjectsState returns the message count per subject matching filter.
+	SubjectsState(filter string) map[string]uint64
+	// UpdateConfig applies new limits, evicting what no longer fits.
+	UpdateConfig(cfg Config) error
+	// Close flushes and releases the stream.
+	Close() error
+	// Delete closes the stream and removes all its data.
+	Delete() error
+}
