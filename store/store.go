@@ -160,3 +160,45 @@ type Stream interface {
 	// Delete closes the stream and removes all its data.
 	Delete() error
 }
+
+// SequencePair is a consumer sequence with the stream sequence it maps to.
+type SequencePair struct {
+	Consumer uint64
+	Stream   uint64
+}
+
+// Pending is one delivered, unacknowledged message of a consumer.
+type Pending struct {
+	// Sequence is the consumer sequence of the latest delivery.
+	Sequence uint64
+	// Timestamp is when it was delivered, in Unix nanoseconds.
+	Timestamp int64
+}
+
+// ConsumerState is what a durable consumer must remember across restarts.
+type ConsumerState struct {
+	// Delivered is the highest delivered pair; AckFloor the highest pair
+	// below which everything is acknowledged.
+	Delivered SequencePair
+	AckFloor  SequencePair
+	// Pending maps stream sequences to their outstanding delivery.
+	Pending map[uint64]Pending
+	// Redelivered maps stream sequences to how often they were
+	// redelivered.
+	Redelivered map[uint64]uint64
+}
+
+// ConsumerStore persists one consumer's state. Implementations decide how
+// often to write; a file engine appends changes rather than rewriting
+// whole files for each acknowledgement.
+type ConsumerStore interface {
+	// Update records the consumer's current state. The store must not
+	// keep references to state's maps after it returns.
+	Update(state *ConsumerState) error
+	// State returns the last recorded state (a fresh copy).
+	State() (*ConsumerState, error)
+	// Close flushes and releases the store.
+	Close() error
+	// Delete closes the store and removes its data.
+	Delete() error
+}
