@@ -1,0 +1,279 @@
+// Command benchcmp compares leafbox with nats-server under the official
+// `nats bench` load generator (natscli) and prints a markdown table of
+// median ratios. scripts/bench builds it and leafbox and runs it; run that
+// script rather than this program directly.
+//
+// It starts one leafbox and one nats-server on loopback, each with
+// kernel-chosen ports read from a ports file, reads their idle RSS, then
+// for each round runs every row on both servers in turn (the one that goes
+// first alternates by round): publish-only 16 B and 1 KiB, one publisher
+// to one and to four subscribers, and request-reply. Each row's value is
+// the median over rounds; the table also shows each server's idle and peak
+// RSS. Every child process runs in its own process group and is killed on
+// exit, on a timeout, or on SIGINT/SIGTERM.
+//
+// A row that fails on one server (non-zero exit, timeout) is reported in
+// the table and skipped on that server in later rounds; the program then
+// exits 1. A server that dies ends the run at once, also with exit 1.
+// Usage errors exit 2.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// config is the parsed command line.
+type config struct {
+	leafboxBin   string
+	leafboxStyle serverStyle
+	label        string
+	natsServer   string
+	natsCLI      string
+	rounds       int
+	quick        bool
+	out          string
+	timeout      time.Duration
+	workDir      string
+	keep         bool
+}
+
+// errRowsFailed reports that the table is complete but some rows failed.
+var errRowsFailed = errors.New("benchcmp: some rows failed; see the table")
+
+func main() {
+	cfg, err := parseFlags(os.Args[1:], os.Stderr)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(0)
+		}
+		fmt.Fprintln(os.Stderr, "benchcmp:", err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err = run(ctx, cfg, os.Stdout, os.Stderr)
+	interrupted := ctx.Err() != nil
+	stop()
+	if err != nil {
+		if interrupted {
+			err = fmt.Errorf("interrupted (%w)", err)
+		}
+		fmt.Fprintln(os.Stderr, "benchcmp: FAILED:", strings.TrimPrefix(err.Error(), "benchcmp: "))
+		os.Exit(1)
+	}
+}
+
+// parseFlags parses args into a config.
+func parseFlags(args []string, stderr io.Writer) (config, error) {
+	var cfg config
+	var style string
+	fs := flag.NewFlagSet("benchcmp", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&cfg.leafboxBin, "leafbox", "", "server under test: path to the leafbox binary (required)")
+	fs.StringVar(&style, "leafbox-style", string(styleLeafbox), "command line the -leafbox binary takes: leafbox, or nats-server to let nats-server stand in")
+	fs.StringVar(&cfg.label, "label", "leafbox", "name of the server under test in the table")
+	fs.StringVar(&cfg.natsServer, "nats-server", "nats-server", "reference server binary")
+	fs.StringVar(&cfg.natsCLI, "nats", "nats", "natscli binary that runs `nats bench`")
+	fs.IntVar(&cfg.rounds, "rounds", 5, "rounds; each cell is the median over rounds")
+	fs.BoolVar(&cfg.quick, "quick", false, "smoke test: 1 round (unless -rounds is given) and 10x fewer messages")
+	fs.StringVar(&cfg.out, "out", "", "also write the markdown table to this file")
+	fs.DurationVar(&cfg.timeout, "timeout", 60*time.Second, "limit on each nats bench command")
+	fs.StringVar(&cfg.workDir, "workdir", "", "directory for server logs, ports files and CSVs (default: a new temporary directory, removed at exit)")
+	fs.BoolVar(&cfg.keep, "keep", false, "keep the temporary work directory")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: benchcmp -leafbox PATH [flags]\n\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return cfg, err
+	}
+	if fs.NArg() > 0 {
+		return cfg, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	}
+	cfg.leafboxStyle = serverStyle(style)
+	if _, err := serverArgs(cfg.leafboxStyle, ""); err != nil {
+		return cfg, err
+	}
+	roundsSet := false
+	fs.Visit(func(f *flag.Flag) { roundsSet = roundsSet || f.Name == "rounds" })
+	if cfg.quick && !roundsSet {
+		cfg.rounds = 1
+	}
+	switch {
+	case cfg.leafboxBin == "":
+		return cfg, errors.New("-leafbox is required")
+	case cfg.rounds < 1:
+		return cfg, fmt.Errorf("-rounds %d: need at least 1", cfg.rounds)
+	case cfg.timeout <= 0:
+		return cfg, fmt.Errorf("-timeout %v: must be positive", cfg.timeout)
+	}
+	for _, p := range []*string{&cfg.leafboxBin, &cfg.natsServer, &cfg.natsCLI} {
+		path, err := exec.LookPath(*p)
+		if err == nil {
+			path, err = filepath.Abs(path) // servers run in their own directories
+		}
+		if err != nil {
+			return cfg, fmt.Errorf("tool not found: %w", err)
+		}
+		*p = path
+	}
+	return cfg, nil
+}
+
+// run performs the whole benchmark and writes the report to stdout (and
+// cfg.out); progress goes to stderr.
+//
+// The work directory holds the servers' logs and natscli's CSV files. A
+// temporary one is removed when the run succeeds and kept, with its path
+// printed, when anything failed.
+func run(ctx context.Context, cfg config, stdout, stderr io.Writer) (err error) {
+	logf := func(format string, args ...any) { fmt.Fprintf(stderr, "bench: "+format+"\n", args...) }
+	started := time.Now()
+
+	workDir := cfg.workDir
+	if workDir == "" {
+		dir, mkErr := os.MkdirTemp("", "leafbox-bench-")
+		if mkErr != nil {
+			return fmt.Errorf("benchcmp: %w", mkErr)
+		}
+		workDir = dir
+		defer func() {
+			if err == nil && !cfg.keep {
+				os.RemoveAll(dir)
+				return
+			}
+			logf("server logs and natscli output kept in %s", dir)
+		}()
+	} else if err := os.MkdirAll(workDir, 0o755); err != nil {
+		return fmt.Errorf("benchcmp: %w", err)
+	}
+
+	w := defaultWorkload(cfg.quick)
+	rep := report{
+		Labels: [2]string{cfg.label, "nats-server"},
+		Versions: [2]string{
+			serverVersion(ctx, cfg.leafboxBin, cfg.leafboxStyle),
+			serverVersion(ctx, cfg.natsServer, styleNATS),
+		},
+		Tool:     "natscli " + version(ctx, cfg.natsCLI, "--version"),
+		Machine:  hostMachine(),
+		Date:     started,
+		Rounds:   cfg.rounds,
+		Workload: w.describe(),
+	}
+	if rep.Labels[0] == rep.Labels[1] {
+		rep.Labels[0] += " (under test)"
+	}
+
+	// Start both servers once and read their idle memory.
+	var servers [2]*server
+	styles := [2]serverStyle{cfg.leafboxStyle, styleNATS}
+	bins := [2]string{cfg.leafboxBin, cfg.natsServer}
+	for side := range 2 {
+		s, err := startServer(ctx, rep.Labels[side], bins[side], styles[side], filepath.Join(workDir, fmt.Sprintf("server%d", side)))
+		if err != nil {
+			return err
+		}
+		defer s.stop()
+		servers[side] = s
+		logf("%s pid %d on %s, monitoring %s", s.label, s.pid(), s.clientAddr, s.monitorURL)
+	}
+	idle, err := memoryRow(servers, "idle RSS", "VmRSS")
+	if err != nil {
+		return err
+	}
+	logf("idle RSS: %s %.1f MiB, %s %.1f MiB", rep.Labels[0], idle.Values[0][0], rep.Labels[1], idle.Values[1][0])
+
+	nats, err := newNatsCLI(cfg.natsCLI, workDir, cfg.timeout)
+	if err != nil {
+		return err
+	}
+	m := &measurer{nats: nats, workDir: workDir, logf: logf}
+	results, failures, err := m.runRounds(ctx, servers, scenarios(w), cfg.rounds)
+	if err != nil {
+		return err
+	}
+	peak, err := memoryRow(servers, "peak RSS", "VmHWM")
+	if err != nil {
+		return err
+	}
+	rep.Metrics = append(append(results, idle), peak)
+	rep.Errors = failures
+	rep.Machine.LoadEnd = readLoadAverage()
+
+	if err := writeReport(stdout, cfg.out, rep); err != nil {
+		return err
+	}
+	logf("done in %v", time.Since(started).Round(time.Second))
+	if len(rep.Errors) > 0 {
+		return errRowsFailed
+	}
+	return nil
+}
+
+// memoryRow reads one /proc/PID/status memory figure (VmRSS, VmHWM) of
+// each server into a table row.
+func memoryRow(servers [2]*server, name, key string) (metricResult, error) {
+	row := metricResult{metric: metric{Name: name, Unit: unitMiB, Better: lowerIsBetter}}
+	for side, s := range servers {
+		if err := s.alive(); err != nil {
+			return row, err
+		}
+		b, err := readStatusKB(s.pid(), key)
+		if err != nil {
+			return row, err
+		}
+		row.Values[side] = []float64{mib(b)}
+	}
+	return row, nil
+}
+
+// writeReport writes the markdown report to stdout and, if path is not
+// empty, to the file at path.
+func writeReport(stdout io.Writer, path string, rep report) error {
+	if err := renderMarkdown(stdout, rep); err != nil {
+		return err
+	}
+	if path == "" {
+		return nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("benchcmp: %w", err)
+	}
+	if err := renderMarkdown(f, rep); err != nil {
+		f.Close()
+		return fmt.Errorf("benchcmp: writing %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("benchcmp: writing %s: %w", path, err)
+	}
+	return nil
+}
+
+// serverVersion asks a server binary for its version.
+func serverVersion(ctx context.Context, bin string, style serverStyle) string {
+	if style == styleNATS {
+		return strings.TrimPrefix(version(ctx, bin, "--version"), "nats-server: ")
+	}
+	return strings.TrimPrefix(version(ctx, bin, "version"), "leafbox ")
+}
+
+// mib converts bytes to mebibytes.
+func mib(b int64) float64 { return float64(b) / (1 << 20) }
+
+// firstLine returns s up to its first newline.
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}
