@@ -13,7 +13,8 @@ import (
 
 // subscription is one SUB of one connection. Its strings are owned copies.
 type subscription struct {
-	client  *client
+	client  *client    // the subscribing connection, or nil
+	handler MsgHandler // the in-process subscriber, or nil
 	subject string
 	queue   string
 	sid     string
@@ -152,22 +153,29 @@ func (c *client) processPub(op *proto.Op) {
 	if verbose {
 		c.ackVerbose()
 	}
+	hdr, data := splitPayload(op)
 	res := acc.sl.MatchBytes(op.Subject)
-	if c.deliverResult(res, op.Subject, op.Reply, op.HeaderLen, op.Payload) == 0 &&
+	if deliverResult(c, res, op.Subject, op.Reply, hdr, data) == 0 &&
 		len(op.Reply) > 0 && c.noResponders {
 		c.sendNoResponders(acc, op.Subject, op.Reply)
 	}
 }
 
+// splitPayload returns the header block (nil for PUB) and the body.
+func splitPayload(op *proto.Op) (hdr, data []byte) {
+	if op.HeaderLen > 0 {
+		return op.Payload[:op.HeaderLen], op.Payload[op.HeaderLen:]
+	}
+	return nil, op.Payload
+}
+
 // deliverResult sends a message to every plain subscriber in res and one
-// member of each queue group, returning the number of deliveries.
-func (c *client) deliverResult(res *sublist.Result[*subscription], subj, reply []byte, hdrLen int, msg []byte) int {
+// member of each queue group, returning the number of deliveries. c is the
+// publishing connection, nil for an in-process publisher.
+func deliverResult(c *client, res *sublist.Result[*subscription], subj, reply, hdr, data []byte) int {
 	delivered := 0
 	for _, sub := range res.Plain {
-		if sub.client == c && !c.echo {
-			continue
-		}
-		if sub.client.deliver(c, sub, subj, reply, hdrLen, msg) {
+		if sub.deliver(c, subj, reply, hdr, data) {
 			delivered++
 		}
 	}
@@ -182,10 +190,7 @@ func (c *client) deliverResult(res *sublist.Result[*subscription], subj, reply [
 		start := rand.IntN(n)
 		for j := 0; j < n; j++ {
 			sub := members[(start+j)%n]
-			if sub.client == c && !c.echo {
-				continue
-			}
-			if sub.client.deliver(c, sub, subj, reply, hdrLen, msg) {
+			if sub.deliver(c, subj, reply, hdr, data) {
 				delivered++
 				break
 			}
@@ -194,10 +199,24 @@ func (c *client) deliverResult(res *sublist.Result[*subscription], subj, reply [
 	return delivered
 }
 
-// deliver appends one MSG or HMSG for sub to c's outbound buffer. from is
-// the publishing connection, whose read batch flushes c afterwards. It
-// returns false when c is closing or sub is exhausted.
-func (c *client) deliver(from *client, sub *subscription, subj, reply []byte, hdrLen int, msg []byte) bool {
+// deliver hands one message to sub: to its in-process handler, or to its
+// connection's outbound buffer. from is the publishing connection (nil
+// in-process), whose read batch flushes the target afterwards. It returns
+// false when the message was not delivered: echo suppressed, target
+// closing, or sub exhausted.
+func (sub *subscription) deliver(from *client, subj, reply, hdr, data []byte) bool {
+	if sub.handler != nil {
+		sub.handler(Msg{Subject: subj, Reply: reply, Header: hdr, Data: data})
+		return true
+	}
+	if sub.client == from && !from.echo {
+		return false
+	}
+	return sub.client.deliver(from, sub, subj, reply, hdr, data)
+}
+
+// deliver appends one MSG or HMSG for sub to c's outbound buffer.
+func (c *client) deliver(from *client, sub *subscription, subj, reply, hdr, data []byte) bool {
 	c.mu.Lock()
 	if c.closing {
 		c.mu.Unlock()
@@ -223,12 +242,15 @@ func (c *client) deliver(from *client, sub *subscription, subj, reply []byte, hd
 	sub.delivered++
 	sub.msgs++
 	autoUnsub := sub.max > 0 && sub.delivered >= sub.max
-	if hdrLen >= 0 && !c.headers {
-		msg = msg[hdrLen:]
-		hdrLen = -1
+	hdrLen := -1
+	if len(hdr) > 0 && c.headers {
+		hdrLen = len(hdr)
+	} else {
+		hdr = nil
 	}
-	c.out = proto.AppendMsg(c.out, subj, sub.sidB, reply, hdrLen, len(msg))
-	c.out = append(c.out, msg...)
+	c.out = proto.AppendMsg(c.out, subj, sub.sidB, reply, hdrLen, len(hdr)+len(data))
+	c.out = append(c.out, hdr...)
+	c.out = append(c.out, data...)
 	c.out = append(c.out, '\r', '\n')
 	if len(reply) > 0 {
 		if id := c.ident.Load(); id != nil && id.Perms.Response() != nil {
@@ -254,10 +276,11 @@ func (c *client) deliver(from *client, sub *subscription, subj, reply []byte, hd
 	}
 	acc := c.acc
 	c.mu.Unlock()
+	size := int64(len(hdr) + len(data))
 	c.stats.outMsgs.Add(1)
-	c.stats.outBytes.Add(int64(len(msg)))
+	c.stats.outBytes.Add(size)
 	c.srv.stats.outMsgs.Add(1)
-	c.srv.stats.outBytes.Add(int64(len(msg)))
+	c.srv.stats.outBytes.Add(size)
 	if autoUnsub && acc != nil {
 		_ = acc.sl.Remove(sub.subject, sub.queue, sub)
 	}
@@ -330,7 +353,7 @@ func (c *client) sendNoResponders(acc *account, subj, reply []byte) {
 		return
 	}
 	hdr := proto.AppendStatusHeader(nil, 503, "", "Nats-Subject", string(subj))
-	c.deliver(c, sub, reply, nil, len(hdr), hdr)
+	c.deliver(c, sub, reply, nil, hdr, nil)
 	c.flushes[c] = struct{}{}
 }
 
@@ -365,6 +388,9 @@ func (c *client) pubAllowed(subj []byte, id *auth.Identity) bool {
 // unsafeString views b as a string without copying. The result must not
 // outlive b's contents and must not be retained by the callee.
 func unsafeString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+
+// unsafeBytes views s as bytes without copying; they must not be modified.
+func unsafeBytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
 
 // maxResponseGrants bounds the pending allow_responses grants of one
 // connection; expired ones are swept when it is reached.

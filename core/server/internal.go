@@ -1,0 +1,129 @@
+package server
+
+import (
+	"errors"
+	"sync"
+
+	"github.com/leafbox/leafbox/core/auth"
+	"github.com/leafbox/leafbox/core/subject"
+)
+
+// ErrInvalidSubject is returned for a subject that cannot be used.
+var ErrInvalidSubject = errors.New("server: invalid subject")
+
+// Msg is a message handed to an in-process subscriber. Its slices are
+// borrowed from the publisher: valid only while the handler runs, and
+// read-only; copy what must be kept. Header is nil when the message has
+// none.
+type Msg struct {
+	Subject []byte
+	Reply   []byte
+	Header  []byte
+	Data    []byte
+}
+
+// MsgHandler receives messages for an in-process subscription. It runs on
+// the publisher's goroutine, so it must not block for long: hand slow work
+// to a goroutine of its own.
+type MsgHandler func(m Msg)
+
+// Conn is an in-process connection bound to one account: JetStream,
+// bridges and the leaf node publish and subscribe through it without a
+// socket. It is safe for concurrent use.
+type Conn struct {
+	srv *Server
+	acc *account
+
+	mu     sync.Mutex
+	subs   map[*subscription]struct{}
+	closed bool
+}
+
+// Subscription is an in-process subscription made by Conn.Subscribe.
+type Subscription struct {
+	conn *Conn
+	sub  *subscription
+}
+
+// InProcess returns a new in-process connection bound to account ("" for
+// the global account).
+func (s *Server) InProcess(account string) *Conn {
+	if account == "" {
+		account = auth.GlobalAccount
+	}
+	return &Conn{srv: s, acc: s.lookupAccount(account), subs: make(map[*subscription]struct{})}
+}
+
+// Subscribe registers h for messages matching subj (wildcards allowed),
+// in queue group queue when not empty.
+func (ic *Conn) Subscribe(subj, queue string, h MsgHandler) (*Subscription, error) {
+	if !subject.Valid(subj) || (queue != "" && !subject.ValidQueue(queue)) {
+		return nil, ErrInvalidSubject
+	}
+	sub := &subscription{handler: h, subject: subj, queue: queue}
+	ic.mu.Lock()
+	if ic.closed {
+		ic.mu.Unlock()
+		return nil, ErrServerClosed
+	}
+	ic.subs[sub] = struct{}{}
+	ic.mu.Unlock()
+	if err := ic.acc.sl.Insert(subj, queue, sub); err != nil {
+		ic.mu.Lock()
+		delete(ic.subs, sub)
+		ic.mu.Unlock()
+		return nil, err
+	}
+	return &Subscription{conn: ic, sub: sub}, nil
+}
+
+// Unsubscribe removes the subscription; it is idempotent.
+func (s *Subscription) Unsubscribe() {
+	ic := s.conn
+	ic.mu.Lock()
+	_, ok := ic.subs[s.sub]
+	delete(ic.subs, s.sub)
+	ic.mu.Unlock()
+	if ok {
+		_ = ic.acc.sl.Remove(s.sub.subject, s.sub.queue, s.sub)
+	}
+}
+
+// Publish routes a message to the account's subscribers and returns how
+// many received it. hdr is a complete NATS header block or nil.
+func (ic *Conn) Publish(subj, reply string, hdr, data []byte) int {
+	return ic.PublishAs(subj, subj, reply, hdr, data)
+}
+
+// PublishAs routes a message by route but shows it to subscribers under
+// subject shown, as JetStream delivers a stored message to a consumer's
+// delivery subject or pull inbox under the message's own subject.
+func (ic *Conn) PublishAs(route, shown, reply string, hdr, data []byte) int {
+	if !subject.ValidLiteral(route) {
+		return 0
+	}
+	ic.srv.stats.inMsgs.Add(1)
+	ic.srv.stats.inBytes.Add(int64(len(hdr) + len(data)))
+	res := ic.acc.sl.Match(route)
+	// Deliveries copy subject and reply and handlers must not modify
+	// them, so read-only views of the strings do.
+	return deliverResult(nil, res, unsafeBytes(shown), unsafeBytes(reply), hdr, data)
+}
+
+// HasInterest reports whether any subscription in the account matches the
+// literal subject subj.
+func (ic *Conn) HasInterest(subj string) bool {
+	return ic.acc.sl.HasInterest(subj)
+}
+
+// Close removes every subscription of the connection.
+func (ic *Conn) Close() {
+	ic.mu.Lock()
+	subs := ic.subs
+	ic.subs = map[*subscription]struct{}{}
+	ic.closed = true
+	ic.mu.Unlock()
+	for sub := range subs {
+		_ = ic.acc.sl.Remove(sub.subject, sub.queue, sub)
+	}
+}

@@ -1,0 +1,66 @@
+package server_test
+
+import (
+	"testing"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/leafbox/leafbox/core/server"
+	"github.com/leafbox/leafbox/core/server/servertest"
+)
+
+func TestInProcessConn(t *testing.T) {
+	s := servertest.Start(t, server.Options{})
+	ic := s.InProcess("")
+	t.Cleanup(ic.Close)
+	got := make(chan string, 4)
+	sub, err := ic.Subscribe("svc.>", "", func(m server.Msg) {
+		got <- string(m.Subject) + "|" + string(m.Data) + "|" + string(m.Header)
+		if len(m.Reply) > 0 {
+			ic.Publish(string(m.Reply), "", nil, []byte("pong"))
+		}
+	})
+	mustNoErr(t, err)
+	if _, err := ic.Subscribe("bad..subject", "", func(server.Msg) {}); err == nil {
+		t.Fatal("invalid subject accepted")
+	}
+
+	nc := connect(t, s)
+	mustNoErr(t, nc.Publish("svc.a", []byte("x")))
+	if v := <-got; v != "svc.a|x|" {
+		t.Fatalf("handler got %q", v)
+	}
+	msg := nats.NewMsg("svc.h")
+	msg.Header.Set("K", "V")
+	mustNoErr(t, nc.PublishMsg(msg))
+	if v := <-got; v != "svc.h||NATS/1.0\r\nK: V\r\n\r\n" {
+		t.Fatalf("handler got %q", v)
+	}
+	// A request answered in-process counts as a responder.
+	reply, err := nc.Request("svc.ping", nil, wait)
+	mustNoErr(t, err)
+	if string(reply.Data) != "pong" {
+		t.Fatalf("reply %q", reply.Data)
+	}
+	<-got
+
+	// In-process publish reaches clients, under the shown subject.
+	inbox, _ := nc.SubscribeSync("deliver.abc")
+	mustNoErr(t, nc.Flush())
+	if !ic.HasInterest("deliver.abc") || ic.HasInterest("deliver.other") {
+		t.Fatal("HasInterest wrong")
+	}
+	if n := ic.PublishAs("deliver.abc", "orders.1", "$JS.ACK.x", []byte("NATS/1.0\r\nA: b\r\n\r\n"), []byte("body")); n != 1 {
+		t.Fatalf("delivered to %d", n)
+	}
+	m := nextMsg(t, inbox)
+	if m.Subject != "orders.1" || m.Reply != "$JS.ACK.x" || string(m.Data) != "body" || m.Header.Get("A") != "b" {
+		t.Fatalf("got %q %q %q %v", m.Subject, m.Reply, m.Data, m.Header)
+	}
+
+	sub.Unsubscribe()
+	sub.Unsubscribe()
+	if _, err := nc.Request("svc.ping", nil, wait); err != nats.ErrNoResponders {
+		t.Fatalf("after unsubscribe: %v", err)
+	}
+}
