@@ -1,0 +1,119 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/leafbox/leafbox/core/server"
+	"github.com/leafbox/leafbox/core/server/servertest"
+)
+
+// natsCLI finds the pinned nats CLI that scripts/test installs.
+func natsCLI(t *testing.T) string {
+	t.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	pinned := filepath.Join(filepath.Dir(file), "..", "..", ".tools", "bin", "nats")
+	if _, err := os.Stat(pinned); err == nil {
+		return pinned
+	}
+	if p, err := exec.LookPath("nats"); err == nil {
+		return p
+	}
+	t.Fatal("the nats CLI is not installed: run scripts/test, which installs the pinned natscli")
+	return ""
+}
+
+// runCLI runs the nats CLI against s and returns its combined output.
+func runCLI(ctx context.Context, t *testing.T, s *server.Server, args ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, natsCLI(t), append([]string{"--server", s.ClientURL(), "--no-context"}, args...)...)
+	cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+t.TempDir())
+	return cmd
+}
+
+// waitSubs waits until the server has n subscriptions on subj.
+func waitSubs(t *testing.T, s *server.Server, subj string, n int) {
+	t.Helper()
+	deadline := time.Now().Add(wait)
+	for {
+		count := 0
+		for _, d := range s.Subscriptions("") {
+			if d.Subject == subj {
+				count++
+			}
+		}
+		if count >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d subscriptions on %q, want %d", count, subj, n)
+		}
+		time.Sleep(5 * time.Millisecond) // polling the server's state, bounded by the deadline
+	}
+}
+
+func TestNatsCLI(t *testing.T) {
+	s := servertest.Start(t, server.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	// nats sub / nats pub
+	var subOut bytes.Buffer
+	sub := runCLI(ctx, t, s, "sub", "cli.test", "--count", "1", "--raw")
+	sub.Stdout, sub.Stderr = &subOut, &subOut
+	mustNoErr(t, sub.Start())
+	waitSubs(t, s, "cli.test", 1)
+	if out, err := runCLI(ctx, t, s, "pub", "cli.test", "hello from the cli").CombinedOutput(); err != nil {
+		t.Fatalf("nats pub: %v\n%s", err, out)
+	}
+	mustNoErr(t, sub.Wait())
+	if !strings.Contains(subOut.String(), "hello from the cli") {
+		t.Fatalf("nats sub printed %q", subOut.String())
+	}
+
+	// nats reply / nats req
+	reply := runCLI(ctx, t, s, "reply", "cli.svc", "pong", "--count", "1")
+	var replyOut bytes.Buffer
+	reply.Stdout, reply.Stderr = &replyOut, &replyOut
+	mustNoErr(t, reply.Start())
+	waitSubs(t, s, "cli.svc", 1)
+	out, err := runCLI(ctx, t, s, "req", "cli.svc", "ping", "--raw").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "pong") {
+		t.Fatalf("nats req: %v\n%s", err, out)
+	}
+	// natscli v0.5.0's reply exits 1 after --count even against
+	// nats-server, so only its output is checked.
+	_ = reply.Wait()
+	if !strings.Contains(replyOut.String(), `Received on subject "cli.svc"`) {
+		t.Fatalf("nats reply printed %q", replyOut.String())
+	}
+
+	// nats req with nobody listening reports no responders at once.
+	out, err = runCLI(ctx, t, s, "req", "cli.nobody", "x").CombinedOutput()
+	if !strings.Contains(string(out), "No responders are available") {
+		t.Fatalf("nats req without responders: %v\n%s", err, out)
+	}
+
+	// nats bench pub/sub completes and counts every message.
+	benchSub := runCLI(ctx, t, s, "bench", "sub", "cli.bench", "--msgs", "20000", "--no-progress")
+	var benchOut bytes.Buffer
+	benchSub.Stdout, benchSub.Stderr = &benchOut, &benchOut
+	mustNoErr(t, benchSub.Start())
+	waitSubs(t, s, "cli.bench", 1)
+	if out, err := runCLI(ctx, t, s, "bench", "pub", "cli.bench", "--msgs", "20000", "--size", "64", "--no-progress").CombinedOutput(); err != nil {
+		t.Fatalf("nats bench pub: %v\n%s", err, out)
+	}
+	if err := benchSub.Wait(); err != nil {
+		t.Fatalf("nats bench sub: %v\n%s", err, benchOut.String())
+	}
+	if !strings.Contains(benchOut.String(), "20,000") {
+		t.Fatalf("nats bench sub output: %s", benchOut.String())
+	}
+}

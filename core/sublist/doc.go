@@ -1,0 +1,63 @@
+// Package sublist maps subscription subjects to the values subscribed on
+// them and answers "who is interested in this published subject?".
+//
+// # Model
+//
+// A Sublist holds entries. An entry is a triple (subject, queue, value):
+// subject is a valid subscription subject (see package core/subject) that may
+// hold "*" and ">" tokens, queue is a queue group name or "" for a plain
+// subscriber, and value is whatever the caller keys subscriptions by
+// (typically a *subscription pointer).
+//
+// The same value may be inserted under several subjects or queues; each
+// insertion is a separate entry. Inserting the same triple twice is counted,
+// not rejected: the triple then matches twice, Count and Walk see it twice,
+// and it takes two calls to Remove to delete it. (The server never does this;
+// it keys entries by subscription.)
+//
+// Match returns a Result holding one element per matching entry: plain
+// values in Result.Plain, queue values grouped by queue name in
+// Result.Queues, with members from every matching subject merged into one
+// Queue per name. The order of values and of queues is unspecified.
+// A publish subject that is not a valid literal subject (empty, an empty
+// token, whitespace, or a "*" or ">" token) matches nothing.
+//
+// # Result ownership
+//
+// A *Result is an immutable snapshot shared between callers and with the
+// internal cache: callers must not modify it, its slices, or the Members of
+// its queues. Its slices carry no spare capacity, so a caller that appends
+// to one gets a private copy. A Result stays valid forever; later Insert and
+// Remove calls build new Results (copy on write) rather than changing old
+// ones. Every subject with no interest returns the same empty Result.
+//
+// Match and MatchBytes do not retain their argument; on a cache miss they
+// copy the subject before caching it. Insert likewise copies the tokens and
+// queue names it stores, so no caller memory is pinned.
+//
+// # Cache
+//
+// Match results are cached per valid literal subject, up to 1024 subjects;
+// a random entry is evicted when the cache is full. Invalid subjects are
+// never cached. Insert and Remove replace the cached result of every subject
+// their pattern matches (copy on write) while holding the write lock, so the
+// cache always holds exactly what a fresh trie walk would return. A cache hit
+// takes only a read lock and allocates nothing.
+//
+// # Locking
+//
+// A Sublist is safe for concurrent use. It has two locks, always taken in
+// this order:
+//
+//	Sublist.mu (trie and count) → Sublist.cacheMu (match cache)
+//
+// Cache hits take cacheMu.RLock only. Misses walk the trie under mu.RLock and
+// store the result under cacheMu.Lock while still holding mu.RLock, so no
+// Insert or Remove can run between computing a result and caching it.
+// Insert and Remove hold mu.Lock and take cacheMu.Lock to update the cache.
+// Walk copies the entries under mu.RLock and calls its function with no lock
+// held, so the function may call back into the Sublist.
+//
+// The zero Sublist is empty and ready to use; New is a convenience. A
+// Sublist must not be copied after first use.
+package sublist

@@ -1,0 +1,152 @@
+package sublist
+
+import (
+	"math/rand/v2"
+	"strings"
+	"testing"
+)
+
+// Operations are decoded from bytes so that the random test and the fuzz
+// target share one interpreter. Tokens come from a small alphabet so that
+// patterns collide often; the alphabet includes "" to produce invalid
+// subjects.
+var (
+	patternTokens = []string{"a", "b", "c", "*", ">", "a", "b", ""}
+	literalTokens = []string{"a", "b", "c"}
+	queueNames    = []string{"", "", "q", "r"}
+)
+
+// publishSubjects is every literal subject of one to four tokens from
+// literalTokens, plus some invalid ones.
+var publishSubjects = func() []string {
+	out := []string{"", "a.", ".a", "a..b", "a.*", "a.>", "*", ">", "a b"}
+	level := []string{""}
+	for range 4 {
+		var next []string
+		for _, prefix := range level {
+			for _, tok := range literalTokens {
+				if prefix != "" {
+					tok = prefix + "." + tok
+				}
+				next = append(next, tok)
+			}
+		}
+		out = append(out, next...)
+		level = next
+	}
+	return out
+}()
+
+type opReader struct{ data []byte }
+
+func (r *opReader) next() int {
+	if len(r.data) == 0 {
+		return 0
+	}
+	b := r.data[0]
+	r.data = r.data[1:]
+	return int(b)
+}
+
+func (r *opReader) pick(options []string) string { return options[r.next()%len(options)] }
+
+func (r *opReader) pattern() string {
+	toks := make([]string, 1+r.next()%4)
+	for i := range toks {
+		toks[i] = r.pick(patternTokens)
+	}
+	return strings.Join(toks, ".")
+}
+
+// runOps applies the operations encoded in data to a Sublist and to the
+// naive model and fails on the first difference. Every 32 operations, and at
+// the end, it compares all observables over publishSubjects, which also fills
+// the match cache so that Insert and Remove must update cached results.
+func runOps(t testing.TB, data []byte) {
+	s, m := New[int](), &model{}
+	r := &opReader{data: data}
+	for ops := 0; len(r.data) > 0; ops++ {
+		switch r.next() % 7 {
+		case 0, 1, 2: // insert
+			subj, queue, v := r.pattern(), r.pick(queueNames), r.next()%8
+			if got, want := s.Insert(subj, queue, v), m.insert(subj, queue, v); got != want {
+				t.Fatalf("Insert(%q, %q, %d) = %v, want %v", subj, queue, v, got, want)
+			}
+		case 3, 4: // remove an existing entry
+			if len(m.entries) == 0 {
+				continue
+			}
+			e := m.entries[r.next()%len(m.entries)]
+			requireNoError(t, s.Remove(e.subject, e.queue, e.value))
+			requireNoError(t, m.remove(e.subject, e.queue, e.value))
+		case 5: // remove anything, usually absent
+			subj, queue, v := r.pattern(), r.pick(queueNames), r.next()%8
+			if got, want := s.Remove(subj, queue, v), m.remove(subj, queue, v); got != want {
+				t.Fatalf("Remove(%q, %q, %d) = %v, want %v", subj, queue, v, got, want)
+			}
+		default: // match one subject, twice to hit the cache
+			subj := r.pick(publishSubjects)
+			want := canon(t, m.match(subj))
+			for range 2 {
+				if got := canon(t, s.MatchBytes([]byte(subj))); got != want {
+					t.Fatalf("MatchBytes(%q) = %s, want %s", subj, got, want)
+				}
+			}
+		}
+		if ops%32 == 31 {
+			checkAgainst(t, s, m, publishSubjects)
+		}
+	}
+	checkAgainst(t, s, m, publishSubjects)
+	st := s.Stats()
+	requireEqual(t, int(st.NumInserts-st.NumRemoves), len(m.entries))
+}
+
+func TestDifferential(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	runs := 200
+	if testing.Short() {
+		runs = 20
+	}
+	for range runs {
+		data := make([]byte, 50+rng.IntN(1500))
+		for i := range data {
+			data[i] = byte(rng.Uint32())
+		}
+		runOps(t, data)
+	}
+}
+
+func FuzzSublist(f *testing.F) {
+	f.Add([]byte{0, 0, 0, 0, 0, 6, 0})
+	f.Add([]byte("insert then match a lot of things"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) > 1024 { // longer inputs add little but slow the fuzzer down
+			return
+		}
+		runOps(t, data)
+	})
+}
+
+// TestManyValuesPerNode drives sets past indexAt, where they switch to an
+// index, and back, with repeated insertions mixed in.
+func TestManyValuesPerNode(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	s, m := New[int](), &model{}
+	patterns := []string{"foo", "foo.*", ">"}
+	subjects := []string{"foo", "foo.bar", "bar"}
+	for round := range 6 {
+		for range 3 * indexAt {
+			subj, queue, v := patterns[rng.IntN(len(patterns))], queueNames[rng.IntN(len(queueNames))], rng.IntN(4*indexAt)
+			requireNoError(t, s.Insert(subj, queue, v))
+			requireNoError(t, m.insert(subj, queue, v))
+		}
+		checkAgainst(t, s, m, subjects)
+		for len(m.entries) > round*indexAt/2 {
+			e := m.entries[rng.IntN(len(m.entries))]
+			requireNoError(t, s.Remove(e.subject, e.queue, e.value))
+			requireNoError(t, m.remove(e.subject, e.queue, e.value))
+			checkAgainst(t, s, m, subjects)
+		}
+	}
+}
