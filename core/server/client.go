@@ -26,6 +26,9 @@ const (
 	// maxSpareOutbound caps the outbound buffer kept for reuse after a
 	// burst, so an idle connection does not pin a large buffer.
 	maxSpareOutbound = 64 << 10
+	// maxKeptOutbound caps the buffer kept while a backlog drains: a busy
+	// connection reuses up to this much, larger bursts are left to the GC.
+	maxKeptOutbound = 4 << 20
 )
 
 // client is one client connection.
@@ -505,7 +508,7 @@ func (c *client) writeDirect() error {
 	}
 	// Keep the buffer for reuse while it is small or well used; a large
 	// one that carried little goes, so an idle connection shrinks.
-	if cap(buf) <= maxSpareOutbound || len(buf) >= cap(buf)/4 {
+	if cap(buf) <= maxSpareOutbound || (cap(buf) <= maxKeptOutbound && len(buf) >= cap(buf)/4) {
 		c.spare = buf[:0]
 	}
 	var ne net.Error

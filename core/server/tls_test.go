@@ -36,7 +36,7 @@ func testPKI(t *testing.T) (*tls.Config, *x509.CertPool) {
 		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "leafbox"},
 		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
 		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
 	mustNoErr(t, err)
@@ -66,6 +66,19 @@ func TestTLS(t *testing.T) {
 	raw.Send("CONNECT {}\r\nPING\r\n")
 	raw.Expect("-ERR 'Secure Connection - TLS Required'")
 	raw.ExpectClosed()
+}
+
+func TestTLSClientVerify(t *testing.T) {
+	cfg, pool := testPKI(t)
+	clientCert := cfg.Certificates[0] // signed by the same CA; fine for a client too
+	cfg.ClientCAs = pool
+	cfg.ClientAuth = tls.RequireAndVerifyClientCert
+	s := servertest.Start(t, server.Options{TLS: cfg, TLSRequired: true, TLSVerify: true})
+	nc := connect(t, s, nats.Secure(&tls.Config{RootCAs: pool, Certificates: []tls.Certificate{clientCert}, MinVersion: tls.VersionTLS12}))
+	mustNoErr(t, nc.Flush())
+	if err := dialErr(s, nats.Secure(&tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12})); err == nil {
+		t.Fatal("client without a certificate was accepted")
+	}
 }
 
 func TestTLSHandshakeFirst(t *testing.T) {
