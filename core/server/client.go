@@ -52,6 +52,7 @@ type client struct {
 	parser       *proto.Parser
 	flushes      map[*client]struct{} // clients this read batch wrote to
 	stallTotal   time.Duration        // time this read batch waited on consumers
+	batch        batchStats           // counters of this read batch
 	pubPerm      map[string]bool      // cached publish permission results
 	pubPermOwner *auth.Identity       // the identity pubPerm was computed for
 
@@ -92,6 +93,13 @@ type client struct {
 type clientStats struct {
 	inMsgs, inBytes, outMsgs, outBytes atomic.Int64
 	stalls                             atomic.Int64
+}
+
+// batchStats are counted by the read loop without atomics and added to
+// the shared counters once per read batch, so publishers on different
+// cores do not contend on every message.
+type batchStats struct {
+	inMsgs, inBytes, outMsgs, outBytes int64
 }
 
 // responsePerm is one reply subject a client may publish to because it
@@ -293,10 +301,11 @@ func (c *client) readLoop() {
 		if n > 0 {
 			c.lastActivity.Store(time.Now().UnixNano())
 			c.stallTotal = 0
-			if !c.processInbound(buf[:n]) {
+			ok := c.processInbound(buf[:n])
+			c.flushPending()
+			if !ok {
 				return
 			}
-			c.flushPending()
 		}
 		if err != nil {
 			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
@@ -460,6 +469,16 @@ func (c *client) flushPending() {
 	for t := range c.flushes {
 		t.cond.Signal()
 		delete(c.flushes, t)
+	}
+	if b := c.batch; b != (batchStats{}) {
+		c.stats.inMsgs.Add(b.inMsgs)
+		c.stats.inBytes.Add(b.inBytes)
+		st := &c.srv.stats
+		st.inMsgs.Add(b.inMsgs)
+		st.inBytes.Add(b.inBytes)
+		st.outMsgs.Add(b.outMsgs)
+		st.outBytes.Add(b.outBytes)
+		c.batch = batchStats{}
 	}
 }
 

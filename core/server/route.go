@@ -125,10 +125,8 @@ func (c *client) processUnsub(sid []byte, max int64) {
 
 // processPub routes one PUB or HPUB.
 func (c *client) processPub(op *proto.Op) {
-	c.stats.inMsgs.Add(1)
-	c.stats.inBytes.Add(int64(len(op.Payload)))
-	c.srv.stats.inMsgs.Add(1)
-	c.srv.stats.inBytes.Add(int64(len(op.Payload)))
+	c.batch.inMsgs++
+	c.batch.inBytes += int64(len(op.Payload))
 	if op.HeaderLen >= 0 && !c.headers {
 		// HPUB from a client that did not negotiate headers.
 		c.sendErrAndClose("Unknown Protocol Operation", reasonProtocolViolation)
@@ -279,8 +277,14 @@ func (c *client) deliver(from *client, sub *subscription, subj, reply, hdr, data
 	size := int64(len(hdr) + len(data))
 	c.stats.outMsgs.Add(1)
 	c.stats.outBytes.Add(size)
-	c.srv.stats.outMsgs.Add(1)
-	c.srv.stats.outBytes.Add(size)
+	if from != nil {
+		// The publisher adds its batch to the server totals once.
+		from.batch.outMsgs++
+		from.batch.outBytes += size
+	} else {
+		c.srv.stats.outMsgs.Add(1)
+		c.srv.stats.outBytes.Add(size)
+	}
 	if autoUnsub && acc != nil {
 		_ = acc.sl.Remove(sub.subject, sub.queue, sub)
 	}
