@@ -49,12 +49,10 @@ type client struct {
 
 	// Fields written by readLoop only (before or during CONNECT); read
 	// elsewhere under mu.
-	parser       *proto.Parser
-	flushes      map[*client]struct{} // clients this read batch wrote to
-	stallTotal   time.Duration        // time this read batch waited on consumers
-	batch        batchStats           // counters of this read batch
-	pubPerm      map[string]bool      // cached publish permission results
-	pubPermOwner *auth.Identity       // the identity pubPerm was computed for
+	parser     *proto.Parser
+	flushes    map[*client]struct{} // clients this read batch wrote to
+	stallTotal time.Duration        // time this read batch waited on consumers
+	batch      batchStats           // counters of this read batch
 
 	connected    atomic.Bool                   // CONNECT accepted
 	ident        atomic.Pointer[auth.Identity] // who the connection is

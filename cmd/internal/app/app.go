@@ -1,0 +1,221 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/leafbox/leafbox/core/monitor"
+	"github.com/leafbox/leafbox/core/server"
+)
+
+// ErrLeafNodesUnsupported is returned by Build and Reload when leafnode
+// remotes are configured: this build parses them but cannot connect yet.
+var ErrLeafNodesUnsupported = errors.New("leafnodes are not supported by this build yet")
+
+// abortTimeout bounds stopping what a failed Start had started.
+const abortTimeout = 10 * time.Second
+
+// Flags are run-time settings that come only from the command line.
+type Flags struct {
+	// PortsFileDir, when set, is where Start writes the ports file
+	// (PortsFileName) and Shutdown removes it.
+	PortsFileDir string
+	// Logger receives the application's and the broker's logs; nil
+	// discards them. Configuration values are never logged, so secrets in
+	// them cannot leak into logs.
+	Logger *slog.Logger
+}
+
+// App is a running leafbox: the broker and the monitoring HTTP server. Build
+// it, Start it, then Shutdown or LameDuck it; Reload applies a new
+// configuration in between. Its methods are safe for concurrent use.
+type App struct {
+	flags Flags
+	log   *slog.Logger
+	srv   *server.Server
+
+	mu        sync.Mutex
+	cfg       *Config // the configuration in force
+	mon       *monitor.HTTPServer
+	portsFile string
+	stopped   bool
+}
+
+// Build validates cfg (after SetDefaults) and builds the broker, without
+// binding anything yet.
+func Build(cfg *Config, flags Flags) (*App, error) {
+	if cfg.LeafNodes != nil && len(cfg.LeafNodes.Remotes) > 0 {
+		return nil, ErrLeafNodesUnsupported
+	}
+	log := flags.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	opts, err := cfg.ServerOptions()
+	if err != nil {
+		return nil, err
+	}
+	opts.Logger = log
+	srv, err := server.New(opts)
+	if err != nil {
+		return nil, err
+	}
+	return &App{flags: flags, log: log, srv: srv, cfg: cfg}, nil
+}
+
+// Start binds the client listener and, unless http_port is 0, the
+// monitoring listener, writes the ports file if asked to, and logs the
+// addresses. On error everything started is stopped again.
+func (a *App) Start() error {
+	if err := a.srv.Start(); err != nil {
+		return err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	cfg := a.cfg
+	scheme := "nats"
+	if cfg.TLS != nil {
+		scheme = "tls"
+	}
+	ports := Ports{Nats: URLs(scheme, a.srv.Addr())}
+	a.log.Info("ready for clients", "url", ports.Nats[0])
+
+	if port := httpPort(cfg); port != 0 {
+		port = max(port, 0) // -1 asks for a free port
+		mon, err := startMonitor(net.JoinHostPort(cfg.HTTP.Host, strconv.Itoa(port)), a.srv)
+		if err != nil {
+			a.abortStart()
+			return fmt.Errorf("monitoring: %w", err)
+		}
+		a.mon = mon
+		ports.Monitoring = URLs("http", mon.Addr())
+		a.log.Info("serving monitoring", "addr", mon.Addr().String(), "url", ports.Monitoring[0])
+	}
+	if js := cfg.JetStream; js != nil && js.Enabled {
+		a.log.Info("jetstream is not available in this build yet; running without it", "store_dir", js.StoreDir)
+	}
+	if dir := a.flags.PortsFileDir; dir != "" {
+		path, err := WritePortsFile(dir, os.Getpid(), ports)
+		if err != nil {
+			a.abortStart()
+			return err
+		}
+		a.portsFile = path
+		a.log.Debug("wrote ports file", "path", path)
+	}
+	return nil
+}
+
+// abortStart stops what Start started; a.mu is held.
+func (a *App) abortStart() {
+	ctx, cancel := context.WithTimeout(context.Background(), abortTimeout)
+	defer cancel()
+	if a.mon != nil {
+		_ = a.mon.Shutdown(ctx)
+		a.mon = nil
+	}
+	_ = a.srv.Shutdown(ctx)
+}
+
+// Addr returns the client listener's address, or nil before Start.
+func (a *App) Addr() net.Addr { return a.srv.Addr() }
+
+// MonitorAddr returns the monitoring listener's address, or nil when
+// monitoring is off or not started.
+func (a *App) MonitorAddr() net.Addr {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.mon == nil {
+		return nil
+	}
+	return a.mon.Addr()
+}
+
+// PortsFile returns the path of the ports file written by Start, or "".
+func (a *App) PortsFile() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.portsFile
+}
+
+// Shutdown stops the monitoring server, then the broker (closing every
+// client), and removes the ports file. If ctx ends first it returns ctx's
+// error. Calling it again, or after LameDuck, only returns nil.
+func (a *App) Shutdown(ctx context.Context) error {
+	errMon := a.stopAux(ctx)
+	errSrv := a.srv.Shutdown(ctx)
+	return errors.Join(errSrv, errMon)
+}
+
+// LameDuck puts the broker in lame duck mode (it stops accepting, tells
+// clients with an INFO carrying ldm, closes them gradually and then shuts
+// down), and then stops the monitoring server and removes the ports file.
+// It returns when the broker is down or ctx ends.
+func (a *App) LameDuck(ctx context.Context) error {
+	errSrv := a.srv.LameDuck(ctx)
+	errMon := a.stopAux(ctx)
+	return errors.Join(errSrv, errMon)
+}
+
+// stopAux stops the monitoring server and removes the ports file, once.
+func (a *App) stopAux(ctx context.Context) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.stopped {
+		return nil
+	}
+	a.stopped = true
+	var errs []error
+	if a.mon != nil {
+		if err := a.mon.Shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("monitoring: %w", err))
+		}
+	}
+	if a.portsFile != "" {
+		if err := os.Remove(a.portsFile); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Reload applies cfg (after SetDefaults) to the running broker without
+// dropping clients: authentication, permissions and limits. Changes that
+// need a restart (listen address, monitoring address, TLS handshake mode,
+// leafnodes) are rejected, and the configuration in force stays.
+func (a *App) Reload(cfg *Config) error {
+	if cfg.LeafNodes != nil && len(cfg.LeafNodes.Remotes) > 0 {
+		return ErrLeafNodesUnsupported
+	}
+	opts, err := cfg.ServerOptions()
+	if err != nil {
+		return err
+	}
+	opts.Logger = a.log
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	old := a.cfg
+	if cfg.HTTP.Host != old.HTTP.Host || httpPort(cfg) != httpPort(old) {
+		return fmt.Errorf("http, http_port: changing the monitoring address needs a restart")
+	}
+	if err := a.srv.Reload(opts); err != nil {
+		return err
+	}
+	a.cfg = cfg
+	return nil
+}
+
+// httpPort returns the effective monitoring port of c.
+func httpPort(c *Config) int {
+	if c.HTTPPort == nil {
+		return DefaultHTTPPort
+	}
+	return *c.HTTPPort
+}

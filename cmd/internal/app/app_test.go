@@ -1,0 +1,173 @@
+package app
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// testTimeout bounds every wait in these tests.
+const testTimeout = 10 * time.Second
+
+func TestBuildRefusesLeafNodes(t *testing.T) {
+	c := mustValidate(t, "leafnodes: {remotes: [{url: nats://hub:7422}]}")
+	_, err := Build(c, Flags{})
+	if !errors.Is(err, ErrLeafNodesUnsupported) {
+		t.Fatalf("want ErrLeafNodesUnsupported, got %v", err)
+	}
+	requireEqual(t, err.Error(), "leafnodes are not supported by this build yet")
+}
+
+func TestBuildRejectsInvalidConfig(t *testing.T) {
+	c := mustParse(t, "port: 70000")
+	c.SetDefaults(testEnv)
+	_, err := Build(c, Flags{})
+	requireErrorContains(t, err, "line 1: port: 70000 is out of range")
+}
+
+// startApp builds and starts an app on loopback with free ports and shuts
+// it down in t.Cleanup.
+func startApp(t *testing.T, src string, flags Flags) *App {
+	t.Helper()
+	c := mustParse(t, src)
+	Overrides{Host: ptr("127.0.0.1"), Port: ptr(-1)}.Apply(c)
+	c.SetDefaults(testEnv)
+	a, err := Build(c, flags)
+	requireNoError(t, err)
+	if err := a.Start(); err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+		defer cancel()
+		if err := a.Shutdown(ctx); err != nil {
+			t.Errorf("shutdown: %v", err)
+		}
+	})
+	return a
+}
+
+// readInfo dials addr and returns the first protocol line, which must be
+// the server's INFO.
+func readInfo(t *testing.T, addr net.Addr) string {
+	t.Helper()
+	conn, err := net.DialTimeout("tcp", addr.String(), testTimeout)
+	requireNoError(t, err)
+	defer conn.Close()
+	requireNoError(t, conn.SetReadDeadline(time.Now().Add(testTimeout)))
+	line, err := bufio.NewReader(conn).ReadString('\n')
+	requireNoError(t, err)
+	if !strings.HasPrefix(line, "INFO ") {
+		t.Fatalf("want INFO, got %q", line)
+	}
+	return line
+}
+
+func TestAppStartServesClientsAndMonitoring(t *testing.T) {
+	dir := t.TempDir()
+	a := startApp(t, "http_port: -1", Flags{PortsFileDir: dir})
+	readInfo(t, a.Addr())
+
+	mon := a.MonitorAddr()
+	if mon == nil {
+		t.Fatal("monitoring not started")
+	}
+	for _, path := range []string{"/healthz", "/varz", "/connz", "/metrics"} {
+		resp, err := http.Get("http://" + mon.String() + path)
+		requireNoError(t, err)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s: %s", path, resp.Status)
+		}
+	}
+
+	data, err := os.ReadFile(a.PortsFile())
+	requireNoError(t, err)
+	clientPort := strconv.Itoa(a.Addr().(*net.TCPAddr).Port)
+	monPort := strconv.Itoa(mon.(*net.TCPAddr).Port)
+	requireEqual(t, string(data), `{"nats":["nats://127.0.0.1:`+clientPort+`"],"monitoring":["http://127.0.0.1:`+monPort+`"]}`)
+}
+
+func TestAppShutdownRemovesPortsFileAndStopsListening(t *testing.T) {
+	c := mustParse(t, "http_port: -1")
+	Overrides{Host: ptr("127.0.0.1"), Port: ptr(-1)}.Apply(c)
+	c.SetDefaults(testEnv)
+	a, err := Build(c, Flags{PortsFileDir: t.TempDir()})
+	requireNoError(t, err)
+	requireNoError(t, a.Start())
+	addr, mon, ports := a.Addr().String(), a.MonitorAddr().String(), a.PortsFile()
+
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	requireNoError(t, a.Shutdown(ctx))
+	if _, err := os.Stat(ports); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("ports file still there: %v", err)
+	}
+	for _, hp := range []string{addr, mon} {
+		if conn, err := net.DialTimeout("tcp", hp, testTimeout); err == nil {
+			conn.Close()
+			t.Fatalf("%s still accepts connections after Shutdown", hp)
+		}
+	}
+	requireNoError(t, a.Shutdown(ctx)) // a second call is harmless
+}
+
+func TestAppMonitoringOff(t *testing.T) {
+	a := startApp(t, "http_port: 0", Flags{})
+	if a.MonitorAddr() != nil {
+		t.Fatalf("monitoring started on %v with http_port 0", a.MonitorAddr())
+	}
+}
+
+func TestAppStartFailsWhenMonitorPortIsTaken(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	requireNoError(t, err)
+	defer ln.Close()
+	c := mustParse(t, "http_port: "+strconv.Itoa(ln.Addr().(*net.TCPAddr).Port))
+	Overrides{Host: ptr("127.0.0.1"), Port: ptr(-1)}.Apply(c)
+	c.SetDefaults(testEnv)
+	a, err := Build(c, Flags{})
+	requireNoError(t, err)
+	requireErrorContains(t, a.Start(), "monitoring:", "address already in use")
+}
+
+func TestAppReload(t *testing.T) {
+	a := startApp(t, "http_port: -1\nmax_payload: 1MB", Flags{})
+
+	next := mustParse(t, "http_port: -1\nmax_payload: 2MB")
+	Overrides{Host: ptr("127.0.0.1"), Port: ptr(-1)}.Apply(next)
+	next.SetDefaults(testEnv)
+	requireNoError(t, a.Reload(next))
+
+	moved := mustParse(t, "http_port: 9999")
+	Overrides{Host: ptr("127.0.0.1"), Port: ptr(-1)}.Apply(moved)
+	moved.SetDefaults(testEnv)
+	requireErrorContains(t, a.Reload(moved), "monitoring address needs a restart")
+
+	leaf := mustParse(t, "http_port: -1\nleafnodes: {remotes: [{url: nats://h:1}]}")
+	leaf.SetDefaults(testEnv)
+	if err := a.Reload(leaf); !errors.Is(err, ErrLeafNodesUnsupported) {
+		t.Fatalf("want ErrLeafNodesUnsupported, got %v", err)
+	}
+}
+
+func TestAppStartFailsWhenPortsFileCannotBeWritten(t *testing.T) {
+	c := mustParse(t, "http_port: -1")
+	Overrides{Host: ptr("127.0.0.1"), Port: ptr(-1)}.Apply(c)
+	c.SetDefaults(testEnv)
+	a, err := Build(c, Flags{PortsFileDir: "/nonexistent/ports"})
+	requireNoError(t, err)
+	requireErrorContains(t, a.Start(), "ports file:")
+	// Start stopped what it had started.
+	if conn, err := net.DialTimeout("tcp", a.Addr().String(), testTimeout); err == nil {
+		conn.Close()
+		t.Fatal("client listener still open after a failed Start")
+	}
+}

@@ -1,0 +1,391 @@
+package app
+
+import (
+	_ "embed"
+	"os"
+	"path/filepath"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Config is leafbox's configuration file. Keys are named like nats-server's
+// options. The zero value is valid and means every default; SetDefaults
+// writes the defaults in, so that printing a Config shows effective values.
+type Config struct {
+	// Listen is the client listener's address: "host:port", "host" or a
+	// port. A port given here is moved to Port when the file is parsed.
+	Listen HostPort `yaml:"listen,omitempty"`
+	// Port is the client port: 0 means 4222, -1 picks a free port.
+	Port int `yaml:"port,omitempty"`
+	// HTTP is the monitoring address, "host:port" or "host"; the host
+	// defaults to 127.0.0.1. A port given here is moved to HTTPPort.
+	HTTP HostPort `yaml:"http,omitempty"`
+	// HTTPPort is the monitoring port: unset means 8222, 0 turns monitoring
+	// off, -1 picks a free port.
+	HTTPPort *int `yaml:"http_port,omitempty"`
+	// ServerName is reported in INFO and in monitoring.
+	ServerName string `yaml:"server_name,omitempty"`
+
+	// MaxPayload bounds a message's size, headers included (default 1MiB).
+	MaxPayload Size `yaml:"max_payload,omitempty"`
+	// MaxPending bounds the bytes queued for one client (default 64MiB).
+	MaxPending Size `yaml:"max_pending,omitempty"`
+	// MaxControlLine bounds a protocol line's length (default 4KiB).
+	MaxControlLine Size `yaml:"max_control_line,omitempty"`
+	// MaxConnections bounds the number of client connections.
+	MaxConnections int `yaml:"max_connections,omitempty"`
+	// MaxSubscriptions bounds the subscriptions of one connection; 0 is
+	// unlimited.
+	MaxSubscriptions int `yaml:"max_subscriptions,omitempty"`
+	// PingInterval is how often the server pings each client (default 2m).
+	PingInterval Duration `yaml:"ping_interval,omitempty"`
+	// PingMax is how many pings may go unanswered (default 2).
+	PingMax int `yaml:"ping_max,omitempty"`
+	// WriteDeadline bounds one write to a client (default 10s).
+	WriteDeadline Duration `yaml:"write_deadline,omitempty"`
+
+	// Authorization configures the credentials of the global account.
+	Authorization *AuthorizationConfig `yaml:"authorization,omitempty"`
+	// NoAuthUser names a user that connections without credentials are
+	// bound to.
+	NoAuthUser string `yaml:"no_auth_user,omitempty"`
+	// Accounts maps account names to their users; subjects are isolated
+	// between accounts.
+	Accounts map[string]AccountConfig `yaml:"accounts,omitempty"`
+	// TLS turns on TLS for client connections.
+	TLS *TLSConfig `yaml:"tls,omitempty"`
+
+	// LameDuckDuration is the time over which clients are closed in lame
+	// duck mode (default 2m).
+	LameDuckDuration Duration `yaml:"lame_duck_duration,omitempty"`
+	// LameDuckGracePeriod is the wait before lame duck mode starts closing
+	// clients (default 10s).
+	LameDuckGracePeriod Duration `yaml:"lame_duck_grace_period,omitempty"`
+
+	// JetStream is parsed and validated; this build does not run it yet.
+	JetStream *JetStreamConfig `yaml:"jetstream,omitempty"`
+	// LeafNodes is parsed and validated; this build does not run it yet.
+	LeafNodes *LeafNodesConfig `yaml:"leafnodes,omitempty"`
+
+	file  string     // the file parsed, for error messages; "" if none
+	dir   string     // base for relative paths; "" is the working directory
+	index *posIndex  // where each key is in the source; nil if none
+	flags flagSource // config paths set by command-line flags
+}
+
+// AuthorizationConfig is the authorization block: one token, one user and
+// password, or a list of users, as in nats-server.
+type AuthorizationConfig struct {
+	// Token is a shared secret clients send as auth_token; it may be a
+	// bcrypt hash.
+	Token string `yaml:"token,omitempty"`
+	// User and Password define a single user.
+	User     string `yaml:"user,omitempty"`
+	Password string `yaml:"password,omitempty"`
+	// Users lists users of the global account, or of the account they name.
+	Users []UserConfig `yaml:"users,omitempty"`
+	// Timeout bounds the wait for CONNECT (default 2s).
+	Timeout Duration `yaml:"timeout,omitempty"`
+}
+
+// UserConfig is one user: user and password, or an nkey.
+type UserConfig struct {
+	// User is the name sent in CONNECT user.
+	User string `yaml:"user,omitempty"`
+	// Password is plain text or a bcrypt hash ($2a$...).
+	Password string `yaml:"password,omitempty"`
+	// Nkey is a user public NKey (starts with U); the client proves it by
+	// signing the server's nonce.
+	Nkey string `yaml:"nkey,omitempty"`
+	// Account binds the user to an account listed under accounts.
+	Account string `yaml:"account,omitempty"`
+	// Permissions restrict the user; absent means everything is allowed.
+	Permissions *PermissionsConfig `yaml:"permissions,omitempty"`
+}
+
+// AccountConfig is one account under accounts.
+type AccountConfig struct {
+	// Users belong to this account.
+	Users []UserConfig `yaml:"users,omitempty"`
+}
+
+// PermissionsConfig restricts what a user may publish and subscribe to.
+type PermissionsConfig struct {
+	// Publish lists subjects the user may publish to.
+	Publish *SubjectPermission `yaml:"publish,omitempty"`
+	// Subscribe lists subjects the user may subscribe to; an entry may be
+	// "subject queue" to name one queue group.
+	Subscribe *SubjectPermission `yaml:"subscribe,omitempty"`
+	// AllowResponses lets the user reply to requests it received even where
+	// Publish denies the reply subject.
+	AllowResponses *ResponsePermission `yaml:"allow_responses,omitempty"`
+}
+
+// SubjectPermission is an allow list and a deny list of subject patterns.
+// In YAML it is a subject or a list of subjects (the allow list), or a
+// mapping with allow and deny, each a subject or a list.
+type SubjectPermission struct {
+	// Allow lists permitted patterns; empty allows all not denied.
+	Allow StringList `yaml:"allow,omitempty"`
+	// Deny lists forbidden patterns; deny wins over allow.
+	Deny StringList `yaml:"deny,omitempty"`
+}
+
+type subjectPermissionFields SubjectPermission
+
+// UnmarshalYAML implements the callback form of yaml's unmarshaler, so that
+// unknown keys in the mapping form are still rejected.
+func (p *SubjectPermission) UnmarshalYAML(unmarshal func(any) error) error {
+	var c nodeCapture
+	if err := unmarshal(&c); err != nil {
+		return err
+	}
+	switch c.node.Kind {
+	case yaml.ScalarNode, yaml.SequenceNode:
+		var allow StringList
+		if err := unmarshal(&allow); err != nil {
+			return err
+		}
+		*p = SubjectPermission{Allow: allow}
+		return nil
+	case yaml.MappingNode:
+		return unmarshal((*subjectPermissionFields)(p))
+	}
+	return typeError(c.node, "invalid permission: want a subject, a list of subjects or {allow, deny}")
+}
+
+// ResponsePermission allows replies to received requests. In YAML it is
+// true or false, or a mapping with max (responses per request, default 1)
+// and expires (default 2m).
+type ResponsePermission struct {
+	// Enabled is false only for "allow_responses: false".
+	Enabled bool `yaml:"-"`
+	// Max is the number of responses allowed per request.
+	Max int `yaml:"max,omitempty"`
+	// Expires is how long the permission to respond lasts.
+	Expires Duration `yaml:"expires,omitempty"`
+}
+
+type responsePermissionFields ResponsePermission
+
+// UnmarshalYAML implements the callback form of yaml's unmarshaler.
+func (r *ResponsePermission) UnmarshalYAML(unmarshal func(any) error) error {
+	var c nodeCapture
+	if err := unmarshal(&c); err != nil {
+		return err
+	}
+	switch {
+	case c.node.Kind == yaml.ScalarNode && c.node.ShortTag() == "!!bool":
+		var on bool
+		if err := unmarshal(&on); err != nil {
+			return err
+		}
+		*r = ResponsePermission{Enabled: on}
+		return nil
+	case c.node.Kind == yaml.MappingNode:
+		var f responsePermissionFields
+		if err := unmarshal(&f); err != nil {
+			return err
+		}
+		*r = ResponsePermission(f)
+		r.Enabled = true
+		return nil
+	}
+	return typeError(c.node, "invalid allow_responses: want true, false or {max, expires}")
+}
+
+// MarshalYAML writes true or false when neither max nor expires is set.
+func (r ResponsePermission) MarshalYAML() (any, error) {
+	if !r.Enabled || (r.Max == 0 && r.Expires == 0) {
+		return r.Enabled, nil
+	}
+	return responsePermissionFields(r), nil
+}
+
+// TLSConfig is a tls block: the server's certificate and, optionally, the
+// CAs that client certificates must chain to.
+type TLSConfig struct {
+	// CertFile and KeyFile are PEM files with the certificate chain and its
+	// private key.
+	CertFile string `yaml:"cert_file,omitempty"`
+	KeyFile  string `yaml:"key_file,omitempty"`
+	// CAFile is a PEM file of CA certificates to verify peers with.
+	CAFile string `yaml:"ca_file,omitempty"`
+	// Verify requires clients to present a certificate signed by CAFile.
+	Verify bool `yaml:"verify,omitempty"`
+	// HandshakeFirst performs the TLS handshake before the server's INFO.
+	HandshakeFirst bool `yaml:"handshake_first,omitempty"`
+	// Timeout bounds the handshake (default 2s).
+	Timeout Duration `yaml:"timeout,omitempty"`
+}
+
+// JetStreamConfig is the jetstream block. In YAML it is true or false, or a
+// mapping; a mapping without enabled means enabled, as in nats-server.
+type JetStreamConfig struct {
+	// Enabled turns JetStream on.
+	Enabled bool `yaml:"enabled"`
+	// StoreDir holds the file store; it defaults to $STATE_DIRECTORY (set
+	// by systemd) or else ~/.local/state/leafbox.
+	StoreDir string `yaml:"store_dir,omitempty"`
+	// MaxMemoryStore and MaxFileStore bound the storage used; 0 means no
+	// bound of the server's own.
+	MaxMemoryStore Size `yaml:"max_memory_store,omitempty"`
+	MaxFileStore   Size `yaml:"max_file_store,omitempty"`
+	// Domain is the JetStream domain.
+	Domain string `yaml:"domain,omitempty"`
+	// SyncInterval is how often the file store is synced to disk.
+	SyncInterval Duration `yaml:"sync_interval,omitempty"`
+}
+
+type jetStreamFields struct {
+	Enabled        *bool    `yaml:"enabled"`
+	StoreDir       string   `yaml:"store_dir"`
+	MaxMemoryStore Size     `yaml:"max_memory_store"`
+	MaxFileStore   Size     `yaml:"max_file_store"`
+	Domain         string   `yaml:"domain"`
+	SyncInterval   Duration `yaml:"sync_interval"`
+}
+
+// UnmarshalYAML implements the callback form of yaml's unmarshaler.
+func (j *JetStreamConfig) UnmarshalYAML(unmarshal func(any) error) error {
+	var c nodeCapture
+	if err := unmarshal(&c); err != nil {
+		return err
+	}
+	switch {
+	case c.node.Kind == yaml.ScalarNode && c.node.ShortTag() == "!!bool":
+		var on bool
+		if err := unmarshal(&on); err != nil {
+			return err
+		}
+		*j = JetStreamConfig{Enabled: on}
+		return nil
+	case c.node.Kind == yaml.MappingNode:
+		var f jetStreamFields
+		if err := unmarshal(&f); err != nil {
+			return err
+		}
+		*j = JetStreamConfig{
+			Enabled:        f.Enabled == nil || *f.Enabled,
+			StoreDir:       f.StoreDir,
+			MaxMemoryStore: f.MaxMemoryStore,
+			MaxFileStore:   f.MaxFileStore,
+			Domain:         f.Domain,
+			SyncInterval:   f.SyncInterval,
+		}
+		return nil
+	}
+	return typeError(c.node, "invalid jetstream: want true, false or a mapping")
+}
+
+// LeafNodesConfig is the leafnodes block. This build parses and validates
+// it, but cannot connect to remotes yet.
+type LeafNodesConfig struct {
+	// Remotes are the hubs to connect to.
+	Remotes []RemoteConfig `yaml:"remotes,omitempty"`
+}
+
+// RemoteConfig is one leafnode remote.
+type RemoteConfig struct {
+	// URLs of the hub (nats, tls, ws or wss scheme); URL adds one more.
+	URLs StringList `yaml:"urls,omitempty"`
+	URL  string     `yaml:"url,omitempty"`
+	// Credentials is a .creds file to authenticate with.
+	Credentials string `yaml:"credentials,omitempty"`
+	// Account is the local account bound to the remote.
+	Account string `yaml:"account,omitempty"`
+	// TLS configures the connection to the hub.
+	TLS *TLSConfig `yaml:"tls,omitempty"`
+	// Compression is off, accept, s2_fast, s2_better, s2_best or s2_auto.
+	Compression string `yaml:"compression,omitempty"`
+}
+
+//go:embed default.yaml
+var defaultYAML []byte
+
+// DefaultYAML returns the embedded default configuration file, the one
+// Default parses.
+func DefaultYAML() []byte { return append([]byte(nil), defaultYAML...) }
+
+// Default returns the embedded default configuration: clients on
+// 0.0.0.0:4222, monitoring on 127.0.0.1:8222, JetStream requested.
+func Default() *Config {
+	c, err := Parse(defaultYAML)
+	if err != nil {
+		panic("app: embedded default.yaml is invalid: " + err.Error())
+	}
+	return c
+}
+
+// Load reads and parses the configuration file at path. Relative paths in
+// the file are resolved against the file's directory.
+func Load(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	c, err := Parse(data)
+	if err != nil {
+		if ce, ok := err.(*ConfigError); ok {
+			ce.File = path
+		}
+		return nil, err
+	}
+	abs, err := filepath.Abs(filepath.Dir(path))
+	if err != nil {
+		return nil, err
+	}
+	c.file, c.dir = path, abs
+	return c, nil
+}
+
+// File returns the path of the file c was loaded from, or "".
+func (c *Config) File() string { return c.file }
+
+// Path resolves p, a path from the configuration, against the directory of
+// the file it came from. Absolute and empty paths are returned unchanged.
+func (c *Config) Path(p string) string {
+	if p == "" || filepath.IsAbs(p) || c.dir == "" {
+		return p
+	}
+	return filepath.Join(c.dir, p)
+}
+
+// redactedSecret replaces passwords and tokens in Redacted's output.
+const redactedSecret = "[REDACTED]"
+
+// Redacted returns a copy of c with passwords and tokens replaced by
+// "[REDACTED]", for printing. c is not modified.
+func (c *Config) Redacted() *Config {
+	out := *c
+	redactUsers := func(users []UserConfig) []UserConfig {
+		if users == nil {
+			return nil
+		}
+		cp := append([]UserConfig(nil), users...)
+		for i := range cp {
+			if cp[i].Password != "" {
+				cp[i].Password = redactedSecret
+			}
+		}
+		return cp
+	}
+	if a := c.Authorization; a != nil {
+		ac := *a
+		if ac.Token != "" {
+			ac.Token = redactedSecret
+		}
+		if ac.Password != "" {
+			ac.Password = redactedSecret
+		}
+		ac.Users = redactUsers(a.Users)
+		out.Authorization = &ac
+	}
+	if c.Accounts != nil {
+		out.Accounts = make(map[string]AccountConfig, len(c.Accounts))
+		for name, acc := range c.Accounts {
+			out.Accounts[name] = AccountConfig{Users: redactUsers(acc.Users)}
+		}
+	}
+	return &out
+}

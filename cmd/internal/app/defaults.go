@@ -1,0 +1,166 @@
+package app
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/leafbox/leafbox/core/server"
+)
+
+// Defaults that are the application's own; the broker's come from the
+// server package.
+const (
+	// DefaultHTTPHost keeps monitoring on loopback, as fits an appliance.
+	DefaultHTTPHost = "127.0.0.1"
+	// DefaultHTTPPort is nats-server's monitoring port.
+	DefaultHTTPPort = 8222
+	// stateSubdir is the store's directory under $HOME when systemd gives
+	// no $STATE_DIRECTORY.
+	stateSubdir = ".local/state/leafbox"
+)
+
+// Env is what the process environment contributes to defaults. Only
+// OSEnv reads the real environment, so tests pass their own.
+type Env struct {
+	// StateDirectory is systemd's $STATE_DIRECTORY (colon-separated when
+	// the unit names several; the first is used).
+	StateDirectory string
+	// Home is the user's home directory.
+	Home string
+}
+
+// OSEnv reads Env from the process environment.
+func OSEnv() Env {
+	home, _ := os.UserHomeDir()
+	return Env{StateDirectory: os.Getenv("STATE_DIRECTORY"), Home: home}
+}
+
+// DefaultStoreDir is the JetStream store directory used when neither a
+// flag nor the file names one: $STATE_DIRECTORY, else ~/.local/state/leafbox.
+func (e Env) DefaultStoreDir() string {
+	if first, _, _ := strings.Cut(e.StateDirectory, ":"); first != "" {
+		return first
+	}
+	if e.Home == "" {
+		return ""
+	}
+	return filepath.Join(e.Home, stateSubdir)
+}
+
+// SetDefaults fills every unset option with its default, so the Config
+// shows the effective configuration. It does not validate.
+func (c *Config) SetDefaults(env Env) {
+	if c.Listen.Host == "" {
+		c.Listen.Host = server.DefaultHost
+	}
+	if c.Port == 0 {
+		c.Port = server.DefaultPort
+	}
+	if c.HTTP.Host == "" {
+		c.HTTP.Host = DefaultHTTPHost
+	}
+	if c.HTTPPort == nil {
+		p := DefaultHTTPPort
+		c.HTTPPort = &p
+	}
+	setDefault(&c.MaxPayload, server.DefaultMaxPayload)
+	setDefault(&c.MaxPending, server.DefaultMaxPending)
+	setDefault(&c.MaxControlLine, server.DefaultMaxControlLine)
+	setDefault(&c.MaxConnections, server.DefaultMaxConnections)
+	setDefault(&c.PingInterval, Duration(server.DefaultPingInterval))
+	setDefault(&c.PingMax, server.DefaultMaxPingsOut)
+	setDefault(&c.WriteDeadline, Duration(server.DefaultWriteDeadline))
+	setDefault(&c.LameDuckDuration, Duration(server.DefaultLameDuckDuration))
+	setDefault(&c.LameDuckGracePeriod, Duration(server.DefaultLameDuckGrace))
+	if c.Authorization != nil {
+		setDefault(&c.Authorization.Timeout, Duration(server.DefaultAuthTimeout))
+	}
+	if c.TLS != nil {
+		setDefault(&c.TLS.Timeout, Duration(server.DefaultTLSTimeout))
+	}
+	if c.JetStream == nil {
+		c.JetStream = &JetStreamConfig{}
+	}
+	if c.JetStream.Enabled && c.JetStream.StoreDir == "" {
+		c.JetStream.StoreDir = env.DefaultStoreDir()
+	}
+	c.JetStream.StoreDir = c.Path(c.JetStream.StoreDir)
+}
+
+func setDefault[T comparable](v *T, def T) {
+	var zero T
+	if *v == zero {
+		*v = def
+	}
+}
+
+// Overrides are values from command-line flags; they win over the file.
+// A nil field was not given on the command line.
+type Overrides struct {
+	Host        *string  // --addr
+	Port        *int     // --port
+	HTTPPort    *int     // --http-port
+	ServerName  *string  // --server-name
+	JetStream   *bool    // --jetstream
+	StoreDir    *string  // --store-dir, made absolute by the caller
+	LeafRemotes []string // --leaf-remote, replacing the file's remotes
+}
+
+// flagSource maps config key paths to the flag that set them.
+type flagSource map[string]string
+
+func (f flagSource) flagFor(path string) string {
+	for p, flag := range f {
+		if path == p || strings.HasPrefix(path, p+".") || strings.HasPrefix(path, p+"[") {
+			return flag
+		}
+	}
+	return ""
+}
+
+// Apply writes the overrides into c. Call it before SetDefaults; problems
+// with the values are reported by Validate, naming the flag.
+func (o Overrides) Apply(c *Config) {
+	if c.flags == nil {
+		c.flags = flagSource{}
+	}
+	if o.Host != nil {
+		c.Listen.Host = *o.Host
+		c.flags["listen"] = "--addr"
+	}
+	if o.Port != nil {
+		c.Port = *o.Port
+		c.flags["port"] = "--port"
+	}
+	if o.HTTPPort != nil {
+		p := *o.HTTPPort
+		c.HTTPPort = &p
+		c.flags["http_port"] = "--http-port"
+	}
+	if o.ServerName != nil {
+		c.ServerName = *o.ServerName
+		c.flags["server_name"] = "--server-name"
+	}
+	if o.JetStream != nil || o.StoreDir != nil {
+		if c.JetStream == nil {
+			c.JetStream = &JetStreamConfig{}
+		}
+		if o.JetStream != nil {
+			c.JetStream.Enabled = *o.JetStream
+			c.flags["jetstream.enabled"] = "--jetstream"
+		}
+		if o.StoreDir != nil {
+			c.JetStream.StoreDir = *o.StoreDir
+			c.flags["jetstream.store_dir"] = "--store-dir"
+		}
+	}
+	if o.LeafRemotes != nil {
+		remotes := make([]RemoteConfig, len(o.LeafRemotes))
+		for i, u := range o.LeafRemotes {
+			remotes[i] = RemoteConfig{URL: u}
+		}
+		c.LeafNodes = &LeafNodesConfig{Remotes: remotes}
+		c.flags["leafnodes"] = "--leaf-remote"
+	}
+}

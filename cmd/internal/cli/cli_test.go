@@ -1,0 +1,264 @@
+package cli
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// runCLI runs the command line in-process and returns its output and exit
+// code.
+func runCLI(t *testing.T, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code = Execute(args, &out, &errOut)
+	return out.String(), errOut.String(), code
+}
+
+func requireContains(t *testing.T, what, s string, wants ...string) {
+	t.Helper()
+	for _, w := range wants {
+		if !strings.Contains(s, w) {
+			t.Fatalf("%s does not contain %q:\n%s", what, w, s)
+		}
+	}
+}
+
+func requireCode(t *testing.T, got, want int, stderr string) {
+	t.Helper()
+	if got != want {
+		t.Fatalf("exit code %d, want %d; stderr:\n%s", got, want, stderr)
+	}
+}
+
+func writeFile(t *testing.T, name, data string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestConfigCheckGood(t *testing.T) {
+	t.Setenv("HOME", t.TempDir())
+	path := writeFile(t, "good.yaml", "port: 4333\nauthorization: {users: [{user: a, password: b}]}\njetstream: true\n")
+	stdout, stderr, code := runCLI(t, "config", "check", path)
+	requireCode(t, code, 0, stderr)
+	requireContains(t, "stdout", stdout, "ok: "+path+": clients 0.0.0.0:4333, monitoring 127.0.0.1:8222, 1 user, 0 accounts, tls off, jetstream requested")
+	if stderr != "" {
+		t.Fatalf("stderr not empty: %s", stderr)
+	}
+}
+
+func TestConfigCheckBad(t *testing.T) {
+	path := writeFile(t, "bad.yaml", "port: 4222\nmax_payload: lots\nauthorization:\n  tokn: x\n")
+	stdout, stderr, code := runCLI(t, "config", "check", path)
+	requireCode(t, code, 1, stderr)
+	requireContains(t, "stderr", stderr,
+		path+":2: max_payload: invalid size \"lots\"",
+		path+`:4: authorization.tokn: unknown key "tokn"`)
+	if stdout != "" {
+		t.Fatalf("stdout not empty: %s", stdout)
+	}
+}
+
+func TestConfigCheckInvalidValues(t *testing.T) {
+	path := writeFile(t, "bad.yaml", "port: 4222\n\nhttp_port: 4222\ntls:\n  cert_file: missing.pem\n  key_file: missing-key.pem\n")
+	_, stderr, code := runCLI(t, "config", "check", path)
+	requireCode(t, code, 1, stderr)
+	requireContains(t, "stderr", stderr,
+		path+":3: http_port: 4222 is also the client port",
+		path+":5: tls.cert_file: open "+filepath.Join(filepath.Dir(path), "missing.pem")+": no such file or directory")
+}
+
+func TestConfigCheckMissingFile(t *testing.T) {
+	_, stderr, code := runCLI(t, "config", "check", "/nonexistent/leafbox.yaml")
+	requireCode(t, code, 1, stderr)
+	requireContains(t, "stderr", stderr, "no such file or directory")
+}
+
+func TestConfigCheckNeedsAFile(t *testing.T) {
+	_, stderr, code := runCLI(t, "config", "check")
+	requireCode(t, code, 1, stderr)
+	requireContains(t, "stderr", stderr, "leafbox: accepts 1 arg(s), received 0")
+}
+
+func TestConfigCheckNotesLeafNodes(t *testing.T) {
+	path := writeFile(t, "leaf.yaml", "leafnodes: {remotes: [{url: nats://hub:7422}]}\n")
+	stdout, stderr, code := runCLI(t, "config", "check", path)
+	requireCode(t, code, 0, stderr)
+	requireContains(t, "stdout", stdout, "1 leafnode remote", "note: leafnodes are configured, but this build cannot run them yet")
+}
+
+// Every example shipped in deploy/examples must pass config check.
+func TestDeployExamplesPassConfigCheck(t *testing.T) {
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("STATE_DIRECTORY", "")
+	files, err := filepath.Glob(filepath.Join("..", "..", "..", "deploy", "examples", "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) < 2 {
+		t.Fatalf("want at least gateway.yaml and auth.yaml in deploy/examples, found %v", files)
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			stdout, stderr, code := runCLI(t, "config", "check", f)
+			requireCode(t, code, 0, stderr)
+			requireContains(t, "stdout", stdout, "ok: ")
+		})
+	}
+}
+
+// printed parses the YAML that config print wrote.
+func printed(t *testing.T, stdout string) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := yaml.Unmarshal([]byte(stdout), &m); err != nil {
+		t.Fatalf("config print output is not YAML: %v\n%s", err, stdout)
+	}
+	return m
+}
+
+func TestConfigPrintDefault(t *testing.T) {
+	t.Setenv("HOME", "/home/someone")
+	t.Setenv("STATE_DIRECTORY", "")
+	stdout, stderr, code := runCLI(t, "config", "print")
+	requireCode(t, code, 0, stderr)
+	m := printed(t, stdout)
+	for key, want := range map[string]any{
+		"listen": "0.0.0.0", "port": 4222, "http": "127.0.0.1", "http_port": 8222,
+		"max_payload": "1MiB", "ping_interval": "2m0s",
+	} {
+		if m[key] != want {
+			t.Fatalf("%s = %#v, want %#v\n%s", key, m[key], want, stdout)
+		}
+	}
+	js := m["jetstream"].(map[string]any)
+	if js["enabled"] != true || js["store_dir"] != "/home/someone/.local/state/leafbox" {
+		t.Fatalf("jetstream = %v", js)
+	}
+}
+
+func TestFlagsOverrideConfigFile(t *testing.T) {
+	t.Setenv("STATE_DIRECTORY", "/var/lib/leafbox")
+	path := writeFile(t, "gw.yaml", "listen: 10.1.1.1:5000\nhttp_port: 9000\nserver_name: file\nmax_payload: 2MB\njetstream: {store_dir: /file}\n")
+	stdout, stderr, code := runCLI(t, "config", "print", path,
+		"--addr", "127.0.0.1", "--port", "-1", "--http-port", "0", "--server-name", "flag", "--store-dir", "/flag")
+	requireCode(t, code, 0, stderr)
+	m := printed(t, stdout)
+	for key, want := range map[string]any{
+		"listen": "127.0.0.1", "port": -1, "http_port": 0, "server_name": "flag",
+		"max_payload": "2MiB", // not overridden: the file's value stays
+	} {
+		if m[key] != want {
+			t.Fatalf("%s = %#v, want %#v\n%s", key, m[key], want, stdout)
+		}
+	}
+	if js := m["jetstream"].(map[string]any); js["store_dir"] != "/flag" || js["enabled"] != true {
+		t.Fatalf("jetstream = %v", js)
+	}
+
+	// Flags not given leave the file alone; --jetstream=false turns it off.
+	stdout, stderr, code = runCLI(t, "config", "print", path, "--jetstream=false")
+	requireCode(t, code, 0, stderr)
+	m = printed(t, stdout)
+	if m["port"] != 5000 || m["http_port"] != 9000 || m["server_name"] != "file" {
+		t.Fatalf("file values lost:\n%s", stdout)
+	}
+	if js := m["jetstream"].(map[string]any); js["enabled"] != false {
+		t.Fatalf("jetstream = %v", js)
+	}
+}
+
+func TestConfigPrintRedactsSecrets(t *testing.T) {
+	path := writeFile(t, "auth.yaml", "authorization:\n  users:\n    - {user: a, password: hunter2}\naccounts:\n  A: {users: [{user: b, password: swordfish}]}\n")
+	stdout, stderr, code := runCLI(t, "config", "print", path)
+	requireCode(t, code, 0, stderr)
+	for _, secret := range []string{"hunter2", "swordfish"} {
+		if strings.Contains(stdout, secret) {
+			t.Fatalf("config print shows a password:\n%s", stdout)
+		}
+	}
+	requireContains(t, "stdout", stdout, "[REDACTED]")
+}
+
+func TestConfigPrintFlagError(t *testing.T) {
+	_, stderr, code := runCLI(t, "config", "print", "--port", "99999")
+	requireCode(t, code, 1, stderr)
+	requireContains(t, "stderr", stderr, "leafbox: flag --port: port: 99999 is out of range")
+}
+
+func TestRunRefusesLeafRemotes(t *testing.T) {
+	_, stderr, code := runCLI(t, "run", "--port", "-1", "--http-port", "0", "--leaf-remote", "nats://hub:7422")
+	requireCode(t, code, 1, stderr)
+	requireContains(t, "stderr", stderr, "leafbox: leafnodes are not supported by this build yet\n")
+}
+
+func TestRunRejectsBadLeafRemoteURL(t *testing.T) {
+	_, stderr, code := runCLI(t, "run", "--leaf-remote", "http://hub")
+	requireCode(t, code, 1, stderr)
+	requireContains(t, "stderr", stderr, `leafbox: flag --leaf-remote: leafnodes.remotes[0].url: URL "http://hub": scheme must be nats, tls, ws or wss`)
+}
+
+func TestRunRejectsBadArguments(t *testing.T) {
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "--log-level", "loud"}, `leafbox: --log-level: "loud" is not one of debug, info, warn, error`},
+		{[]string{"run", "--config", "/nonexistent.yaml"}, "leafbox: open /nonexistent.yaml: no such file or directory"},
+		{[]string{"run", "--port", "x"}, `leafbox: invalid argument "x" for "--port"`},
+		{[]string{"run", "extra"}, `leafbox: unknown command "extra" for "leafbox run"`},
+		{[]string{"frobnicate"}, `leafbox: unknown command "frobnicate" for "leafbox"`},
+	}
+	for _, tc := range cases {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			_, stderr, code := runCLI(t, tc.args...)
+			requireCode(t, code, 1, stderr)
+			requireContains(t, "stderr", stderr, tc.want)
+		})
+	}
+}
+
+func TestRunWithBadConfigPrintsEveryProblem(t *testing.T) {
+	path := writeFile(t, "bad.yaml", "port: 70000\nping_max: -1\n")
+	_, stderr, code := runCLI(t, "run", "--config", path)
+	requireCode(t, code, 1, stderr)
+	requireContains(t, "stderr", stderr,
+		"leafbox: "+path+":1: port: 70000 is out of range",
+		"leafbox: "+path+":2: ping_max: must not be negative")
+}
+
+func TestVersion(t *testing.T) {
+	stdout, stderr, code := runCLI(t, "version")
+	requireCode(t, code, 0, stderr)
+	requireContains(t, "stdout", stdout, "leafbox ", "commit:", "go:       go1.", "platform: ")
+
+	stdout, _, code = runCLI(t, "--version")
+	requireCode(t, code, 0, "")
+	requireContains(t, "stdout", stdout, "leafbox ")
+}
+
+func TestCompletion(t *testing.T) {
+	for _, shell := range []string{"bash", "zsh", "fish", "powershell"} {
+		stdout, stderr, code := runCLI(t, "completion", shell)
+		requireCode(t, code, 0, stderr)
+		requireContains(t, "stdout", stdout, "leafbox")
+	}
+}
+
+func TestHelpListsCommands(t *testing.T) {
+	stdout, stderr, code := runCLI(t, "--help")
+	requireCode(t, code, 0, stderr)
+	requireContains(t, "help", stdout, "run", "config", "version", "completion")
+
+	stdout, _, _ = runCLI(t, "run", "--help")
+	requireContains(t, "run help", stdout, "--config", "--addr", "--port", "--http-port", "--server-name",
+		"--jetstream", "--store-dir", "--leaf-remote", "--log-level", "--ports-file-dir", "SIGUSR2", "SIGHUP")
+}

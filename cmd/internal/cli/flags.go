@@ -1,0 +1,102 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/leafbox/leafbox/cmd/internal/app"
+)
+
+// configFlags are the flags that override the configuration file; run and
+// config print share them. Only flags the user set are applied.
+type configFlags struct {
+	addr        string
+	port        int
+	httpPort    int
+	serverName  string
+	jetStream   bool
+	storeDir    string
+	leafRemotes []string
+}
+
+func (f *configFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&f.addr, "addr", "", "host to listen on for clients (default 0.0.0.0)")
+	fs.IntVar(&f.port, "port", 0, "client port (default 4222; -1 picks a free port)")
+	fs.IntVar(&f.httpPort, "http-port", 0, "monitoring port (default 8222; 0 turns monitoring off; -1 picks a free port)")
+	fs.StringVar(&f.serverName, "server-name", "", "server name reported to clients and in monitoring")
+	fs.BoolVar(&f.jetStream, "jetstream", false, "request JetStream (--jetstream=false turns it off; not available in this build yet)")
+	fs.StringVar(&f.storeDir, "store-dir", "", "JetStream store directory (default $STATE_DIRECTORY, else ~/.local/state/leafbox)")
+	fs.StringArrayVar(&f.leafRemotes, "leaf-remote", nil, "leafnode remote URL, repeatable; replaces the file's remotes (not supported by this build yet)")
+}
+
+// overrides returns the values of the flags set on the command line.
+func (f *configFlags) overrides(fs *pflag.FlagSet) (app.Overrides, error) {
+	var o app.Overrides
+	if fs.Changed("addr") {
+		o.Host = &f.addr
+	}
+	if fs.Changed("port") {
+		o.Port = &f.port
+	}
+	if fs.Changed("http-port") {
+		o.HTTPPort = &f.httpPort
+	}
+	if fs.Changed("server-name") {
+		o.ServerName = &f.serverName
+	}
+	if fs.Changed("jetstream") {
+		o.JetStream = &f.jetStream
+	}
+	if fs.Changed("store-dir") {
+		dir, err := filepath.Abs(f.storeDir)
+		if err != nil {
+			return o, fmt.Errorf("--store-dir: %w", err)
+		}
+		o.StoreDir = &dir
+	}
+	if fs.Changed("leaf-remote") {
+		o.LeafRemotes = append([]string{}, f.leafRemotes...)
+	}
+	return o, nil
+}
+
+// loadConfig reads file (or the embedded default when file is ""), applies
+// the overrides and the defaults, and validates the result.
+func loadConfig(file string, o app.Overrides) (*app.Config, error) {
+	cfg := app.Default()
+	if file != "" {
+		var err error
+		if cfg, err = app.Load(file); err != nil {
+			return nil, err
+		}
+	}
+	o.Apply(cfg)
+	cfg.SetDefaults(app.OSEnv())
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+// newLogger returns a text logger to w at level: debug, info, warn or error.
+func newLogger(w io.Writer, level string) (*slog.Logger, error) {
+	var l slog.Level
+	switch strings.ToLower(level) {
+	case "debug":
+		l = slog.LevelDebug
+	case "info":
+		l = slog.LevelInfo
+	case "warn":
+		l = slog.LevelWarn
+	case "error":
+		l = slog.LevelError
+	default:
+		return nil, fmt.Errorf("--log-level: %q is not one of debug, info, warn, error", level)
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
+}
