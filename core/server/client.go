@@ -616,6 +616,6 @@ func (c *client) teardown() {
 		return
 	}
 	for _, sub := range subs {
-		_ = acc.sl.Remove(sub.subject, sub.queue, sub)
+		acc.removeSub(sub)
 	}
 }

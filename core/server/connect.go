@@ -103,7 +103,7 @@ func (c *client) reauthorize(authn *auth.Authenticator) {
 	c.cond.Signal()
 	c.mu.Unlock()
 	for _, sub := range denied {
-		_ = oldAcc.sl.Remove(sub.subject, sub.queue, sub)
+		oldAcc.removeSub(sub)
 	}
 }
 

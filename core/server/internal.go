@@ -34,6 +34,10 @@ type Conn struct {
 	srv *Server
 	acc *account
 
+	// noEcho keeps the connection's own publishes from its own
+	// subscriptions (a leaf link must not loop remote messages back).
+	noEcho bool
+
 	mu     sync.Mutex
 	subs   map[*subscription]struct{}
 	closed bool
@@ -54,13 +58,17 @@ func (s *Server) InProcess(account string) *Conn {
 	return &Conn{srv: s, acc: s.lookupAccount(account), subs: make(map[*subscription]struct{})}
 }
 
+// SetNoEcho stops the connection's publishes from reaching its own
+// subscriptions. Call it before publishing.
+func (ic *Conn) SetNoEcho() { ic.noEcho = true }
+
 // Subscribe registers h for messages matching subj (wildcards allowed),
 // in queue group queue when not empty.
 func (ic *Conn) Subscribe(subj, queue string, h MsgHandler) (*Subscription, error) {
 	if !subject.Valid(subj) || (queue != "" && !subject.ValidQueue(queue)) {
 		return nil, ErrInvalidSubject
 	}
-	sub := &subscription{handler: h, subject: subj, queue: queue}
+	sub := &subscription{handler: h, conn: ic, subject: subj, queue: queue}
 	ic.mu.Lock()
 	if ic.closed {
 		ic.mu.Unlock()
@@ -68,7 +76,7 @@ func (ic *Conn) Subscribe(subj, queue string, h MsgHandler) (*Subscription, erro
 	}
 	ic.subs[sub] = struct{}{}
 	ic.mu.Unlock()
-	if err := ic.acc.sl.Insert(subj, queue, sub); err != nil {
+	if err := ic.acc.addSub(sub); err != nil {
 		ic.mu.Lock()
 		delete(ic.subs, sub)
 		ic.mu.Unlock()
@@ -85,7 +93,7 @@ func (s *Subscription) Unsubscribe() {
 	delete(ic.subs, s.sub)
 	ic.mu.Unlock()
 	if ok {
-		_ = ic.acc.sl.Remove(s.sub.subject, s.sub.queue, s.sub)
+		ic.acc.removeSub(s.sub)
 	}
 }
 
@@ -107,7 +115,7 @@ func (ic *Conn) PublishAs(route, shown, reply string, hdr, data []byte) int {
 	res := ic.acc.sl.Match(route)
 	// Deliveries copy subject and reply and handlers must not modify
 	// them, so read-only views of the strings do.
-	return deliverResult(nil, res, unsafeBytes(shown), unsafeBytes(reply), hdr, data)
+	return deliverResult(nil, ic, res, unsafeBytes(shown), unsafeBytes(reply), hdr, data)
 }
 
 // HasInterest reports whether any subscription in the account matches the
@@ -124,6 +132,6 @@ func (ic *Conn) Close() {
 	ic.closed = true
 	ic.mu.Unlock()
 	for sub := range subs {
-		_ = ic.acc.sl.Remove(sub.subject, sub.queue, sub)
+		ic.acc.removeSub(sub)
 	}
 }

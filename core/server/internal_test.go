@@ -64,3 +64,47 @@ func TestInProcessConn(t *testing.T) {
 		t.Fatalf("after unsubscribe: %v", err)
 	}
 }
+
+func TestWatchInterestAndNoEcho(t *testing.T) {
+	s := servertest.Start(t, server.Options{})
+	nc := connect(t, s)
+	_, _ = nc.SubscribeSync("before.>")
+	mustNoErr(t, nc.Flush())
+
+	events := make(chan server.InterestEvent, 16)
+	existing, cancel := s.WatchInterest("", func(ev server.InterestEvent) { events <- ev })
+	defer cancel()
+	if len(existing) != 1 || existing[0].Subject != "before.>" || !existing[0].Added || existing[0].Origin != nil {
+		t.Fatalf("snapshot %+v", existing)
+	}
+	sub, _ := nc.QueueSubscribeSync("after", "q")
+	mustNoErr(t, nc.Flush())
+	if ev := <-events; ev.Subject != "after" || ev.Queue != "q" || !ev.Added {
+		t.Fatalf("add event %+v", ev)
+	}
+	mustNoErr(t, sub.Unsubscribe())
+	mustNoErr(t, nc.Flush())
+	if ev := <-events; ev.Subject != "after" || ev.Added {
+		t.Fatalf("remove event %+v", ev)
+	}
+
+	// An in-process connection with no echo does not hear itself, and its
+	// subscriptions are reported with it as origin.
+	ic := s.InProcess("")
+	ic.SetNoEcho()
+	t.Cleanup(ic.Close)
+	heard := 0
+	_, err := ic.Subscribe("loop", "", func(server.Msg) { heard++ })
+	mustNoErr(t, err)
+	if ev := <-events; ev.Origin != ic || ev.Subject != "loop" {
+		t.Fatalf("in-process event %+v", ev)
+	}
+	if n := ic.Publish("loop", "", nil, nil); n != 0 || heard != 0 {
+		t.Fatalf("no-echo connection heard itself: %d deliveries", n)
+	}
+	other := s.InProcess("")
+	t.Cleanup(other.Close)
+	if n := other.Publish("loop", "", nil, nil); n != 1 || heard != 1 {
+		t.Fatalf("another connection's publish: %d deliveries, heard %d", n, heard)
+	}
+}

@@ -15,6 +15,7 @@ import (
 type subscription struct {
 	client  *client    // the subscribing connection, or nil
 	handler MsgHandler // the in-process subscriber, or nil
+	conn    *Conn      // the in-process connection owning handler
 	subject string
 	queue   string
 	sid     string
@@ -83,7 +84,7 @@ func (c *client) processSub(subj, queue, sid []byte) {
 	acc := c.acc
 	c.subs[sub.sid] = sub
 	c.mu.Unlock()
-	if err := acc.sl.Insert(sub.subject, sub.queue, sub); err != nil {
+	if err := acc.addSub(sub); err != nil {
 		c.mu.Lock()
 		delete(c.subs, sub.sid)
 		c.mu.Unlock()
@@ -118,7 +119,7 @@ func (c *client) processUnsub(sid []byte, max int64) {
 	acc := c.acc
 	c.mu.Unlock()
 	if remove {
-		_ = acc.sl.Remove(sub.subject, sub.queue, sub)
+		acc.removeSub(sub)
 	}
 	c.ackVerbose()
 }
@@ -153,7 +154,7 @@ func (c *client) processPub(op *proto.Op) {
 	}
 	hdr, data := splitPayload(op)
 	res := acc.sl.MatchBytes(op.Subject)
-	if deliverResult(c, res, op.Subject, op.Reply, hdr, data) == 0 &&
+	if deliverResult(c, nil, res, op.Subject, op.Reply, hdr, data) == 0 &&
 		len(op.Reply) > 0 && c.noResponders {
 		c.sendNoResponders(acc, op.Subject, op.Reply)
 	}
@@ -170,10 +171,10 @@ func splitPayload(op *proto.Op) (hdr, data []byte) {
 // deliverResult sends a message to every plain subscriber in res and one
 // member of each queue group, returning the number of deliveries. c is the
 // publishing connection, nil for an in-process publisher.
-func deliverResult(c *client, res *sublist.Result[*subscription], subj, reply, hdr, data []byte) int {
+func deliverResult(c *client, ic *Conn, res *sublist.Result[*subscription], subj, reply, hdr, data []byte) int {
 	delivered := 0
 	for _, sub := range res.Plain {
-		if sub.deliver(c, subj, reply, hdr, data) {
+		if sub.deliver(c, ic, subj, reply, hdr, data) {
 			delivered++
 		}
 	}
@@ -188,7 +189,7 @@ func deliverResult(c *client, res *sublist.Result[*subscription], subj, reply, h
 		start := rand.IntN(n)
 		for j := 0; j < n; j++ {
 			sub := members[(start+j)%n]
-			if sub.deliver(c, subj, reply, hdr, data) {
+			if sub.deliver(c, ic, subj, reply, hdr, data) {
 				delivered++
 				break
 			}
@@ -201,9 +202,12 @@ func deliverResult(c *client, res *sublist.Result[*subscription], subj, reply, h
 // connection's outbound buffer. from is the publishing connection (nil
 // in-process), whose read batch flushes the target afterwards. It returns
 // false when the message was not delivered: echo suppressed, target
-// closing, or sub exhausted.
-func (sub *subscription) deliver(from *client, subj, reply, hdr, data []byte) bool {
+// closing, or sub exhausted. fromConn is the in-process publisher, if any.
+func (sub *subscription) deliver(from *client, fromConn *Conn, subj, reply, hdr, data []byte) bool {
 	if sub.handler != nil {
+		if fromConn != nil && sub.conn == fromConn && fromConn.noEcho {
+			return false
+		}
 		sub.handler(Msg{Subject: subj, Reply: reply, Header: hdr, Data: data})
 		return true
 	}
@@ -286,7 +290,7 @@ func (c *client) deliver(from *client, sub *subscription, subj, reply, hdr, data
 		c.srv.stats.outBytes.Add(size)
 	}
 	if autoUnsub && acc != nil {
-		_ = acc.sl.Remove(sub.subject, sub.queue, sub)
+		acc.removeSub(sub)
 	}
 	if from != nil && from != c {
 		from.flushes[c] = struct{}{}

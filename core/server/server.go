@@ -64,12 +64,6 @@ type serverStats struct {
 	totalConnections, stalls           atomic.Int64
 }
 
-// account is an isolated subject namespace with its own sublist.
-type account struct {
-	name string
-	sl   *sublist.Sublist[*subscription]
-}
-
 // New validates opts and builds a Server; Start begins serving.
 func New(opts Options) (*Server, error) {
 	if err := opts.Validate(); err != nil {

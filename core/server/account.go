@@ -1,0 +1,98 @@
+package server
+
+import (
+	"sync"
+
+	"github.com/leafbox/leafbox/core/auth"
+	"github.com/leafbox/leafbox/core/sublist"
+)
+
+// account is an isolated subject namespace with its own sublist.
+type account struct {
+	name string
+	sl   *sublist.Sublist[*subscription]
+
+	// watchMu orders subscription changes with interest watchers and
+	// their snapshots. It is taken after client.mu is released, never
+	// while holding it.
+	watchMu  sync.Mutex
+	watchers map[*interestWatch]struct{}
+}
+
+// InterestEvent reports a subscription added to or removed from an
+// account. Origin is the in-process connection that made it, nil for a
+// client connection.
+type InterestEvent struct {
+	Subject string
+	Queue   string
+	Added   bool
+	Origin  *Conn
+}
+
+type interestWatch struct {
+	fn func(InterestEvent)
+}
+
+// addSub inserts sub and tells the account's watchers.
+func (a *account) addSub(sub *subscription) error {
+	a.watchMu.Lock()
+	defer a.watchMu.Unlock()
+	if err := a.sl.Insert(sub.subject, sub.queue, sub); err != nil {
+		return err
+	}
+	a.notifyLocked(sub, true)
+	return nil
+}
+
+// removeSub removes sub and tells the account's watchers. Removing a
+// subscription that is not there is a no-op.
+func (a *account) removeSub(sub *subscription) {
+	a.watchMu.Lock()
+	defer a.watchMu.Unlock()
+	if a.sl.Remove(sub.subject, sub.queue, sub) == nil {
+		a.notifyLocked(sub, false)
+	}
+}
+
+// notifyLocked tells the watchers of a change; watchMu must be held, so
+// that changes and snapshots are ordered.
+func (a *account) notifyLocked(sub *subscription, added bool) {
+	if len(a.watchers) == 0 {
+		return
+	}
+	ev := InterestEvent{Subject: sub.subject, Queue: sub.queue, Added: added, Origin: sub.conn}
+	for w := range a.watchers {
+		w.fn(ev)
+	}
+}
+
+// WatchInterest calls fn for every subscription added to or removed from
+// account ("" for the global account) from now on, and returns the
+// subscriptions that exist when watching starts, with no event missed or
+// repeated between the two. fn runs with server locks held: it must not
+// block or call back into the server; queue the event and return. cancel
+// stops the events.
+func (s *Server) WatchInterest(account string, fn func(InterestEvent)) (existing []InterestEvent, cancel func()) {
+	if account == "" {
+		account = auth.GlobalAccount
+	}
+	acc := s.lookupAccount(account)
+	w := &interestWatch{fn: fn}
+	acc.watchMu.Lock()
+	if acc.watchers == nil {
+		acc.watchers = make(map[*interestWatch]struct{})
+	}
+	acc.watchers[w] = struct{}{}
+	// Taking the snapshot under watchMu orders it against notify: a change
+	// is either in the snapshot or reported afterwards.
+	acc.sl.Walk(func(subject, queue string, sub *subscription) bool {
+		existing = append(existing, InterestEvent{Subject: subject, Queue: queue, Added: true, Origin: sub.conn})
+		return true
+	})
+	acc.watchMu.Unlock()
+	return existing, func() {
+		acc.watchMu.Lock()
+		delete(acc.watchers, w)
+		acc.watchMu.Unlock()
+	}
+}
