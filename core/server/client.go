@@ -29,6 +29,11 @@ const (
 	// maxKeptOutbound caps the buffer kept while a backlog drains: a busy
 	// connection reuses up to this much, larger bursts are left to the GC.
 	maxKeptOutbound = 4 << 20
+	// maxStallBacklog is the backlog at which producers start waiting for
+	// a consumer (see stalledWait), whatever MaxPending allows: a short
+	// queue keeps memory low and latency bounded while a consumer keeps
+	// up; MaxPending still decides when one is cut off.
+	maxStallBacklog = 8 << 20
 )
 
 // client is one client connection.
@@ -45,6 +50,7 @@ type client struct {
 
 	// Limits fixed when the connection starts.
 	maxPending    int64
+	stallAt       int64 // pending bytes that close the stall gate
 	writeDeadline time.Duration
 
 	// Fields written by readLoop only (before or during CONNECT); read
@@ -52,6 +58,7 @@ type client struct {
 	parser     *proto.Parser
 	flushes    map[*client]struct{} // clients this read batch wrote to
 	stallTotal time.Duration        // time this read batch waited on consumers
+	stallTimer *time.Timer          // reused by stalledWait
 	batch      batchStats           // counters of this read batch
 
 	connected    atomic.Bool                   // CONNECT accepted
@@ -120,6 +127,7 @@ func (s *Server) serveConn(conn net.Conn) {
 		flushes:       make(map[*client]struct{}),
 		echo:          true,
 		maxPending:    opts.MaxPending,
+		stallAt:       min(opts.MaxPending/4*3, maxStallBacklog),
 		writeDeadline: opts.WriteDeadline,
 		acc:           s.lookupAccount(auth.GlobalAccount),
 	}
@@ -519,7 +527,7 @@ func (c *client) writeDirect() error {
 	_, err := conn.Write(buf)
 	c.mu.Lock()
 	c.inFlight = 0
-	if c.stall != nil && int64(len(c.out)) < c.maxPending/4*3 {
+	if c.stall != nil && int64(len(c.out)) < c.stallAt {
 		close(c.stall)
 		c.stall = nil
 	}

@@ -268,7 +268,7 @@ func (c *client) deliver(from *client, sub *subscription, subj, reply, hdr, data
 		c.teardown()
 		return true
 	}
-	if pending > c.maxPending/4*3 && c.stall == nil {
+	if pending > c.stallAt && c.stall == nil {
 		// Falling behind: producers wait a little at this gate (see
 		// stalledWait) until writeLoop catches up.
 		c.stall = make(chan struct{})
@@ -327,12 +327,16 @@ func (p *client) stalledWait(c *client) {
 	c.cond.Signal()
 	c.mu.Unlock()
 	start := time.Now()
-	timer := time.NewTimer(ttl)
+	if p.stallTimer == nil {
+		p.stallTimer = time.NewTimer(ttl)
+	} else {
+		p.stallTimer.Reset(ttl)
+	}
 	select {
 	case <-gate:
-	case <-timer.C:
+	case <-p.stallTimer.C:
 	}
-	timer.Stop()
+	p.stallTimer.Stop()
 	p.stallTotal += time.Since(start)
 	c.mu.Lock()
 }
