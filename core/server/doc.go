@@ -23,11 +23,20 @@
 // # Lock order
 //
 //	Server.mu → client.mu
+//	account.watchMu → sublist locks
 //
 // A goroutine holds at most one client.mu at a time: a producer never holds
-// its own lock while appending to another client. Sublist locks are leaves:
-// the sublist calls nothing back. Statistics are atomics, read without
-// locks by the monitoring endpoints.
+// its own lock while appending to another client. account.watchMu orders
+// subscription changes with interest watchers (the leaf link); it is never
+// taken while a client.mu is held. Sublist locks are leaves: the sublist
+// calls nothing back. Statistics are atomics, read without locks by the
+// monitoring endpoints; publishers add theirs once per read batch.
+//
+// # In-process connections
+//
+// Conn (InProcess) publishes and subscribes without a socket, for JetStream,
+// bridges and the leaf link. Its handlers run on the publisher's goroutine
+// with borrowed, read-only slices.
 //
 // # Slow consumers
 //
