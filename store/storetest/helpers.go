@@ -1,0 +1,151 @@
+package storetest
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/leafbox/leafbox/store"
+)
+
+// OpenStream is the signature of the constructor the suites take: it returns
+// a new, empty stream with the limits of cfg, failing t if it cannot. It
+// should register the stream's Close or Delete with t.Cleanup; the suite may
+// already have closed or deleted it by then.
+type OpenStream = func(t *testing.T, cfg store.Config) store.Stream
+
+// OpenConsumerStore is the signature of the constructor RunConsumerStoreTests
+// takes: it returns a new consumer store holding no state.
+type OpenConsumerStore = func(t *testing.T) store.ConsumerStore
+
+func requireNoError(t testing.TB, err error, what string) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("%s: unexpected error: %v", what, err)
+	}
+}
+
+func requireErrorIs(t testing.TB, err, target error, what string) {
+	t.Helper()
+	if !errors.Is(err, target) {
+		t.Fatalf("%s: got error %v, want %v", what, err, target)
+	}
+}
+
+func requireEqual[V comparable](t testing.TB, got, want V, what string) {
+	t.Helper()
+	if got != want {
+		t.Fatalf("%s: got %v, want %v", what, got, want)
+	}
+}
+
+// mustStore stores a message and returns its sequence.
+func mustStore(t testing.TB, s store.Stream, subj string, hdr, data []byte) uint64 {
+	t.Helper()
+	seq, _, err := s.Store(subj, hdr, data, 0)
+	requireNoError(t, err, fmt.Sprintf("Store(%q)", subj))
+	return seq
+}
+
+// mustStoreN stores one message per subject, with data "<subject>-<i>",
+// and returns the sequences.
+func mustStoreN(t testing.TB, s store.Stream, subjects ...string) []uint64 {
+	t.Helper()
+	seqs := make([]uint64, len(subjects))
+	for i, subj := range subjects {
+		seqs[i] = mustStore(t, s, subj, nil, fmt.Appendf(nil, "%s-%d", subj, i))
+	}
+	return seqs
+}
+
+// mustLoad loads seq and fails the test if it cannot.
+func mustLoad(t testing.TB, s store.Stream, seq uint64) *store.Msg {
+	t.Helper()
+	sm, err := s.Load(seq, nil)
+	requireNoError(t, err, fmt.Sprintf("Load(%d)", seq))
+	if sm.Seq != seq {
+		t.Fatalf("Load(%d) returned seq %d", seq, sm.Seq)
+	}
+	return sm
+}
+
+// requireMsg checks a loaded message's fields.
+func requireMsg(t testing.TB, sm *store.Msg, seq uint64, subj string, hdr, data []byte) {
+	t.Helper()
+	if sm.Seq != seq || sm.Subject != subj || !bytes.Equal(sm.Header, hdr) || !bytes.Equal(sm.Data, data) {
+		t.Fatalf("got message seq=%d subject=%q header=%q data=%q, want seq=%d subject=%q header=%q data=%q",
+			sm.Seq, sm.Subject, sm.Header, sm.Data, seq, subj, hdr, data)
+	}
+}
+
+// counts is the part of a State most tests check.
+type counts struct {
+	Msgs, First, Last uint64
+	Deleted           int
+}
+
+func (c counts) String() string {
+	return fmt.Sprintf("msgs=%d first=%d last=%d deleted=%d", c.Msgs, c.First, c.Last, c.Deleted)
+}
+
+// requireCounts checks Msgs, FirstSeq, LastSeq and NumDeleted.
+func requireCounts(t testing.TB, s store.Stream, want counts) {
+	t.Helper()
+	st := s.State()
+	got := counts{st.Msgs, st.FirstSeq, st.LastSeq, st.NumDeleted}
+	if got != want {
+		t.Fatalf("state: got %v, want %v", got, want)
+	}
+}
+
+// requireSeqs checks which sequences a stream holds, walking it with
+// LoadNext.
+func requireSeqs(t testing.TB, s store.Stream, filter string, want ...uint64) {
+	t.Helper()
+	got := collect(t, s, filter, 0)
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("LoadNext(%q) walk: got sequences %v, want %v", filter, got, want)
+	}
+}
+
+// collect walks the stream with LoadNext from start and returns the
+// sequences it visits.
+func collect(t testing.TB, s store.Stream, filter string, start uint64) []uint64 {
+	t.Helper()
+	var seqs []uint64
+	var sm store.Msg
+	for seq := start; ; {
+		m, err := s.LoadNext(filter, seq, &sm)
+		if errors.Is(err, store.ErrNotFound) {
+			return seqs
+		}
+		requireNoError(t, err, fmt.Sprintf("LoadNext(%q, %d)", filter, seq))
+		if m.Seq < seq {
+			t.Fatalf("LoadNext(%q, %d) went back to %d", filter, seq, m.Seq)
+		}
+		seqs = append(seqs, m.Seq)
+		seq = m.Seq + 1
+	}
+}
+
+// size is store.Size for a message without header.
+func size(subj string, data string) uint64 { return store.Size(subj, nil, []byte(data)) }
+
+// waitFor polls cond until it holds, failing the test after timeout. An
+// engine's expiry timer is internal, so tests observe it this way.
+func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// expiryTimeout bounds how long the age and TTL tests wait for an engine's
+// timer; generous so that a loaded machine does not fail them.
+const expiryTimeout = 10 * time.Second
