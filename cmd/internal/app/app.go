@@ -13,6 +13,7 @@ import (
 
 	"github.com/leafbox/leafbox/core/monitor"
 	"github.com/leafbox/leafbox/core/server"
+	"github.com/leafbox/leafbox/store/jetstream"
 )
 
 // ErrLeafNodesUnsupported is returned by Build and Reload when leafnode
@@ -40,6 +41,8 @@ type App struct {
 	flags Flags
 	log   *slog.Logger
 	srv   *server.Server
+	js    *jetstream.Engine // nil when JetStream is off
+	jsBus *server.Conn
 
 	mu        sync.Mutex
 	cfg       *Config // the configuration in force
@@ -67,7 +70,22 @@ func Build(cfg *Config, flags Flags) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &App{flags: flags, log: log, srv: srv, cfg: cfg}, nil
+	a := &App{flags: flags, log: log, srv: srv, cfg: cfg}
+	if js := cfg.JetStream; js != nil && js.Enabled {
+		a.jsBus = srv.InProcess("")
+		a.js, err = jetstream.New(jetstream.Config{
+			StoreDir:     js.StoreDir,
+			MaxMemory:    int64(js.MaxMemoryStore),
+			MaxStore:     int64(js.MaxFileStore),
+			Domain:       js.Domain,
+			SyncInterval: time.Duration(js.SyncInterval),
+			Logger:       log.With("subsystem", "jetstream"),
+		}, busConn{a.jsBus})
+		if err != nil {
+			return nil, fmt.Errorf("jetstream: %w", err)
+		}
+	}
+	return a, nil
 }
 
 // Start binds the client listener and, unless http_port is 0, the
@@ -98,8 +116,12 @@ func (a *App) Start() error {
 		ports.Monitoring = URLs("http", mon.Addr())
 		a.log.Info("serving monitoring", "addr", mon.Addr().String(), "url", ports.Monitoring[0])
 	}
-	if js := cfg.JetStream; js != nil && js.Enabled {
-		a.log.Info("jetstream is not available in this build yet; running without it", "store_dir", js.StoreDir)
+	if a.js != nil {
+		if err := a.js.Start(); err != nil {
+			a.abortStart()
+			return fmt.Errorf("jetstream: %w", err)
+		}
+		a.log.Info("jetstream enabled", "store_dir", cfg.JetStream.StoreDir, "domain", cfg.JetStream.Domain)
 	}
 	if dir := a.flags.PortsFileDir; dir != "" {
 		path, err := WritePortsFile(dir, os.Getpid(), ports)
@@ -122,6 +144,18 @@ func (a *App) abortStart() {
 		a.mon = nil
 	}
 	_ = a.srv.Shutdown(ctx)
+	a.closeJetStream()
+}
+
+// closeJetStream flushes and closes the JetStream engine after the clients
+// are gone, once.
+func (a *App) closeJetStream() error {
+	if a.js == nil {
+		return nil
+	}
+	err := a.js.Close()
+	a.jsBus.Close()
+	return err
 }
 
 // Addr returns the client listener's address, or nil before Start.
@@ -151,7 +185,8 @@ func (a *App) PortsFile() string {
 func (a *App) Shutdown(ctx context.Context) error {
 	errMon := a.stopAux(ctx)
 	errSrv := a.srv.Shutdown(ctx)
-	return errors.Join(errSrv, errMon)
+	errJS := a.closeJetStream()
+	return errors.Join(errSrv, errMon, errJS)
 }
 
 // LameDuck puts the broker in lame duck mode (it stops accepting, tells
@@ -161,7 +196,8 @@ func (a *App) Shutdown(ctx context.Context) error {
 func (a *App) LameDuck(ctx context.Context) error {
 	errSrv := a.srv.LameDuck(ctx)
 	errMon := a.stopAux(ctx)
-	return errors.Join(errSrv, errMon)
+	errJS := a.closeJetStream()
+	return errors.Join(errSrv, errMon, errJS)
 }
 
 // stopAux stops the monitoring server and removes the ports file, once.

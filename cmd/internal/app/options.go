@@ -35,10 +35,10 @@ func (c *Config) ServerOptions() (server.Options, error) {
 		LameDuckDuration:    time.Duration(c.LameDuckDuration),
 		LameDuckGracePeriod: time.Duration(c.LameDuckGracePeriod),
 		Auth:                c.authConfig(),
-		// JetStream stays off until the store exists: the jetstream block
-		// and flags are parsed, validated and the store directory resolved,
-		// but INFO must not announce a JetStream this build cannot serve.
-		JetStream: false,
+	}
+	if js := c.JetStream; js != nil && js.Enabled {
+		opts.JetStream = true
+		opts.JetStreamDomain = js.Domain
 	}
 	if a := c.Authorization; a != nil {
 		opts.AuthTimeout = time.Duration(a.Timeout)

@@ -75,8 +75,8 @@ jetstream: {domain: edge, store_dir: /tmp/js}
 				{Name: "B"},
 			},
 		},
-		// JetStream is requested but stays off until the store exists.
-		JetStream: false,
+		JetStream:       true,
+		JetStreamDomain: "edge",
 	}
 	requireEqual(t, opts, want)
 	requireNoError(t, opts.Validate())

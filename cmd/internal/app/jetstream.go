@@ -1,0 +1,34 @@
+package app
+
+import (
+	"github.com/leafbox/leafbox/core/server"
+	"github.com/leafbox/leafbox/store/jetstream"
+)
+
+// busConn adapts an in-process broker connection to the JetStream engine's
+// Bus: the engine declares what it needs and never imports core/server.
+type busConn struct{ conn *server.Conn }
+
+var _ jetstream.Bus = busConn{}
+
+// Subscribe implements jetstream.Bus.
+func (b busConn) Subscribe(subject, queue string, h func(subject, reply, hdr, data []byte)) (func(), error) {
+	sub, err := b.conn.Subscribe(subject, queue, func(m server.Msg) { h(m.Subject, m.Reply, m.Header, m.Data) })
+	if err != nil {
+		return nil, err
+	}
+	return sub.Unsubscribe, nil
+}
+
+// Publish implements jetstream.Bus.
+func (b busConn) Publish(subject, reply string, hdr, data []byte) int {
+	return b.conn.Publish(subject, reply, hdr, data)
+}
+
+// PublishAs implements jetstream.Bus.
+func (b busConn) PublishAs(route, shown, reply string, hdr, data []byte) int {
+	return b.conn.PublishAs(route, shown, reply, hdr, data)
+}
+
+// HasInterest implements jetstream.Bus.
+func (b busConn) HasInterest(subject string) bool { return b.conn.HasInterest(subject) }
