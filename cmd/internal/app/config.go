@@ -233,17 +233,19 @@ type JetStreamConfig struct {
 	MaxFileStore   Size `yaml:"max_file_store,omitempty"`
 	// Domain is the JetStream domain.
 	Domain string `yaml:"domain,omitempty"`
-	// SyncInterval is how often the file store is synced to disk.
-	SyncInterval Duration `yaml:"sync_interval,omitempty"`
+	// SyncInterval is how often the file store is synced to disk: a
+	// duration bounds the loss window on power failure, "always" syncs
+	// before every acknowledgement (with group commit).
+	SyncInterval SyncInterval `yaml:"sync_interval,omitempty"`
 }
 
 type jetStreamFields struct {
-	Enabled        *bool    `yaml:"enabled"`
-	StoreDir       string   `yaml:"store_dir"`
-	MaxMemoryStore Size     `yaml:"max_memory_store"`
-	MaxFileStore   Size     `yaml:"max_file_store"`
-	Domain         string   `yaml:"domain"`
-	SyncInterval   Duration `yaml:"sync_interval"`
+	Enabled        *bool        `yaml:"enabled"`
+	StoreDir       string       `yaml:"store_dir"`
+	MaxMemoryStore Size         `yaml:"max_memory_store"`
+	MaxFileStore   Size         `yaml:"max_file_store"`
+	Domain         string       `yaml:"domain"`
+	SyncInterval   SyncInterval `yaml:"sync_interval"`
 }
 
 // UnmarshalYAML implements the callback form of yaml's unmarshaler.

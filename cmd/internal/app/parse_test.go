@@ -120,7 +120,7 @@ func TestParseEveryKey(t *testing.T) {
 		JetStream: &JetStreamConfig{
 			Enabled: true, StoreDir: "/var/lib/leafbox",
 			MaxMemoryStore: 1000 * 1000 * 1000, MaxFileStore: 10 << 30,
-			Domain: "edge", SyncInterval: Duration(2 * time.Minute),
+			Domain: "edge", SyncInterval: SyncInterval(2 * time.Minute),
 		},
 		LeafNodes: &LeafNodesConfig{Remotes: []RemoteConfig{{
 			URLs:        StringList{"nats://hub1:7422", "tls://hub2:7422"},
@@ -361,5 +361,20 @@ func TestDefaultParses(t *testing.T) {
 	requireEqual(t, c.JetStream.Enabled, true)
 	if !strings.Contains(string(DefaultYAML()), "listen: 0.0.0.0:4222") {
 		t.Fatalf("DefaultYAML does not look like the default:\n%s", DefaultYAML())
+	}
+}
+
+func TestSyncIntervalAlways(t *testing.T) {
+	for in, want := range map[string]SyncInterval{"always": SyncAlways, "Always": SyncAlways, "2s": SyncInterval(2 * time.Second), "5": SyncInterval(5 * time.Second)} {
+		cfg, err := Parse([]byte("jetstream:\n  sync_interval: " + in + "\n"))
+		if err != nil {
+			t.Fatalf("%s: %v", in, err)
+		}
+		if got := cfg.JetStream.SyncInterval; got != want {
+			t.Errorf("%s: got %v, want %v", in, got, want)
+		}
+	}
+	if _, err := Parse([]byte("jetstream:\n  sync_interval: sometimes\n")); err == nil || !strings.Contains(err.Error(), "always") {
+		t.Fatalf("bad sync_interval: %v", err)
 	}
 }

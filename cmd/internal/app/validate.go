@@ -318,7 +318,7 @@ func (v *validator) jetStream() {
 	if js.MaxFileStore < 0 {
 		v.errf("jetstream.max_file_store", "must not be negative")
 	}
-	if js.SyncInterval < 0 {
+	if js.SyncInterval < 0 && js.SyncInterval != SyncAlways {
 		v.errf("jetstream.sync_interval", "must not be negative")
 	}
 	if strings.ContainsAny(js.Domain, " \t\r\n.*>") {

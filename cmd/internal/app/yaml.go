@@ -242,3 +242,33 @@ func (l *StringList) UnmarshalYAML(n *yaml.Node) error {
 	}
 	return typeError(n, "invalid value: want a string or a list of strings")
 }
+
+// SyncAlways is the SyncInterval value that syncs before every
+// acknowledgement.
+const SyncAlways SyncInterval = -1
+
+// SyncInterval is jetstream.sync_interval: "always", or a duration in
+// Duration's forms. Zero means the engine's default interval.
+type SyncInterval time.Duration
+
+// UnmarshalYAML implements yaml.Unmarshaler.
+func (s *SyncInterval) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode && strings.EqualFold(strings.TrimSpace(n.Value), "always") {
+		*s = SyncAlways
+		return nil
+	}
+	var d Duration
+	if err := d.UnmarshalYAML(n); err != nil {
+		return typeError(n, "invalid sync_interval %q: want always or a duration such as 2s", n.Value)
+	}
+	*s = SyncInterval(d)
+	return nil
+}
+
+// MarshalYAML writes "always" or the Go duration string.
+func (s SyncInterval) MarshalYAML() (any, error) {
+	if s == SyncAlways {
+		return "always", nil
+	}
+	return time.Duration(s).String(), nil
+}
