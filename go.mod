@@ -3,6 +3,7 @@ module github.com/leafbox/leafbox
 go 1.26.0
 
 require (
+	github.com/klauspost/compress v1.20.4
 	github.com/nats-io/nats.go v1.55.0
 	github.com/nats-io/nkeys v0.4.17
 	github.com/spf13/cobra v1.10.2
@@ -13,7 +14,6 @@ require (
 
 require (
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
-	github.com/klauspost/compress v1.20.4 // indirect
 	github.com/nats-io/nuid v1.0.1 // indirect
 	golang.org/x/sys v0.50.0 // indirect
 )

@@ -1,0 +1,251 @@
+// Package leaftest gives leaf tests their hubs: a real nats-server hub
+// started from the pinned binary (Hub), and a scripted fake hub for the
+// cases a real one cannot show (FakeHub).
+//
+// Both bind 127.0.0.1 on free ports, stop in t.Cleanup, and wait on
+// events (the server's "Server is ready" log line, protocol lines), never
+// on sleeps.
+package leaftest
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Timeout bounds every wait in this package.
+const Timeout = 10 * time.Second
+
+// HubOptions configures a real hub.
+type HubOptions struct {
+	// Name is the hub's server_name; "" is "hub".
+	Name string
+	// Leaf is extra configuration inside the leafnodes block, for example
+	// `authorization { user: leaf, password: s3cret }` or
+	// `compression: s2_fast`.
+	Leaf string
+	// Config is extra top-level configuration, for example an accounts
+	// block.
+	Config string
+}
+
+// Hub is a nats-server process used as a leafnode hub.
+type Hub struct {
+	t    testing.TB
+	bin  string
+	conf string
+
+	// ClientPort and LeafPort are the hub's ports; they stay the same
+	// across Restart.
+	ClientPort int
+	LeafPort   int
+
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	logs *logBuffer
+	exit chan struct{}
+}
+
+// ClientURL is the URL for nats.go clients of the hub.
+func (h *Hub) ClientURL() string { return fmt.Sprintf("nats://127.0.0.1:%d", h.ClientPort) }
+
+// LeafURL is the URL a leaf link dials.
+func (h *Hub) LeafURL() string { return fmt.Sprintf("nats-leaf://127.0.0.1:%d", h.LeafPort) }
+
+// LeafURLWithUser is LeafURL with user info.
+func (h *Hub) LeafURLWithUser(userinfo string) string {
+	return fmt.Sprintf("nats-leaf://%s@127.0.0.1:%d", userinfo, h.LeafPort)
+}
+
+// Binary returns the path of the nats-server binary: the repository's
+// .tools/bin/nats-server (installed by scripts/test), else the one on
+// PATH. It fails the test if there is none.
+func Binary(t testing.TB) string {
+	t.Helper()
+	if dir, err := os.Getwd(); err == nil {
+		for d := dir; ; d = filepath.Dir(d) {
+			if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+				bin := filepath.Join(d, ".tools", "bin", "nats-server")
+				if _, err := os.Stat(bin); err == nil {
+					return bin
+				}
+				break
+			}
+			if filepath.Dir(d) == d {
+				break
+			}
+		}
+	}
+	if bin, err := exec.LookPath("nats-server"); err == nil {
+		return bin
+	}
+	t.Fatal("leaftest: nats-server not found in .tools/bin or PATH: run scripts/test to install it")
+	return ""
+}
+
+// StartHub starts a nats-server hub on 127.0.0.1 with random client and
+// leafnode ports and returns once it logs that it is ready. It is killed
+// in t.Cleanup.
+func StartHub(t testing.TB, opts HubOptions) *Hub {
+	t.Helper()
+	h := &Hub{t: t, bin: Binary(t)}
+	if opts.Name == "" {
+		opts.Name = "hub"
+	}
+	h.conf = filepath.Join(t.TempDir(), "hub.conf")
+	h.writeConfig(opts, -1)
+	t.Cleanup(h.Kill)
+	h.start(-1)
+	// Pin the ports so that a restart reuses them.
+	h.writeConfig(opts, h.LeafPort)
+	return h
+}
+
+// writeConfig writes the hub's configuration file with the leafnode port.
+func (h *Hub) writeConfig(opts HubOptions, leafPort int) {
+	conf := fmt.Sprintf("server_name: %q\n%s\nleafnodes {\n  listen: \"127.0.0.1:%d\"\n  %s\n}\n",
+		opts.Name, opts.Config, leafPort, opts.Leaf)
+	if err := os.WriteFile(h.conf, []byte(conf), 0o600); err != nil {
+		h.t.Fatalf("leaftest: write hub config: %v", err)
+	}
+}
+
+var (
+	leafListenRE   = regexp.MustCompile(`Listening for leafnode connections on [^ ]*:(\d+)`)
+	clientListenRE = regexp.MustCompile(`Listening for client connections on [^ ]*:(\d+)`)
+)
+
+// start runs the process and waits for "Server is ready", learning the
+// ports from the log.
+func (h *Hub) start(clientPort int) {
+	h.t.Helper()
+	cmd := exec.Command(h.bin, "-a", "127.0.0.1", "-p", strconv.Itoa(clientPort), "-c", h.conf)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		h.t.Fatalf("leaftest: %v", err)
+	}
+	cmd.Stdout = io.Discard
+	if err := cmd.Start(); err != nil {
+		h.t.Fatalf("leaftest: start nats-server: %v", err)
+	}
+	logs := &logBuffer{}
+	exit := make(chan struct{})
+	ready := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		signalled := false
+		for sc.Scan() {
+			line := sc.Text()
+			logs.add(line)
+			if m := leafListenRE.FindStringSubmatch(line); m != nil {
+				port, _ := strconv.Atoi(m[1])
+				logs.setPort(&logs.leafPort, port)
+			}
+			if m := clientListenRE.FindStringSubmatch(line); m != nil {
+				port, _ := strconv.Atoi(m[1])
+				logs.setPort(&logs.clientPort, port)
+			}
+			if !signalled && strings.Contains(line, "Server is ready") {
+				signalled = true
+				close(ready)
+			}
+		}
+		_ = cmd.Wait()
+		close(exit)
+	}()
+	h.mu.Lock()
+	h.cmd, h.logs, h.exit = cmd, logs, exit
+	h.mu.Unlock()
+	select {
+	case <-ready:
+	case <-exit:
+		h.t.Fatalf("leaftest: nats-server exited before it was ready:\n%s", logs.String())
+	case <-time.After(Timeout):
+		h.t.Fatalf("leaftest: nats-server not ready after %v:\n%s", Timeout, logs.String())
+	}
+	h.ClientPort, h.LeafPort = logs.ports()
+	if h.ClientPort == 0 || h.LeafPort == 0 {
+		h.t.Fatalf("leaftest: no ports in the nats-server log:\n%s", logs.String())
+	}
+}
+
+// Kill kills the hub process (SIGKILL) and waits for it to exit. It is
+// idempotent.
+func (h *Hub) Kill() {
+	h.mu.Lock()
+	cmd, exit := h.cmd, h.exit
+	h.cmd = nil
+	h.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	_ = cmd.Process.Kill()
+	<-exit
+}
+
+// Restart kills the hub if it runs and starts it again on the same ports.
+func (h *Hub) Restart() {
+	h.t.Helper()
+	h.Kill()
+	h.start(h.ClientPort)
+}
+
+// Logs returns the hub's log so far.
+func (h *Hub) Logs() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.logs.String()
+}
+
+// logBuffer collects a process's log lines and the ports found in them.
+type logBuffer struct {
+	mu                   sync.Mutex
+	lines                []string
+	leafPort, clientPort int
+}
+
+func (b *logBuffer) add(line string) {
+	b.mu.Lock()
+	b.lines = append(b.lines, line)
+	b.mu.Unlock()
+}
+
+func (b *logBuffer) setPort(p *int, port int) {
+	b.mu.Lock()
+	*p = port
+	b.mu.Unlock()
+}
+
+func (b *logBuffer) ports() (client, leaf int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.clientPort, b.leafPort
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return strings.Join(b.lines, "\n")
+}
+
+// FreePort returns a port that was free a moment ago, for configurations
+// that must name one before starting.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("leaftest: %v", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
