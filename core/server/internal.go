@@ -118,6 +118,43 @@ func (ic *Conn) PublishAs(route, shown, reply string, hdr, data []byte) int {
 	return deliverResult(nil, ic, res, unsafeBytes(shown), unsafeBytes(reply), hdr, data)
 }
 
+// PublishQueues routes like PublishAs, except that queue groups receive
+// the message only when named in queues (one member of each), and none
+// does when queues is empty: a leaf hub has already chosen where queue
+// delivery happens. It returns the number of deliveries.
+func (ic *Conn) PublishQueues(route, shown, reply string, queues [][]byte, hdr, data []byte) int {
+	if !subject.ValidLiteral(route) {
+		return 0
+	}
+	ic.srv.stats.inMsgs.Add(1)
+	ic.srv.stats.inBytes.Add(int64(len(hdr) + len(data)))
+	res := ic.acc.sl.Match(route)
+	subj, rep := unsafeBytes(shown), unsafeBytes(reply)
+	delivered := 0
+	for _, sub := range res.Plain {
+		if sub.deliver(nil, ic, subj, rep, hdr, data) {
+			delivered++
+		}
+	}
+	for i := range res.Queues {
+		q := &res.Queues[i]
+		if !containsQueue(queues, q.Name) {
+			continue
+		}
+		delivered += deliverToOne(nil, ic, q.Members, subj, rep, hdr, data)
+	}
+	return delivered
+}
+
+func containsQueue(queues [][]byte, name string) bool {
+	for _, q := range queues {
+		if string(q) == name {
+			return true
+		}
+	}
+	return false
+}
+
 // HasInterest reports whether any subscription in the account matches the
 // literal subject subj.
 func (ic *Conn) HasInterest(subj string) bool {

@@ -108,3 +108,29 @@ func TestWatchInterestAndNoEcho(t *testing.T) {
 		t.Fatalf("another connection's publish: %d deliveries, heard %d", n, heard)
 	}
 }
+
+func TestPublishQueues(t *testing.T) {
+	s := servertest.Start(t, server.Options{})
+	nc := connect(t, s)
+	plain, _ := nc.SubscribeSync("q.s")
+	named, _ := nc.QueueSubscribeSync("q.s", "named")
+	other, _ := nc.QueueSubscribeSync("q.s", "other")
+	mustNoErr(t, nc.Flush())
+	ic := s.InProcess("")
+	t.Cleanup(ic.Close)
+	if n := ic.PublishQueues("q.s", "q.s", "", [][]byte{[]byte("named")}, nil, []byte("1")); n != 2 {
+		t.Fatalf("delivered %d, want plain + named", n)
+	}
+	if n := ic.PublishQueues("q.s", "q.s", "", nil, nil, []byte("2")); n != 1 {
+		t.Fatalf("delivered %d, want plain only", n)
+	}
+	for _, want := range []string{"1", "2"} {
+		if m := nextMsg(t, plain); string(m.Data) != want {
+			t.Fatalf("plain got %q", m.Data)
+		}
+	}
+	if m := nextMsg(t, named); string(m.Data) != "1" {
+		t.Fatalf("named got %q", m.Data)
+	}
+	expectNone(t, nc, named, other)
+}

@@ -179,23 +179,27 @@ func deliverResult(c *client, ic *Conn, res *sublist.Result[*subscription], subj
 		}
 	}
 	for i := range res.Queues {
-		members := res.Queues[i].Members
-		n := len(members)
-		if n == 0 {
-			continue
-		}
-		// Start at a random member and take the first that accepts, so a
-		// closing member or our own (echo off) does not lose the message.
-		start := rand.IntN(n)
-		for j := 0; j < n; j++ {
-			sub := members[(start+j)%n]
-			if sub.deliver(c, ic, subj, reply, hdr, data) {
-				delivered++
-				break
-			}
-		}
+		delivered += deliverToOne(c, ic, res.Queues[i].Members, subj, reply, hdr, data)
 	}
 	return delivered
+}
+
+// deliverToOne delivers to one member of a queue group, returning 1, or 0
+// when no member takes it. It starts at a random member and takes the
+// first that accepts, so a closing member or our own (echo off) does not
+// lose the message.
+func deliverToOne(c *client, ic *Conn, members []*subscription, subj, reply, hdr, data []byte) int {
+	n := len(members)
+	if n == 0 {
+		return 0
+	}
+	start := rand.IntN(n)
+	for j := 0; j < n; j++ {
+		if members[(start+j)%n].deliver(c, ic, subj, reply, hdr, data) {
+			return 1
+		}
+	}
+	return 0
 }
 
 // deliver hands one message to sub: to its in-process handler, or to its
