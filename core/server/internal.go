@@ -107,7 +107,7 @@ func (ic *Conn) Publish(subj, reply string, hdr, data []byte) int {
 // subject shown, as JetStream delivers a stored message to a consumer's
 // delivery subject or pull inbox under the message's own subject.
 func (ic *Conn) PublishAs(route, shown, reply string, hdr, data []byte) int {
-	if !subject.ValidLiteral(route) {
+	if !subject.ValidPublish(route) {
 		return 0
 	}
 	ic.srv.stats.inMsgs.Add(1)
@@ -123,7 +123,7 @@ func (ic *Conn) PublishAs(route, shown, reply string, hdr, data []byte) int {
 // does when queues is empty: a leaf hub has already chosen where queue
 // delivery happens. It returns the number of deliveries.
 func (ic *Conn) PublishQueues(route, shown, reply string, queues [][]byte, hdr, data []byte) int {
-	if !subject.ValidLiteral(route) {
+	if !subject.ValidPublish(route) {
 		return 0
 	}
 	ic.srv.stats.inMsgs.Add(1)

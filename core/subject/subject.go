@@ -32,6 +32,31 @@ func Valid(s string) bool { return validate(s, true) }
 // as required of a publish subject.
 func ValidLiteral(s string) bool { return validate(s, false) }
 
+// ValidPublish reports whether s can be routed as a published subject:
+// non-empty tokens free of whitespace. Unlike ValidLiteral it admits "*"
+// and ">" tokens, which then match like ordinary tokens (a subscription's
+// wildcard matches them, a literal subscription does not), as nats-server
+// routes them: JetStream API subjects carry filters such as "orders.>".
+func ValidPublish(s string) bool {
+	if len(s) == 0 {
+		return false
+	}
+	start := 0
+	for i := 0; i <= len(s); i++ {
+		if i < len(s) && s[i] != Sep {
+			if isSpace(s[i]) {
+				return false
+			}
+			continue
+		}
+		if i == start {
+			return false
+		}
+		start = i + 1
+	}
+	return true
+}
+
 // ValidBytes is Valid for a byte slice; it does not retain b.
 func ValidBytes(b []byte) bool { return validateBytes(b, true) }
 

@@ -117,7 +117,7 @@ func (m *model) remove(subj, queue string, v int) error {
 
 func (m *model) match(subj string) *Result[int] {
 	r := &Result[int]{}
-	if !subject.ValidLiteral(subj) {
+	if !subject.ValidPublish(subj) {
 		return r
 	}
 	for _, e := range m.entries {

@@ -242,7 +242,7 @@ func (s *Sublist[T]) HasInterest(subj string) bool {
 // split appends the tokens of subj to dst, or reports false if subj is not
 // a valid literal subject.
 func split(subj string, dst []string) ([]string, bool) {
-	if !subject.ValidLiteral(subj) {
+	if !subject.ValidPublish(subj) {
 		return dst, false
 	}
 	for rest, more := subj, true; more; {

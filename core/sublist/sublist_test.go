@@ -58,8 +58,10 @@ func TestMatch(t *testing.T) {
 		{"invalid empty token", []testEntry{{">", "", 1}}, "foo..bar", "[]"},
 		{"invalid leading dot", []testEntry{{">", "", 1}}, ".foo", "[]"},
 		{"invalid trailing dot", []testEntry{{">", "", 1}}, "foo.", "[]"},
-		{"invalid star", []testEntry{{">", "", 1}, {"foo.*", "", 2}}, "foo.*", "[]"},
-		{"invalid full", []testEntry{{">", "", 1}}, "foo.>", "[]"},
+		// Wildcard tokens in a published subject match like ordinary
+		// tokens, as nats-server routes them (JetStream API subjects).
+		{"published star", []testEntry{{">", "", 1}, {"foo.*", "", 2}, {"foo.bar", "", 3}}, "foo.*", "[1 2]"},
+		{"published full", []testEntry{{">", "", 1}, {"foo.bar", "", 2}, {"foo.*", "", 3}}, "foo.>", "[1 3]"},
 		{"invalid space", []testEntry{{">", "", 1}}, "foo bar", "[]"},
 	}
 	for _, tc := range cases {
