@@ -1,0 +1,450 @@
+package filestore
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/leafbox/leafbox/store"
+	"github.com/leafbox/leafbox/store/vfs"
+)
+
+// subjectState indexes the live messages of one subject. first and last
+// are bounds that deletions keep safe without scanning: first is never
+// after the subject's first message and last never before its last one;
+// the stale flags say a bound may not be exact.
+type subjectState struct {
+	name        string
+	id          uint32
+	msgs        uint64
+	first, last uint64
+	firstStale  bool
+	lastStale   bool
+}
+
+// subjectIndex interns subjects and numbers them, so that index entries
+// carry a 4-byte id instead of a string.
+type subjectIndex struct {
+	byName map[string]*subjectState
+	byID   []*subjectState
+	free   []uint32
+}
+
+func newSubjectIndex() subjectIndex {
+	return subjectIndex{byName: make(map[string]*subjectState)}
+}
+
+// intern returns the state for name, creating it with no messages.
+func (x *subjectIndex) intern(name string) *subjectState {
+	if ss := x.byName[name]; ss != nil {
+		return ss
+	}
+	ss := &subjectState{name: strings.Clone(name)}
+	if n := len(x.free); n > 0 {
+		ss.id = x.free[n-1]
+		x.free = x.free[:n-1]
+		x.byID[ss.id] = ss
+	} else {
+		ss.id = uint32(len(x.byID))
+		x.byID = append(x.byID, ss)
+	}
+	x.byName[ss.name] = ss
+	return ss
+}
+
+// drop forgets a subject that has no messages left.
+func (x *subjectIndex) drop(ss *subjectState) {
+	delete(x.byName, ss.name)
+	x.byID[ss.id] = nil
+	x.free = append(x.free, ss.id)
+}
+
+// add records a new message of ss with sequence seq, the newest.
+func (ss *subjectState) add(seq uint64) {
+	if ss.msgs == 0 {
+		ss.first, ss.firstStale = seq, false
+	}
+	ss.msgs++
+	ss.last, ss.lastStale = seq, false
+}
+
+// removed updates the bounds after message seq of ss went away; it
+// reports whether the subject is now empty.
+func (ss *subjectState) removed(seq uint64) bool {
+	ss.msgs--
+	if ss.msgs == 0 {
+		return true
+	}
+	if seq == ss.first {
+		ss.first, ss.firstStale = seq+1, true
+	}
+	if seq == ss.last {
+		ss.last, ss.lastStale = seq-1, true
+	}
+	if ss.msgs == 1 {
+		switch {
+		case !ss.lastStale:
+			ss.first, ss.firstStale = ss.last, false
+		case !ss.firstStale:
+			ss.last, ss.lastStale = ss.first, false
+		}
+	}
+	return false
+}
+
+// seqRange is an inclusive range of sequences.
+type seqRange struct{ first, last uint64 }
+
+// scannedMsg is one message record found in a block.
+type scannedMsg struct {
+	seq     uint64
+	ts      int64
+	ttl     int64
+	off     uint32
+	length  uint32
+	subject string
+}
+
+// blockScan is everything the stream needs from one block file: the
+// result of reading it record by record, and what an index file stores.
+type blockScan struct {
+	msgs  []scannedMsg
+	tombs []seqRange
+	// maxSeq and lastTime come from the newest message or erased record.
+	maxSeq   uint64
+	lastTime int64
+	// rawLen is the logical body length covered.
+	rawLen int64
+	chunks []chunkRef
+	res    scanResult
+}
+
+// add takes one record found at logical offset off.
+func (sc *blockScan) add(off int, r *record, intern func([]byte) string) {
+	switch r.kind {
+	case kindMsg:
+		sc.msgs = append(sc.msgs, scannedMsg{
+			seq: r.seq, ts: r.ts, ttl: r.ttl, off: uint32(off),
+			length:  uint32(recordOverhead + len(r.subject) + len(r.header) + len(r.data)),
+			subject: intern(r.subject),
+		})
+	case kindTombstone:
+		sc.tombs = append(sc.tombs, seqRange{r.seq, uint64(r.ts)})
+		return
+	}
+	if r.seq > sc.maxSeq {
+		sc.maxSeq, sc.lastTime = r.seq, r.ts
+	}
+}
+
+// scanBody reads the records of a block body. For an uncompressed body
+// offsets are positions in body; a compressed body is decoded chunk by
+// chunk. intern turns subject bytes into a string.
+func scanBody(body []byte, compressed bool, intern func([]byte) string) blockScan {
+	var sc blockScan
+	if !compressed {
+		sc.res = scanRecords(body, func(off int, r *record) { sc.add(off, r, intern) })
+		sc.rawLen = int64(sc.res.end)
+		return sc
+	}
+	sc.res = scanChunks(body, func(c chunkRef, raw []byte) {
+		sc.chunks = append(sc.chunks, c)
+		inner := scanRecords(raw, func(off int, r *record) { sc.add(int(c.rawOff)+off, r, intern) })
+		// Inside a verified chunk everything should parse.
+		sc.res.corruptRecords += inner.corruptRecords
+		sc.res.corruptBytes += inner.corruptBytes
+		if inner.tail > 0 {
+			sc.res.corruptRecords += max(inner.tailRecords, 1)
+			sc.res.corruptBytes += inner.tail
+		}
+		sc.rawLen = max(sc.rawLen, int64(c.rawOff)+int64(len(raw)))
+	})
+	return sc
+}
+
+// Index file layout constants; see doc.go.
+const (
+	indexMagic     = "LFIX"
+	indexHeaderLen = 64
+	// tailWindow is how many bytes at the end of the covered part of a
+	// block an index file checksums, so that an index is not trusted for
+	// a block whose end was rewritten at the same length.
+	tailWindow = 64
+)
+
+var errBadIndex = fmt.Errorf("%w: filestore: bad index file", store.ErrCorrupt)
+
+// indexMeta identifies the block file an index describes.
+type indexMeta struct {
+	id       uint32
+	flags    uint8
+	stamp    uint64
+	fileSize int64
+	// tailSum is the crc32c of the last tailWindow bytes (fewer in a small
+	// block, never the header) of the file's first fileSize bytes.
+	tailSum uint32
+}
+
+// tailRange returns the byte range of a block file of size n that
+// indexMeta.tailSum covers.
+func tailRange(n int64) (int64, int64) {
+	return max(blockHeaderLen, n-tailWindow), n
+}
+
+// tailSum computes indexMeta.tailSum from a file's first n bytes.
+func tailSum(file []byte) uint32 {
+	lo, hi := tailRange(int64(len(file)))
+	if lo >= hi {
+		return 0
+	}
+	return crc32.Checksum(file[lo:hi], crcTable)
+}
+
+// readTailSum computes indexMeta.tailSum for the first n bytes of f.
+func readTailSum(f vfs.File, n int64) (uint32, error) {
+	lo, hi := tailRange(n)
+	if lo >= hi {
+		return 0, nil
+	}
+	b := make([]byte, hi-lo)
+	if _, err := f.ReadAt(b, lo); err != nil {
+		return 0, err
+	}
+	return crc32.Checksum(b, crcTable), nil
+}
+
+// appendIndex encodes sc as an index file for the block meta describes.
+func appendIndex(dst []byte, meta indexMeta, sc *blockScan) []byte {
+	dst = append(dst, indexMagic...)
+	dst = append(dst, formatVersion, meta.flags, 0, 0)
+	dst = binary.LittleEndian.AppendUint32(dst, meta.id)
+	dst = binary.LittleEndian.AppendUint32(dst, 0)
+	dst = binary.LittleEndian.AppendUint64(dst, meta.stamp)
+	dst = binary.LittleEndian.AppendUint64(dst, uint64(meta.fileSize))
+	dst = binary.LittleEndian.AppendUint64(dst, uint64(sc.rawLen))
+	dst = binary.LittleEndian.AppendUint64(dst, sc.maxSeq)
+	dst = binary.LittleEndian.AppendUint64(dst, uint64(sc.lastTime))
+	dst = binary.LittleEndian.AppendUint32(dst, meta.tailSum)
+	dst = binary.LittleEndian.AppendUint32(dst, 0)
+
+	// Subjects table, in order of first use.
+	ids := make(map[string]uint64)
+	var names []string
+	for _, m := range sc.msgs {
+		if _, ok := ids[m.subject]; !ok {
+			ids[m.subject] = uint64(len(names))
+			names = append(names, m.subject)
+		}
+	}
+	dst = binary.AppendUvarint(dst, uint64(len(names)))
+	for _, n := range names {
+		dst = binary.AppendUvarint(dst, uint64(len(n)))
+		dst = append(dst, n...)
+	}
+	dst = binary.AppendUvarint(dst, uint64(len(sc.msgs)))
+	var prevSeq uint64
+	var prevTS int64
+	var prevOff uint32
+	for _, m := range sc.msgs {
+		dst = binary.AppendUvarint(dst, m.seq-prevSeq)
+		dst = binary.AppendVarint(dst, m.ts-prevTS)
+		dst = binary.AppendUvarint(dst, uint64(m.off-prevOff))
+		dst = binary.AppendUvarint(dst, uint64(m.length))
+		dst = binary.AppendUvarint(dst, ids[m.subject])
+		dst = binary.AppendVarint(dst, m.ttl)
+		prevSeq, prevTS, prevOff = m.seq, m.ts, m.off
+	}
+	dst = binary.AppendUvarint(dst, uint64(len(sc.tombs)))
+	for _, t := range sc.tombs {
+		dst = binary.AppendUvarint(dst, t.first)
+		dst = binary.AppendUvarint(dst, t.last-t.first)
+	}
+	dst = binary.AppendUvarint(dst, uint64(len(sc.chunks)))
+	for _, c := range sc.chunks {
+		dst = binary.AppendUvarint(dst, uint64(c.rawOff))
+		dst = binary.AppendUvarint(dst, uint64(c.rawLen))
+		dst = binary.AppendUvarint(dst, uint64(c.fileOff))
+		dst = binary.AppendUvarint(dst, uint64(c.compLen))
+	}
+	return binary.LittleEndian.AppendUint32(dst, crc32.Checksum(dst, crcTable))
+}
+
+// indexDecoder reads the varint sections of an index file.
+type indexDecoder struct {
+	b   []byte
+	err error
+}
+
+func (d *indexDecoder) uvarint() uint64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.err = errBadIndex
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *indexDecoder) varint() int64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Varint(d.b)
+	if n <= 0 {
+		d.err = errBadIndex
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+// count reads a length prefix and checks that at least min bytes per item
+// remain, so a corrupt count cannot make the decoder allocate wildly.
+func (d *indexDecoder) count(min int) int {
+	n := d.uvarint()
+	if d.err == nil && n > uint64(len(d.b)/min) {
+		d.err = errBadIndex
+		return 0
+	}
+	return int(n)
+}
+
+// parseIndex decodes an index file. Every error wraps store.ErrCorrupt.
+func parseIndex(b []byte, intern func([]byte) string) (indexMeta, blockScan, error) {
+	var meta indexMeta
+	var sc blockScan
+	if len(b) < indexHeaderLen+4 || string(b[:4]) != indexMagic || b[4] != formatVersion {
+		return meta, sc, errBadIndex
+	}
+	body := b[:len(b)-4]
+	if crc32.Checksum(body, crcTable) != binary.LittleEndian.Uint32(b[len(b)-4:]) {
+		return meta, sc, errBadIndex
+	}
+	meta = indexMeta{
+		flags:    b[5],
+		id:       binary.LittleEndian.Uint32(b[8:]),
+		stamp:    binary.LittleEndian.Uint64(b[16:]),
+		fileSize: int64(binary.LittleEndian.Uint64(b[24:])),
+		tailSum:  binary.LittleEndian.Uint32(b[56:]),
+	}
+	sc.rawLen = int64(binary.LittleEndian.Uint64(b[32:]))
+	sc.maxSeq = binary.LittleEndian.Uint64(b[40:])
+	sc.lastTime = int64(binary.LittleEndian.Uint64(b[48:]))
+	if sc.rawLen < 0 || sc.rawLen > MaxBlockSize+maxRecordLen || meta.fileSize < blockHeaderLen {
+		return meta, sc, errBadIndex
+	}
+	d := indexDecoder{b: body[indexHeaderLen:]}
+	names := make([]string, d.count(1))
+	for i := range names {
+		n := d.count(1)
+		if d.err != nil || n > len(d.b) {
+			return meta, sc, errBadIndex
+		}
+		names[i] = intern(d.b[:n])
+		d.b = d.b[n:]
+	}
+	sc.msgs = make([]scannedMsg, d.count(6))
+	var seq uint64
+	var ts int64
+	var off uint32
+	for i := range sc.msgs {
+		seq += d.uvarint()
+		ts += d.varint()
+		off += uint32(d.uvarint())
+		length := d.uvarint()
+		name := d.uvarint()
+		ttl := d.varint()
+		if d.err != nil || name >= uint64(len(names)) || length < recordOverhead || length > maxRecordLen ||
+			int64(off)+int64(length) > sc.rawLen || (i > 0 && seq <= sc.msgs[i-1].seq) {
+			return meta, sc, errBadIndex
+		}
+		sc.msgs[i] = scannedMsg{seq: seq, ts: ts, ttl: ttl, off: off, length: uint32(length), subject: names[name]}
+	}
+	sc.tombs = make([]seqRange, d.count(2))
+	for i := range sc.tombs {
+		first := d.uvarint()
+		n := d.uvarint()
+		if first+n < first {
+			return meta, sc, errBadIndex
+		}
+		sc.tombs[i] = seqRange{first, first + n}
+	}
+	sc.chunks = make([]chunkRef, d.count(4))
+	for i := range sc.chunks {
+		sc.chunks[i] = chunkRef{
+			rawOff: uint32(d.uvarint()), rawLen: uint32(d.uvarint()),
+			fileOff: uint32(d.uvarint()), compLen: uint32(d.uvarint()),
+		}
+	}
+	if d.err != nil || len(d.b) != 0 {
+		return meta, sc, errBadIndex
+	}
+	if len(sc.chunks) == 0 {
+		sc.chunks = nil
+	}
+	return meta, sc, nil
+}
+
+// writeIndex writes the index file for block id atomically: a temporary
+// file, fsync, then rename (the FS makes the rename durable).
+func writeIndex(fsys vfs.FS, dir string, meta indexMeta, sc *blockScan) error {
+	name := indexName(dir, meta.id)
+	return writeFileAtomic(fsys, name, appendIndex(nil, meta, sc))
+}
+
+// writeFileAtomic replaces name with data through a synced temporary
+// file and a rename.
+func writeFileAtomic(fsys vfs.FS, name string, data []byte) error {
+	tmp := name + tmpExt
+	f, err := fsys.Create(tmp)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = fsys.Rename(tmp, name)
+	}
+	if err != nil {
+		_ = fsys.Remove(tmp)
+	}
+	return err
+}
+
+// readFile reads a whole file.
+func readFile(fsys vfs.FS, name string) ([]byte, error) {
+	f, err := fsys.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	b := make([]byte, fi.Size())
+	if _, err := f.ReadAt(b, 0); err != nil && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	return b, nil
+}
+
+// removeIfExists removes name, ignoring its absence.
+func removeIfExists(fsys vfs.FS, name string) error {
+	if err := fsys.Remove(name); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,388 @@
+package filestore
+
+import (
+	"math"
+	"time"
+
+	"github.com/leafbox/leafbox/store"
+)
+
+// Limits and expiry. Removals the stream can re-derive on the next Open
+// (limits, MaxAge, TTL) are applied to the index first and their
+// tombstones written afterwards, best effort; explicit removals (Remove,
+// Purge) write their tombstones first.
+
+// enforceSubjectLimit evicts the oldest messages of ss beyond
+// MaxMsgsPerSubject.
+func (s *Stream) enforceSubjectLimit(ss *subjectState) {
+	limit := uint64(s.cfg.MaxMsgsPerSubject)
+	if limit == 0 || ss.msgs <= limit {
+		return
+	}
+	var ranges []seqRange
+	for ss.msgs > limit {
+		seq := s.subjectFirst(ss, true)
+		b, i := s.locate(seq)
+		if b == nil {
+			break
+		}
+		s.removeAt(b, i)
+		ranges = append(ranges, seqRange{seq, seq})
+	}
+	s.noteTombstones(ranges)
+}
+
+// enforceAllSubjectLimits applies MaxMsgsPerSubject to every subject.
+func (s *Stream) enforceAllSubjectLimits() {
+	if s.cfg.MaxMsgsPerSubject <= 0 {
+		return
+	}
+	var over []*subjectState
+	for _, ss := range s.subjects.byName {
+		if ss.msgs > uint64(s.cfg.MaxMsgsPerSubject) {
+			over = append(over, ss)
+		}
+	}
+	for _, ss := range over {
+		s.enforceSubjectLimit(ss)
+	}
+}
+
+// enforceDiscardOld evicts the oldest messages while MaxMsgs or MaxBytes
+// is exceeded, under DiscardOld. Under DiscardNew new messages are refused
+// instead.
+func (s *Stream) enforceDiscardOld() {
+	cfg := &s.cfg.Config
+	if cfg.Discard != store.DiscardOld {
+		return
+	}
+	var r rangeBuilder
+	for s.msgs > 0 && ((cfg.MaxMsgs > 0 && s.msgs > uint64(cfg.MaxMsgs)) ||
+		(cfg.MaxBytes > 0 && s.bytes > uint64(cfg.MaxBytes))) {
+		seq := s.firstSeq
+		b, i := s.locate(seq)
+		if b == nil {
+			break
+		}
+		s.removeAt(b, i)
+		r.take(seq)
+	}
+	s.noteTombstones(r.ranges)
+}
+
+// rangeBuilder collects removed sequences visited in ascending order into
+// ranges. A range may cover sequences that were already gone, never a
+// live one: call skip when passing a live message that stays.
+type rangeBuilder struct {
+	ranges []seqRange
+	open   bool
+}
+
+func (r *rangeBuilder) take(seq uint64) {
+	if n := len(r.ranges); r.open && n > 0 && r.ranges[n-1].last < seq {
+		r.ranges[n-1].last = seq
+		return
+	}
+	r.ranges = append(r.ranges, seqRange{seq, seq})
+	r.open = true
+}
+
+func (r *rangeBuilder) skip() { r.open = false }
+
+// subjectFirst returns the first live sequence of ss, scanning forward
+// from its lower bound when that may be stale. With update it stores the
+// result (the caller holds the write lock).
+func (s *Stream) subjectFirst(ss *subjectState, update bool) uint64 {
+	if !ss.firstStale {
+		return ss.first
+	}
+	seq := ss.first
+	s.scan(ss.first, ss.last, func(b *block, e *entry) bool {
+		if e.subj == ss.id {
+			seq = e.seq
+			return false
+		}
+		return true
+	})
+	if update {
+		ss.first, ss.firstStale = seq, false
+	}
+	return seq
+}
+
+// subjectLast returns the last live sequence of ss, scanning backward from
+// its upper bound when that may be stale.
+func (s *Stream) subjectLast(ss *subjectState, update bool) uint64 {
+	if !ss.lastStale {
+		return ss.last
+	}
+	seq := ss.last
+	s.scanBack(ss.last, ss.first, func(b *block, e *entry) bool {
+		if e.subj == ss.id {
+			seq = e.seq
+			return false
+		}
+		return true
+	})
+	if update {
+		ss.last, ss.lastStale = seq, false
+	}
+	return seq
+}
+
+// expiryResolution is the shortest delay the expiry timer is armed for, so
+// a busy stream with MaxAge wakes at most about 100 times a second. A
+// message may outlive its MaxAge or TTL by this much plus scheduling delay.
+const expiryResolution = 10 * time.Millisecond
+
+// expiryState drives MaxAge and per-message TTL expiry from one timer. It
+// is guarded by the stream's mutex.
+type expiryState struct {
+	timer *time.Timer
+	// at is when the armed timer fires (Unix ns), 0 when idle.
+	at      int64
+	ttls    expiryHeap
+	ttlLive int
+}
+
+// addTTL records that message seq expires at the Unix ns time at.
+func (x *expiryState) addTTL(s *Stream, seq uint64, at int64) {
+	x.ttlLive++
+	x.ttls.push(expiryItem{at: at, seq: seq})
+	if len(x.ttls) > 2*x.ttlLive+64 {
+		kept := x.ttls[:0]
+		for _, it := range x.ttls {
+			if b, _ := s.locate(it.seq); b != nil {
+				kept = append(kept, it)
+			}
+		}
+		clear(x.ttls[len(kept):])
+		x.ttls = kept
+		x.ttls.init()
+	}
+	x.arm(s, at)
+}
+
+// arm makes sure the timer fires no later than the Unix ns time at.
+func (x *expiryState) arm(s *Stream, at int64) {
+	if x.at != 0 && x.at <= at {
+		return
+	}
+	d := max(time.Duration(at-time.Now().UnixNano()), expiryResolution)
+	x.at = at
+	if x.timer == nil {
+		x.timer = time.AfterFunc(d, s.expire)
+	} else {
+		x.timer.Reset(d)
+	}
+}
+
+// stop disarms the timer.
+func (x *expiryState) stop() {
+	if x.timer != nil {
+		x.timer.Stop()
+	}
+	x.at = 0
+}
+
+// clearTTLs forgets every pending TTL, after the stream was emptied.
+func (x *expiryState) clearTTLs() {
+	clear(x.ttls)
+	x.ttls = x.ttls[:0]
+	x.ttlLive = 0
+}
+
+// rearm expires what is due and schedules the next expiry from scratch.
+func (x *expiryState) rearm(s *Stream) {
+	x.stop()
+	s.expireDue(time.Now().UnixNano())
+	x.schedule(s)
+}
+
+// schedule arms the timer for the next due expiry, if any.
+func (x *expiryState) schedule(s *Stream) {
+	next := int64(math.MaxInt64)
+	if age := int64(s.cfg.MaxAge); age > 0 {
+		s.scan(s.firstSeq, s.lastSeq, func(b *block, e *entry) bool {
+			if e.flags&entryNoAge != 0 {
+				return true
+			}
+			next = e.ts + age
+			return false
+		})
+	}
+	if len(x.ttls) > 0 {
+		next = min(next, x.ttls[0].at)
+	}
+	if next == math.MaxInt64 {
+		x.stop()
+		return
+	}
+	x.arm(s, next)
+}
+
+// expire is the timer callback.
+func (s *Stream) expire() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
+	s.expiry.at = 0
+	s.expireDue(time.Now().UnixNano())
+	s.expiry.schedule(s)
+	s.reapLocked()
+}
+
+// expireDue removes the messages whose MaxAge or TTL has passed at the
+// Unix ns time now.
+func (s *Stream) expireDue(now int64) {
+	var r rangeBuilder
+	var seqs []uint64
+	if age := int64(s.cfg.MaxAge); age > 0 {
+		cutoff := now - age
+		s.scan(s.firstSeq, s.lastSeq, func(b *block, e *entry) bool {
+			if e.flags&entryNoAge != 0 {
+				r.skip()
+				return true
+			}
+			if e.ts > cutoff {
+				return false
+			}
+			seqs = append(seqs, e.seq)
+			r.take(e.seq)
+			return true
+		})
+	}
+	s.removeSeqs(seqs)
+	x := &s.expiry
+	for len(x.ttls) > 0 && x.ttls[0].at <= now {
+		it := x.ttls.pop()
+		if b, i := s.locate(it.seq); b != nil {
+			s.removeAt(b, i)
+			r.skip()
+			r.take(it.seq)
+			r.skip()
+		}
+	}
+	s.noteTombstones(r.ranges)
+}
+
+// scan calls fn for the live entries with sequences in [from, to] in
+// ascending order until fn returns false.
+func (s *Stream) scan(from, to uint64, fn func(b *block, e *entry) bool) {
+	for _, b := range s.blocksFrom(from) {
+		if b.minSeq > to && b.minSeq != 0 {
+			return
+		}
+		for j := b.search(from); j < len(b.entries); j++ {
+			e := &b.entries[j]
+			if e.seq > to {
+				return
+			}
+			if e.live() && !fn(b, e) {
+				return
+			}
+		}
+	}
+}
+
+// scanBack calls fn for the live entries with sequences in [to, from] in
+// descending order until fn returns false.
+func (s *Stream) scanBack(from, to uint64, fn func(b *block, e *entry) bool) {
+	bs := s.blocks
+	for i := len(bs) - 1; i >= 0; i-- {
+		b := bs[i]
+		if len(b.entries) == 0 || b.entries[0].seq > from {
+			continue
+		}
+		if b.maxSeq < to {
+			return
+		}
+		j := b.search(from + 1)
+		for j--; j >= 0; j-- {
+			e := &b.entries[j]
+			if e.seq < to {
+				return
+			}
+			if e.live() && !fn(b, e) {
+				return
+			}
+		}
+	}
+}
+
+// blocksFrom returns the blocks that may hold sequences ≥ seq.
+func (s *Stream) blocksFrom(seq uint64) []*block {
+	lo, hi := 0, len(s.blocks)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if s.blocks[m].maxSeq < seq {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return s.blocks[lo:]
+}
+
+// expiryItem is one pending per-message expiry.
+type expiryItem struct {
+	at  int64
+	seq uint64
+}
+
+// expiryHeap is a binary min-heap of expiryItems ordered by at.
+type expiryHeap []expiryItem
+
+func (h *expiryHeap) push(it expiryItem) {
+	*h = append(*h, it)
+	h.up(len(*h) - 1)
+}
+
+func (h *expiryHeap) pop() expiryItem {
+	old := *h
+	it := old[0]
+	n := len(old) - 1
+	old[0] = old[n]
+	*h = old[:n]
+	if n > 0 {
+		h.down(0)
+	}
+	return it
+}
+
+func (h expiryHeap) init() {
+	for i := len(h)/2 - 1; i >= 0; i-- {
+		h.down(i)
+	}
+}
+
+func (h expiryHeap) up(i int) {
+	for i > 0 {
+		p := (i - 1) / 2
+		if h[p].at <= h[i].at {
+			return
+		}
+		h[p], h[i] = h[i], h[p]
+		i = p
+	}
+}
+
+func (h expiryHeap) down(i int) {
+	n := len(h)
+	for {
+		c := 2*i + 1
+		if c >= n {
+			return
+		}
+		if c+1 < n && h[c+1].at < h[c].at {
+			c++
+		}
+		if h[i].at <= h[c].at {
+			return
+		}
+		h[i], h[c] = h[c], h[i]
+		i = c
+	}
+}

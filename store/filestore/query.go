@@ -1,0 +1,315 @@
+package filestore
+
+import (
+	"github.com/leafbox/leafbox/core/subject"
+	"github.com/leafbox/leafbox/store"
+)
+
+// filterKind classifies a filter subject.
+type filterKind uint8
+
+const (
+	filterAll      filterKind = iota // "" or ">"
+	filterLiteral                    // no wildcard token
+	filterWildcard                   // "*" or a trailing ">" token
+)
+
+func classify(filter string) filterKind {
+	switch {
+	case filter == "" || filter == subject.FullWildcard:
+		return filterAll
+	case subject.IsLiteral(filter):
+		return filterLiteral
+	default:
+		return filterWildcard
+	}
+}
+
+// matcher answers "does subject id match the filter" with a per-call memo,
+// so a scan matches each distinct subject once.
+type matcher struct {
+	filter string
+	memo   map[uint32]bool
+	names  []*subjectState
+}
+
+func (s *Stream) newMatcher(filter string) *matcher {
+	return &matcher{filter: filter, memo: make(map[uint32]bool), names: s.subjects.byID}
+}
+
+func (m *matcher) match(id uint32) bool {
+	ok, seen := m.memo[id]
+	if !seen {
+		ok = subject.Match(m.filter, m.names[id].name)
+		m.memo[id] = ok
+	}
+	return ok
+}
+
+// matchingSubjects returns the subjects matching a wildcard filter.
+func (s *Stream) matchingSubjects(filter string) []*subjectState {
+	var out []*subjectState
+	for name, ss := range s.subjects.byName {
+		if subject.Match(filter, name) {
+			out = append(out, ss)
+		}
+	}
+	return out
+}
+
+// LoadNext returns the first message with sequence ≥ start matching
+// filter; see store.Stream. A literal filter uses the per-subject index; a
+// wildcard filter first narrows the range with the matching subjects'
+// bounds, then scans.
+func (s *Stream) LoadNext(filter string, start uint64, sm *store.Msg) (*store.Msg, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return nil, store.ErrClosed
+	}
+	start = max(start, s.firstSeq, 1)
+	if s.msgs == 0 || start > s.lastSeq {
+		return nil, store.ErrNotFound
+	}
+	var hit *entry
+	var hitBlock *block
+	found := func(b *block, e *entry) bool {
+		hitBlock, hit = b, e
+		return false
+	}
+	switch classify(filter) {
+	case filterAll:
+		s.scan(start, s.lastSeq, found)
+	case filterLiteral:
+		ss := s.subjects.byName[filter]
+		if ss == nil || start > ss.last {
+			return nil, store.ErrNotFound
+		}
+		s.scan(max(start, ss.first), ss.last, func(b *block, e *entry) bool {
+			if e.subj == ss.id {
+				return found(b, e)
+			}
+			return true
+		})
+	default:
+		from, to := start, s.lastSeq
+		if len(s.subjects.byName) <= 1024 {
+			// Few subjects: bound the scan by the matching ones.
+			subs := s.matchingSubjects(filter)
+			if len(subs) == 0 {
+				return nil, store.ErrNotFound
+			}
+			lo, hi := subs[0].first, subs[0].last
+			for _, ss := range subs[1:] {
+				lo, hi = min(lo, ss.first), max(hi, ss.last)
+			}
+			from, to = max(from, lo), min(to, hi)
+		}
+		m := s.newMatcher(filter)
+		s.scan(from, to, func(b *block, e *entry) bool {
+			if m.match(e.subj) {
+				return found(b, e)
+			}
+			return true
+		})
+	}
+	if hit == nil {
+		return nil, store.ErrNotFound
+	}
+	return s.loadEntry(hitBlock, hit, sm)
+}
+
+// LoadLast returns the newest message matching filter; see store.Stream.
+func (s *Stream) LoadLast(filter string, sm *store.Msg) (*store.Msg, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return nil, store.ErrClosed
+	}
+	if s.msgs == 0 {
+		return nil, store.ErrNotFound
+	}
+	var hit *entry
+	var hitBlock *block
+	found := func(b *block, e *entry) bool {
+		hitBlock, hit = b, e
+		return false
+	}
+	switch classify(filter) {
+	case filterAll:
+		s.scanBack(s.lastSeq, s.firstSeq, found)
+	case filterLiteral:
+		ss := s.subjects.byName[filter]
+		if ss == nil {
+			return nil, store.ErrNotFound
+		}
+		s.scanBack(ss.last, ss.first, func(b *block, e *entry) bool {
+			if e.subj == ss.id {
+				return found(b, e)
+			}
+			return true
+		})
+	default:
+		subs := s.matchingSubjects(filter)
+		if len(subs) == 0 {
+			return nil, store.ErrNotFound
+		}
+		lo, hi := subs[0].first, subs[0].last
+		for _, ss := range subs[1:] {
+			lo, hi = min(lo, ss.first), max(hi, ss.last)
+		}
+		m := s.newMatcher(filter)
+		s.scanBack(hi, lo, func(b *block, e *entry) bool {
+			if m.match(e.subj) {
+				return found(b, e)
+			}
+			return true
+		})
+	}
+	if hit == nil {
+		return nil, store.ErrNotFound
+	}
+	return s.loadEntry(hitBlock, hit, sm)
+}
+
+// FilteredState summarises the messages matching filter with sequence ≥
+// from; see store.Stream. It is O(1) for "" and ">" from the first
+// sequence and for a literal subject from before its first message; other
+// cases count per block where whole blocks qualify, or scan.
+func (s *Stream) FilteredState(filter string, from uint64) store.FilteredState {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return store.FilteredState{}
+	}
+	return s.filteredState(filter, from)
+}
+
+func (s *Stream) filteredState(filter string, from uint64) store.FilteredState {
+	from = max(from, s.firstSeq, 1)
+	if s.msgs == 0 || from > s.lastSeq {
+		return store.FilteredState{}
+	}
+	var fs store.FilteredState
+	count := func(b *block, e *entry) bool {
+		if fs.Msgs == 0 {
+			fs.First = e.seq
+		}
+		fs.Msgs++
+		fs.Last = e.seq
+		return true
+	}
+	switch classify(filter) {
+	case filterAll:
+		fs.Last = s.lastLive()
+		if from == s.firstSeq {
+			return store.FilteredState{Msgs: s.msgs, First: s.firstSeq, Last: fs.Last}
+		}
+		fs.First = s.nextLive(from)
+		for _, b := range s.blocksFrom(from) {
+			if len(b.entries) == 0 {
+				continue
+			}
+			if b.entries[0].seq >= from {
+				fs.Msgs += uint64(b.live)
+				continue
+			}
+			for j := b.search(from); j < len(b.entries); j++ {
+				if b.entries[j].live() {
+					fs.Msgs++
+				}
+			}
+		}
+		if fs.Msgs == 0 {
+			return store.FilteredState{}
+		}
+		return fs
+	case filterLiteral:
+		ss := s.subjects.byName[filter]
+		if ss == nil || from > ss.last {
+			return fs
+		}
+		if from <= ss.first {
+			return store.FilteredState{Msgs: ss.msgs, First: s.subjectFirst(ss, false), Last: s.subjectLast(ss, false)}
+		}
+		s.scan(from, ss.last, func(b *block, e *entry) bool {
+			if e.subj == ss.id {
+				count(b, e)
+			}
+			return true
+		})
+		return fs
+	default:
+		subs := s.matchingSubjects(filter)
+		if len(subs) == 0 {
+			return fs
+		}
+		whole := true
+		lo, hi := subs[0].first, subs[0].last
+		for _, ss := range subs {
+			lo, hi = min(lo, ss.first), max(hi, ss.last)
+			if from > ss.first {
+				whole = false
+			}
+		}
+		if whole {
+			for _, ss := range subs {
+				first, last := s.subjectFirst(ss, false), s.subjectLast(ss, false)
+				if fs.Msgs == 0 || first < fs.First {
+					fs.First = first
+				}
+				fs.Last = max(fs.Last, last)
+				fs.Msgs += ss.msgs
+			}
+			return fs
+		}
+		m := s.newMatcher(filter)
+		s.scan(max(from, lo), hi, func(b *block, e *entry) bool {
+			if m.match(e.subj) {
+				count(b, e)
+			}
+			return true
+		})
+		return fs
+	}
+}
+
+// lastLive returns the sequence of the newest live message, or 0.
+func (s *Stream) lastLive() uint64 {
+	for i := len(s.blocks) - 1; i >= 0; i-- {
+		if es := s.blocks[i].entries; len(es) > 0 {
+			return es[len(es)-1].seq
+		}
+	}
+	return 0
+}
+
+// SubjectsState returns the message count per subject matching filter;
+// see store.Stream. The map is new and owned by the caller.
+func (s *Stream) SubjectsState(filter string) map[string]uint64 {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return nil
+	}
+	switch classify(filter) {
+	case filterAll:
+		m := make(map[string]uint64, len(s.subjects.byName))
+		for name, ss := range s.subjects.byName {
+			m[name] = ss.msgs
+		}
+		return m
+	case filterLiteral:
+		m := make(map[string]uint64, 1)
+		if ss := s.subjects.byName[filter]; ss != nil {
+			m[ss.name] = ss.msgs
+		}
+		return m
+	default:
+		m := make(map[string]uint64)
+		for _, ss := range s.matchingSubjects(filter) {
+			m[ss.name] = ss.msgs
+		}
+		return m
+	}
+}

@@ -1,0 +1,192 @@
+package jetstream
+
+import (
+	"encoding/json"
+	"strings"
+
+	"github.com/leafbox/leafbox/store/jsapi"
+)
+
+// apiLevel is the JetStream API level leafbox reports: level 1 features
+// (per-message TTL) are implemented, later ones (counters, batch publish,
+// schedules) are not.
+const apiLevel = 1
+
+// handleAPI is the Bus handler for $JS.API.>.
+func (e *Engine) handleAPI(subj, reply, hdr, data []byte) {
+	e.dispatch(string(subj), string(reply), hdr, data)
+}
+
+// handleDomainAPI maps $JS.<domain>.API.… onto $JS.API.….
+func (e *Engine) handleDomainAPI(subj, reply, hdr, data []byte) {
+	pre := "$JS." + e.cfg.Domain + ".API"
+	e.dispatch(jsapi.APIPrefix+strings.TrimPrefix(string(subj), pre), string(reply), hdr, data)
+}
+
+// dispatch routes one API request by its subject. Requests without a
+// reply, and subjects leafbox does not serve, are ignored, as nats-server
+// ignores them.
+func (e *Engine) dispatch(subj, reply string, hdr, data []byte) {
+	if reply == "" {
+		return
+	}
+	toks := strings.Split(subj, ".")
+	if len(toks) < 3 || toks[0] != "$JS" || toks[1] != "API" {
+		return
+	}
+	tok := func(i int) string {
+		if i < len(toks) {
+			return toks[i]
+		}
+		return ""
+	}
+	n := len(toks)
+	switch tok(2) {
+	case "INFO":
+		if n == 3 {
+			e.apiAccountInfo(reply, data)
+		}
+	case "STREAM":
+		switch tok(3) {
+		case "CREATE":
+			if n == 5 {
+				e.apiStreamCreate(tok(4), reply, data)
+			}
+		case "UPDATE":
+			if n == 5 {
+				e.apiStreamUpdate(tok(4), reply, data)
+			}
+		case "INFO":
+			if n == 5 {
+				e.apiStreamInfo(tok(4), reply, data)
+			}
+		case "DELETE":
+			if n == 5 {
+				e.apiStreamDelete(tok(4), reply, data)
+			}
+		case "PURGE":
+			if n == 5 {
+				e.apiStreamPurge(tok(4), reply, data)
+			}
+		case "NAMES":
+			if n == 4 {
+				e.apiStreamNames(reply, data, false)
+			}
+		case "LIST":
+			if n == 4 {
+				e.apiStreamNames(reply, data, true)
+			}
+		case "MSG":
+			if n == 6 && tok(4) == "GET" {
+				e.apiMsgGet(tok(5), reply, data)
+			} else if n == 6 && tok(4) == "DELETE" {
+				e.apiMsgDelete(tok(5), reply, data)
+			}
+		}
+	case "DIRECT":
+		if tok(3) == "GET" && n >= 5 {
+			var last string
+			if n > 5 {
+				last = strings.Join(toks[5:], ".")
+			}
+			e.apiDirectGet(tok(4), last, n > 5, reply, data)
+		}
+	case "CONSUMER":
+		switch tok(3) {
+		case "CREATE", "DURABLE":
+			e.apiConsumerCreate(subj, reply, data)
+		case "INFO":
+			if n == 6 {
+				e.apiConsumerInfo(tok(4), tok(5), reply, data)
+			}
+		case "DELETE":
+			if n == 6 {
+				e.apiConsumerDelete(tok(4), tok(5), reply, data)
+			}
+		case "NAMES":
+			if n == 5 {
+				e.apiConsumerNames(tok(4), reply, data, false)
+			}
+		case "LIST":
+			if n == 5 {
+				e.apiConsumerNames(tok(4), reply, data, true)
+			}
+		case "MSG":
+			if n == 7 && tok(4) == "NEXT" {
+				e.apiConsumerNext(tok(5), tok(6), reply, data)
+			}
+		case "PAUSE":
+			if n == 6 {
+				e.apiConsumerPause(tok(4), tok(5), reply, data)
+			}
+		}
+	}
+}
+
+// respond sends a JSON API response; apiErr (nil on success) is counted.
+func (e *Engine) respond(reply string, resp any, apiErr *jsapi.APIError) {
+	e.apiTotal.Add(1)
+	if apiErr != nil {
+		e.apiErrors.Add(1)
+	}
+	b, err := json.Marshal(resp)
+	if err != nil {
+		e.log.Error("jetstream: encode response", "err", err)
+		b, _ = json.Marshal(jsapi.ErrorResponse(jsapi.SystemResponseType, jsapi.NewBadRequestError()))
+	}
+	e.bus.Publish(reply, "", nil, b)
+}
+
+// respondError sends an error response of the given type.
+func (e *Engine) respondError(reply, typ string, apiErr *jsapi.APIError) {
+	e.respond(reply, jsapi.ErrorResponse(typ, apiErr), apiErr)
+}
+
+// apiAccountInfo answers $JS.API.INFO.
+func (e *Engine) apiAccountInfo(reply string, data []byte) {
+	const typ = jsapi.AccountInfoResponseType
+	if !jsapi.IsEmptyRequest(data) {
+		e.respondError(reply, typ, jsapi.NewNotEmptyRequestError())
+		return
+	}
+	st := e.Stats()
+	limit := func(v int64) int64 {
+		if v <= 0 {
+			return -1
+		}
+		return v
+	}
+	info := &jsapi.AccountInfo{
+		Tier: jsapi.Tier{
+			Memory:         st.Memory,
+			Store:          st.Store,
+			ReservedMemory: st.ReservedMemory,
+			ReservedStore:  st.ReservedStore,
+			Streams:        st.Streams,
+			Consumers:      st.Consumers,
+			Limits: jsapi.AccountLimits{
+				MaxMemory:            limit(e.cfg.MaxMemory),
+				MaxStore:             limit(e.cfg.MaxStore),
+				MaxStreams:           -1,
+				MaxConsumers:         -1,
+				MaxAckPending:        -1,
+				MemoryMaxStreamBytes: -1,
+				StoreMaxStreamBytes:  -1,
+			},
+		},
+		Domain: e.cfg.Domain,
+		API:    jsapi.APIStats{Level: apiLevel, Total: st.APITotal, Errors: st.APIErrors},
+	}
+	e.respond(reply, &jsapi.AccountInfoResponse{APIResponse: jsapi.APIResponse{Type: typ}, AccountInfo: info}, nil)
+}
+
+// page returns the [offset, offset+limit) window of n items.
+func page(n, offset, limit int) (int, int) {
+	if offset < 0 {
+		offset = 0
+	}
+	if offset > n {
+		offset = n
+	}
+	return offset, min(offset+limit, n)
+}

@@ -1,0 +1,173 @@
+package jetstream
+
+import (
+	"encoding/json"
+	"strconv"
+	"time"
+
+	"github.com/leafbox/leafbox/core/proto"
+	"github.com/leafbox/leafbox/store"
+	"github.com/leafbox/leafbox/store/jsapi"
+)
+
+// directMaxBytes bounds a batch direct get when the request sets no
+// max_bytes.
+const directMaxBytes = 64 << 20
+
+// noResponders is the status a client gets when nothing serves a subject.
+// leafbox subscribes to all of $JS.API.>, so it answers with it itself
+// where nats-server would have no subscription: direct gets on streams
+// without allow_direct, and pulls from missing consumers.
+var noResponders = []byte("NATS/1.0 503\r\n\r\n")
+
+// apiDirectGet answers DIRECT.GET.<stream> (JSON body) and, with
+// lastBySubject, DIRECT.GET.<stream>.<subject> (last message on subject).
+// Answers are raw messages, not JSON.
+func (e *Engine) apiDirectGet(name, last string, lastBySubject bool, reply string, data []byte) {
+	send := func(hdr, body []byte) { e.bus.Publish(reply, "", hdr, body) }
+	s := e.lookup(name)
+	if s == nil || !s.config().AllowDirect {
+		send(noResponders, nil)
+		return
+	}
+	var req jsapi.MsgGetRequest
+	if lastBySubject {
+		if len(data) > 0 && json.Unmarshal(data, &req) != nil {
+			send(statusHeader(408, jsapi.StatusMalformedRequest), nil)
+			return
+		}
+		if last == "" || req.LastFor != "" || req.NextFor != "" || len(req.MultiLastFor) > 0 ||
+			req.Seq != 0 || req.Batch != 0 || req.StartTime != nil || req.UpToSeq != 0 || req.UpToTime != nil {
+			send(statusHeader(408, jsapi.StatusBadRequest), nil)
+			return
+		}
+		req.LastFor = last
+	} else {
+		if len(data) == 0 {
+			send(statusHeader(408, jsapi.StatusEmptyRequest), nil)
+			return
+		}
+		if json.Unmarshal(data, &req) != nil {
+			send(statusHeader(408, jsapi.StatusMalformedRequest), nil)
+			return
+		}
+		if req.Seq == 0 && req.LastFor == "" && req.NextFor == "" && len(req.MultiLastFor) == 0 && req.StartTime == nil {
+			send(statusHeader(408, jsapi.StatusEmptyRequest), nil)
+			return
+		}
+		if !validMsgGet(&req) || len(req.MultiLastFor) > 0 {
+			send(statusHeader(408, jsapi.StatusBadRequest), nil)
+			return
+		}
+	}
+	e.apiTotal.Add(1)
+	if req.Batch > 0 {
+		s.directBatch(&req, send)
+		return
+	}
+	m, err := s.getMsg(&req)
+	if err != nil {
+		send(statusHeader(404, jsapi.StatusMessageNotFound), nil)
+		return
+	}
+	var hdr []byte
+	if !req.NoHeaders {
+		hdr = directHeader(m.Header, s.name, m)
+	}
+	send(hdr, m.Data)
+}
+
+// directBatch answers a batch direct get: each message with
+// Nats-Num-Pending and Nats-Last-Sequence, then a 204 EOB status.
+func (s *stream) directBatch(req *jsapi.MsgGetRequest, send func(hdr, body []byte)) {
+	seq := req.Seq
+	if req.StartTime != nil {
+		seq = s.seqFromTime(req.StartTime.UnixNano())
+	}
+	seq = max(seq, 1)
+	filter := req.NextFor
+	pending := s.store.FilteredState(filter, seq).Msgs
+	maxBytes := req.MaxBytes
+	if maxBytes <= 0 {
+		maxBytes = directMaxBytes
+	}
+	var lastSeq uint64
+	sent := 0
+	for i := 0; i < req.Batch; i++ {
+		m, err := s.store.LoadNext(filter, seq, nil)
+		if err != nil || req.UpToSeq > 0 && m.Seq > req.UpToSeq ||
+			req.UpToTime != nil && m.Time > req.UpToTime.UnixNano() {
+			if i == 0 {
+				send(statusHeader(404, jsapi.StatusMessageNotFound), nil)
+				return
+			}
+			break
+		}
+		seq = m.Seq + 1
+		if pending > 0 {
+			pending--
+		}
+		var hdr []byte
+		if !req.NoHeaders {
+			hdr = directHeader(m.Header, s.name, m)
+			hdr = appendHeader(hdr, jsapi.HeaderNumPending, strconv.FormatUint(pending, 10))
+			hdr = appendHeader(hdr, jsapi.HeaderLastSequence, strconv.FormatUint(lastSeq, 10))
+		}
+		lastSeq = m.Seq
+		send(hdr, m.Data)
+		if sent += len(m.Subject) + len(m.Header) + len(m.Data); sent >= maxBytes {
+			break
+		}
+	}
+	kv := []string{
+		jsapi.HeaderNumPending, strconv.FormatUint(pending, 10),
+		jsapi.HeaderLastSequence, strconv.FormatUint(lastSeq, 10),
+	}
+	if req.UpToSeq > 0 {
+		kv = append(kv, jsapi.HeaderUpToSequence, strconv.FormatUint(req.UpToSeq, 10))
+	}
+	send(statusHeader(204, jsapi.StatusEOB, kv...), nil)
+}
+
+// directHeader returns a copy of the stored header plus Nats-Stream,
+// Nats-Subject, Nats-Sequence and Nats-Time-Stamp.
+func directHeader(stored []byte, stream string, m *store.Msg) []byte {
+	var out []byte
+	if len(stored) >= len(proto.EmptyHeader) {
+		body := stored[:len(stored)-2]
+		out = make([]byte, 0, len(body)+len(stream)+len(m.Subject)+100)
+		out = append(out, body...)
+	} else {
+		out = make([]byte, 0, len(proto.HeaderLine)+len(stream)+len(m.Subject)+100)
+		out = append(out, proto.HeaderLine...)
+	}
+	out = append(out, jsapi.HeaderStream+": "...)
+	out = append(out, stream...)
+	out = append(out, "\r\n"+jsapi.HeaderSubject+": "...)
+	out = append(out, m.Subject...)
+	out = append(out, "\r\n"+jsapi.HeaderSequence+": "...)
+	out = strconv.AppendUint(out, m.Seq, 10)
+	out = append(out, "\r\n"+jsapi.HeaderTimeStamp+": "...)
+	out = time.Unix(0, m.Time).UTC().AppendFormat(out, time.RFC3339Nano)
+	return append(out, "\r\n\r\n"...)
+}
+
+// appendHeader returns a copy of the header block hdr (or a new block when
+// hdr is empty) with the field "key: value" added at the end. hdr is not
+// modified.
+func appendHeader(hdr []byte, key, value string) []byte {
+	var out []byte
+	if len(hdr) < len(proto.EmptyHeader) {
+		out = make([]byte, 0, len(proto.HeaderLine)+len(key)+len(value)+6)
+		out = append(out, proto.HeaderLine...)
+	} else {
+		// Drop the block's closing CRLF.
+		body := hdr[:len(hdr)-2]
+		out = make([]byte, 0, len(body)+len(key)+len(value)+6)
+		out = append(out, body...)
+	}
+	out = append(out, key...)
+	out = append(out, ':', ' ')
+	out = append(out, value...)
+	return append(out, "\r\n\r\n"...)
+}

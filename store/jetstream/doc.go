@@ -1,0 +1,86 @@
+// Package jetstream is leafbox's JetStream engine: streams on top of
+// store.Stream, consumers with acknowledgements and redelivery, retention
+// (limits, interest, workqueue), publish deduplication, and the $JS.API
+// request handlers that nats.go, nats.js and the nats CLI talk to.
+//
+// The engine reaches the broker only through Bus, an interface it declares
+// itself and that the server's in-process connection satisfies; it never
+// imports core/server. Wire JSON types, defaults, validation and the API
+// error table come from store/jsapi; message storage from store/memstore
+// and store/filestore.
+//
+// # Lifecycle
+//
+//	eng, err := jetstream.New(jetstream.Config{StoreDir: dir, Domain: "gw"}, bus)
+//	err = eng.Start()   // restore file streams, subscribe $JS.API.>, $JS.ACK.>, $JS.FC.>
+//	...
+//	err = eng.Close()   // stop consumers, flush their state, close stores
+//
+// # Goroutines
+//
+// Publishes, API requests and acks are handled on the goroutine that
+// delivers them (the publisher's, see Bus.Subscribe). Each consumer owns one
+// goroutine, its pump (pump.go), which is the only code that publishes to
+// the consumer's delivery subject or to its pull requests' inboxes, so
+// deliveries, heartbeats, flow-control requests and pull status messages
+// reach a client in the order they were decided. Time enters a consumer
+// only through its pump: one step takes "now" and returns what to publish
+// and when to wake (ack wait, backoff, NAK delay, pull expiry, heartbeats,
+// inactivity, state flush). In sync-always mode each file stream also owns
+// a committer goroutine (commit.go) that fsyncs and then sends PubAcks, in
+// batches.
+//
+// # Lock order
+//
+//	Engine.mu → stream.mu → stream.consMu → consumer.mu
+//
+// No lock is held while publishing to the Bus: Bus handlers run
+// synchronously on the publishing goroutine and may re-enter the engine.
+// stream.mu serialises writes to one stream (publish, purge, message
+// delete, retention removals, consumer creation) so that consumers learn of
+// new sequences in order and their pending counts stay exact; consumer.mu
+// guards one consumer's delivery and ack state. The publish path reads the
+// consumers from an immutable snapshot.
+//
+// # Durability
+//
+// Config.SyncInterval ≤ 0 is "always": a PubAck from a file stream leaves
+// only after its message is fsynced; concurrent and pipelined publishes
+// share fsyncs. A positive interval acks at once and bounds the loss window
+// of a power cut. Consumer state (delivered, ack floor, pending,
+// redelivery counts) is written to the consumer's ConsumerStore at most
+// every 200ms and on Close, so a crash may redeliver acks from that window
+// (at-least-once), never lose messages.
+//
+// # On disk
+//
+// File streams live under Config.StoreDir:
+//
+//	<StoreDir>/<stream>/meta.json                  stream config + created time
+//	<StoreDir>/<stream>/msgs/                      filestore blocks
+//	<StoreDir>/<stream>/obs/<consumer>/meta.json   consumer config + created time
+//	<StoreDir>/<stream>/obs/<consumer>/            filestore consumer state log
+//
+// meta.json files are written to a temporary file, fsynced and renamed
+// over the old one; the rename fsyncs the directory (store/vfs). Consumers
+// with mem_storage, and all consumers of memory streams, are not persisted.
+// A directory that fails to load is logged and skipped.
+//
+// # Ack subjects
+//
+// Deliveries carry the v1 reply nats-server v2.15 emits by default:
+//
+//	$JS.ACK.<stream>.<consumer>.<delivered>.<stream-seq>.<consumer-seq>.<timestamp-ns>.<pending>
+//
+// Acks in that form and in the v2 form
+// ($JS.ACK.<domain>.<account-hash>.<stream>.<consumer>.… with at least 11
+// tokens) are accepted. Flow-control requests carry
+// $JS.FC.<stream>.<consumer>.<id>.
+//
+// # Not implemented
+//
+// Mirrors, sources, subject transforms and republish (refused at create);
+// replay_policy original and rate_limit_bps (accepted, delivery is
+// instant); priority groups; advisories ($JS.EVENT.>); multi_last direct
+// gets; snapshots and restores.
+package jetstream

@@ -1,0 +1,33 @@
+package jetstream
+
+import (
+	"path/filepath"
+	"time"
+
+	"github.com/leafbox/leafbox/store"
+	"github.com/leafbox/leafbox/store/filestore"
+	"github.com/leafbox/leafbox/store/jsapi"
+)
+
+// commitBackstop is the file engine's own sync interval in sync-always
+// mode, where the committer syncs before every ack: it only bounds how
+// long publishes without a reply may stay unsynced.
+const commitBackstop = time.Second
+
+// openFileStream opens a file stream's blocks under dir/msgs.
+func (e *Engine) openFileStream(cfg *jsapi.StreamConfig, sc store.Config, dir string) (store.Stream, error) {
+	interval := e.cfg.SyncInterval
+	if interval <= 0 {
+		interval = commitBackstop
+	}
+	fc := filestore.Config{Config: sc, SyncInterval: interval}
+	if cfg.Compression == jsapi.S2Compression {
+		fc.Compression = filestore.CompressionS2
+	}
+	return filestore.Open(e.fs, filepath.Join(dir, "msgs"), fc)
+}
+
+// openFileConsumerStore opens a consumer's state log in dir.
+func (e *Engine) openFileConsumerStore(dir string) (store.ConsumerStore, error) {
+	return filestore.OpenConsumerStoreConfig(e.fs, dir, filestore.ConsumerConfig{SyncInterval: max(e.cfg.SyncInterval, 0)})
+}

@@ -1,0 +1,282 @@
+package vfs_test
+
+import (
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/leafbox/leafbox/store/vfs"
+)
+
+// fileSystems are the implementations every behaviour test runs against,
+// each with a fresh root directory.
+func fileSystems(t *testing.T) map[string]func(t *testing.T) (vfs.FS, string) {
+	return map[string]func(t *testing.T) (vfs.FS, string){
+		"os":     func(t *testing.T) (vfs.FS, string) { return vfs.OS, t.TempDir() },
+		"mem":    func(t *testing.T) (vfs.FS, string) { return vfs.NewMem(), "root" },
+		"strict": func(t *testing.T) (vfs.FS, string) { return vfs.NewStrictMem(), "/root" },
+		"inject": func(t *testing.T) (vfs.FS, string) {
+			return vfs.Inject(vfs.NewMem(), func(vfs.Op, string) error { return nil }), "root"
+		},
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func readFile(t *testing.T, fsys vfs.FS, name string) string {
+	t.Helper()
+	f, err := fsys.Open(name)
+	must(t, err)
+	defer f.Close()
+	b, err := io.ReadAll(f)
+	must(t, err)
+	return string(b)
+}
+
+// TestFSBehaviour checks that every implementation behaves like the host
+// file system for what the engines use.
+func TestFSBehaviour(t *testing.T) {
+	for name, open := range fileSystems(t) {
+		t.Run(name, func(t *testing.T) {
+			fsys, root := open(t)
+			dir := filepath.Join(root, "a", "b")
+			must(t, fsys.MkdirAll(dir, 0o755))
+			must(t, fsys.MkdirAll(dir, 0o755)) // idempotent
+
+			p := filepath.Join(dir, "f")
+			f, err := fsys.Create(p)
+			must(t, err)
+			n, err := f.Write([]byte("hello world"))
+			if n != 11 || err != nil {
+				t.Fatalf("Write: %d, %v", n, err)
+			}
+			_, err = f.WriteAt([]byte("W"), 6)
+			must(t, err)
+			_, err = f.WriteAt([]byte("!"), 13) // past the end: a zero gap
+			must(t, err)
+			buf := make([]byte, 5)
+			if n, err := f.ReadAt(buf, 0); n != 5 || err != nil || string(buf) != "hello" {
+				t.Fatalf("ReadAt: %d %v %q", n, err, buf)
+			}
+			if n, err := f.ReadAt(buf, 12); n != 2 || err != io.EOF {
+				t.Fatalf("ReadAt at the end: %d %v", n, err)
+			}
+			must(t, f.Sync())
+			fi, err := f.Stat()
+			must(t, err)
+			if fi.Size() != 14 {
+				t.Fatalf("size %d", fi.Size())
+			}
+			must(t, f.Truncate(5))
+			must(t, f.Close())
+			if err := f.Close(); err == nil {
+				t.Fatalf("second Close succeeded")
+			}
+			if got := readFile(t, fsys, p); got != "hello" {
+				t.Fatalf("content %q", got)
+			}
+
+			// OpenFile flags.
+			f, err = fsys.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0)
+			must(t, err)
+			_, err = f.Write([]byte("!"))
+			must(t, err)
+			must(t, f.Close())
+			if got := readFile(t, fsys, p); got != "hello!" {
+				t.Fatalf("after append %q", got)
+			}
+			if _, err := fsys.OpenFile(p, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644); !errors.Is(err, fs.ErrExist) {
+				t.Fatalf("O_EXCL on an existing file: %v", err)
+			}
+			if _, err := fsys.Open(filepath.Join(dir, "missing")); !errors.Is(err, fs.ErrNotExist) {
+				t.Fatalf("Open of a missing file: %v", err)
+			}
+			ro, err := fsys.Open(p)
+			must(t, err)
+			if _, err := ro.Write([]byte("x")); err == nil {
+				t.Fatalf("Write to a read-only file succeeded")
+			}
+			ro.Close()
+
+			// Rename replaces, Stat and ReadDir see the result.
+			q := filepath.Join(dir, "g")
+			f, err = fsys.Create(q)
+			must(t, err)
+			f.Write([]byte("old"))
+			f.Close()
+			must(t, fsys.Rename(p, q))
+			if got := readFile(t, fsys, q); got != "hello!" {
+				t.Fatalf("renamed content %q", got)
+			}
+			if _, err := fsys.Stat(p); !errors.Is(err, fs.ErrNotExist) {
+				t.Fatalf("Stat of the old name: %v", err)
+			}
+			for _, n := range []string{"c", "a"} {
+				f, err := fsys.Create(filepath.Join(dir, n))
+				must(t, err)
+				f.Close()
+			}
+			es, err := fsys.ReadDir(dir)
+			must(t, err)
+			var names []string
+			for _, e := range es {
+				names = append(names, e.Name())
+			}
+			if strings.Join(names, ",") != "a,c,g" {
+				t.Fatalf("ReadDir: %v", names)
+			}
+			fi, err = fsys.Stat(dir)
+			must(t, err)
+			if !fi.IsDir() {
+				t.Fatalf("Stat of a directory: not a directory")
+			}
+
+			// Remove and RemoveAll.
+			must(t, fsys.Remove(filepath.Join(dir, "a")))
+			if err := fsys.Remove(filepath.Join(dir, "a")); !errors.Is(err, fs.ErrNotExist) {
+				t.Fatalf("second Remove: %v", err)
+			}
+			if err := fsys.Remove(dir); err == nil {
+				t.Fatalf("Remove of a non-empty directory succeeded")
+			}
+			must(t, fsys.RemoveAll(filepath.Join(root, "a")))
+			must(t, fsys.RemoveAll(filepath.Join(root, "a")))
+			if _, err := fsys.Stat(q); !errors.Is(err, fs.ErrNotExist) {
+				t.Fatalf("Stat after RemoveAll: %v", err)
+			}
+		})
+	}
+}
+
+// TestStrictMemDropsUnsynced simulates power cuts.
+func TestStrictMemDropsUnsynced(t *testing.T) {
+	m := vfs.NewStrictMem()
+	must(t, m.MkdirAll("d", 0o755))
+	f, err := m.Create("d/f")
+	must(t, err)
+	f.Write([]byte("synced"))
+	must(t, f.Sync())
+	f.Write([]byte(" lost"))
+	g, err := m.Create("d/never-synced")
+	must(t, err)
+	g.Write([]byte("lost"))
+
+	m.ResetToSyncedState()
+	if got := readFile(t, m, "d/f"); got != "synced" {
+		t.Fatalf("after reset %q", got)
+	}
+	// A created file survives (its directory entry is durable), empty.
+	if got := readFile(t, m, "d/never-synced"); got != "" {
+		t.Fatalf("unsynced file %q", got)
+	}
+	// Handles stay usable; a truncation is only durable once synced.
+	must(t, f.Truncate(2))
+	m.ResetToSyncedState()
+	if got := readFile(t, m, "d/f"); got != "synced" {
+		t.Fatalf("unsynced truncate survived: %q", got)
+	}
+	must(t, f.Truncate(2))
+	must(t, f.Sync())
+	m.ResetToSyncedState()
+	if got := readFile(t, m, "d/f"); got != "sy" {
+		t.Fatalf("synced truncate lost: %q", got)
+	}
+	// Rename is durable at once and carries the synced content along.
+	must(t, m.Rename("d/f", "d/h"))
+	m.ResetToSyncedState()
+	if got := readFile(t, m, "d/h"); got != "sy" {
+		t.Fatalf("renamed %q", got)
+	}
+	if !strings.Contains(m.String(), "d/h 2 (synced 2)") {
+		t.Fatalf("String:\n%s", m)
+	}
+
+	// NewMem never loses anything.
+	n := vfs.NewMem()
+	f, _ = n.Create("x")
+	f.Write([]byte("kept"))
+	n.ResetToSyncedState()
+	if got := readFile(t, n, "x"); got != "kept" {
+		t.Fatalf("NewMem lost %q", got)
+	}
+}
+
+// TestInject checks that the injector sees every operation with its path
+// and that its error replaces the operation.
+func TestInject(t *testing.T) {
+	var seen []string
+	full := false
+	fsys := vfs.Inject(vfs.NewMem(), func(op vfs.Op, path string) error {
+		seen = append(seen, op.String()+" "+path)
+		if full && op == vfs.OpWrite {
+			return syscall.ENOSPC
+		}
+		return nil
+	})
+	must(t, fsys.MkdirAll("d", 0o755))
+	f, err := fsys.Create("d/f")
+	must(t, err)
+	_, err = f.Write([]byte("a"))
+	must(t, err)
+	full = true
+	if _, err := f.WriteAt([]byte("b"), 1); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("injected ENOSPC: %v", err)
+	}
+	full = false
+	f.Sync()
+	f.Close()
+	fsys.Rename("d/f", "d/g")
+	fsys.Remove("d/g")
+	want := "mkdirall d,create d/f,write d/f,write d/f,sync d/f,close d/f,rename d/g,remove d/g"
+	if got := strings.Join(seen, ","); got != want {
+		t.Fatalf("operations:\n got %s\nwant %s", got, want)
+	}
+}
+
+func TestTrigger(t *testing.T) {
+	boom := errors.New("boom")
+	tr := vfs.NewTrigger(2, boom)
+	fsys := vfs.Inject(vfs.NewMem(), tr.Fail)
+	must(t, fsys.MkdirAll("d", 0o755)) // 1
+	f, err := fsys.Create("d/f")       // 2
+	must(t, err)
+	if _, err := f.Read(make([]byte, 1)); errors.Is(err, boom) {
+		t.Fatalf("reads do not count")
+	}
+	if _, err := f.Write([]byte("x")); !errors.Is(err, boom) || !tr.Fired() {
+		t.Fatalf("third mutation: %v", err)
+	}
+	if err := f.Sync(); !errors.Is(err, boom) {
+		t.Fatalf("later mutations fail too: %v", err)
+	}
+	tr.Disarm()
+	if _, err := f.Write([]byte("x")); err != nil {
+		t.Fatalf("after Disarm: %v", err)
+	}
+	if tr.Seen() != 4 {
+		t.Fatalf("Seen %d", tr.Seen())
+	}
+	only := vfs.NewTrigger(0, boom, vfs.OpSync)
+	fsys = vfs.Inject(vfs.NewMem(), only.Fail)
+	f, err = fsys.Create("f")
+	must(t, err)
+	if _, err := f.Write([]byte("x")); err != nil {
+		t.Fatalf("unselected op failed: %v", err)
+	}
+	if err := f.Sync(); !errors.Is(err, boom) {
+		t.Fatalf("selected op: %v", err)
+	}
+	if vfs.OpSync.String() != "sync" || vfs.Op(99).String() != "op(99)" || vfs.OpRead.Mutates() {
+		t.Fatalf("Op helpers")
+	}
+}
