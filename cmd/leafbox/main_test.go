@@ -347,13 +347,14 @@ func TestRunFailsWhenPortIsInUse(t *testing.T) {
 	}
 }
 
-func TestRunRefusesLeafRemote(t *testing.T) {
-	p := start(t, "run", "--port", "-1", "--leaf-remote", "nats://hub.example:7422")
+func TestRunRefusesWebsocketLeafRemote(t *testing.T) {
+	p := start(t, "run", "--port", "-1", "--leaf-remote", "wss://hub.example:443")
 	if code := p.wait(); code != 1 {
 		t.Fatalf("exit code %d, want 1; log:\n%s", code, p.log())
 	}
-	if !strings.Contains(p.log(), "leafbox: leafnodes are not supported by this build yet\n") {
-		t.Fatalf("want the leafnodes error; log:\n%s", p.log())
+	want := `leafbox: flag --leaf-remote: leafnodes.remotes[0].url: URL "wss://hub.example:443": websocket leafnodes are not supported yet`
+	if !strings.Contains(p.log(), want) {
+		t.Fatalf("want the websocket error; log:\n%s", p.log())
 	}
 }
 

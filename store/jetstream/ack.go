@@ -98,6 +98,10 @@ func (e *Engine) handleAck(subj, reply, _, data []byte) {
 		answer = c.ack(a.sseq, a.dseq, true)
 	}
 	if answer && rep != "" {
+		// A double-ack (AckSync) is answered only once the acknowledgement
+		// is on disk, so a client that saw the answer never sees the
+		// message again after a crash.
+		c.flushStateNow()
 		e.bus.Publish(rep, "", nil, nil)
 	}
 }

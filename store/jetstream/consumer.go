@@ -76,6 +76,9 @@ type consumer struct {
 	maxPendingBytes int
 	lastActivity    time.Time
 	stateDirty      bool
+	stateGen        uint64     // numbers state snapshots, guarded by mu
+	stateWriteMu    sync.Mutex // orders writes of snapshots
+	stateWritten    uint64     // the newest snapshot written, guarded by stateWriteMu
 	stateFlushedAt  time.Time
 }
 
@@ -582,6 +585,38 @@ func (s *stream) finishRemoval(c *consumer) {
 
 // snapshotLocked copies the state for the ConsumerStore. Caller holds
 // c.mu.
+// flushStateNow writes the consumer's current state to its store before
+// returning (for a double-ack).
+func (c *consumer) flushStateNow() {
+	c.mu.Lock()
+	if c.cstore == nil {
+		c.mu.Unlock()
+		return
+	}
+	st := c.snapshotLocked()
+	c.stateGen++
+	gen := c.stateGen
+	c.stateDirty = false
+	c.stateFlushedAt = time.Now()
+	c.mu.Unlock()
+	c.writeState(st, gen)
+}
+
+// writeState records snapshot gen unless a newer one was written already,
+// so concurrent flushes never move the stored state backwards.
+func (c *consumer) writeState(st *store.ConsumerState, gen uint64) {
+	c.stateWriteMu.Lock()
+	defer c.stateWriteMu.Unlock()
+	if gen <= c.stateWritten {
+		return
+	}
+	if err := c.cstore.Update(st); err != nil {
+		c.eng.log.Warn("jetstream: consumer state", "stream", c.s.name, "consumer", c.name, "err", err)
+		return
+	}
+	c.stateWritten = gen
+}
+
 func (c *consumer) snapshotLocked() *store.ConsumerState {
 	st := &store.ConsumerState{
 		Delivered: store.SequencePair{Consumer: c.dseq - 1, Stream: c.sseq - 1},

@@ -30,7 +30,8 @@ type step struct {
 	// more means the step stopped at its batch limit: run again at once.
 	more bool
 	// flush is a state snapshot to write to the ConsumerStore.
-	flush *store.ConsumerState
+	flush    *store.ConsumerState
+	flushGen uint64
 	// remove asks the stream to delete the consumer (inactivity).
 	remove bool
 	// retire lists stream sequences delivered by an ack-none consumer,
@@ -55,9 +56,7 @@ func (c *consumer) pump() {
 			c.eng.bus.PublishAs(m.route, shown, m.reply, m.hdr, m.data)
 		}
 		if st.flush != nil {
-			if err := c.cstore.Update(st.flush); err != nil {
-				c.eng.log.Warn("jetstream: consumer state", "stream", c.s.name, "consumer", c.name, "err", err)
-			}
+			c.writeState(st.flush, st.flushGen)
 		}
 		if len(st.retire) > 0 {
 			c.s.acked(st.retire)
@@ -134,6 +133,8 @@ func (c *consumer) step(now time.Time) step {
 	if c.stateDirty && c.cstore != nil {
 		if due := c.stateFlushedAt.Add(stateFlushInterval); !now.Before(due) {
 			st.flush = c.snapshotLocked()
+			c.stateGen++
+			st.flushGen = c.stateGen
 			c.stateDirty = false
 			c.stateFlushedAt = now
 		} else {

@@ -7,18 +7,16 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"reflect"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/leafbox/leafbox/core/monitor"
 	"github.com/leafbox/leafbox/core/server"
+	"github.com/leafbox/leafbox/leaf"
 	"github.com/leafbox/leafbox/store/jetstream"
 )
-
-// ErrLeafNodesUnsupported is returned by Build and Reload when leafnode
-// remotes are configured: this build parses them but cannot connect yet.
-var ErrLeafNodesUnsupported = errors.New("leafnodes are not supported by this build yet")
 
 // abortTimeout bounds stopping what a failed Start had started.
 const abortTimeout = 10 * time.Second
@@ -34,15 +32,17 @@ type Flags struct {
 	Logger *slog.Logger
 }
 
-// App is a running leafbox: the broker and the monitoring HTTP server. Build
-// it, Start it, then Shutdown or LameDuck it; Reload applies a new
-// configuration in between. Its methods are safe for concurrent use.
+// App is a running leafbox: the broker, the leafnode links to hubs and the
+// monitoring HTTP server. Build it, Start it, then Shutdown or LameDuck it;
+// Reload applies a new configuration in between. Its methods are safe for
+// concurrent use.
 type App struct {
-	flags Flags
-	log   *slog.Logger
-	srv   *server.Server
-	js    *jetstream.Engine // nil when JetStream is off
-	jsBus *server.Conn
+	flags   Flags
+	log     *slog.Logger
+	srv     *server.Server
+	js      *jetstream.Engine // nil when JetStream is off
+	jsBus   *server.Conn
+	uplinks []*uplink // one per leafnodes.remotes entry
 
 	mu        sync.Mutex
 	cfg       *Config // the configuration in force
@@ -54,9 +54,6 @@ type App struct {
 // Build validates cfg (after SetDefaults) and builds the broker, without
 // binding anything yet.
 func Build(cfg *Config, flags Flags) (*App, error) {
-	if cfg.LeafNodes != nil && len(cfg.LeafNodes.Remotes) > 0 {
-		return nil, ErrLeafNodesUnsupported
-	}
 	log := flags.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -70,7 +67,13 @@ func Build(cfg *Config, flags Flags) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &App{flags: flags, log: log, srv: srv, cfg: cfg}
+	// The links come before the JetStream engine, whose store would need
+	// closing if a later step failed; building a link opens nothing.
+	uplinks, err := buildUplinks(cfg, srv, log)
+	if err != nil {
+		return nil, err
+	}
+	a := &App{flags: flags, log: log, srv: srv, cfg: cfg, uplinks: uplinks}
 	if js := cfg.JetStream; js != nil && js.Enabled {
 		a.jsBus = srv.InProcess("")
 		a.js, err = jetstream.New(jetstream.Config{
@@ -89,8 +92,9 @@ func Build(cfg *Config, flags Flags) (*App, error) {
 }
 
 // Start binds the client listener and, unless http_port is 0, the
-// monitoring listener, writes the ports file if asked to, and logs the
-// addresses. On error everything started is stopped again.
+// monitoring listener, starts JetStream and the leafnode links (which
+// connect in the background), writes the ports file if asked to, and logs
+// the addresses. On error everything started is stopped again.
 func (a *App) Start() error {
 	if err := a.srv.Start(); err != nil {
 		return err
@@ -107,7 +111,7 @@ func (a *App) Start() error {
 
 	if port := httpPort(cfg); port != 0 {
 		port = max(port, 0) // -1 asks for a free port
-		mon, err := startMonitor(net.JoinHostPort(cfg.HTTP.Host, strconv.Itoa(port)), a.srv)
+		mon, err := startMonitor(net.JoinHostPort(cfg.HTTP.Host, strconv.Itoa(port)), a.monitorProvider())
 		if err != nil {
 			a.abortStart()
 			return fmt.Errorf("monitoring: %w", err)
@@ -122,6 +126,13 @@ func (a *App) Start() error {
 			return fmt.Errorf("jetstream: %w", err)
 		}
 		a.log.Info("jetstream enabled", "store_dir", cfg.JetStream.StoreDir, "domain", cfg.JetStream.Domain)
+	}
+	for i, up := range a.uplinks {
+		if err := up.link.Start(context.Background()); err != nil {
+			a.abortStart()
+			return fmt.Errorf("leafnodes.remotes[%d]: %w", i, err)
+		}
+		a.log.Info("leafnode remote connecting", "remote", i, "urls", up.varz.URLs, "account", up.varz.LocalAccount)
 	}
 	if dir := a.flags.PortsFileDir; dir != "" {
 		path, err := WritePortsFile(dir, os.Getpid(), ports)
@@ -139,12 +150,36 @@ func (a *App) Start() error {
 func (a *App) abortStart() {
 	ctx, cancel := context.WithTimeout(context.Background(), abortTimeout)
 	defer cancel()
+	_ = a.closeUplinks(ctx)
 	if a.mon != nil {
 		_ = a.mon.Shutdown(ctx)
 		a.mon = nil
 	}
 	_ = a.srv.Shutdown(ctx)
 	a.closeJetStream()
+}
+
+// closeUplinks closes the leafnode links, all at once, and waits for them
+// or for ctx. Closing a link that is closed already does nothing.
+func (a *App) closeUplinks(ctx context.Context) error {
+	if len(a.uplinks) == 0 {
+		return nil
+	}
+	done := make(chan struct{})
+	go func() {
+		var wg sync.WaitGroup
+		for _, up := range a.uplinks {
+			wg.Go(func() { _ = up.link.Close() })
+		}
+		wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("leafnodes: %w", ctx.Err())
+	}
 }
 
 // closeJetStream flushes and closes the JetStream engine after the clients
@@ -179,25 +214,28 @@ func (a *App) PortsFile() string {
 	return a.portsFile
 }
 
-// Shutdown stops the monitoring server, then the broker (closing every
-// client), and removes the ports file. If ctx ends first it returns ctx's
-// error. Calling it again, or after LameDuck, only returns nil.
+// Shutdown closes the leafnode links, stops the monitoring server, then
+// the broker (closing every client), and removes the ports file. If ctx
+// ends first it returns ctx's error. Calling it again, or after LameDuck,
+// only returns nil.
 func (a *App) Shutdown(ctx context.Context) error {
+	errLeaf := a.closeUplinks(ctx)
 	errMon := a.stopAux(ctx)
 	errSrv := a.srv.Shutdown(ctx)
 	errJS := a.closeJetStream()
-	return errors.Join(errSrv, errMon, errJS)
+	return errors.Join(errLeaf, errSrv, errMon, errJS)
 }
 
-// LameDuck puts the broker in lame duck mode (it stops accepting, tells
-// clients with an INFO carrying ldm, closes them gradually and then shuts
-// down), and then stops the monitoring server and removes the ports file.
-// It returns when the broker is down or ctx ends.
+// LameDuck closes the leafnode links, puts the broker in lame duck mode
+// (it stops accepting, tells clients with an INFO carrying ldm, closes them
+// gradually and then shuts down), and then stops the monitoring server and
+// removes the ports file. It returns when the broker is down or ctx ends.
 func (a *App) LameDuck(ctx context.Context) error {
+	errLeaf := a.closeUplinks(ctx)
 	errSrv := a.srv.LameDuck(ctx)
 	errMon := a.stopAux(ctx)
 	errJS := a.closeJetStream()
-	return errors.Join(errSrv, errMon, errJS)
+	return errors.Join(errLeaf, errSrv, errMon, errJS)
 }
 
 // stopAux stops the monitoring server and removes the ports file, once.
@@ -225,11 +263,8 @@ func (a *App) stopAux(ctx context.Context) error {
 // Reload applies cfg (after SetDefaults) to the running broker without
 // dropping clients: authentication, permissions and limits. Changes that
 // need a restart (listen address, monitoring address, TLS handshake mode,
-// leafnodes) are rejected, and the configuration in force stays.
+// leafnode remotes) are rejected, and the configuration in force stays.
 func (a *App) Reload(cfg *Config) error {
-	if cfg.LeafNodes != nil && len(cfg.LeafNodes.Remotes) > 0 {
-		return ErrLeafNodesUnsupported
-	}
 	opts, err := cfg.ServerOptions()
 	if err != nil {
 		return err
@@ -240,6 +275,9 @@ func (a *App) Reload(cfg *Config) error {
 	old := a.cfg
 	if cfg.HTTP.Host != old.HTTP.Host || httpPort(cfg) != httpPort(old) {
 		return fmt.Errorf("http, http_port: changing the monitoring address needs a restart")
+	}
+	if err := remotesChange(old, cfg); err != nil {
+		return err
 	}
 	if err := a.srv.Reload(opts); err != nil {
 		return err
@@ -254,4 +292,40 @@ func httpPort(c *Config) int {
 		return DefaultHTTPPort
 	}
 	return *c.HTTPPort
+}
+
+// remotesChange returns why cfg cannot replace old on reload as far as
+// the leafnode links are concerned, or nil. The links are built once, so
+// their remotes, and the server name and JetStream domain they announce,
+// stay until a restart. The files a remote names are read again on every
+// connect, so rotating credentials needs no reload.
+func remotesChange(old, cfg *Config) error {
+	remotes := func(c *Config) []RemoteConfig {
+		if c.LeafNodes == nil {
+			return nil
+		}
+		return c.LeafNodes.Remotes
+	}
+	ro, rn := remotes(old), remotes(cfg)
+	errRemotes := errors.New("leafnodes: changing leafnode remotes needs a restart")
+	if len(ro) != len(rn) {
+		return errRemotes
+	}
+	for i := range ro {
+		lo, ln := old.leafConfig(&ro[i]), cfg.leafConfig(&rn[i])
+		if !reflect.DeepEqual(old.remoteTLSFiles(&ro[i]), cfg.remoteTLSFiles(&rn[i])) {
+			return errRemotes
+		}
+		announced := func(lc leaf.Config) leaf.Config {
+			lc.Name, lc.Domain, lc.JetStream = "", "", false
+			return lc
+		}
+		if !reflect.DeepEqual(announced(lo), announced(ln)) {
+			return errRemotes
+		}
+		if !reflect.DeepEqual(lo, ln) {
+			return errors.New("server_name, jetstream: the leafnode links announce them to the hubs; changing them needs a restart")
+		}
+	}
+	return nil
 }

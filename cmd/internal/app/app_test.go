@@ -16,15 +16,6 @@ import (
 // testTimeout bounds every wait in these tests.
 const testTimeout = 10 * time.Second
 
-func TestBuildRefusesLeafNodes(t *testing.T) {
-	c := mustValidate(t, "leafnodes: {remotes: [{url: nats://hub:7422}]}")
-	_, err := Build(c, Flags{})
-	if !errors.Is(err, ErrLeafNodesUnsupported) {
-		t.Fatalf("want ErrLeafNodesUnsupported, got %v", err)
-	}
-	requireEqual(t, err.Error(), "leafnodes are not supported by this build yet")
-}
-
 func TestBuildRejectsInvalidConfig(t *testing.T) {
 	c := mustParse(t, "port: 70000")
 	c.SetDefaults(testEnv)
@@ -151,11 +142,6 @@ func TestAppReload(t *testing.T) {
 	moved.SetDefaults(testEnv)
 	requireErrorContains(t, a.Reload(moved), "monitoring address needs a restart")
 
-	leaf := mustParse(t, "http_port: -1\nleafnodes: {remotes: [{url: nats://h:1}]}")
-	leaf.SetDefaults(testEnv)
-	if err := a.Reload(leaf); !errors.Is(err, ErrLeafNodesUnsupported) {
-		t.Fatalf("want ErrLeafNodesUnsupported, got %v", err)
-	}
 }
 
 func TestAppStartFailsWhenPortsFileCannotBeWritten(t *testing.T) {

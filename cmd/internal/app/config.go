@@ -2,8 +2,10 @@ package app
 
 import (
 	_ "embed"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -64,7 +66,7 @@ type Config struct {
 
 	// JetStream is parsed and validated; this build does not run it yet.
 	JetStream *JetStreamConfig `yaml:"jetstream,omitempty"`
-	// LeafNodes is parsed and validated; this build does not run it yet.
+	// LeafNodes configures the links to nats-server hubs.
 	LeafNodes *LeafNodesConfig `yaml:"leafnodes,omitempty"`
 
 	file  string     // the file parsed, for error messages; "" if none
@@ -280,26 +282,77 @@ func (j *JetStreamConfig) UnmarshalYAML(unmarshal func(any) error) error {
 	return typeError(c.node, "invalid jetstream: want true, false or a mapping")
 }
 
-// LeafNodesConfig is the leafnodes block. This build parses and validates
-// it, but cannot connect to remotes yet.
+// LeafNodesConfig is the leafnodes block: the hubs this gateway connects
+// to as a leaf node. Accepting leaf connections (leafnodes.listen) is not
+// supported yet.
 type LeafNodesConfig struct {
-	// Remotes are the hubs to connect to.
+	// Remotes are the hubs to connect to, one link each.
 	Remotes []RemoteConfig `yaml:"remotes,omitempty"`
 }
 
-// RemoteConfig is one leafnode remote.
+// RemoteConfig is one leafnode remote: a hub (one or more URLs of the same
+// hub cluster, tried in order with failover), how to authenticate to it,
+// and the local account the link is bound to.
 type RemoteConfig struct {
-	// URLs of the hub (nats, tls, ws or wss scheme); URL adds one more.
+	// URLs of the hub's leafnode port (nats-leaf, nats or tls scheme); URL
+	// adds one more after them. User info in a URL is sent as user and
+	// password, or as a token when there is no password.
 	URLs StringList `yaml:"urls,omitempty"`
 	URL  string     `yaml:"url,omitempty"`
-	// Credentials is a .creds file to authenticate with.
+	// Credentials is a .creds file (user JWT and NKey seed) to
+	// authenticate with. It is read again on every connect.
 	Credentials string `yaml:"credentials,omitempty"`
-	// Account is the local account bound to the remote.
+	// Nkey is a file holding a user NKey seed (SU...): the link signs the
+	// hub's nonce with it. It cannot be combined with credentials.
+	Nkey string `yaml:"nkey,omitempty"`
+	// Account is the local account bound to the remote; empty is the
+	// global account.
 	Account string `yaml:"account,omitempty"`
-	// TLS configures the connection to the hub.
-	TLS *TLSConfig `yaml:"tls,omitempty"`
-	// Compression is off, accept, s2_fast, s2_better, s2_best or s2_auto.
+	// TLS makes the link use TLS and configures the client side of it.
+	TLS *RemoteTLSConfig `yaml:"tls,omitempty"`
+	// Compression is the S2 compression mode: off, accept, s2_auto (the
+	// default), s2_uncompressed, s2_fast, s2_better or s2_best, or one of
+	// their aliases (on, auto, fast, better, best, uncompressed, disabled).
 	Compression string `yaml:"compression,omitempty"`
+	// DenyImports lists subjects the hub must not send to this gateway.
+	DenyImports StringList `yaml:"deny_imports,omitempty"`
+	// DenyExports lists subjects this gateway never sends to the hub.
+	DenyExports StringList `yaml:"deny_exports,omitempty"`
+}
+
+// RemoteTLSConfig is the tls block of a leafnode remote: the client side
+// of TLS. The hub's certificate is always verified, against CAFile or
+// else the system roots.
+type RemoteTLSConfig struct {
+	// CAFile is a PEM file of CA certificates to verify the hub with.
+	CAFile string `yaml:"ca_file,omitempty"`
+	// CertFile and KeyFile are the client certificate and its key, for a
+	// hub that verifies its leaf nodes.
+	CertFile string `yaml:"cert_file,omitempty"`
+	KeyFile  string `yaml:"key_file,omitempty"`
+}
+
+// tlsConfig returns t as a TLSConfig, the form buildTLS reads.
+func (t *RemoteTLSConfig) tlsConfig() *TLSConfig {
+	return &TLSConfig{CAFile: t.CAFile, CertFile: t.CertFile, KeyFile: t.KeyFile}
+}
+
+// remoteTLSFiles returns the tls block of r with its paths resolved, or
+// nil.
+func (c *Config) remoteTLSFiles(r *RemoteConfig) *RemoteTLSConfig {
+	if r.TLS == nil {
+		return nil
+	}
+	return &RemoteTLSConfig{CAFile: c.Path(r.TLS.CAFile), CertFile: c.Path(r.TLS.CertFile), KeyFile: c.Path(r.TLS.KeyFile)}
+}
+
+// hubURLs returns the remote's URLs in the order they are tried.
+func (r *RemoteConfig) hubURLs() []string {
+	urls := append([]string(nil), r.URLs...)
+	if r.URL != "" {
+		urls = append(urls, r.URL)
+	}
+	return urls
 }
 
 //go:embed default.yaml
@@ -389,5 +442,38 @@ func (c *Config) Redacted() *Config {
 			out.Accounts[name] = AccountConfig{Users: redactUsers(acc.Users)}
 		}
 	}
+	if ln := c.LeafNodes; ln != nil {
+		remotes := append([]RemoteConfig(nil), ln.Remotes...)
+		for i := range remotes {
+			r := &remotes[i]
+			r.URL = redactURL(r.URL)
+			if r.URLs != nil {
+				urls := make(StringList, len(r.URLs))
+				for j, u := range r.URLs {
+					urls[j] = redactURL(u)
+				}
+				r.URLs = urls
+			}
+		}
+		out.LeafNodes = &LeafNodesConfig{Remotes: remotes}
+	}
 	return &out
+}
+
+// redactURL replaces the password of a URL's user info with
+// "[REDACTED]", or the user when it stands alone (a leafnode remote sends
+// a lone user as a token). A URL that does not parse is returned unchanged:
+// Validate rejects it.
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.User == nil {
+		return raw
+	}
+	user := redactedSecret
+	if _, ok := u.User.Password(); ok {
+		user = url.User(u.User.Username()).String() + ":" + redactedSecret
+	}
+	u.User = nil
+	prefix := u.Scheme + "://"
+	return prefix + user + "@" + strings.TrimPrefix(u.String(), prefix)
 }

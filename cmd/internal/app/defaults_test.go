@@ -122,8 +122,8 @@ func everyKeyValid(t testing.TB) string {
 	i := strings.Index(src, "tls:\n")
 	j := strings.Index(src, "lame_duck_duration:")
 	src = src[:i] + src[j:]
-	src = strings.Replace(src, "      credentials: hub.creds\n", "", 1)
-	src = strings.Replace(src, "      tls:\n        ca_file: hub-ca.pem\n", "", 1)
+	src = strings.Replace(src, "      credentials: hub.creds\n      nkey: hub.nk\n", "", 1)
+	src = strings.Replace(src, "      tls:\n        ca_file: hub-ca.pem\n        cert_file: gw.pem\n        key_file: gw-key.pem\n", "", 1)
 	return src
 }
 

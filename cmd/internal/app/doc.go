@@ -1,6 +1,7 @@
 // Package app is leafbox's composition root: it reads the YAML
 // configuration, turns it into the options of each subsystem and owns the
-// running pieces (the broker and the monitoring HTTP server).
+// running pieces (the broker, the JetStream engine, the leafnode links to
+// hubs and the monitoring HTTP server).
 //
 // # Configuration
 //
@@ -27,4 +28,13 @@
 //
 // Error messages of this package carry no package prefix: they are shown to
 // users by the command line, which prefixes the program's name.
+//
+// # Leafnode links
+//
+// Each leafnodes.remotes entry becomes one leaf.Link, built by Build and
+// bound to the broker through linkLocal, this package's leaf.Local over
+// *server.Server. Start starts the links after the broker (they connect
+// in the background); Shutdown and LameDuck close them first, so the hubs
+// drop the gateway's interest before its clients go. The monitor sees the
+// links through leafMonitor, which wraps the broker's monitor.Provider.
 package app

@@ -64,10 +64,15 @@ leafnodes:
     - urls: [nats://hub1:7422, "tls://hub2:7422"]
       url: nats://hub3:7422
       credentials: hub.creds
+      nkey: hub.nk
       account: ACME
       compression: s2_auto
       tls:
         ca_file: hub-ca.pem
+        cert_file: gw.pem
+        key_file: gw-key.pem
+      deny_imports: [admin.>]
+      deny_exports: ["local.>", "debug.*"]
 `
 
 func TestParseEveryKey(t *testing.T) {
@@ -126,9 +131,12 @@ func TestParseEveryKey(t *testing.T) {
 			URLs:        StringList{"nats://hub1:7422", "tls://hub2:7422"},
 			URL:         "nats://hub3:7422",
 			Credentials: "hub.creds",
+			Nkey:        "hub.nk",
 			Account:     "ACME",
 			Compression: "s2_auto",
-			TLS:         &TLSConfig{CAFile: "hub-ca.pem"},
+			TLS:         &RemoteTLSConfig{CAFile: "hub-ca.pem", CertFile: "gw.pem", KeyFile: "gw-key.pem"},
+			DenyImports: StringList{"admin.>"},
+			DenyExports: StringList{"local.>", "debug.*"},
 		}}},
 	}
 	requireEqual(t, got, want)

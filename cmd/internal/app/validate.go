@@ -14,6 +14,7 @@ import (
 
 	"github.com/leafbox/leafbox/core/auth"
 	"github.com/leafbox/leafbox/core/subject"
+	"github.com/leafbox/leafbox/leaf"
 )
 
 // maxPayloadLimit is nats-server's hard upper bound for max_payload.
@@ -326,11 +327,26 @@ func (v *validator) jetStream() {
 	}
 }
 
-var (
-	leafSchemes      = map[string]bool{"nats": true, "tls": true, "ws": true, "wss": true}
-	leafCompressions = map[string]bool{"": true, "off": true, "accept": true, "s2_fast": true,
-		"s2_better": true, "s2_best": true, "s2_auto": true}
-)
+// leafCompressions maps the compression modes a leafnode remote accepts,
+// with nats-server's aliases, to their canonical names; the keys are lower
+// case.
+var leafCompressions = map[string]string{
+	"": leaf.CompressionS2Auto, "s2_auto": leaf.CompressionS2Auto, "auto": leaf.CompressionS2Auto,
+	"on": leaf.CompressionS2Auto, "enabled": leaf.CompressionS2Auto, "true": leaf.CompressionS2Auto,
+	"off": leaf.CompressionOff, "disabled": leaf.CompressionOff, "false": leaf.CompressionOff,
+	"accept":          leaf.CompressionAccept,
+	"s2_uncompressed": leaf.CompressionS2Uncompressed, "uncompressed": leaf.CompressionS2Uncompressed,
+	"s2_fast": leaf.CompressionS2Fast, "fast": leaf.CompressionS2Fast,
+	"s2_better": leaf.CompressionS2Better, "better": leaf.CompressionS2Better,
+	"s2_best": leaf.CompressionS2Best, "best": leaf.CompressionS2Best,
+}
+
+// canonicalCompression returns the canonical name of a remote's
+// compression mode, and whether it is one.
+func canonicalCompression(mode string) (string, bool) {
+	c, ok := leafCompressions[strings.ToLower(strings.TrimSpace(mode))]
+	return c, ok
+}
 
 func (v *validator) leafNodes() {
 	ln := v.c.LeafNodes
@@ -340,18 +356,26 @@ func (v *validator) leafNodes() {
 	for i := range ln.Remotes {
 		r := &ln.Remotes[i]
 		path := fmt.Sprintf("leafnodes.remotes[%d]", i)
+		before := len(v.problems)
 		if r.URL == "" && len(r.URLs) == 0 {
 			v.errf(path, "needs url or urls")
-		}
-		if r.URL != "" {
-			v.leafURL(path+".url", r.URL)
 		}
 		for j, u := range r.URLs {
 			v.leafURL(fmt.Sprintf("%s.urls[%d]", path, j), u)
 		}
+		if r.URL != "" {
+			v.leafURL(path+".url", r.URL)
+		}
 		if r.Credentials != "" {
-			if _, err := os.Stat(v.c.Path(r.Credentials)); err != nil {
+			if err := checkCredsFile(v.c.Path(r.Credentials)); err != nil {
 				v.err(path+".credentials", err)
+			}
+		}
+		if r.Nkey != "" {
+			if r.Credentials != "" {
+				v.errf(path+".nkey", "cannot be combined with credentials")
+			} else if err := checkSeedFile(r.Nkey, v.c.Path(r.Nkey)); err != nil {
+				v.err(path+".nkey", err)
 			}
 		}
 		if r.Account != "" {
@@ -359,26 +383,109 @@ func (v *validator) leafNodes() {
 				v.errf(path+".account", "%q is not listed under accounts", r.Account)
 			}
 		}
-		if !leafCompressions[r.Compression] {
-			v.errf(path+".compression", "%q is not one of off, accept, s2_fast, s2_better, s2_best, s2_auto", r.Compression)
+		if _, ok := canonicalCompression(r.Compression); !ok {
+			v.errf(path+".compression", "%q is not one of off, accept, s2_auto, s2_uncompressed, s2_fast, s2_better, s2_best", r.Compression)
 		}
 		if r.TLS != nil {
-			_, problems := v.c.buildTLS(path+".tls", r.TLS, false)
+			_, problems := v.c.buildTLS(path+".tls", r.TLS.tlsConfig(), false)
 			v.problems = append(v.problems, problems...)
+		}
+		v.denyList(path+".deny_imports", r.DenyImports)
+		v.denyList(path+".deny_exports", r.DenyExports)
+		if len(v.problems) == before {
+			// The link's own validation, as a final check that config
+			// check rejects whatever leaf.New would.
+			lc := v.c.leafConfig(r)
+			if err := lc.Validate(); err != nil {
+				v.err(path, err)
+			}
 		}
 	}
 }
 
+// leafURL checks one hub URL: the link dials scheme://[user[:pass]@]host[:port].
+// Messages show the URL without its user info, which may be a secret.
 func (v *validator) leafURL(path, raw string) {
-	u, err := url.Parse(raw)
-	switch {
-	case err != nil:
-		v.errf(path, "invalid URL %q: %v", raw, err)
-	case !leafSchemes[u.Scheme]:
-		v.errf(path, "URL %q: scheme must be nats, tls, ws or wss", raw)
-	case u.Hostname() == "":
-		v.errf(path, "URL %q has no host", raw)
+	if !strings.Contains(raw, "://") {
+		v.errf(path, "not a URL: want scheme://[user[:password]@]host[:port], such as nats-leaf://hub:7422")
+		return
 	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		v.errf(path, "invalid URL: %v", errors.Unwrap(err))
+		return
+	}
+	shown := *u
+	shown.User = nil
+	switch u.Scheme {
+	case "nats-leaf", "nats", "tls":
+	case "ws", "wss":
+		v.errf(path, "URL %q: websocket leafnodes are not supported yet", shown.String())
+		return
+	default:
+		v.errf(path, "URL %q: scheme must be nats-leaf, nats or tls", shown.String())
+		return
+	}
+	switch {
+	case u.Hostname() == "":
+		v.errf(path, "URL %q has no host", shown.String())
+	case (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "":
+		v.errf(path, "URL %q: want scheme://[user[:password]@]host[:port], without a path or query", shown.String())
+	}
+}
+
+// denyList checks the subjects of a deny_imports or deny_exports list.
+func (v *validator) denyList(path string, subjects StringList) {
+	for i, s := range subjects {
+		at := fmt.Sprintf("%s[%d]", path, i)
+		if !v.c.index.has(at) {
+			at = path // written as a single subject
+		}
+		if !subject.Valid(s) {
+			v.errf(at, "invalid subject %q", s)
+		}
+	}
+}
+
+// checkCredsFile reads a .creds file and checks that it holds a user JWT
+// and a user NKey seed. Errors never quote the file's content.
+func checkCredsFile(path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	defer clear(data)
+	jwt, err := nkeys.ParseDecoratedJWT(data)
+	if err != nil || strings.Count(jwt, ".") != 2 {
+		return fmt.Errorf("%s holds no user JWT", path)
+	}
+	kp, err := nkeys.ParseDecoratedUserNKey(data)
+	if err != nil {
+		return fmt.Errorf("%s holds no user NKey seed", path)
+	}
+	kp.Wipe()
+	return nil
+}
+
+// checkSeedFile reads the seed file an nkey key names (resolved to path)
+// and checks that it holds a user NKey seed. A seed pasted in place of the
+// path is refused without being quoted.
+func checkSeedFile(value, path string) error {
+	if kp, err := nkeys.FromSeed([]byte(value)); err == nil {
+		kp.Wipe()
+		return errors.New("is a seed, not a file name; put the seed in a file and name the file here")
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	defer clear(data)
+	kp, err := nkeys.ParseDecoratedUserNKey(data)
+	if err != nil {
+		return fmt.Errorf("%s holds no user NKey seed (SU...)", path)
+	}
+	kp.Wipe()
+	return nil
 }
 
 func sortedKeys[V any](m map[string]V) []string {

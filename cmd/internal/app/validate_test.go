@@ -45,7 +45,7 @@ accounts:
 		"nkey as no_auth_user": "authorization: {users: [{nkey: " + pub + "}]}\nno_auth_user: " + pub + "\n",
 		"user in global":       "authorization: {users: [{user: a, password: b, account: $G}]}\n",
 		"jetstream":            "jetstream: {store_dir: /tmp/js, domain: edge, max_file_store: 1GB}\n",
-		"leaf remote":          "leafnodes: {remotes: [{urls: [nats://hub:7422, wss://hub:443], compression: s2_fast}]}\n",
+		"leaf remote":          "leafnodes: {remotes: [{urls: [nats://hub:7422, nats-leaf://hub2, tls://u:p@hub3:7422], compression: s2_fast}]}\n",
 	} {
 		t.Run(name, func(t *testing.T) { mustValidate(t, src) })
 	}
@@ -90,10 +90,10 @@ func TestValidateErrors(t *testing.T) {
 		{"jetstream domain", "jetstream:\n  domain: a.b", []string{`line 2: jetstream.domain: "a.b" must not contain`}},
 		{"jetstream sizes", "jetstream:\n  max_file_store: -1", []string{"line 2: jetstream.max_file_store: must not be negative"}},
 		{"leaf without url", "leafnodes:\n  remotes:\n    - account: A", []string{"line 3: leafnodes.remotes[0]: needs url or urls"}},
-		{"leaf scheme", "leafnodes:\n  remotes:\n    - urls:\n        - nats://ok:1\n        - http://hub:7422", []string{`line 5: leafnodes.remotes[0].urls[1]: URL "http://hub:7422": scheme must be nats, tls, ws or wss`}},
+		{"leaf scheme", "leafnodes:\n  remotes:\n    - urls:\n        - nats://ok:1\n        - http://hub:7422", []string{`line 5: leafnodes.remotes[0].urls[1]: URL "http://hub:7422": scheme must be nats-leaf, nats or tls`}},
 		{"leaf no host", "leafnodes:\n  remotes:\n    - url: 'nats://:7422'", []string{`leafnodes.remotes[0].url: URL "nats://:7422" has no host`}},
 		{"leaf compression", "leafnodes:\n  remotes:\n    - url: nats://h:1\n      compression: zip", []string{`line 4: leafnodes.remotes[0].compression: "zip" is not one of`}},
-		{"leaf credentials", "leafnodes:\n  remotes:\n    - url: nats://h:1\n      credentials: /nonexistent/x.creds", []string{"line 4: leafnodes.remotes[0].credentials: stat /nonexistent/x.creds: no such file or directory"}},
+		{"leaf credentials", "leafnodes:\n  remotes:\n    - url: nats://h:1\n      credentials: /nonexistent/x.creds", []string{"line 4: leafnodes.remotes[0].credentials: open /nonexistent/x.creds: no such file or directory"}},
 		{"leaf account", "leafnodes:\n  remotes:\n    - url: nats://h:1\n      account: NOPE", []string{`line 4: leafnodes.remotes[0].account: "NOPE" is not listed under accounts`}},
 		{"seed as nkey", "authorization:\n  users:\n    - nkey: " + seed, []string{"line 3: authorization.users[0].nkey: is a seed, not a public key"}},
 	}

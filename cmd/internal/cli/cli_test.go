@@ -88,11 +88,14 @@ func TestConfigCheckNeedsAFile(t *testing.T) {
 	requireContains(t, "stderr", stderr, "leafbox: accepts 1 arg(s), received 0")
 }
 
-func TestConfigCheckNotesLeafNodes(t *testing.T) {
-	path := writeFile(t, "leaf.yaml", "leafnodes: {remotes: [{url: nats://hub:7422}]}\n")
+func TestConfigCheckCountsLeafRemotes(t *testing.T) {
+	path := writeFile(t, "leaf.yaml", "leafnodes: {remotes: [{url: nats-leaf://hub:7422}, {url: nats://hub2}]}\n")
 	stdout, stderr, code := runCLI(t, "config", "check", path)
 	requireCode(t, code, 0, stderr)
-	requireContains(t, "stdout", stdout, "1 leafnode remote", "note: leafnodes are configured, but this build cannot run them yet")
+	requireContains(t, "stdout", stdout, ", 2 leafnode remotes\n")
+	if strings.Contains(stdout, "note:") {
+		t.Fatalf("config check still notes leafnodes:\n%s", stdout)
+	}
 }
 
 // Every example shipped in deploy/examples must pass config check.
@@ -194,16 +197,16 @@ func TestConfigPrintFlagError(t *testing.T) {
 	requireContains(t, "stderr", stderr, "leafbox: flag --port: port: 99999 is out of range")
 }
 
-func TestRunRefusesLeafRemotes(t *testing.T) {
-	_, stderr, code := runCLI(t, "run", "--port", "-1", "--http-port", "0", "--leaf-remote", "nats://hub:7422")
-	requireCode(t, code, 1, stderr)
-	requireContains(t, "stderr", stderr, "leafbox: leafnodes are not supported by this build yet\n")
-}
-
 func TestRunRejectsBadLeafRemoteURL(t *testing.T) {
-	_, stderr, code := runCLI(t, "run", "--leaf-remote", "http://hub")
-	requireCode(t, code, 1, stderr)
-	requireContains(t, "stderr", stderr, `leafbox: flag --leaf-remote: leafnodes.remotes[0].url: URL "http://hub": scheme must be nats, tls, ws or wss`)
+	cases := []struct{ url, want string }{
+		{"http://hub", `leafbox: flag --leaf-remote: leafnodes.remotes[0].url: URL "http://hub": scheme must be nats-leaf, nats or tls`},
+		{"wss://hub:443", `leafbox: flag --leaf-remote: leafnodes.remotes[0].url: URL "wss://hub:443": websocket leafnodes are not supported yet`},
+	}
+	for _, tc := range cases {
+		_, stderr, code := runCLI(t, "run", "--leaf-remote", tc.url)
+		requireCode(t, code, 1, stderr)
+		requireContains(t, "stderr", stderr, tc.want)
+	}
 }
 
 func TestRunRejectsBadArguments(t *testing.T) {

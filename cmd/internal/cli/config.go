@@ -26,9 +26,10 @@ func newConfigCheckCmd() *cobra.Command {
 		Use:   "check FILE",
 		Short: "Validate a configuration file",
 		Long: `Validate a configuration file: YAML syntax, unknown keys, value types and
-ranges, users and permissions, and the files it names (certificates, CA,
-credentials). Every problem is printed as FILE:LINE: KEY.PATH: PROBLEM and
-the exit status is 1; a valid file prints an "ok" summary.`,
+ranges, users and permissions, leafnode remotes, and the files it names
+(certificates, CA, credentials, NKey seeds). Every problem is printed as
+FILE:LINE: KEY.PATH: PROBLEM and the exit status is 1; a valid file prints
+an "ok" summary.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := loadConfig(args[0], app.Overrides{})
@@ -38,9 +39,6 @@ the exit status is 1; a valid file prints an "ok" summary.`,
 			}
 			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "ok: %s: %s\n", args[0], summary(cfg))
-			if cfg.LeafNodes != nil && len(cfg.LeafNodes.Remotes) > 0 {
-				fmt.Fprintf(out, "note: leafnodes are configured, but this build cannot run them yet: `leafbox run` will refuse this file\n")
-			}
 			return nil
 		},
 	}

@@ -31,7 +31,7 @@ func (f *configFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.serverName, "server-name", "", "server name reported to clients and in monitoring")
 	fs.BoolVar(&f.jetStream, "jetstream", false, "request JetStream (--jetstream=false turns it off; not available in this build yet)")
 	fs.StringVar(&f.storeDir, "store-dir", "", "JetStream store directory (default $STATE_DIRECTORY, else ~/.local/state/leafbox)")
-	fs.StringArrayVar(&f.leafRemotes, "leaf-remote", nil, "leafnode remote URL, repeatable; replaces the file's remotes (not supported by this build yet)")
+	fs.StringArrayVar(&f.leafRemotes, "leaf-remote", nil, "connect to a hub as a leaf node: its leafnode URL (nats-leaf://, nats:// or tls://), repeatable; replaces the file's remotes")
 }
 
 // overrides returns the values of the flags set on the command line.

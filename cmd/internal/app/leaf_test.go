@@ -1,0 +1,360 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/leafbox/leafbox/core/monitor"
+	"github.com/leafbox/leafbox/leaf"
+	"github.com/leafbox/leafbox/leaf/leaftest"
+)
+
+// writeSeed writes a new user NKey seed to dir/name and returns the public
+// key.
+func writeSeed(t testing.TB, dir, name string) (public string) {
+	t.Helper()
+	pub, seed := newUserKey(t)
+	requireNoError(t, os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o700))
+	writeFile(t, dir, name, seed+"\n")
+	return pub
+}
+
+func TestLeafConfigMapping(t *testing.T) {
+	dir := t.TempDir()
+	writeSeed(t, dir, "secrets/gw.nk")
+	path := writeFile(t, dir, "gw.yaml", `
+server_name: gw-7
+accounts: {SITE: {}}
+jetstream: {enabled: true, store_dir: js, domain: edge}
+leafnodes:
+  remotes:
+    - urls: [nats-leaf://hub1:7422, "tls://hub2"]
+      url: nats://leaf:s3cret@hub3:7422
+      nkey: secrets/gw.nk
+      compression: fast
+      deny_imports: admin.>
+      deny_exports: ["local.>", "debug.*"]
+    - url: nats://hub1:7422
+      account: SITE
+`)
+	c, err := Load(path)
+	requireNoError(t, err)
+	c.SetDefaults(testEnv)
+	requireNoError(t, c.Validate())
+
+	global := c.leafConfig(&c.LeafNodes.Remotes[0])
+	requireEqual(t, global, leaf.Config{
+		URLs:         []string{"nats-leaf://hub1:7422", "tls://hub2", "nats://leaf:s3cret@hub3:7422"},
+		NkeySeedFile: filepath.Join(dir, "secrets", "gw.nk"), // relative to the file
+		Compression:  leaf.CompressionS2Fast,                 // "fast", by its canonical name
+		DenyImports:  []string{"admin.>"},
+		DenyExports:  []string{"local.>", "debug.*"},
+		Name:         "gw-7",
+		Domain:       "edge",
+		JetStream:    true,
+	})
+	site := c.leafConfig(&c.LeafNodes.Remotes[1])
+	requireEqual(t, site.Account, "SITE")
+	requireEqual(t, site.JetStream, false) // the engine serves the global account only
+	requireEqual(t, site.Domain, "edge")
+	requireEqual(t, site.NkeySeedFile, "")
+
+	// Build makes one link per remote, all bound to the server's id; none
+	// connects before Start.
+	a, err := Build(c, Flags{})
+	requireNoError(t, err)
+	requireEqual(t, len(a.uplinks), 2)
+	for _, up := range a.uplinks {
+		requireEqual(t, up.link.Status().State, leaf.StateIdle)
+	}
+	requireEqual(t, a.uplinks[0].varz.URLs, []string{"nats-leaf://hub1:7422", "tls://hub2", "nats://leaf:[REDACTED]@hub3:7422"})
+	requireEqual(t, a.uplinks[0].varz.LocalAccount, "$G")
+	requireEqual(t, a.uplinks[0].varz.Deny.Exports, []string{"local.>", "debug.*"})
+	requireEqual(t, a.uplinks[1].varz.LocalAccount, "SITE")
+	if a.uplinks[1].varz.Deny != nil {
+		t.Fatalf("deny rules without deny lists: %+v", a.uplinks[1].varz.Deny)
+	}
+}
+
+func TestValidateLeafRemotes(t *testing.T) {
+	dir := t.TempDir()
+	writeSeed(t, dir, "gw.nk")
+	_, seed := newUserKey(t)
+	garbage := writeFile(t, dir, "garbage.nk", "not a seed\n")
+	creds := writeFile(t, dir, "hub.creds", "no jwt here\n")
+	cases := []struct {
+		name, src string
+		want      []string
+	}{
+		{"websocket", "leafnodes:\n  remotes:\n    - url: ws://hub:80", []string{`gw.yaml:3: leafnodes.remotes[0].url: URL "ws://hub:80": websocket leafnodes are not supported yet`}},
+		{"secure websocket", "leafnodes:\n  remotes:\n    - urls: [nats://a, 'wss://b:443']", []string{`gw.yaml:3: leafnodes.remotes[0].urls[1]: URL "wss://b:443": websocket leafnodes are not supported yet`}},
+		{"http", "leafnodes:\n  remotes:\n    - url: http://hub", []string{`leafnodes.remotes[0].url: URL "http://hub": scheme must be nats-leaf, nats or tls`}},
+		{"no scheme", "leafnodes:\n  remotes:\n    - url: hub:7422", []string{`gw.yaml:3: leafnodes.remotes[0].url: not a URL: want scheme://[user[:password]@]host[:port], such as nats-leaf://hub:7422`}},
+		{"address", "leafnodes:\n  remotes:\n    - url: 127.0.0.1:7422", []string{`gw.yaml:3: leafnodes.remotes[0].url: not a URL`}},
+		{"path", "leafnodes:\n  remotes:\n    - url: nats://hub:7422/x", []string{`gw.yaml:3: leafnodes.remotes[0].url: URL "nats://hub:7422/x": want scheme://[user[:password]@]host[:port]`}},
+		{"bad port", "leafnodes:\n  remotes:\n    - url: nats://hub:port", []string{`gw.yaml:3: leafnodes.remotes[0].url: invalid URL: invalid port ":port"`}},
+		{"user info hidden", "leafnodes:\n  remotes:\n    - url: ws://leaf:s3cret@hub", []string{`URL "ws://hub": websocket`}},
+		{"seed pasted as nkey", "leafnodes:\n  remotes:\n    - url: nats://hub\n      nkey: " + seed, []string{"gw.yaml:4: leafnodes.remotes[0].nkey: is a seed, not a file name"}},
+		{"missing nkey file", "leafnodes:\n  remotes:\n    - url: nats://hub\n      nkey: /nonexistent/gw.nk", []string{"gw.yaml:4: leafnodes.remotes[0].nkey: open /nonexistent/gw.nk: no such file or directory"}},
+		{"not a seed file", "leafnodes:\n  remotes:\n    - url: nats://hub\n      nkey: " + garbage, []string{"gw.yaml:4: leafnodes.remotes[0].nkey: " + garbage + " holds no user NKey seed"}},
+		{"nkey and credentials", "leafnodes:\n  remotes:\n    - url: nats://hub\n      credentials: " + creds + "\n      nkey: gw.nk", []string{"gw.yaml:5: leafnodes.remotes[0].nkey: cannot be combined with credentials"}},
+		{"bad creds", "leafnodes:\n  remotes:\n    - url: nats://hub\n      credentials: " + creds, []string{"gw.yaml:4: leafnodes.remotes[0].credentials: " + creds + " holds no user JWT"}},
+		{"deny list", "leafnodes:\n  remotes:\n    - url: nats://hub\n      deny_imports:\n        - ok.>\n        - bad.>.x", []string{`gw.yaml:6: leafnodes.remotes[0].deny_imports[1]: invalid subject "bad.>.x"`}},
+		{"deny subject", "leafnodes:\n  remotes:\n    - url: nats://hub\n      deny_exports: 'a..b'", []string{`gw.yaml:4: leafnodes.remotes[0].deny_exports: invalid subject "a..b"`}},
+		{"tls client cert without key", "leafnodes:\n  remotes:\n    - url: tls://hub\n      tls:\n        cert_file: c.pem", []string{"gw.yaml:4: leafnodes.remotes[0].tls.key_file: missing (cert_file is set)"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Load(writeFile(t, dir, "gw.yaml", tc.src))
+			requireNoError(t, err)
+			c.SetDefaults(testEnv)
+			err = c.Validate()
+			requireErrorContains(t, err, tc.want...)
+			for _, secret := range []string{seed, "s3cret"} {
+				if strings.Contains(err.Error(), secret) {
+					t.Fatalf("error quotes a secret: %v", err)
+				}
+			}
+		})
+	}
+
+	// A relative nkey path is resolved against the file's directory, and
+	// nats-server's compression aliases are accepted.
+	c, err := Load(writeFile(t, dir, "gw.yaml", "leafnodes:\n  remotes:\n    - url: nats://hub\n      nkey: gw.nk\n      compression: false\n"))
+	requireNoError(t, err)
+	c.SetDefaults(testEnv)
+	requireNoError(t, c.Validate())
+}
+
+func TestRemoteTLSKeysAreClientSide(t *testing.T) {
+	_, err := Parse([]byte("leafnodes:\n  remotes:\n    - url: tls://hub\n      tls:\n        verify: true\n"))
+	requireErrorContains(t, err, `line 5: leafnodes.remotes[0].tls.verify: unknown key "verify" (known keys: ca_file, cert_file, key_file)`)
+}
+
+func TestRedactedHidesURLSecrets(t *testing.T) {
+	c := mustValidate(t, "leafnodes:\n  remotes:\n    - urls: [nats://leaf:s3cret@hub1, nats://t0ken@hub2]\n      url: nats://hub3\n")
+	r := c.Redacted().LeafNodes.Remotes[0]
+	requireEqual(t, r.URLs, StringList{"nats://leaf:[REDACTED]@hub1", "nats://[REDACTED]@hub2"})
+	requireEqual(t, r.URL, "nats://hub3")
+	requireEqual(t, c.LeafNodes.Remotes[0].URLs[0], "nats://leaf:s3cret@hub1") // original untouched
+}
+
+func TestAppReloadLeafRemotes(t *testing.T) {
+	const base = "http_port: 0\nserver_name: gw\nleafnodes: {remotes: [{url: 'nats://127.0.0.1:1'}]}\n"
+	a := startApp(t, base, Flags{})
+	reload := func(src string) error {
+		c := mustParse(t, src)
+		Overrides{Host: ptr("127.0.0.1"), Port: ptr(-1)}.Apply(c)
+		c.SetDefaults(testEnv)
+		return a.Reload(c)
+	}
+	requireNoError(t, reload(base+"max_payload: 2MB\n"))
+	requireErrorContains(t, reload("http_port: 0\nserver_name: gw\nleafnodes: {remotes: [{url: 'nats://127.0.0.1:2'}]}\n"),
+		"leafnodes: changing leafnode remotes needs a restart")
+	requireErrorContains(t, reload("http_port: 0\nserver_name: gw\n"), "leafnodes: changing leafnode remotes needs a restart")
+	requireErrorContains(t, reload("http_port: 0\nserver_name: gw2\nleafnodes: {remotes: [{url: 'nats://127.0.0.1:1'}]}\n"),
+		"server_name, jetstream: the leafnode links announce them to the hubs; changing them needs a restart")
+}
+
+func TestAppReloadCannotAddRemotes(t *testing.T) {
+	a := startApp(t, "http_port: 0", Flags{})
+	c := mustParse(t, "http_port: 0\nleafnodes: {remotes: [{url: nats://h:1}]}")
+	Overrides{Host: ptr("127.0.0.1"), Port: ptr(-1)}.Apply(c)
+	c.SetDefaults(testEnv)
+	requireErrorContains(t, a.Reload(c), "leafnodes: changing leafnode remotes needs a restart")
+}
+
+// TestAppLeafLink runs an App with a link to a real nats-server hub: the
+// production adapter carries interest and messages both ways, gives hub
+// messages nats-server's queue semantics, and /leafz and /varz show the
+// link.
+func TestAppLeafLink(t *testing.T) {
+	hub := leaftest.StartHub(t, leaftest.HubOptions{Name: "hub-a"})
+	a := startApp(t, "http_port: -1\nserver_name: gw-app\nleafnodes: {remotes: [{url: '"+hub.LeafURL()+"', deny_exports: [secret.>]}]}\n", Flags{})
+	link := a.uplinks[0].link
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	requireNoError(t, link.WaitConnected(ctx))
+
+	gw := natsConnect(t, "nats://"+a.Addr().String())
+	hc := natsConnect(t, hub.ClientURL())
+	flush := func() {
+		t.Helper()
+		requireNoError(t, gw.Flush())
+		requireNoError(t, hc.Flush())
+		requireNoError(t, link.Flush(ctx))
+	}
+
+	// Gateway → hub, except what deny_exports holds back.
+	up, err := hc.SubscribeSync("up.>")
+	requireNoError(t, err)
+	secret, err := hc.SubscribeSync("secret.>")
+	requireNoError(t, err)
+	flush()
+	requireNoError(t, gw.Publish("secret.key", []byte("x")))
+	requireNoError(t, gw.Publish("up.temp", []byte("21.5")))
+	if m := nextMsg(t, up); m.Subject != "up.temp" || string(m.Data) != "21.5" {
+		t.Fatalf("hub got %q %q", m.Subject, m.Data)
+	}
+	flush()
+	if n, _, _ := secret.Pending(); n != 0 {
+		t.Fatalf("a denied export reached the hub")
+	}
+
+	// Hub → gateway, with queue groups as nats-server has them: the hub
+	// prefers its own member of group "workers", so the gateway's member
+	// must not get a copy when the message crosses for a plain subscriber.
+	down, err := gw.SubscribeSync("down.>")
+	requireNoError(t, err)
+	gwWorker, err := gw.QueueSubscribeSync("down.job", "workers")
+	requireNoError(t, err)
+	hubWorker, err := hc.QueueSubscribeSync("down.job", "workers")
+	requireNoError(t, err)
+	flush()
+	requireNoError(t, hc.Publish("down.job", []byte("j1")))
+	nextMsg(t, down)
+	nextMsg(t, hubWorker)
+	flush()
+	if n, _, _ := gwWorker.Pending(); n != 0 {
+		t.Fatal("the gateway's queue member got a message the hub's member already had")
+	}
+	// Without a member on the hub, the hub names the group and the
+	// gateway's member gets it.
+	requireNoError(t, hubWorker.Unsubscribe())
+	flush()
+	requireNoError(t, hc.Publish("down.job", []byte("j2")))
+	if m := nextMsg(t, gwWorker); string(m.Data) != "j2" {
+		t.Fatalf("gateway worker got %q", m.Data)
+	}
+
+	// /leafz lists the link with the hub's interest; /varz counts it.
+	var lz struct {
+		Leafs []struct {
+			Name    string   `json:"name"`
+			IsSpoke bool     `json:"is_spoke"`
+			Account string   `json:"account"`
+			IP      string   `json:"ip"`
+			Port    int      `json:"port"`
+			OutMsgs int64    `json:"out_msgs"`
+			InMsgs  int64    `json:"in_msgs"`
+			Subs    []string `json:"subscriptions_list"`
+		} `json:"leafs"`
+	}
+	getJSON(t, "http://"+a.MonitorAddr().String()+"/leafz?subs=1", &lz)
+	if len(lz.Leafs) != 1 {
+		t.Fatalf("/leafz lists %d leafs, want 1: %+v", len(lz.Leafs), lz)
+	}
+	l := lz.Leafs[0]
+	if l.Name != "hub-a" || !l.IsSpoke || l.Account != "$G" || l.IP != "127.0.0.1" || l.Port != hub.LeafPort ||
+		l.OutMsgs < 1 || l.InMsgs < 2 {
+		t.Fatalf("/leafz entry: %+v", l)
+	}
+	for _, want := range []string{"up.>"} {
+		if !contains(l.Subs, want) {
+			t.Fatalf("/leafz subscriptions_list %v lacks %q", l.Subs, want)
+		}
+	}
+	var vz struct {
+		Leafs int `json:"leafnodes"`
+		Leaf  struct {
+			Remotes []struct {
+				LocalAccount string   `json:"local_account"`
+				URLs         []string `json:"urls"`
+				Deny         struct {
+					Exports []string `json:"exports"`
+				} `json:"deny"`
+			} `json:"remotes"`
+		} `json:"leaf"`
+	}
+	getJSON(t, "http://"+a.MonitorAddr().String()+"/varz", &vz)
+	if vz.Leafs != 1 || len(vz.Leaf.Remotes) != 1 || vz.Leaf.Remotes[0].URLs[0] != hub.LeafURL() ||
+		vz.Leaf.Remotes[0].LocalAccount != "$G" || !contains(vz.Leaf.Remotes[0].Deny.Exports, "secret.>") {
+		t.Fatalf("/varz leaf fields: %+v", vz)
+	}
+
+	// Shutdown closes the link first: the hub loses the gateway's interest.
+	sctx, scancel := context.WithTimeout(context.Background(), testTimeout)
+	defer scancel()
+	requireNoError(t, a.Shutdown(sctx))
+	requireEqual(t, link.Status().State, leaf.StateClosed)
+}
+
+func natsConnect(t *testing.T, url string) *nats.Conn {
+	t.Helper()
+	nc, err := nats.Connect(url, nats.Timeout(testTimeout))
+	requireNoError(t, err)
+	t.Cleanup(nc.Close)
+	return nc
+}
+
+func nextMsg(t *testing.T, sub *nats.Subscription) *nats.Msg {
+	t.Helper()
+	m, err := sub.NextMsg(testTimeout)
+	if err != nil {
+		t.Fatalf("next message on %s: %v", sub.Subject, err)
+	}
+	return m
+}
+
+func getJSON(t *testing.T, url string, v any) {
+	t.Helper()
+	client := &http.Client{Timeout: testTimeout}
+	resp, err := client.Get(url)
+	requireNoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	requireNoError(t, err)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s\n%s", url, resp.Status, body)
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		t.Fatalf("GET %s: %v\n%s", url, err, body)
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func TestLeafInfoFromStatus(t *testing.T) {
+	st := leaf.Status{
+		State: leaf.StateConnected, RemoteAddr: "[::1]:7422", ServerName: "hub-1", Account: "SITE",
+		RTT: 1500 * time.Microsecond, InMsgs: 1, InBytes: 2, OutMsgs: 3, OutBytes: 4, Subscriptions: 5,
+		Compression: leaf.CompressionS2Fast,
+	}
+	requireEqual(t, leafInfo(2, st), monitor.LeafInfo{
+		ID: 3, Name: "hub-1", IsSpoke: true, Account: "SITE", IP: "::1", Port: 7422, RTT: "1.5ms",
+		InMsgs: 1, InBytes: 2, OutMsgs: 3, OutBytes: 4, NumSubs: 5, Compression: "s2_fast",
+	})
+	requireEqual(t, leafInfo(0, leaf.Status{State: leaf.StateConnected}).RTT, "") // not measured yet
+}
+
+func TestAppLameDuckClosesLinksFirst(t *testing.T) {
+	c := mustParse(t, "http_port: 0\nlame_duck_duration: 200ms\nlame_duck_grace_period: 10ms\n"+
+		"leafnodes: {remotes: [{url: 'nats://127.0.0.1:1'}]}\n")
+	Overrides{Host: ptr("127.0.0.1"), Port: ptr(-1)}.Apply(c)
+	c.SetDefaults(testEnv)
+	a, err := Build(c, Flags{})
+	requireNoError(t, err)
+	requireNoError(t, a.Start())
+	requireEqual(t, a.uplinks[0].link.Status().State, leaf.StateConnecting) // nothing listens on port 1
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	requireNoError(t, a.LameDuck(ctx))
+	requireEqual(t, a.uplinks[0].link.Status().State, leaf.StateClosed)
+	requireNoError(t, a.Shutdown(ctx)) // harmless afterwards
+}
