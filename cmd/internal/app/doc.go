@@ -36,5 +36,6 @@
 // *server.Server. Start starts the links after the broker (they connect
 // in the background); Shutdown and LameDuck close them first, so the hubs
 // drop the gateway's interest before its clients go. The monitor sees the
-// links through leafMonitor, which wraps the broker's monitor.Provider.
+// links and JetStream through appMonitor, which wraps the broker's
+// monitor.Provider.
 package app

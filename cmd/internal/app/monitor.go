@@ -7,6 +7,7 @@ import (
 	"github.com/leafbox/leafbox/core/monitor"
 	"github.com/leafbox/leafbox/core/server"
 	"github.com/leafbox/leafbox/leaf"
+	"github.com/leafbox/leafbox/store/jetstream"
 )
 
 // startMonitor serves the monitoring endpoints (/varz, /connz, /healthz,
@@ -17,27 +18,31 @@ func startMonitor(addr string, p monitor.Provider) (*monitor.HTTPServer, error) 
 }
 
 // monitorProvider returns what the monitor serves: the broker, with the
-// leafnode links added when there are any.
+// leafnode links and JetStream added.
 func (a *App) monitorProvider() monitor.Provider {
-	if len(a.uplinks) == 0 {
-		return a.srv
+	m := appMonitor{Server: a.srv, uplinks: a.uplinks, js: a.js}
+	if js := a.cfg.JetStream; js != nil {
+		m.jsConfig = *js
 	}
-	return leafMonitor{Server: a.srv, uplinks: a.uplinks}
+	return m
 }
 
-// leafMonitor is the broker's monitor.Provider with the leafnode links
-// added: /leafz lists the connected links, and /varz counts them and lists
-// the configured remotes. The broker itself knows nothing of the links.
-// Embedding keeps every optional interface the broker implements.
-type leafMonitor struct {
+// appMonitor is the broker's monitor.Provider with the subsystems the
+// broker knows nothing of added: /leafz lists the connected links and
+// /varz counts them and lists the configured remotes; /jsz, /healthz and
+// /metrics report JetStream. Embedding keeps every optional interface the
+// broker implements.
+type appMonitor struct {
 	*server.Server
-	uplinks []*uplink
+	uplinks  []*uplink
+	js       *jetstream.Engine // nil when JetStream is off
+	jsConfig JetStreamConfig
 }
 
-var _ monitor.LeafProvider = leafMonitor{}
+var _ monitor.LeafProvider = appMonitor{}
 
 // Leafs implements monitor.LeafProvider: one entry per connected link.
-func (m leafMonitor) Leafs(subs bool) []monitor.LeafInfo {
+func (m appMonitor) Leafs(subs bool) []monitor.LeafInfo {
 	var out []monitor.LeafInfo
 	for i, up := range m.uplinks {
 		st := up.link.Status()
@@ -81,12 +86,19 @@ func leafInfo(i int, st leaf.Status) monitor.LeafInfo {
 
 // Varz adds to the broker's /varz the number of connected links, their
 // slow consumers, and the configured remotes.
-func (m leafMonitor) Varz() *monitor.Varz {
+func (m appMonitor) Varz() *monitor.Varz {
 	bv := m.Server.Varz()
 	if bv == nil {
 		return nil
 	}
 	v := *bv // the broker's value is only read
+	if m.js != nil {
+		st := m.js.Stats()
+		v.JetStream = monitor.JetStreamVarz{Config: m.jetStreamConfig(st), Stats: jetStreamStats(st)}
+	}
+	if len(m.uplinks) == 0 {
+		return &v
+	}
 	v.LeafNode.Remotes = make([]monitor.RemoteLeafVarz, len(m.uplinks))
 	v.Leafs = 0
 	var slow uint64
