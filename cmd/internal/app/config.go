@@ -64,7 +64,7 @@ type Config struct {
 	// clients (default 10s).
 	LameDuckGracePeriod Duration `yaml:"lame_duck_grace_period,omitempty"`
 
-	// JetStream is parsed and validated; this build does not run it yet.
+	// JetStream configures the JetStream engine and its store.
 	JetStream *JetStreamConfig `yaml:"jetstream,omitempty"`
 	// LeafNodes configures the links to nats-server hubs.
 	LeafNodes *LeafNodesConfig `yaml:"leafnodes,omitempty"`

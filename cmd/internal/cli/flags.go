@@ -29,7 +29,7 @@ func (f *configFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.port, "port", 0, "client port (default 4222; -1 picks a free port)")
 	fs.IntVar(&f.httpPort, "http-port", 0, "monitoring port (default 8222; 0 turns monitoring off; -1 picks a free port)")
 	fs.StringVar(&f.serverName, "server-name", "", "server name reported to clients and in monitoring")
-	fs.BoolVar(&f.jetStream, "jetstream", false, "request JetStream (--jetstream=false turns it off; not available in this build yet)")
+	fs.BoolVar(&f.jetStream, "jetstream", false, "run JetStream (on by default; --jetstream=false turns it off)")
 	fs.StringVar(&f.storeDir, "store-dir", "", "JetStream store directory (default $STATE_DIRECTORY, else ~/.local/state/leafbox)")
 	fs.StringArrayVar(&f.leafRemotes, "leaf-remote", nil, "connect to a hub as a leaf node: its leafnode URL (nats-leaf://, nats:// or tls://), repeatable; replaces the file's remotes")
 }
