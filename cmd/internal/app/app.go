@@ -44,6 +44,9 @@ type App struct {
 	jsBus   *server.Conn
 	uplinks []*uplink // one per leafnodes.remotes entry
 
+	fwdMu      sync.Mutex
+	forwarders []*forwarder // one per uplinks entry, while running
+
 	mu        sync.Mutex
 	cfg       *Config // the configuration in force
 	mon       *monitor.HTTPServer
@@ -127,6 +130,16 @@ func (a *App) Start() error {
 		}
 		a.log.Info("jetstream enabled", "store_dir", cfg.JetStream.StoreDir, "domain", cfg.JetStream.Domain)
 	}
+	if len(cfg.Uplinks) > 0 {
+		fws, err := startForwarders(cfg, a.srv, a.uplinks[0].link, a.log)
+		if err != nil {
+			a.abortStart()
+			return err
+		}
+		a.fwdMu.Lock()
+		a.forwarders = fws
+		a.fwdMu.Unlock()
+	}
 	for i, up := range a.uplinks {
 		if err := up.link.Start(context.Background()); err != nil {
 			a.abortStart()
@@ -156,7 +169,32 @@ func (a *App) abortStart() {
 		a.mon = nil
 	}
 	_ = a.srv.Shutdown(ctx)
+	_ = a.stopForwarders()
 	a.closeJetStream()
+}
+
+// stopForwarders stops the uplinks' forwarders and closes their outboxes,
+// once. It runs after the broker is down, so every message a client had
+// accepted is in an outbox.
+func (a *App) stopForwarders() error {
+	a.fwdMu.Lock()
+	fws := a.forwarders
+	a.forwarders = nil
+	a.fwdMu.Unlock()
+	return stopForwarders(fws, a.log)
+}
+
+// UplinkStatus returns the counters of every uplink, in configuration
+// order; nil when there are none or the App is not running.
+func (a *App) UplinkStatus() []UplinkStatus {
+	a.fwdMu.Lock()
+	fws := a.forwarders
+	a.fwdMu.Unlock()
+	out := make([]UplinkStatus, 0, len(fws))
+	for _, f := range fws {
+		out = append(out, f.status())
+	}
+	return out
 }
 
 // closeUplinks closes the leafnode links, all at once, and waits for them
@@ -222,8 +260,9 @@ func (a *App) Shutdown(ctx context.Context) error {
 	errLeaf := a.closeUplinks(ctx)
 	errMon := a.stopAux(ctx)
 	errSrv := a.srv.Shutdown(ctx)
+	errFwd := a.stopForwarders()
 	errJS := a.closeJetStream()
-	return errors.Join(errLeaf, errSrv, errMon, errJS)
+	return errors.Join(errLeaf, errSrv, errMon, errFwd, errJS)
 }
 
 // LameDuck closes the leafnode links, puts the broker in lame duck mode
@@ -234,8 +273,9 @@ func (a *App) LameDuck(ctx context.Context) error {
 	errLeaf := a.closeUplinks(ctx)
 	errSrv := a.srv.LameDuck(ctx)
 	errMon := a.stopAux(ctx)
+	errFwd := a.stopForwarders()
 	errJS := a.closeJetStream()
-	return errors.Join(errLeaf, errSrv, errMon, errJS)
+	return errors.Join(errLeaf, errSrv, errMon, errFwd, errJS)
 }
 
 // stopAux stops the monitoring server and removes the ports file, once.
@@ -278,6 +318,9 @@ func (a *App) Reload(cfg *Config) error {
 	}
 	if err := remotesChange(old, cfg); err != nil {
 		return err
+	}
+	if !reflect.DeepEqual(old.Uplinks, cfg.Uplinks) {
+		return errors.New("uplinks: changing uplinks needs a restart")
 	}
 	if err := a.srv.Reload(opts); err != nil {
 		return err

@@ -68,6 +68,14 @@ type Config struct {
 	JetStream *JetStreamConfig `yaml:"jetstream,omitempty"`
 	// LeafNodes configures the links to nats-server hubs.
 	LeafNodes *LeafNodesConfig `yaml:"leafnodes,omitempty"`
+	// Uplinks are store-and-forward flows toward a hub JetStream stream
+	// over the first leafnode remote.
+	Uplinks []UplinkConfig `yaml:"uplinks,omitempty"`
+
+	// stateDir is where uplinks keep their outboxes (under outbox/<name>):
+	// the JetStream store directory, else the default state directory.
+	// SetDefaults sets it when there are uplinks.
+	stateDir string
 
 	file  string     // the file parsed, for error messages; "" if none
 	dir   string     // base for relative paths; "" is the working directory
@@ -318,6 +326,32 @@ type RemoteConfig struct {
 	DenyImports StringList `yaml:"deny_imports,omitempty"`
 	// DenyExports lists subjects this gateway never sends to the hub.
 	DenyExports StringList `yaml:"deny_exports,omitempty"`
+}
+
+// UplinkConfig is one entry of uplinks: local subjects whose messages are
+// stored on the gateway first and forwarded to a hub JetStream stream,
+// each removed only after the hub's PubAck. Toward the hub the captured
+// subjects travel only through the uplink: they are added to every
+// leafnode remote's deny_exports.
+type UplinkConfig struct {
+	// Name identifies the uplink (its outbox directory and Nats-Msg-Id).
+	Name string `yaml:"name,omitempty"`
+	// Subjects are the local subjects captured (wildcards allowed).
+	Subjects StringList `yaml:"subjects,omitempty"`
+	// HubSubjectPrefix is prepended to a message's subject toward the hub,
+	// such as "site1."; it must not be empty, so that the hub subject is
+	// not a captured one.
+	HubSubjectPrefix string `yaml:"hub_subject_prefix,omitempty"`
+	// Stream is the hub stream expected to store the messages; empty
+	// accepts any.
+	Stream string `yaml:"stream,omitempty"`
+	// MaxBytes, MaxMsgs and MaxAge bound the outbox; 0 is unlimited.
+	MaxBytes Size     `yaml:"max_bytes,omitempty"`
+	MaxMsgs  int64    `yaml:"max_msgs,omitempty"`
+	MaxAge   Duration `yaml:"max_age,omitempty"`
+	// Discard is what a full outbox does: "old" (the default) drops the
+	// oldest messages, "new" refuses new ones. Both are counted.
+	Discard string `yaml:"discard,omitempty"`
 }
 
 // RemoteTLSConfig is the tls block of a leafnode remote: the client side

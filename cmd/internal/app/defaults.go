@@ -86,6 +86,12 @@ func (c *Config) SetDefaults(env Env) {
 		c.JetStream.StoreDir = env.DefaultStoreDir()
 	}
 	c.JetStream.StoreDir = c.Path(c.JetStream.StoreDir)
+	if len(c.Uplinks) > 0 && c.stateDir == "" {
+		c.stateDir = c.JetStream.StoreDir
+		if c.stateDir == "" {
+			c.stateDir = env.DefaultStoreDir()
+		}
+	}
 }
 
 func setDefault[T comparable](v *T, def T) {

@@ -31,6 +31,10 @@ func (c *Config) leafConfig(r *RemoteConfig) leaf.Config {
 		DenyExports:  slices.Clone([]string(r.DenyExports)),
 		Name:         c.ServerName,
 	}
+	// What uplinks capture reaches the hub only through them.
+	for _, u := range c.Uplinks {
+		lc.DenyExports = append(lc.DenyExports, u.Subjects...)
+	}
 	if js := c.JetStream; js != nil && js.Enabled {
 		lc.Domain = js.Domain
 		// The JetStream engine serves the global account only.

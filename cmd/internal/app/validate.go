@@ -50,6 +50,7 @@ func (c *Config) Validate() error {
 	}
 	v.jetStream()
 	v.leafNodes()
+	v.uplinks()
 	if len(v.problems) == 0 {
 		v.authPackage()
 	}

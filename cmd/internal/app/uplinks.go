@@ -1,0 +1,266 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/leafbox/leafbox/core/server"
+	"github.com/leafbox/leafbox/core/subject"
+	"github.com/leafbox/leafbox/leaf"
+	"github.com/leafbox/leafbox/leaf/outbox"
+	"github.com/leafbox/leafbox/store"
+	"github.com/leafbox/leafbox/store/filestore"
+	"github.com/leafbox/leafbox/store/vfs"
+)
+
+// flushTimeout bounds the round trip that tells an uplink the hub has its
+// reply interest.
+const flushTimeout = 5 * time.Second
+
+// uplinks checks the uplinks block.
+func (v *validator) uplinks() {
+	c := v.c
+	if len(c.Uplinks) == 0 {
+		return
+	}
+	if c.LeafNodes == nil || len(c.LeafNodes.Remotes) == 0 {
+		v.errf("uplinks", "need a leafnodes remote to forward over")
+	}
+	if c.stateDir == "" {
+		v.errf("uplinks", "no directory for the outboxes: set jetstream.store_dir or $STATE_DIRECTORY")
+	}
+	names := map[string]bool{}
+	for i, u := range c.Uplinks {
+		path := fmt.Sprintf("uplinks[%d]", i)
+		switch {
+		case u.Name == "":
+			v.errf(path+".name", "is required")
+		case strings.ContainsAny(u.Name, " \t\r\n.*>/\\"):
+			v.errf(path+".name", "%q must not contain whitespace, '.', '*', '>' or slashes", u.Name)
+		case names[u.Name]:
+			v.errf(path+".name", "%q is used twice", u.Name)
+		}
+		names[u.Name] = true
+		if len(u.Subjects) == 0 {
+			v.errf(path+".subjects", "needs at least one subject")
+		}
+		for j, s := range u.Subjects {
+			at := fmt.Sprintf("%s.subjects[%d]", path, j)
+			if !v.c.index.has(at) {
+				at = path + ".subjects"
+			}
+			if !subject.Valid(s) {
+				v.errf(at, "invalid subject %q", s)
+			}
+		}
+		p := u.HubSubjectPrefix
+		if p == "" || !strings.HasSuffix(p, ".") || !subject.ValidLiteral(p+"x") {
+			v.errf(path+".hub_subject_prefix", "%q must be one or more literal tokens ending in '.', such as \"site1.\"", p)
+		} else {
+			// A hub subject that an uplink captures would be captured again.
+			for _, s := range u.Subjects {
+				for _, other := range c.Uplinks {
+					for _, cs := range other.Subjects {
+						if subject.Valid(s) && subject.Valid(cs) && subject.Overlap(p+s, cs) {
+							v.errf(path+".hub_subject_prefix", "hub subject %q overlaps captured subject %q", p+s, cs)
+						}
+					}
+				}
+			}
+		}
+		if strings.ContainsAny(u.Stream, " \t\r\n.*>") {
+			v.errf(path+".stream", "%q is not a stream name", u.Stream)
+		}
+		if u.MaxBytes < 0 {
+			v.errf(path+".max_bytes", "must not be negative")
+		}
+		if u.MaxMsgs < 0 {
+			v.errf(path+".max_msgs", "must not be negative")
+		}
+		if u.MaxAge < 0 {
+			v.errf(path+".max_age", "must not be negative")
+		}
+		if _, ok := discardPolicy(u.Discard); !ok {
+			v.errf(path+".discard", "%q is not old or new", u.Discard)
+		}
+	}
+}
+
+// discardPolicy maps an uplink's discard setting to the store's.
+func discardPolicy(s string) (store.DiscardPolicy, bool) {
+	switch strings.ToLower(s) {
+	case "", "old":
+		return store.DiscardOld, true
+	case "new":
+		return store.DiscardNew, true
+	}
+	return 0, false
+}
+
+// outboxDir is where uplink u keeps its outbox.
+func (c *Config) outboxDir(u *UplinkConfig) string {
+	return filepath.Join(c.stateDir, "outbox", u.Name)
+}
+
+// forwarder is one running uplink: its outbox stream, the in-process
+// connection that captures and forwards, and the outbox over them.
+type forwarder struct {
+	name   string
+	link   *leaf.Link
+	conn   *server.Conn
+	stream *filestore.Stream
+	ob     *outbox.Outbox
+}
+
+// UplinkStatus is an uplink's counters with the state of its link.
+type UplinkStatus struct {
+	outbox.Status
+	// LinkState is the state of the leafnode link it forwards over.
+	LinkState string
+}
+
+// startForwarders opens every uplink's outbox, subscribes its captured
+// subjects and its reply inbox, and starts forwarding over the link of
+// the first leafnode remote. On error it stops what it started. It runs
+// before the links start, so the reply interest is announced with the
+// link's first connection.
+func startForwarders(cfg *Config, srv *server.Server, link *leaf.Link, log *slog.Logger) ([]*forwarder, error) {
+	if len(cfg.Uplinks) == 0 {
+		return nil, nil
+	}
+	account := cfg.LeafNodes.Remotes[0].Account
+	var out []*forwarder
+	for i := range cfg.Uplinks {
+		f, err := startForwarder(cfg, &cfg.Uplinks[i], srv, account, link, log)
+		if err != nil {
+			stopForwarders(out, log)
+			return nil, fmt.Errorf("uplinks[%d]: %w", i, err)
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+func startForwarder(cfg *Config, u *UplinkConfig, srv *server.Server, account string, link *leaf.Link, log *slog.Logger) (*forwarder, error) {
+	discard, _ := discardPolicy(u.Discard) // Validate checked it
+	stream, err := filestore.Open(vfs.OS, cfg.outboxDir(u), filestore.Config{
+		Config: store.Config{
+			Name:     u.Name,
+			MaxMsgs:  u.MaxMsgs,
+			MaxBytes: int64(u.MaxBytes),
+			MaxAge:   time.Duration(u.MaxAge),
+			Discard:  discard,
+		},
+		// 0: Store returns after fsync (group commit), so a publisher's
+		// PONG means the message is durable.
+		SyncInterval: 0,
+	})
+	if err != nil {
+		return nil, err
+	}
+	conn := srv.InProcess(account)
+	conn.SetNoEcho() // the forwarder's publishes never reach its own captures
+	f := &forwarder{name: u.Name, link: link, conn: conn, stream: stream}
+	flog := log.With("subsystem", "uplink", "uplink", u.Name)
+	f.ob, err = outbox.New(stream, linkHub{link: link, conn: conn}, outbox.Config{
+		Name:       u.Name,
+		ServerName: srv.Name(),
+		HubPrefix:  u.HubSubjectPrefix,
+		Stream:     u.Stream,
+		Logger:     flog,
+	})
+	if err == nil {
+		_, err = conn.Subscribe(f.ob.InboxPrefix()+">", "", func(m server.Msg) {
+			f.ob.HandleReply(string(m.Subject), m.Data)
+		})
+	}
+	for _, s := range u.Subjects {
+		if err != nil {
+			break
+		}
+		// Runs on the publisher's read goroutine: its next PONG follows
+		// the fsync.
+		_, err = conn.Subscribe(s, "", func(m server.Msg) {
+			_ = f.ob.Capture(string(m.Subject), m.Header, m.Data)
+		})
+	}
+	if err == nil {
+		err = f.ob.Start(context.Background())
+	}
+	if err != nil {
+		f.stop(flog)
+		return nil, err
+	}
+	st := f.ob.Status()
+	flog.Info("uplink started", "dir", cfg.outboxDir(u), "subjects", []string(u.Subjects),
+		"hub_prefix", u.HubSubjectPrefix, "backlog_msgs", st.BacklogMsgs, "backlog_bytes", st.BacklogBytes)
+	return f, nil
+}
+
+// stop stops forwarding and capturing and closes the outbox stream. Run it
+// after the broker's clients are gone, so that no accepted message misses
+// the outbox.
+func (f *forwarder) stop(log *slog.Logger) error {
+	if f.ob != nil {
+		_ = f.ob.Close()
+		st := f.ob.Status()
+		log.Info("uplink stopped", "captured", st.Captured, "stored", st.Stored, "forwarded", st.Forwarded,
+			"acked", st.Acked, "dropped", st.Dropped, "backlog_msgs", st.BacklogMsgs, "retries", st.Retries)
+	}
+	f.conn.Close()
+	return f.stream.Close()
+}
+
+// stopForwarders stops fs and returns the first error.
+func stopForwarders(fs []*forwarder, log *slog.Logger) error {
+	var errs []error
+	for _, f := range fs {
+		if err := f.stop(log.With("subsystem", "uplink", "uplink", f.name)); err != nil {
+			errs = append(errs, fmt.Errorf("uplink %s: %w", f.name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// status returns the forwarder's counters with its link's state.
+func (f *forwarder) status() UplinkStatus {
+	return UplinkStatus{Status: f.ob.Status(), LinkState: f.link.Status().State.String()}
+}
+
+// errNoInterest means nothing in the broker took a forwarded message: the
+// link has not learned the hub's interest in its subject.
+var errNoInterest = errors.New("no interest in the hub subject")
+
+// linkHub is the path toward the hub an outbox uses: publishes through the
+// broker reach the link's forwarding subscriptions for the hub's
+// interest, and the reply inbox, subscribed on the same connection, is
+// local interest the link announces to the hub.
+type linkHub struct {
+	link *leaf.Link
+	conn *server.Conn
+}
+
+// WaitReady implements outbox.Hub: the link is registered, and a PING
+// round trip made sure the hub holds the reply interest and the link has
+// the hub's interest.
+func (h linkHub) WaitReady(ctx context.Context) error {
+	if err := h.link.WaitConnected(ctx); err != nil {
+		return err
+	}
+	fctx, cancel := context.WithTimeout(ctx, flushTimeout)
+	defer cancel()
+	return h.link.Flush(fctx)
+}
+
+// Publish implements outbox.Hub.
+func (h linkHub) Publish(subj, reply string, hdr, data []byte) error {
+	if h.conn.Publish(subj, reply, hdr, data) == 0 {
+		return fmt.Errorf("%w %q", errNoInterest, subj)
+	}
+	return nil
+}

@@ -1,0 +1,183 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/leafbox/leafbox/leaf/leaftest"
+)
+
+func TestValidateUplinks(t *testing.T) {
+	const remote = "leafnodes: {remotes: [{url: 'nats://127.0.0.1:1'}]}\n"
+	c := mustValidate(t, remote+"uplinks: [{name: tel, subjects: [telemetry.>], hub_subject_prefix: site1., max_msgs: 10, discard: new}]\n")
+	if got := c.leafConfig(&c.LeafNodes.Remotes[0]).DenyExports; len(got) != 1 || got[0] != "telemetry.>" {
+		t.Fatalf("captured subjects not denied to plain routing: %q", got)
+	}
+	requireEqual(t, c.outboxDir(&c.Uplinks[0]), "/home/test/.local/state/leafbox/outbox/tel")
+
+	_, err := Parse([]byte("uplinks:\n  - name: a\n    subjects: [x.>]\n    bogus: 1\n"))
+	requireErrorContains(t, err, `line 4: uplinks[0].bogus: unknown key "bogus"`)
+	err = validateErr(t, "uplinks:\n  - name: a.b\n    subjects: [x.>]\n    hub_subject_prefix: ''\n    discard: sometimes\n")
+	requireErrorContains(t, err, "need a leafnodes remote", "line 2: uplinks[0].name", "hub_subject_prefix", "discard")
+	err = validateErr(t, remote+"uplinks: [{name: a, subjects: ['>'], hub_subject_prefix: s.}]\n")
+	requireErrorContains(t, err, `hub subject "s.>" overlaps captured subject ">"`)
+}
+
+// TestUplinkStoreAndForward runs a gateway App with an uplink toward a real
+// nats-server hub with JetStream. Messages published while the hub is down
+// are accepted (durable once the publisher's PING is answered), delivered
+// to local subscribers live, and reach the hub stream after it comes back:
+// each exactly once, in order, and never through plain interest routing.
+func TestUplinkStoreAndForward(t *testing.T) {
+	const n = 500
+	hub := leaftest.StartHub(t, leaftest.HubOptions{
+		Name:   "hub-js",
+		Config: fmt.Sprintf("jetstream { store_dir: %q, domain: hub }", t.TempDir()),
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 4*testTimeout)
+	defer cancel()
+	hc := natsConnect(t, hub.ClientURL())
+	js, err := jetstream.New(hc)
+	requireNoError(t, err)
+	_, err = js.CreateStream(ctx, jetstream.StreamConfig{Name: "SITE", Subjects: []string{"site1.>"}, Duplicates: 10 * time.Minute})
+	requireNoError(t, err)
+	hc.Close()
+	hub.Kill()
+
+	c := mustParse(t, "http_port: 0\nserver_name: gw1\n"+
+		"leafnodes: {remotes: [{url: '"+hub.LeafURL()+"'}]}\n"+
+		"uplinks: [{name: tel, subjects: [telemetry.>], hub_subject_prefix: site1., stream: SITE}]\n")
+	Overrides{Host: ptr("127.0.0.1"), Port: ptr(-1)}.Apply(c)
+	c.SetDefaults(Env{StateDirectory: t.TempDir()})
+	requireNoError(t, c.Validate())
+	start := func() *App {
+		t.Helper()
+		a, err := Build(c, Flags{})
+		requireNoError(t, err)
+		requireNoError(t, a.Start())
+		t.Cleanup(func() {
+			sctx, scancel := context.WithTimeout(context.Background(), testTimeout)
+			defer scancel()
+			requireNoError(t, a.Shutdown(sctx)) // again: harmless
+		})
+		return a
+	}
+	a := start()
+
+	gw := natsConnect(t, "nats://"+a.Addr().String())
+	local, err := gw.SubscribeSync("telemetry.>")
+	requireNoError(t, err)
+	requireNoError(t, gw.Flush())
+	publish := func(from, to int) {
+		t.Helper()
+		gw := natsConnect(t, "nats://"+a.Addr().String())
+		defer gw.Close()
+		for i := from; i < to; i++ {
+			requireNoError(t, gw.Publish("telemetry.t"+strconv.Itoa(i%7), []byte(strconv.Itoa(i))))
+		}
+		requireNoError(t, gw.Flush()) // PONG: every message is in the outbox
+	}
+	publish(0, n)
+	if st := a.UplinkStatus()[0]; st.BacklogMsgs != n || st.Stored != n || st.Acked != 0 || st.LinkState == "connected" {
+		t.Fatalf("with the hub down: %+v", st)
+	}
+	for i := range n { // local subscribers got every message live
+		if m := nextMsg(t, local); string(m.Data) != strconv.Itoa(i) {
+			t.Fatalf("local subscriber got %q, want %d", m.Data, i)
+		}
+	}
+
+	hub.Restart()
+	hc = natsConnect(t, hub.ClientURL())
+	plain, err := hc.SubscribeSync("telemetry.>") // plain routing would feed it
+	requireNoError(t, err)
+	requireNoError(t, hc.Flush())
+	js, err = jetstream.New(hc)
+	requireNoError(t, err)
+	stream, err := js.Stream(ctx, "SITE")
+	requireNoError(t, err)
+
+	waitStream := func(want uint64) {
+		t.Helper()
+		for {
+			info, err := stream.Info(ctx)
+			requireNoError(t, err)
+			if info.State.Msgs == want {
+				return
+			}
+			if info.State.Msgs > want {
+				t.Fatalf("hub stream holds %d messages, want %d", info.State.Msgs, want)
+			}
+			select {
+			case <-ctx.Done():
+				t.Fatalf("hub stream holds %d messages, want %d; uplink %+v", info.State.Msgs, want, a.UplinkStatus()[0])
+			case <-time.After(20 * time.Millisecond): // poll interval
+			}
+		}
+	}
+	waitStream(n)
+
+	// Live traffic while connected takes the same path.
+	link := a.uplinks[0].link
+	requireNoError(t, link.WaitConnected(ctx))
+	publish(n, n+100)
+	waitStream(n + 100)
+	requireNoError(t, link.Flush(ctx))
+	requireNoError(t, hc.Flush())
+	if got, _, _ := plain.Pending(); got != 0 {
+		t.Fatalf("%d captured messages reached the hub by plain routing", got)
+	}
+
+	// A gateway restart with a backlog: the new process resumes from its
+	// outbox.
+	hub.Kill()
+	publish(n+100, n+300)
+	sctx, scancel := context.WithTimeout(ctx, testTimeout)
+	requireNoError(t, a.Shutdown(sctx))
+	scancel()
+	a = start()
+	// The 200 new messages, and any earlier ones whose PubAck had not
+	// come back before the hub went down: the hub stored those already,
+	// and its duplicate window drops their second copy.
+	backlog := a.UplinkStatus()[0].BacklogMsgs
+	t.Logf("outbox backlog after restart: %d", backlog)
+	if backlog < 200 || backlog > 300 {
+		t.Fatalf("after restart the outbox holds %d, want 200 to 300", backlog)
+	}
+	hub.Restart()
+	hc = natsConnect(t, hub.ClientURL())
+	js, err = jetstream.New(hc)
+	requireNoError(t, err)
+	stream, err = js.Stream(ctx, "SITE")
+	requireNoError(t, err)
+	waitStream(n + 300)
+
+	// Exactly once and in order: hub sequence i+1 holds message i.
+	for i := range n + 300 {
+		m, err := stream.GetMsg(ctx, uint64(i+1))
+		requireNoError(t, err)
+		if string(m.Data) != strconv.Itoa(i) || m.Subject != "site1.telemetry.t"+strconv.Itoa(i%7) {
+			t.Fatalf("hub seq %d: %q %q, want message %d", i+1, m.Subject, m.Data, i)
+		}
+		if id := m.Header.Get(nats.MsgIdHdr); id != "gw1.tel."+strconv.Itoa(i+1) {
+			t.Fatalf("hub seq %d: Nats-Msg-Id %q", i+1, id)
+		}
+	}
+	var st UplinkStatus
+	for st = a.UplinkStatus()[0]; st.BacklogMsgs != 0 || st.Acked != backlog; st = a.UplinkStatus()[0] {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("outbox not drained: %+v", st)
+		case <-time.After(10 * time.Millisecond): // poll interval
+		}
+	}
+	if len(st.Dropped) != 0 || st.WrongStream != 0 {
+		t.Fatalf("uplink status %+v", st)
+	}
+}

@@ -1,0 +1,596 @@
+package outbox
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	mathrand "math/rand/v2"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/leafbox/leafbox/store"
+)
+
+// Defaults applied to zero Config fields.
+const (
+	// DefaultWindow is how many messages may await their PubAck at once.
+	DefaultWindow = 256
+	// DefaultAckTimeout is how long the forwarder waits for the PubAck of
+	// the oldest message in flight before it starts the round again.
+	DefaultAckTimeout = 5 * time.Second
+	// DefaultRetryMin and DefaultRetryMax bound the exponential backoff
+	// between rounds.
+	DefaultRetryMin = 100 * time.Millisecond
+	DefaultRetryMax = 10 * time.Second
+)
+
+// Header names the forwarder sets.
+const (
+	HeaderMsgID          = "Nats-Msg-Id"
+	HeaderExpectedStream = "Nats-Expected-Stream"
+)
+
+// Drop reasons reported in Status.Dropped.
+const (
+	DropLimits     = "limits"      // evicted by the stream's limits (discard old, max age)
+	DropRejected   = "rejected"    // refused by a full stream under discard new
+	DropStoreError = "store_error" // the store failed
+)
+
+// Errors the forwarder records in Status.LastError.
+var (
+	// ErrAckTimeout means a PubAck did not arrive within AckTimeout.
+	ErrAckTimeout = errors.New("outbox: PubAck timeout")
+	// ErrWrongStream means the hub stored a message in another stream
+	// than Config.Stream.
+	ErrWrongStream = errors.New("outbox: PubAck from an unexpected stream")
+	// ErrClosed is returned by Start after Close.
+	ErrClosed = errors.New("outbox: closed")
+)
+
+// Hub is the path toward the hub, as the forwarder sees it.
+type Hub interface {
+	// WaitReady blocks until a message published now can reach the hub
+	// (the link is up and the hub's interest is known), or ctx ends.
+	WaitReady(ctx context.Context) error
+	// Publish sends one message toward the hub with reply as its reply
+	// subject, where the hub's PubAck must reach HandleReply. It returns
+	// an error when the message cannot be sent now. The slices are
+	// borrowed for the call.
+	Publish(subject, reply string, hdr, data []byte) error
+}
+
+// Config configures an Outbox.
+type Config struct {
+	// Name is the uplink's name; with ServerName it makes Nats-Msg-Id
+	// unique per gateway and uplink. It must not hold blanks or dots.
+	Name string
+	// ServerName identifies the gateway in Nats-Msg-Id.
+	ServerName string
+	// HubPrefix is prepended to a captured message's subject toward the
+	// hub ("site1." turns "telemetry.t1" into "site1.telemetry.t1").
+	HubPrefix string
+	// Stream is the hub stream expected to store the messages ("" accepts
+	// any). It is sent as Nats-Expected-Stream and checked in PubAcks.
+	Stream string
+	// Window bounds the messages in flight (DefaultWindow when 0).
+	Window int
+	// AckTimeout bounds the wait for a PubAck (DefaultAckTimeout when 0).
+	AckTimeout time.Duration
+	// RetryMin and RetryMax bound the backoff between rounds.
+	RetryMin, RetryMax time.Duration
+	// Logger receives the forwarder's logs; nil discards them.
+	Logger *slog.Logger
+}
+
+// State is what the forwarder is doing.
+type State string
+
+// Forwarder states.
+const (
+	StateIdle       State = "idle"       // not started
+	StateWaiting    State = "waiting"    // waiting for the hub
+	StateForwarding State = "forwarding" // connected: sending and awaiting acks
+	StateBackoff    State = "backoff"    // a round failed; waiting to retry
+	StateClosed     State = "closed"
+)
+
+// Status is a snapshot of an Outbox's counters, for logs and monitoring.
+type Status struct {
+	Name  string
+	State State
+	// Captured counts Capture calls; Stored those the stream accepted.
+	Captured, Stored uint64
+	// Forwarded counts publishes toward the hub, retries included; Acked
+	// the messages removed after their PubAck.
+	Forwarded, Acked uint64
+	// Dropped counts lost messages by reason (DropLimits, DropRejected,
+	// DropStoreError); a reason is listed only when non-zero.
+	Dropped map[string]uint64
+	// Retries counts failed rounds; WrongStream PubAcks from an
+	// unexpected stream.
+	Retries, WrongStream uint64
+	// InFlight is the number of messages awaiting a PubAck.
+	InFlight int
+	// BacklogMsgs and BacklogBytes describe the stream; OldestAge is the
+	// age of its first message (0 when empty).
+	BacklogMsgs, BacklogBytes uint64
+	OldestAge                 time.Duration
+	// LastError is the last failure, and LastErrorAt its time.
+	LastError   string
+	LastErrorAt time.Time
+}
+
+// Outbox captures messages into a stream and forwards them to a hub. It
+// is safe for concurrent use; build it with New.
+type Outbox struct {
+	cfg    Config
+	stream store.Stream
+	hub    Hub
+	log    *slog.Logger
+	inbox  string // reply prefix, ending in '.'
+	idBase string // "<server>.<name>."
+	base   uint64 // messages in the stream at New
+
+	captured, stored, forwarded, acked atomic.Uint64
+	rejected, storeErrors              atomic.Uint64
+	retries, wrongStream               atomic.Uint64
+	inFlight                           atomic.Int64
+	rounds                             uint64 // the forwarder's current round; only it uses it
+
+	newMsg  chan struct{} // signalled by Capture
+	ackSig  chan struct{} // signalled by HandleReply
+	ackMu   sync.Mutex
+	ackList []reply // replies not yet processed
+
+	mu        sync.Mutex
+	state     State
+	lastErr   string
+	lastErrAt time.Time
+	started   bool
+	closed    bool
+	cancel    context.CancelFunc
+	done      chan struct{}
+}
+
+// reply is a PubAck received for a sequence in a round.
+type reply struct {
+	round, seq uint64
+	data       []byte
+}
+
+// New returns an Outbox over stream, which must be empty or hold an
+// earlier Outbox's messages; the caller closes it after Close. It forwards
+// once started.
+func New(stream store.Stream, hub Hub, cfg Config) (*Outbox, error) {
+	if stream == nil || hub == nil {
+		return nil, errors.New("outbox: stream and hub are required")
+	}
+	if cfg.Name == "" || strings.ContainsAny(cfg.Name, " \t\r\n.*>") {
+		return nil, fmt.Errorf("outbox: invalid name %q", cfg.Name)
+	}
+	if strings.ContainsAny(cfg.ServerName, " \t\r\n") {
+		return nil, fmt.Errorf("outbox: invalid server name %q", cfg.ServerName)
+	}
+	if cfg.Window <= 0 {
+		cfg.Window = DefaultWindow
+	}
+	if cfg.AckTimeout <= 0 {
+		cfg.AckTimeout = DefaultAckTimeout
+	}
+	if cfg.RetryMin <= 0 {
+		cfg.RetryMin = DefaultRetryMin
+	}
+	if cfg.RetryMax < cfg.RetryMin {
+		cfg.RetryMax = max(DefaultRetryMax, cfg.RetryMin)
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	var rnd [8]byte
+	_, _ = rand.Read(rnd[:])
+	server := cfg.ServerName
+	if server == "" {
+		server = "leafbox"
+	}
+	return &Outbox{
+		cfg:    cfg,
+		stream: stream,
+		hub:    hub,
+		log:    log,
+		inbox:  "_INBOX.OB." + hex.EncodeToString(rnd[:]) + ".",
+		idBase: server + "." + cfg.Name + ".",
+		base:   stream.State().Msgs,
+		state:  StateIdle,
+		newMsg: make(chan struct{}, 1),
+		ackSig: make(chan struct{}, 1),
+		done:   make(chan struct{}),
+	}, nil
+}
+
+// InboxPrefix is the prefix of every reply subject the forwarder uses,
+// ending in '.'. The caller subscribes InboxPrefix()+">" where the hub's
+// replies arrive and passes them to HandleReply.
+func (o *Outbox) InboxPrefix() string { return o.inbox }
+
+// HubSubject returns the subject a captured message is sent to the hub
+// on.
+func (o *Outbox) HubSubject(subject string) string { return o.cfg.HubPrefix + subject }
+
+// Capture stores a message (copying the slices) and returns once the
+// stream holds it, durably when the stream syncs before returning. A
+// message the stream refuses is counted as dropped and the error
+// returned.
+func (o *Outbox) Capture(subject string, hdr, data []byte) error {
+	o.captured.Add(1)
+	_, _, err := o.stream.Store(subject, hdr, data, 0)
+	if err != nil {
+		if errors.Is(err, store.ErrMaxMsgs) || errors.Is(err, store.ErrMaxBytes) || errors.Is(err, store.ErrStoreFull) {
+			o.rejected.Add(1)
+		} else {
+			o.storeErrors.Add(1)
+		}
+		o.setError(fmt.Errorf("outbox: capture %s: %w", subject, err))
+		return err
+	}
+	o.stored.Add(1)
+	signal(o.newMsg)
+	return nil
+}
+
+// HandleReply takes a message received on InboxPrefix()+">". It never
+// blocks; the forwarder processes it.
+func (o *Outbox) HandleReply(subject string, data []byte) {
+	tail, ok := strings.CutPrefix(subject, o.inbox)
+	if !ok {
+		return
+	}
+	roundText, seqText, ok := strings.Cut(tail, ".")
+	if !ok {
+		return
+	}
+	round, err1 := strconv.ParseUint(roundText, 10, 64)
+	seq, err2 := strconv.ParseUint(seqText, 10, 64)
+	if err1 != nil || err2 != nil {
+		return
+	}
+	o.ackMu.Lock()
+	o.ackList = append(o.ackList, reply{round: round, seq: seq, data: append([]byte(nil), data...)})
+	o.ackMu.Unlock()
+	signal(o.ackSig)
+}
+
+// signal wakes a waiter on ch without blocking.
+func signal(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+// Start launches the forwarder; it returns at once. Cancelling ctx stops
+// it as Close does, except that Close also waits.
+func (o *Outbox) Start(ctx context.Context) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.closed {
+		return ErrClosed
+	}
+	if o.started {
+		return nil
+	}
+	o.started = true
+	ctx, o.cancel = context.WithCancel(ctx)
+	o.state = StateWaiting
+	go o.run(ctx)
+	return nil
+}
+
+// Close stops the forwarder and waits for it. It does not close the
+// stream. Calling it again does nothing.
+func (o *Outbox) Close() error {
+	o.mu.Lock()
+	if o.closed {
+		o.mu.Unlock()
+		return nil
+	}
+	o.closed = true
+	started := o.started
+	if o.cancel != nil {
+		o.cancel()
+	}
+	o.state = StateClosed
+	o.mu.Unlock()
+	if started {
+		<-o.done
+	}
+	return nil
+}
+
+// Status returns a snapshot of the counters.
+func (o *Outbox) Status() Status {
+	st := o.stream.State()
+	acked := o.acked.Load()
+	s := Status{
+		Name:         o.cfg.Name,
+		Captured:     o.captured.Load(),
+		Stored:       o.stored.Load(),
+		Forwarded:    o.forwarded.Load(),
+		Acked:        acked,
+		Retries:      o.retries.Load(),
+		WrongStream:  o.wrongStream.Load(),
+		InFlight:     int(o.inFlight.Load()),
+		BacklogMsgs:  st.Msgs,
+		BacklogBytes: st.Bytes,
+		Dropped:      map[string]uint64{},
+	}
+	if st.Msgs > 0 && !st.FirstTime.IsZero() {
+		s.OldestAge = max(time.Since(st.FirstTime), 0)
+	}
+	// What entered the stream and did not leave through an ack was
+	// evicted by its limits. A Store that returned but is not counted
+	// yet can make the difference negative for a moment.
+	if in, out := o.base+s.Stored, acked+st.Msgs; in > out {
+		s.Dropped[DropLimits] = in - out
+	}
+	if n := o.rejected.Load(); n > 0 {
+		s.Dropped[DropRejected] = n
+	}
+	if n := o.storeErrors.Load(); n > 0 {
+		s.Dropped[DropStoreError] = n
+	}
+	o.mu.Lock()
+	s.State, s.LastError, s.LastErrorAt = o.state, o.lastErr, o.lastErrAt
+	o.mu.Unlock()
+	return s
+}
+
+func (o *Outbox) setState(st State) {
+	o.mu.Lock()
+	if o.state != StateClosed {
+		o.state = st
+	}
+	o.mu.Unlock()
+}
+
+func (o *Outbox) setError(err error) {
+	o.mu.Lock()
+	o.lastErr, o.lastErrAt = err.Error(), time.Now()
+	o.mu.Unlock()
+}
+
+// run forwards rounds until ctx ends, backing off after each failure.
+func (o *Outbox) run(ctx context.Context) {
+	defer close(o.done)
+	failures := 0
+	for {
+		o.setState(StateWaiting)
+		if err := o.hub.WaitReady(ctx); err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			o.setError(err)
+		} else {
+			o.setState(StateForwarding)
+			progress, err := o.round(ctx)
+			o.inFlight.Store(0)
+			if ctx.Err() != nil {
+				return
+			}
+			o.retries.Add(1)
+			o.setError(err)
+			if progress {
+				failures = 0
+			}
+			o.log.Warn("uplink round failed; retrying", "uplink", o.cfg.Name, "error", err)
+		}
+		d := o.backoff(failures)
+		failures++
+		o.setState(StateBackoff)
+		t := time.NewTimer(d)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// backoff returns the wait after n consecutive failures: RetryMin·2^n,
+// capped at RetryMax, the upper half of it randomised.
+func (o *Outbox) backoff(n int) time.Duration {
+	d := o.cfg.RetryMax
+	if n < 30 {
+		d = min(o.cfg.RetryMin<<n, o.cfg.RetryMax)
+	}
+	return d/2 + time.Duration(mathrand.Int64N(int64(d/2)+1))
+}
+
+// inflight is one message awaiting its PubAck.
+type inflight struct {
+	seq      uint64
+	deadline time.Time
+}
+
+// round forwards from the stream's first message until something fails
+// or ctx ends, and reports whether any message was acknowledged.
+func (o *Outbox) round(ctx context.Context) (progress bool, err error) {
+	o.rounds++
+	prefix := o.inbox + strconv.FormatUint(o.rounds, 10) + "."
+	pending := map[uint64]struct{}{}
+	var order []inflight // sent, in sequence order; acked entries are skipped lazily
+	next := o.stream.State().FirstSeq
+	var sm store.Msg
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		for len(pending) < o.cfg.Window {
+			m, err := o.stream.LoadNext("", next, &sm)
+			if errors.Is(err, store.ErrNotFound) {
+				break
+			}
+			if err != nil {
+				return progress, fmt.Errorf("outbox: load: %w", err)
+			}
+			next = m.Seq + 1
+			hdr := o.header(m.Header, m.Seq)
+			if err := o.hub.Publish(o.HubSubject(m.Subject), prefix+strconv.FormatUint(m.Seq, 10), hdr, m.Data); err != nil {
+				return progress, fmt.Errorf("outbox: publish: %w", err)
+			}
+			o.forwarded.Add(1)
+			pending[m.Seq] = struct{}{}
+			order = append(order, inflight{seq: m.Seq, deadline: time.Now().Add(o.cfg.AckTimeout)})
+			o.inFlight.Store(int64(len(pending)))
+		}
+		for len(order) > 0 {
+			if _, ok := pending[order[0].seq]; ok {
+				break
+			}
+			order = order[1:]
+		}
+		var timeout <-chan time.Time
+		if len(order) > 0 {
+			timer.Reset(time.Until(order[0].deadline))
+			timeout = timer.C
+		}
+		select {
+		case <-ctx.Done():
+			return progress, ctx.Err()
+		case <-o.newMsg:
+		case <-o.ackSig:
+			n, err := o.processReplies(pending)
+			o.inFlight.Store(int64(len(pending)))
+			if n > 0 {
+				progress = true
+			}
+			if err != nil {
+				return progress, err
+			}
+		case <-timeout:
+			return progress, fmt.Errorf("%w: sequence %d after %v", ErrAckTimeout, order[0].seq, o.cfg.AckTimeout)
+		}
+	}
+}
+
+// pubAck is the hub's answer to a JetStream publish.
+type pubAck struct {
+	Stream    string `json:"stream"`
+	Seq       uint64 `json:"seq"`
+	Duplicate bool   `json:"duplicate"`
+	Error     *struct {
+		Code        int    `json:"code"`
+		ErrCode     int    `json:"err_code"`
+		Description string `json:"description"`
+	} `json:"error"`
+}
+
+// processReplies applies the PubAcks received so far: each success removes
+// its message, also one answering an earlier round (the hub stored it).
+// It returns how many messages it removed and the first failure of the
+// current round, after applying every success.
+func (o *Outbox) processReplies(pending map[uint64]struct{}) (int, error) {
+	o.ackMu.Lock()
+	list := o.ackList
+	o.ackList = nil
+	o.ackMu.Unlock()
+	removed := 0
+	var first error
+	var current bool
+	fail := func(err error) {
+		if current && first == nil {
+			first = err
+		}
+	}
+	for _, r := range list {
+		current = r.round == o.rounds
+		var ack pubAck
+		if err := json.Unmarshal(r.data, &ack); err != nil {
+			fail(fmt.Errorf("outbox: sequence %d: invalid PubAck %q", r.seq, truncate(r.data)))
+			continue
+		}
+		switch {
+		case ack.Error != nil:
+			fail(fmt.Errorf("outbox: sequence %d: hub error %d (%d): %s", r.seq, ack.Error.Code, ack.Error.ErrCode, ack.Error.Description))
+			continue
+		case ack.Stream == "":
+			fail(fmt.Errorf("outbox: sequence %d: invalid PubAck %q", r.seq, truncate(r.data)))
+			continue
+		case o.cfg.Stream != "" && ack.Stream != o.cfg.Stream:
+			o.wrongStream.Add(1)
+			o.log.Error("uplink PubAck from an unexpected stream; message kept", "uplink", o.cfg.Name,
+				"seq", r.seq, "stream", ack.Stream, "want", o.cfg.Stream)
+			fail(fmt.Errorf("%w: sequence %d stored in %q, want %q", ErrWrongStream, r.seq, ack.Stream, o.cfg.Stream))
+			continue
+		}
+		delete(pending, r.seq)
+		ok, err := o.stream.Remove(r.seq, false)
+		if err != nil {
+			fail(fmt.Errorf("outbox: remove %d: %w", r.seq, err))
+			continue
+		}
+		if ok {
+			o.acked.Add(1)
+			removed++
+		}
+	}
+	return removed, first
+}
+
+// truncate shortens a payload for an error message.
+func truncate(b []byte) string {
+	if len(b) > 64 {
+		return string(b[:64]) + "…"
+	}
+	return string(b)
+}
+
+// header returns hdr with Nats-Msg-Id (unless the publisher set one) and,
+// when Config.Stream is set, Nats-Expected-Stream added.
+func (o *Outbox) header(hdr []byte, seq uint64) []byte {
+	id := o.idBase + strconv.FormatUint(seq, 10)
+	var add []byte
+	if !hasHeader(hdr, HeaderMsgID) {
+		add = append(add, HeaderMsgID+": "+id+"\r\n"...)
+	}
+	if o.cfg.Stream != "" && !hasHeader(hdr, HeaderExpectedStream) {
+		add = append(add, HeaderExpectedStream+": "+o.cfg.Stream+"\r\n"...)
+	}
+	return mergeHeader(hdr, add)
+}
+
+// mergeHeader appends the header lines add (each ending in CRLF) to the
+// NATS header block hdr, which may be nil.
+func mergeHeader(hdr, add []byte) []byte {
+	if len(add) == 0 {
+		return hdr
+	}
+	const end = "\r\n\r\n"
+	if len(hdr) == 0 || !strings.HasSuffix(string(hdr), end) {
+		out := append([]byte("NATS/1.0\r\n"), add...)
+		return append(out, "\r\n"...)
+	}
+	out := make([]byte, 0, len(hdr)+len(add))
+	out = append(out, hdr[:len(hdr)-2]...)
+	out = append(out, add...)
+	return append(out, "\r\n"...)
+}
+
+// hasHeader reports whether the header block hdr has a line for name
+// (case-insensitive).
+func hasHeader(hdr []byte, name string) bool {
+	for _, line := range strings.Split(string(hdr), "\r\n")[1:] {
+		if k, _, ok := strings.Cut(line, ":"); ok && strings.EqualFold(strings.TrimSpace(k), name) {
+			return true
+		}
+	}
+	return false
+}
