@@ -270,6 +270,8 @@ type block struct {
 	// delete (0, 0: none). While another block holds records in that
 	// span, this block must stay.
 	tombFirst, tombLast uint64
+	// tombBytes is the size of the block's tombstone records.
+	tombBytes int64
 	// gen counts in-place changes (erase), so background rewrites can
 	// notice that the file changed under them.
 	gen uint64
@@ -391,8 +393,10 @@ func (b *block) deleteAt(i int) {
 	}
 }
 
-// addTombstone notes that the block holds a tombstone for first..last.
+// addTombstone notes that the block holds a tombstone record for
+// first..last.
 func (b *block) addTombstone(first, last uint64) {
+	b.tombBytes += recordOverhead
 	if b.tombFirst == 0 || first < b.tombFirst {
 		b.tombFirst = first
 	}

@@ -1,6 +1,7 @@
 package filestore
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -100,16 +101,15 @@ func (s *Stream) Checkpoint() error {
 }
 
 // wantsCompaction reports whether rewriting sealed block b would reclaim
-// enough: two thirds of it dead and at least min(64 KiB, BlockSize/2), or
-// nothing left but tombstones.
+// enough: two thirds of it dead messages and at least min(64 KiB,
+// BlockSize/2), or, for a block kept only for its tombstones, any dead
+// message at all. Tombstones do not count as dead: a rewrite keeps those
+// still needed, and the block goes once none is.
 func (s *Stream) wantsCompaction(b *block) bool {
-	if b.rawLen == 0 {
-		return false
-	}
 	liveRecords := int64(b.liveBytes) + int64(b.live)*sizeAdjust
-	dead := b.rawLen - liveRecords
+	dead := b.rawLen - b.tombBytes - liveRecords
 	if b.live == 0 {
-		return dead > 4*recordOverhead
+		return dead > 0
 	}
 	return dead*3 >= b.rawLen*2 && dead >= min(64<<10, s.cfg.BlockSize/2)
 }
@@ -119,19 +119,28 @@ func (s *Stream) has(b *block) bool {
 	return slices.Contains(s.blocks, b)
 }
 
-// indexSealed writes the index file of sealed block b.
+// indexSealed writes the index file of sealed block b. It reads and
+// writes without holding s.mu; a sealed block changes only by an erase
+// in place (b.gen) or a rewrite, which the caller's s.maintMu excludes.
 func (s *Stream) indexSealed(b *block) error {
 	s.mu.Lock()
-	if !s.has(b) || b.file == nil {
+	if !s.has(b) || b.file == nil || b.corruptHeader {
 		s.mu.Unlock()
 		return nil
 	}
-	gen, stamp := b.gen, b.hdr.stamp
-	err := s.writeBlockIndex(b)
-	if err == nil && (b.gen != gen || b.hdr.stamp != stamp) {
-		b.needIndex = true
-	}
+	gen, f, meta := b.gen, b.file, s.indexMetaOf(b)
 	s.mu.Unlock()
+	err := s.buildIndexFile(f, meta)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.has(b) {
+		// Removed meanwhile (its file closed under the read); an index
+		// file written anyway is an orphan the next Open removes.
+		return nil
+	}
+	if err == nil && b.gen == gen && b.hdr.stamp == meta.stamp {
+		b.needIndex = false
+	}
 	return err
 }
 
@@ -162,6 +171,11 @@ func (s *Stream) rewrite(b *block) error {
 
 	body := make([]byte, max(size-blockHeaderLen, 0))
 	if _, err := f.ReadAt(body, blockHeaderLen); err != nil && !errors.Is(err, io.EOF) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if !s.has(b) {
+			return nil // removed meanwhile, its file closed under the read
+		}
 		return fmt.Errorf("filestore: read block %d: %w", b.id, err)
 	}
 	var raw []byte
@@ -254,7 +268,7 @@ func (s *Stream) rewrite(b *block) error {
 	var lost []uint64
 	for _, e := range b.entries {
 		if _, ok := slices.BinarySearchFunc(sc.msgs, e.seq, func(m scannedMsg, seq uint64) int {
-			return cmpSeq(m.seq, seq)
+			return cmp.Compare(m.seq, seq)
 		}); e.live() && !ok {
 			lost = append(lost, e.seq)
 		}
@@ -277,7 +291,7 @@ func (s *Stream) rewrite(b *block) error {
 	if len(sc.msgs) > 0 {
 		b.minSeq = sc.msgs[0].seq
 	}
-	b.tombFirst, b.tombLast = 0, 0
+	b.tombFirst, b.tombLast, b.tombBytes = 0, 0, 0
 	for _, t := range sc.tombs {
 		b.addTombstone(t.first, t.last)
 	}
@@ -339,14 +353,4 @@ func forEachRecord(body []byte, compressed bool, fn func(r *record, rec []byte))
 	scanChunks(body, func(c chunkRef, raw []byte) {
 		scanRecords(raw, func(off int, r *record) { fn(r, raw[off:off+r.len()]) })
 	})
-}
-
-func cmpSeq(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }

@@ -137,7 +137,11 @@ func TestCrashConcurrentWriters(t *testing.T) {
 			}
 		}
 		storetest.CheckResume(t, acked, s, "resume")
-		if t.Failed() || !run.trig.Fired() {
+		if t.Failed() {
+			t.Fatalf("power cut at write %d", k)
+		}
+		if !run.trig.Fired() {
+			t.Logf("%d crash points", k/3)
 			return
 		}
 	}

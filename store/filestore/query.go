@@ -1,6 +1,8 @@
 package filestore
 
 import (
+	"errors"
+
 	"github.com/leafbox/leafbox/core/subject"
 	"github.com/leafbox/leafbox/store"
 )
@@ -60,7 +62,10 @@ func (s *Stream) matchingSubjects(filter string) []*subjectState {
 // LoadNext returns the first message with sequence ≥ start matching
 // filter; see store.Stream. A literal filter uses the per-subject index; a
 // wildcard filter first narrows the range with the matching subjects'
-// bounds, then scans.
+// bounds, then scans. A record that fails its checks is skipped like a
+// gap: Open trusts a valid index without reading the records it covers,
+// so damage there is found here, and one bad record must not hide the
+// messages after it.
 func (s *Stream) LoadNext(filter string, start uint64, sm *store.Msg) (*store.Msg, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -71,10 +76,14 @@ func (s *Stream) LoadNext(filter string, start uint64, sm *store.Msg) (*store.Ms
 	if s.msgs == 0 || start > s.lastSeq {
 		return nil, store.ErrNotFound
 	}
-	var hit *entry
-	var hitBlock *block
+	var msg *store.Msg
+	err := store.ErrNotFound
 	found := func(b *block, e *entry) bool {
-		hitBlock, hit = b, e
+		m, lerr := s.loadEntry(b, e, sm)
+		if errors.Is(lerr, store.ErrCorrupt) {
+			return true
+		}
+		msg, err = m, lerr
 		return false
 	}
 	switch classify(filter) {
@@ -113,10 +122,7 @@ func (s *Stream) LoadNext(filter string, start uint64, sm *store.Msg) (*store.Ms
 			return true
 		})
 	}
-	if hit == nil {
-		return nil, store.ErrNotFound
-	}
-	return s.loadEntry(hitBlock, hit, sm)
+	return msg, err
 }
 
 // LoadLast returns the newest message matching filter; see store.Stream.

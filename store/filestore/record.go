@@ -130,10 +130,15 @@ func parseRecordHeader(b []byte) (int, error) {
 	if length > maxRecordLen || length < recordOverhead+int64(subjLen)+hdrLen {
 		return 0, errBadLength
 	}
+	ttl := binary.LittleEndian.Uint64(b[28:])
 	switch kind {
-	case kindMsg, kindErased:
+	case kindMsg:
+	case kindErased:
+		if subjLen != 0 || hdrLen != 0 || ttl != 0 {
+			return 0, errBadLength
+		}
 	case kindTombstone:
-		if length != recordOverhead || subjLen != 0 || hdrLen != 0 {
+		if length != recordOverhead || subjLen != 0 || hdrLen != 0 || ttl != 0 {
 			return 0, errBadLength
 		}
 	default:

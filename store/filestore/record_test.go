@@ -2,8 +2,10 @@ package filestore
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"reflect"
 	"testing"
 
@@ -172,44 +174,75 @@ func TestIndexRoundTrip(t *testing.T) {
 	}
 }
 
-// FuzzDecodeRecord feeds arbitrary bytes to the record decoder: it never
-// panics, every error wraps store.ErrCorrupt, and a record it accepts
-// re-encodes to exactly the bytes it consumed.
+// withValidChecksums returns b with its record checksums recomputed, so
+// the fuzzer also reaches the checks behind them.
+func withValidChecksums(b []byte) []byte {
+	b = append([]byte(nil), b...)
+	if len(b) < recordHeaderLen {
+		return b
+	}
+	binary.LittleEndian.PutUint32(b[recordHeaderLen-4:], crc32.Checksum(b[:recordHeaderLen-4], crcTable))
+	if n := int(binary.LittleEndian.Uint32(b[4:])); n >= recordOverhead && n <= len(b) {
+		binary.LittleEndian.PutUint32(b[n-4:], crc32.Checksum(b[:n-4], crcTable))
+	}
+	return b
+}
+
+// FuzzDecodeRecord feeds arbitrary bytes to the record decoder, as they
+// are and with valid checksums: it never panics, every error wraps
+// store.ErrCorrupt, and a record it accepts re-encodes to exactly the
+// bytes it consumed.
 func FuzzDecodeRecord(f *testing.F) {
 	for _, r := range sampleRecords() {
 		f.Add(r)
 		f.Add(r[:len(r)/2])
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		r, n, err := parseRecord(b)
-		if err != nil {
-			if !errors.Is(err, store.ErrCorrupt) {
-				t.Fatalf("error does not wrap ErrCorrupt: %v", err)
-			}
-			return
-		}
-		var again []byte
-		switch r.kind {
-		case kindMsg:
-			again = appendMsgRecord(nil, r.seq, r.ts, r.ttl, string(r.subject), r.header, r.data)
-		case kindTombstone:
-			again = appendTombstone(nil, r.seq, uint64(r.ts))
-		case kindErased:
-			again = make([]byte, n)
-			fillErased(again, r.seq, r.ts)
-		}
-		if r.kind != kindErased || bytes.Equal(b[recordHeaderLen:n-4], make([]byte, n-recordOverhead)) {
-			if !bytes.Equal(again, b[:n]) {
-				t.Fatalf("re-encoding differs:\n%x\n%x", again, b[:n])
-			}
-		}
-		scanRecords(b, func(int, *record) {})
+		checkDecode(t, b)
+		checkDecode(t, withValidChecksums(b))
 	})
 }
 
-// FuzzParseIndex feeds arbitrary bytes to the index decoder: it never
-// panics or allocates without bound, and what it accepts re-encodes to the
-// same content.
+func checkDecode(t *testing.T, b []byte) {
+	scanRecords(b, func(int, *record) {})
+	r, n, err := parseRecord(b)
+	if err != nil {
+		if !errors.Is(err, store.ErrCorrupt) {
+			t.Fatalf("error does not wrap ErrCorrupt: %v", err)
+		}
+		return
+	}
+	var again []byte
+	switch r.kind {
+	case kindMsg:
+		again = appendMsgRecord(nil, r.seq, r.ts, r.ttl, string(r.subject), r.header, r.data)
+	case kindTombstone:
+		again = appendTombstone(nil, r.seq, uint64(r.ts))
+	case kindErased:
+		if !bytes.Equal(r.data, make([]byte, len(r.data))) {
+			return // not what fillErased writes, but harmless
+		}
+		again = make([]byte, n)
+		fillErased(again, r.seq, r.ts)
+	}
+	if !bytes.Equal(again, b[:n]) {
+		t.Fatalf("re-encoding differs:\n%x\n%x", again, b[:n])
+	}
+}
+
+// withIndexChecksum returns b with a valid trailing checksum.
+func withIndexChecksum(b []byte) []byte {
+	if len(b) < 4 {
+		return b
+	}
+	b = append([]byte(nil), b...)
+	binary.LittleEndian.PutUint32(b[len(b)-4:], crc32.Checksum(b[:len(b)-4], crcTable))
+	return b
+}
+
+// FuzzParseIndex feeds arbitrary bytes to the index decoder, as they are
+// and with a valid checksum: it never panics or allocates without bound,
+// and what it accepts re-encodes to the same content.
 func FuzzParseIndex(f *testing.F) {
 	sc := blockScan{
 		msgs:  []scannedMsg{{seq: 5, ts: 100, off: 0, length: 50, subject: "a"}, {seq: 9, ts: 200, ttl: 7, off: 50, length: 50, subject: "b"}},
@@ -219,16 +252,18 @@ func FuzzParseIndex(f *testing.F) {
 	f.Add([]byte(indexMagic))
 	intern := func(p []byte) string { return string(p) }
 	f.Fuzz(func(t *testing.T, b []byte) {
-		meta, sc, err := parseIndex(b, intern)
-		if err != nil {
-			if !errors.Is(err, store.ErrCorrupt) {
-				t.Fatalf("error does not wrap ErrCorrupt: %v", err)
+		for _, in := range [][]byte{b, withIndexChecksum(b)} {
+			meta, sc, err := parseIndex(in, intern)
+			if err != nil {
+				if !errors.Is(err, store.ErrCorrupt) {
+					t.Fatalf("error does not wrap ErrCorrupt: %v", err)
+				}
+				continue
 			}
-			return
-		}
-		_, again, err := parseIndex(appendIndex(nil, meta, &sc), intern)
-		if err != nil || !reflect.DeepEqual(again, sc) {
-			t.Fatalf("re-encoded index differs: %v", err)
+			_, again, err := parseIndex(appendIndex(nil, meta, &sc), intern)
+			if err != nil || !reflect.DeepEqual(again, sc) {
+				t.Fatalf("re-encoded index differs: %v", err)
+			}
 		}
 	})
 }

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+
+	"github.com/leafbox/leafbox/store/vfs"
 )
 
 // Report describes what Open found wrong and what it did about it. The
@@ -393,7 +395,8 @@ func mergeRanges(rs []seqRange) []seqRange {
 }
 
 // writeBlockIndex scans block b from its file and writes its index file.
-// The caller makes sure b is not appended to or rewritten meanwhile.
+// The caller holds s.mu and makes sure b is not appended to or rewritten
+// meanwhile.
 func (s *Stream) writeBlockIndex(b *block) error {
 	if b.corruptHeader || b.file == nil {
 		return nil
@@ -401,13 +404,28 @@ func (s *Stream) writeBlockIndex(b *block) error {
 	if len(b.buf) > 0 {
 		return fmt.Errorf("filestore: index of block %d with buffered records", b.id)
 	}
-	size := b.fileSize - blockHeaderLen
+	if err := s.buildIndexFile(b.file, s.indexMetaOf(b)); err != nil {
+		return err
+	}
+	b.needIndex = false
+	return nil
+}
+
+// indexMetaOf describes b's file for its index; the caller holds s.mu.
+func (s *Stream) indexMetaOf(b *block) indexMeta {
+	return indexMeta{id: b.id, flags: b.hdr.flags, stamp: b.hdr.stamp, fileSize: b.fileSize}
+}
+
+// buildIndexFile reads the first meta.fileSize bytes of a block file,
+// scans them and writes the block's index file. It needs no lock.
+func (s *Stream) buildIndexFile(f vfs.File, meta indexMeta) error {
+	size := meta.fileSize - blockHeaderLen
 	body := make([]byte, size)
-	if _, err := b.file.ReadAt(body, blockHeaderLen); err != nil && !errors.Is(err, io.EOF) {
-		return fmt.Errorf("filestore: read block %d: %w", b.id, err)
+	if _, err := f.ReadAt(body, blockHeaderLen); err != nil && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("filestore: read block %d: %w", meta.id, err)
 	}
 	names := make(map[string]string)
-	sc := scanBody(body, b.compressed(), func(p []byte) string {
+	sc := scanBody(body, meta.flags&flagS2 != 0, func(p []byte) string {
 		if n, ok := names[string(p)]; ok {
 			return n
 		}
@@ -415,16 +433,14 @@ func (s *Stream) writeBlockIndex(b *block) error {
 		names[n] = n
 		return n
 	})
-	if !b.compressed() {
+	if meta.flags&flagS2 == 0 {
 		sc.rawLen = size
 	}
-	meta := indexMeta{id: b.id, flags: b.hdr.flags, stamp: b.hdr.stamp, fileSize: b.fileSize}
-	if lo, hi := tailRange(b.fileSize); lo < hi {
+	if lo, hi := tailRange(meta.fileSize); lo < hi {
 		meta.tailSum = crc32.Checksum(body[lo-blockHeaderLen:], crcTable)
 	}
 	if err := writeIndex(s.fsys, s.dir, meta, &sc); err != nil {
-		return fmt.Errorf("filestore: index of block %d: %w", b.id, err)
+		return fmt.Errorf("filestore: index of block %d: %w", meta.id, err)
 	}
-	b.needIndex = false
 	return nil
 }

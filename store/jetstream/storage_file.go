@@ -24,7 +24,14 @@ func (e *Engine) openFileStream(cfg *jsapi.StreamConfig, sc store.Config, dir st
 	if cfg.Compression == jsapi.S2Compression {
 		fc.Compression = filestore.CompressionS2
 	}
-	return filestore.Open(e.fs, filepath.Join(dir, "msgs"), fc)
+	st, err := filestore.Open(e.fs, filepath.Join(dir, "msgs"), fc)
+	if err != nil {
+		return nil, err
+	}
+	if r := st.Recovered(); r.Lost() || r.TruncatedBytes > 0 {
+		e.log.Warn("jetstream: stream store recovered", "stream", cfg.Name, "report", r.String())
+	}
+	return st, nil
 }
 
 // openFileConsumerStore opens a consumer's state log in dir.

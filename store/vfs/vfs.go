@@ -28,6 +28,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"syscall"
 )
@@ -169,8 +170,12 @@ func (osFS) Stat(name string) (fs.FileInfo, error) { return os.Stat(name) }
 
 // syncDir fsyncs a directory so that entries created, renamed or removed
 // in it survive a power cut. File systems that cannot sync directories
-// (EINVAL) are tolerated.
+// (EINVAL) are tolerated, and Windows, which cannot open one for it, is
+// skipped.
 func syncDir(dir string) error {
+	if runtime.GOOS == "windows" {
+		return nil
+	}
 	d, err := os.Open(dir)
 	if err != nil {
 		return err
