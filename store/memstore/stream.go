@@ -3,6 +3,7 @@ package memstore
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"time"
@@ -80,6 +81,10 @@ func validate(cfg store.Config) error {
 // literal subject (empty, an empty token, whitespace or a wildcard token).
 var ErrInvalidSubject = errors.New("memstore: invalid subject")
 
+// ErrSeqExhausted is returned by Store once the last sequence is the
+// largest possible (after a purge up to math.MaxUint64).
+var ErrSeqExhausted = errors.New("memstore: sequence space exhausted")
+
 // Store appends a message; see store.Stream. It copies hdr and data into one
 // new buffer and, for a subject it already holds, allocates nothing else
 // (beyond amortised growth of the log). A ttl below zero with AllowMsgTTL
@@ -112,6 +117,9 @@ func (s *Stream) Store(subj string, hdr, data []byte, ttl int64) (uint64, int64,
 		return 0, 0, store.ErrMaxBytes
 	}
 
+	if s.lastSeq == math.MaxUint64 {
+		return 0, 0, ErrSeqExhausted
+	}
 	seq, ts := s.lastSeq+1, time.Now().UnixNano()
 	e := entry{seq: seq, ts: ts, hdrLen: uint32(len(hdr))}
 	if n := len(hdr) + len(data); n > 0 {

@@ -3,6 +3,7 @@ package memstore
 import (
 	"errors"
 	"fmt"
+	"math"
 	"testing"
 
 	"github.com/leafbox/leafbox/store"
@@ -223,5 +224,24 @@ func TestLoadAllocs(t *testing.T) {
 	}
 	if n := testing.AllocsPerRun(100, func() { _, _ = s.Load(50, nil) }); n != 2 {
 		t.Errorf("Load into a new Msg allocates %v times, want 2 (Msg and one buffer)", n)
+	}
+}
+
+func TestStoreAfterPurgeToMaxSequence(t *testing.T) {
+	s, err := New(store.Config{Name: "max"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Purge(store.PurgeOptions{Sequence: math.MaxUint64}); err != nil {
+		t.Fatal(err)
+	}
+	// The next sequence is the largest possible: one store takes it, the
+	// next must fail cleanly, never wrap around to reuse sequences.
+	if seq, _, err := s.Store("a", nil, []byte("x"), 0); err != nil || seq != math.MaxUint64 {
+		t.Fatalf("store after purge to max: seq %d, %v", seq, err)
+	}
+	if _, _, err := s.Store("a", nil, []byte("y"), 0); !errors.Is(err, ErrSeqExhausted) {
+		t.Fatalf("store past the largest sequence: %v", err)
 	}
 }
