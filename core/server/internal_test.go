@@ -134,3 +134,25 @@ func TestPublishQueues(t *testing.T) {
 	}
 	expectNone(t, nc, named, other)
 }
+
+func TestSubszListsInProcessSubscriptions(t *testing.T) {
+	s := servertest.Start(t, server.Options{})
+	ic := s.InProcess("")
+	t.Cleanup(ic.Close)
+	if _, err := ic.Subscribe("$JS.API.>", "", func(server.Msg) {}); err != nil {
+		t.Fatal(err)
+	}
+	nc := connect(t, s)
+	_, _ = nc.SubscribeSync("client.sub")
+	mustNoErr(t, nc.Flush())
+	got := map[string]uint64{}
+	for _, d := range s.Subscriptions("") {
+		got[d.Subject] = d.Cid
+	}
+	if cid, ok := got["$JS.API.>"]; !ok || cid != 0 {
+		t.Fatalf("in-process subscription: %v", got)
+	}
+	if cid, ok := got["client.sub"]; !ok || cid == 0 {
+		t.Fatalf("client subscription: %v", got)
+	}
+}

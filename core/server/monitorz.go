@@ -180,6 +180,12 @@ func (s *Server) Subscriptions(account string) []monitor.SubDetail {
 	for _, acc := range s.accountList(account) {
 		acc.sl.Walk(func(_, _ string, sub *subscription) bool {
 			c := sub.client
+			if c == nil {
+				// An in-process subscription (JetStream, leaf, uplinks):
+				// no connection, no sid.
+				out = append(out, monitor.SubDetail{Account: acc.name, Subject: sub.subject, Queue: sub.queue})
+				return true
+			}
 			c.mu.Lock()
 			out = append(out, sub.detailLocked(c))
 			c.mu.Unlock()

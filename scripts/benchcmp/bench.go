@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // workload sets the message counts and sizes of every row.
@@ -15,16 +16,32 @@ type workload struct {
 	SubMsgs  int // SubMsgs is messages per publisher→subscriber run (each subscriber receives all).
 	Requests int // Requests is sequential requests per request-reply run.
 	ReqSize  int // ReqSize is the request payload in bytes.
+
+	JSSize        int // JSSize is the payload of every JetStream message in bytes.
+	JSStored      int // JSStored is messages published into a fresh stream before its RSS is read.
+	JSConsume     int // JSConsume is how many of the stored file messages the pull consumer reads.
+	JSAsync       int // JSAsync is messages per async publish run on shared servers.
+	JSAsyncAlways int // JSAsyncAlways is messages per async publish run with sync always on both.
+	JSSync        int // JSSync is messages per sync publish run on file storage.
+	JSSyncMemory  int // JSSyncMemory is messages per sync publish run on memory storage.
 }
 
-// defaultWorkload is sized so a five-round run takes a few minutes on two
-// cores; quick divides the counts by ten.
+// defaultWorkload is sized so a five-round run takes about 12 minutes on
+// two cores; quick divides the counts by ten.
+//
+// The slow cells set the sizes: nats-server with sync_interval: always
+// fsyncs every message of an async publisher (about 1,000 msgs/s on a
+// virtual disk), and a sync publisher waits for one fsync per message on
+// leafbox's default (about 1,200 msgs/s there).
 func defaultWorkload(quick bool) workload {
-	w := workload{PubMsgs: 1_000_000, SubMsgs: 1_000_000, Requests: 20_000, ReqSize: 128}
+	w := workload{PubMsgs: 1_000_000, SubMsgs: 1_000_000, Requests: 20_000, ReqSize: 128,
+		JSSize: 16, JSStored: 1_000_000, JSConsume: 100_000, JSAsync: 100_000, JSAsyncAlways: 5_000,
+		JSSync: 3_000, JSSyncMemory: 10_000}
 	if quick {
-		w.PubMsgs /= 10
-		w.SubMsgs /= 10
-		w.Requests /= 10
+		for _, n := range []*int{&w.PubMsgs, &w.SubMsgs, &w.Requests, &w.JSStored, &w.JSConsume,
+			&w.JSAsync, &w.JSAsyncAlways, &w.JSSync, &w.JSSyncMemory} {
+			*n /= 10
+		}
 	}
 	return w
 }
@@ -38,41 +55,120 @@ func (w workload) describe() []string {
 			groupThousands(int64(w.SubMsgs))),
 		fmt.Sprintf("Request-reply: %s sequential requests of %d B from 1 `nats bench service request` client to 1 `nats bench service serve` responder; rate and latency percentiles as natscli measures them",
 			groupThousands(int64(w.Requests)), w.ReqSize),
-		"RSS: idle is VmRSS after start-up and one client handshake; peak is VmHWM after the last round",
+		fmt.Sprintf("JetStream: every server runs JetStream in a new store directory of its own; 1 client publishes messages of %d B into an R1 stream that `nats bench js pub --create --purge` makes empty for the run. "+
+			"Async publish keeps 500 PubAcks outstanding (`nats bench js pub async --batch 500`), sync publish waits for each (`nats bench js pub sync`). "+
+			"Async on file with sync every 2 m on both: %s messages, with sync always on both: %s; sync: %s on file, %s on memory; these run on servers shared by all rounds, and the harness deletes the stream after each run",
+			w.JSSize, groupThousands(int64(w.JSAsync)), groupThousands(int64(w.JSAsyncAlways)),
+			groupThousands(int64(w.JSSync)), groupThousands(int64(w.JSSyncMemory))),
+		fmt.Sprintf("Stored messages: each run starts a new server of each kind with its default sync; the async publisher writes %s messages into a new stream, and its rate is the async row \"memory\" or \"file, default sync\". "+
+			"Then VmRSS, read once steady (%d readings %v apart within %.0f %%, at most %v), is the \"RSS with %s stored\" row; on file `nats bench js consume` (a durable pull consumer, explicit acks, 500 outstanding) then reads the first %s of them for the pull consume row",
+			groupThousands(int64(w.JSStored)), rssWindow, rssPoll, rssTolerance*100, rssTimeout,
+			groupThousands(int64(w.JSStored)), groupThousands(int64(w.JSConsume))),
+		"RSS: idle is VmRSS after start-up and one client handshake; peak is VmHWM after the last round; both are the default-sync servers that also ran the core rows and the shared default-sync JetStream rows",
 	}
 }
+
+// syncNote explains the sync policies under the table.
+const syncNote = "JetStream sync policy. leafbox's default fsyncs a file stream before every PubAck, with group commit (publishes waiting together share one fsync); " +
+	"nats-server's default fsyncs every 2 minutes, so it acks messages a power cut can still lose. Rows marked \"default sync\" run each server on its own default and so compare different durability. " +
+	"For like with like, \"sync always on both\" runs both servers with `sync_interval: always` from a configuration file (the nats-server row fsyncs every message, without group commit), " +
+	"and \"sync every 2 m on both\" runs both with `sync_interval: 2m`. Memory rows do not depend on it."
 
 // scenarioKind selects how a scenario drives the server.
 type scenarioKind int
 
 const (
-	kindPublish scenarioKind = iota // nats bench pub alone
-	kindFanout                      // nats bench sub, then nats bench pub
-	kindRequest                     // nats bench service serve, then request
+	kindPublish  scenarioKind = iota // nats bench pub alone
+	kindFanout                       // nats bench sub, then nats bench pub
+	kindRequest                      // nats bench service serve, then request
+	kindJSAsync                      // nats bench js pub async into an empty stream
+	kindJSSync                       // nats bench js pub sync into an empty stream
+	kindJSStored                     // async publish into a fresh server, steady RSS, then pull consume
+)
+
+// Storage types of a JetStream stream, as nats bench js --storage takes them.
+const (
+	storageFile   = "file"
+	storageMemory = "memory"
+)
+
+// Table positions of the rows (metric.Order); rows with equal Order keep
+// the order in which they are made.
+const (
+	orderCore = iota * 10
+	orderJSAsync
+	orderJSSync
+	orderJSConsume
+	orderMemory
 )
 
 // scenario is one workload that yields one or more table rows.
 type scenario struct {
-	slug    string // slug names the scenario in subjects and file names.
+	slug    string // slug names the scenario in subjects, stream and file names.
 	kind    scenarioKind
 	size    int // size is the payload in bytes.
 	subs    int // subs is the number of subscribing clients (kindFanout).
 	msgs    int
+	consume int      // consume is how many stored messages the pull consumer reads (kindJSStored); 0 skips it.
+	storage string   // storage is storageFile or storageMemory (JetStream kinds).
+	sync    syncMode // sync is the JetStream sync mode of both servers.
+	fresh   bool     // fresh runs each side on a server started for the run alone.
 	metrics []metric // metrics are the rows the scenario fills, in the order measure returns them.
 }
 
-// scenarios returns the benchmark rows in table order.
+// streamName returns the JetStream stream the scenario publishes into.
+func (sc scenario) streamName() string { return "BENCH_" + strings.ToUpper(sc.slug) }
+
+// scenarios returns the benchmark scenarios; their metrics' Order puts the
+// rows in table order.
 func scenarios(w workload) []scenario {
-	rate := func(name string) []metric { return []metric{{Name: name, Unit: unitRate, Better: higherIsBetter}} }
+	rate := func(name string, order int) metric {
+		return metric{Name: name, Unit: unitRate, Better: higherIsBetter, Order: order}
+	}
+	rss := func(name string, order int) metric {
+		return metric{Name: name, Unit: unitMiB, Better: lowerIsBetter, Order: order}
+	}
+	js := func(mode, storage string) string {
+		return fmt.Sprintf("JetStream %s publish %d B, %s", mode, w.JSSize, storage)
+	}
+	stored := fmt.Sprintf("RSS with %s stored %d B msgs", groupThousands(int64(w.JSStored)), w.JSSize)
 	return []scenario{
-		{slug: "pub16", kind: kindPublish, size: 16, msgs: w.PubMsgs, metrics: rate("publish-only 16 B")},
-		{slug: "pub1k", kind: kindPublish, size: 1024, msgs: w.PubMsgs, metrics: rate("publish-only 1 KiB")},
-		{slug: "fan1", kind: kindFanout, size: 16, subs: 1, msgs: w.SubMsgs, metrics: rate("1 publisher → 1 subscriber 16 B")},
-		{slug: "fan4", kind: kindFanout, size: 16, subs: 4, msgs: w.SubMsgs, metrics: rate("1 publisher → 4 subscribers 16 B")},
+		{slug: "pub16", kind: kindPublish, size: 16, msgs: w.PubMsgs, metrics: []metric{rate("publish-only 16 B", orderCore)}},
+		{slug: "pub1k", kind: kindPublish, size: 1024, msgs: w.PubMsgs, metrics: []metric{rate("publish-only 1 KiB", orderCore)}},
+		{slug: "fan1", kind: kindFanout, size: 16, subs: 1, msgs: w.SubMsgs, metrics: []metric{rate("1 publisher → 1 subscriber 16 B", orderCore)}},
+		{slug: "fan4", kind: kindFanout, size: 16, subs: 4, msgs: w.SubMsgs, metrics: []metric{rate("1 publisher → 4 subscribers 16 B", orderCore)}},
 		{slug: "req", kind: kindRequest, size: w.ReqSize, subs: 1, msgs: w.Requests, metrics: []metric{
-			{Name: "request-reply", Unit: unitRequests, Better: higherIsBetter},
-			{Name: "request-reply p50 latency", Unit: unitMicros, Better: lowerIsBetter},
-			{Name: "request-reply p99 latency", Unit: unitMicros, Better: lowerIsBetter},
+			{Name: "request-reply", Unit: unitRequests, Better: higherIsBetter, Order: orderCore},
+			{Name: "request-reply p50 latency", Unit: unitMicros, Better: lowerIsBetter, Order: orderCore},
+			{Name: "request-reply p99 latency", Unit: unitMicros, Better: lowerIsBetter, Order: orderCore},
+		}},
+
+		{slug: "jsmem", kind: kindJSStored, size: w.JSSize, msgs: w.JSStored, storage: storageMemory, fresh: true, metrics: []metric{
+			rate(js("async", "memory"), orderJSAsync),
+			rss(stored+", memory", orderMemory+2),
+		}},
+		{slug: "jsfile", kind: kindJSStored, size: w.JSSize, msgs: w.JSStored, consume: w.JSConsume, storage: storageFile, fresh: true, metrics: []metric{
+			rate(js("async", "file, default sync"), orderJSAsync),
+			rss(stored+", file", orderMemory+1),
+			rate(fmt.Sprintf("JetStream pull consume %d B, file, default sync", w.JSSize), orderJSConsume),
+		}},
+		{slug: "jsasyncalways", kind: kindJSAsync, size: w.JSSize, msgs: w.JSAsyncAlways, storage: storageFile, sync: syncAlways, metrics: []metric{
+			rate(js("async", "file, sync always on both"), orderJSAsync),
+		}},
+		{slug: "jsasync2m", kind: kindJSAsync, size: w.JSSize, msgs: w.JSAsync, storage: storageFile, sync: syncInterval, metrics: []metric{
+			rate(js("async", "file, sync every 2 m on both"), orderJSAsync),
+		}},
+		{slug: "jssyncmem", kind: kindJSSync, size: w.JSSize, msgs: w.JSSyncMemory, storage: storageMemory, metrics: []metric{
+			rate(js("sync", "memory"), orderJSSync),
+		}},
+		{slug: "jssyncfile", kind: kindJSSync, size: w.JSSize, msgs: w.JSSync, storage: storageFile, metrics: []metric{
+			rate(js("sync", "file, default sync"), orderJSSync),
+		}},
+		{slug: "jssyncalways", kind: kindJSSync, size: w.JSSize, msgs: w.JSSync, storage: storageFile, sync: syncAlways, metrics: []metric{
+			rate(js("sync", "file, sync always on both"), orderJSSync),
+		}},
+		{slug: "jssync2m", kind: kindJSSync, size: w.JSSize, msgs: w.JSSync, storage: storageFile, sync: syncInterval, metrics: []metric{
+			rate(js("sync", "file, sync every 2 m on both"), orderJSSync),
 		}},
 	}
 }
@@ -82,17 +178,19 @@ type measurer struct {
 	nats    *natsCLI
 	workDir string               // workDir receives one directory per run for natscli's CSV.
 	logf    func(string, ...any) // logf reports progress.
+	notes   []string             // notes are problems outside the figures, for the report.
 }
 
-// runRounds runs every scenario on both servers, rounds times. Within a
-// round each scenario runs on one server and then the other, and the
-// server that goes first alternates by round. It returns one result per
-// metric, in table order, and a one-line description of each failure.
+// runRounds runs every scenario on both sides, rounds times. Within a
+// round each scenario runs on one side and then the other, and the side
+// that goes first alternates by round. It returns one result per metric,
+// in scenario order, and a one-line description of each failure.
 //
-// A scenario that fails on a server is not run on that server again, so
-// one broken row costs at most one timeout per server. A server that dies,
-// or ctx ending, stops the rounds with an error.
-func (m *measurer) runRounds(ctx context.Context, servers [2]*server, scs []scenario, rounds int) ([]metricResult, []string, error) {
+// A scenario that fails on a side (including its server failing to start)
+// is not run on that side again, so one broken row costs at most one
+// timeout per side. A server that dies during a run, or ctx ending, stops
+// the rounds with an error.
+func (m *measurer) runRounds(ctx context.Context, f *fleet, scs []scenario, rounds int) ([]metricResult, []string, error) {
 	var results []metricResult
 	var failures []string
 	first := make([]int, len(scs)) // first[i] is the index of scs[i]'s first metric in results
@@ -110,25 +208,44 @@ func (m *measurer) runRounds(ctx context.Context, servers [2]*server, scs []scen
 		for i, sc := range scs {
 			rows := results[first[i] : first[i]+len(sc.metrics)]
 			for _, side := range order {
-				s := servers[side]
 				if rows[0].Failed[side] != "" {
 					continue
 				}
-				subject := fmt.Sprintf("bench.%s.r%d.s%d", sc.slug, round, side)
-				values, err := m.measure(ctx, s, sc, subject)
-				if ctx.Err() != nil {
-					return nil, nil, ctx.Err()
-				}
-				if dead := s.alive(); dead != nil {
-					return nil, nil, fmt.Errorf("benchcmp: round %d, %s: %w", round+1, sc.metrics[0].Name, dead)
-				}
-				if err != nil {
-					msg := fmt.Sprintf("%s on %s, round %d: %v", sc.metrics[0].Name, s.label, round+1, err)
+				fail := func(label string, err error) {
+					msg := fmt.Sprintf("%s on %s, round %d: %v", sc.metrics[0].Name, label, round+1, err)
 					m.logf("FAILED %s", msg)
 					failures = append(failures, firstLine(msg)) // the output tail went to the log
 					for k := range rows {
 						rows[k].Failed[side] = firstLine(err.Error())
 					}
+				}
+				s, release, err := m.server(ctx, f, sc, side)
+				if ctx.Err() != nil {
+					return nil, nil, ctx.Err()
+				}
+				if err != nil {
+					fail(serverLabel(f.labels[side], sc.sync), err)
+					continue
+				}
+				subject := fmt.Sprintf("bench.%s.r%d.s%d", sc.slug, round, side)
+				subszOK := s.subszErr == nil
+				values, err := m.measure(ctx, s, sc, subject)
+				if subszOK && s.subszErr != nil {
+					note := fmt.Sprintf("Monitoring: %s's /subsz failed (%v), so the harness counted subscribers from /connz?subs=1 to know when they were ready.",
+						s.label, firstLine(s.subszErr.Error()))
+					m.logf("%s", note)
+					m.notes = append(m.notes, note)
+				}
+				dead := s.alive()
+				release()
+				if ctx.Err() != nil {
+					return nil, nil, ctx.Err()
+				}
+				if dead != nil {
+					return nil, nil, fmt.Errorf("benchcmp: round %d, %s: %w", round+1, sc.metrics[0].Name, dead)
+				}
+				if err != nil {
+					fail(s.label, err)
 					continue
 				}
 				parts := make([]string, len(values))
@@ -136,11 +253,29 @@ func (m *measurer) runRounds(ctx context.Context, servers [2]*server, scs []scen
 					rows[k].Values[side] = append(rows[k].Values[side], v)
 					parts[k] = formatValue(v, rows[k].Unit) + " " + rows[k].Unit.String()
 				}
-				m.logf("round %d/%d %-34s %-24s %s", round+1, rounds, sc.metrics[0].Name, s.label, strings.Join(parts, ", "))
+				m.logf("round %d/%d %-44s %-26s %s", round+1, rounds, sc.metrics[0].Name, s.label, strings.Join(parts, ", "))
 			}
 		}
 	}
 	return results, failures, nil
+}
+
+// server returns the server sc runs on for side, and a function to call
+// when the run is over: a fresh server for scenarios that want one, the
+// side's shared server for sc's sync mode otherwise.
+func (m *measurer) server(ctx context.Context, f *fleet, sc scenario, side int) (*server, func(), error) {
+	if sc.fresh {
+		s, err := f.freshServer(ctx, side, sc.sync)
+		if err != nil {
+			return nil, nil, err
+		}
+		return s, func() { f.stopFresh(s) }, nil
+	}
+	s, err := f.sharedServer(ctx, side, sc.sync)
+	if err != nil {
+		return nil, nil, err
+	}
+	return s, func() {}, nil
 }
 
 // measure runs sc once against srv and returns one value per sc.metrics.
@@ -175,7 +310,7 @@ func (m *measurer) measure(ctx context.Context, srv *server, sc scenario, subjec
 			return nil, err
 		}
 		defer sub.stop() // a no-op once it has finished
-		if err := waitSubscribed(ctx, srv.monitorURL, subject, sc.subs, sub.done); err != nil {
+		if err := waitSubscribed(ctx, srv, subject, sc.subs, sub.done); err != nil {
 			return nil, fmt.Errorf("%s: %w%s", sub.name, err, sub.outputTail())
 		}
 		if _, err := m.nats.run(ctx, url, "bench", "pub", subject,
@@ -194,7 +329,7 @@ func (m *measurer) measure(ctx context.Context, srv *server, sc scenario, subjec
 			return nil, err
 		}
 		defer serve.stop()
-		if err := waitSubscribed(ctx, srv.monitorURL, subject, 1, serve.done); err != nil {
+		if err := waitSubscribed(ctx, srv, subject, 1, serve.done); err != nil {
 			return nil, fmt.Errorf("%s: %w%s", serve.name, err, serve.outputTail())
 		}
 		if _, err := m.nats.run(ctx, url, "bench", "service", "request", subject,
@@ -214,8 +349,123 @@ func (m *measurer) measure(ctx context.Context, srv *server, sc scenario, subjec
 			return nil, err
 		}
 		return []float64{rps, p50, p99}, nil
+
+	case kindJSAsync, kindJSSync:
+		out := filepath.Join(dir, "pub.csv")
+		_, err := m.nats.runFor(ctx, scaledTimeout(m.nats.timeout, sc.msgs), url, jsPublishArgs(sc, subject, out)...)
+		// Delete the stream even after a failure: a memory stream left
+		// behind would weigh on every later row.
+		if rmErr := m.deleteStream(ctx, url, sc.streamName()); err == nil && rmErr != nil {
+			err = rmErr
+		}
+		if err != nil {
+			return nil, err
+		}
+		return rateFrom(out)
+
+	case kindJSStored:
+		// The server is fresh and is stopped after the run, store and all,
+		// so the stream needs no deleting.
+		out := filepath.Join(dir, "pub.csv")
+		if _, err := m.nats.runFor(ctx, scaledTimeout(m.nats.timeout, sc.msgs), url, jsPublishArgs(sc, subject, out)...); err != nil {
+			return nil, err
+		}
+		values, err := rateFrom(out)
+		if err != nil {
+			return nil, err
+		}
+		rss, steady, err := steadyRSS(ctx, srv)
+		if err != nil {
+			return nil, err
+		}
+		if !steady {
+			m.logf("%s: RSS still moving after %v; took the last reading", srv.label, rssTimeout)
+		}
+		values = append(values, mib(rss))
+		if sc.consume == 0 {
+			return values, nil
+		}
+		out = filepath.Join(dir, "consume.csv")
+		if _, err := m.nats.runFor(ctx, scaledTimeout(m.nats.timeout, sc.consume), url, "bench", "js", "consume", "--stream", sc.streamName(),
+			"--clients", "1", "--msgs", strconv.Itoa(sc.consume), "--batch", "500", "--csv", out); err != nil {
+			return nil, err
+		}
+		consumed, err := rateFrom(out)
+		if err != nil {
+			return nil, err
+		}
+		return append(values, consumed...), nil
 	}
 	return nil, fmt.Errorf("benchcmp: unknown scenario kind %d", sc.kind)
+}
+
+// jsPublishArgs returns the natscli arguments of a JetStream publish run
+// for sc: one client publishing sc.msgs messages of sc.size bytes on
+// subject into sc's stream, which it creates (or updates) and purges
+// first, writing its figures to the CSV file out. kindJSSync publishes
+// synchronously, the other kinds asynchronously with 500 PubAcks
+// outstanding.
+func jsPublishArgs(sc scenario, subject, out string) []string {
+	args := []string{"bench", "js", "pub", "async", subject, "--batch", "500"}
+	if sc.kind == kindJSSync {
+		args = []string{"bench", "js", "pub", "sync", subject}
+	}
+	return append(args, "--create", "--purge", "--storage", sc.storage, "--stream", sc.streamName(),
+		"--clients", "1", "--msgs", strconv.Itoa(sc.msgs), "--size", strconv.Itoa(sc.size), "--csv", out)
+}
+
+// jsTimeoutMsgs is how many JetStream messages one -timeout covers: a
+// run of more gets a multiple of it, since JetStream rates are a few
+// tens of thousands of messages per second where core rates are millions.
+const jsTimeoutMsgs = 250_000
+
+// scaledTimeout returns the limit on a JetStream run of msgs messages:
+// base for up to jsTimeoutMsgs, one more base for each further
+// jsTimeoutMsgs or part of it.
+func scaledTimeout(base time.Duration, msgs int) time.Duration {
+	n := max(1, (msgs+jsTimeoutMsgs-1)/jsTimeoutMsgs)
+	return base * time.Duration(n)
+}
+
+// deleteStream deletes a JetStream stream with `nats stream rm --force`.
+func (m *measurer) deleteStream(ctx context.Context, url, name string) error {
+	_, err := m.nats.run(ctx, url, "stream", "rm", name, "--force")
+	return err
+}
+
+// Bounds of the wait for a steady resident set.
+const (
+	rssPoll      = 250 * time.Millisecond // between readings
+	rssWindow    = 5                      // readings that must agree
+	rssTolerance = 0.01                   // how far they may spread, as a fraction of the largest
+	rssTimeout   = 10 * time.Second       // when to give up and take the last reading
+)
+
+// steadyRSS reads the server's VmRSS every rssPoll until the last
+// rssWindow readings agree within rssTolerance, and returns the last
+// reading in bytes. steady is false when rssTimeout passed first.
+func steadyRSS(ctx context.Context, s *server) (rss int64, steady bool, err error) {
+	deadline := time.Now().Add(rssTimeout)
+	var readings []int64
+	for {
+		if err := s.alive(); err != nil {
+			return 0, false, err
+		}
+		v, err := readStatusKB(s.pid(), "VmRSS")
+		if err != nil {
+			return 0, false, err
+		}
+		readings = append(readings, v)
+		if rssSteady(readings, rssWindow, rssTolerance) {
+			return v, true, nil
+		}
+		if time.Now().After(deadline) {
+			return v, false, nil
+		}
+		if err := pause(ctx, rssPoll); err != nil {
+			return 0, false, err
+		}
+	}
 }
 
 // readCSV parses the natscli CSV file at path.

@@ -3,19 +3,27 @@
 // median ratios. scripts/bench builds it and leafbox and runs it; run that
 // script rather than this program directly.
 //
-// It starts one leafbox and one nats-server on loopback, each with
-// kernel-chosen ports read from a ports file, reads their idle RSS, then
-// for each round runs every row on both servers in turn (the one that goes
-// first alternates by round): publish-only 16 B and 1 KiB, one publisher
-// to one and to four subscribers, and request-reply. Each row's value is
-// the median over rounds; the table also shows each server's idle and peak
-// RSS. Every child process runs in its own process group and is killed on
-// exit, on a timeout, or on SIGINT/SIGTERM.
+// Every server runs on loopback with kernel-chosen ports read from a ports
+// file and with JetStream on, in a new store directory of its own. The
+// program starts one leafbox and one nats-server on their default
+// settings, reads their idle RSS, then for each round runs every
+// scenario on both sides in turn (the side that goes first alternates by
+// round): core NATS (publish-only 16 B and 1 KiB, one publisher to one and
+// to four subscribers, request-reply), then JetStream (async and sync
+// publish on memory and file storage, pull consume, RSS with stored
+// messages). File-storage rows run under three sync policies: each
+// server's default, and both servers on "always" and on a 2-minute
+// interval, the latter two on extra servers started from a configuration
+// file when first needed. The stored-message scenarios start a server of
+// each kind for each run and stop it afterwards. Each row's value is the
+// median over rounds; the table also shows the default servers' idle and
+// peak RSS. Every child process runs in its own process group and is
+// killed on exit, on a timeout, or on SIGINT/SIGTERM.
 //
-// A row that fails on one server (non-zero exit, timeout) is reported in
-// the table and skipped on that server in later rounds; the program then
-// exits 1. A server that dies ends the run at once, also with exit 1.
-// Usage errors exit 2.
+// A row that fails on one side (non-zero exit, timeout, a server that
+// does not start) is reported in the table and skipped on that side in
+// later rounds; the program then exits 1. A server that dies ends the run
+// at once, also with exit 1. Usage errors exit 2.
 package main
 
 import (
@@ -87,7 +95,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&cfg.rounds, "rounds", 5, "rounds; each cell is the median over rounds")
 	fs.BoolVar(&cfg.quick, "quick", false, "smoke test: 1 round (unless -rounds is given) and 10x fewer messages")
 	fs.StringVar(&cfg.out, "out", "", "also write the markdown table to this file")
-	fs.DurationVar(&cfg.timeout, "timeout", 60*time.Second, "limit on each nats bench command")
+	fs.DurationVar(&cfg.timeout, "timeout", 60*time.Second, "limit on each nats command; JetStream runs of more than 250,000 messages get one more for each further 250,000")
 	fs.StringVar(&cfg.workDir, "workdir", "", "directory for server logs, ports files and CSVs (default: a new temporary directory, removed at exit)")
 	fs.BoolVar(&cfg.keep, "keep", false, "keep the temporary work directory")
 	fs.Usage = func() {
@@ -101,7 +109,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return cfg, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
 	}
 	cfg.leafboxStyle = serverStyle(style)
-	if _, err := serverArgs(cfg.leafboxStyle, ""); err != nil {
+	if _, err := serverCommand(cfg.leafboxStyle, syncDefault, ""); err != nil {
 		return cfg, err
 	}
 	roundsSet := false
@@ -170,23 +178,22 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) (err error) 
 		Date:     started,
 		Rounds:   cfg.rounds,
 		Workload: w.describe(),
+		Notes:    []string{syncNote},
 	}
 	if rep.Labels[0] == rep.Labels[1] {
 		rep.Labels[0] += " (under test)"
 	}
 
-	// Start both servers once and read their idle memory.
+	// Start the default servers first and read their idle memory; the
+	// rows start any other server they need.
+	f := newFleet(rep.Labels, [2]string{cfg.leafboxBin, cfg.natsServer},
+		[2]serverStyle{cfg.leafboxStyle, styleNATS}, workDir, cfg.keep, logf)
+	defer f.stopAll()
 	var servers [2]*server
-	styles := [2]serverStyle{cfg.leafboxStyle, styleNATS}
-	bins := [2]string{cfg.leafboxBin, cfg.natsServer}
 	for side := range 2 {
-		s, err := startServer(ctx, rep.Labels[side], bins[side], styles[side], filepath.Join(workDir, fmt.Sprintf("server%d", side)))
-		if err != nil {
+		if servers[side], err = f.sharedServer(ctx, side, syncDefault); err != nil {
 			return err
 		}
-		defer s.stop()
-		servers[side] = s
-		logf("%s pid %d on %s, monitoring %s", s.label, s.pid(), s.clientAddr, s.monitorURL)
 	}
 	idle, err := memoryRow(servers, "idle RSS", "VmRSS")
 	if err != nil {
@@ -199,7 +206,7 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) (err error) 
 		return err
 	}
 	m := &measurer{nats: nats, workDir: workDir, logf: logf}
-	results, failures, err := m.runRounds(ctx, servers, scenarios(w), cfg.rounds)
+	results, failures, err := m.runRounds(ctx, f, scenarios(w), cfg.rounds)
 	if err != nil {
 		return err
 	}
@@ -207,7 +214,8 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) (err error) 
 	if err != nil {
 		return err
 	}
-	rep.Metrics = append(append(results, idle), peak)
+	rep.Metrics = tableOrder(append(append(results, idle), peak))
+	rep.Notes = append(rep.Notes, m.notes...)
 	rep.Errors = failures
 	rep.Machine.LoadEnd = readLoadAverage()
 
@@ -224,7 +232,7 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) (err error) 
 // memoryRow reads one /proc/PID/status memory figure (VmRSS, VmHWM) of
 // each server into a table row.
 func memoryRow(servers [2]*server, name, key string) (metricResult, error) {
-	row := metricResult{metric: metric{Name: name, Unit: unitMiB, Better: lowerIsBetter}}
+	row := metricResult{metric: metric{Name: name, Unit: unitMiB, Better: lowerIsBetter, Order: orderMemory}}
 	for side, s := range servers {
 		if err := s.alive(); err != nil {
 			return row, err

@@ -61,13 +61,58 @@ func subsMatching(ctx context.Context, monitorURL, subject string) (int, error) 
 	return *sz.Total, nil
 }
 
-// waitSubscribed polls /subsz until at least want subscriptions match
-// subject. It gives up after subscribeTimeout, when ctx ends, or when
-// gone is closed (the subscribing process exited).
-func waitSubscribed(ctx context.Context, monitorURL, subject string, want int, gone <-chan struct{}) error {
+// connzSubs returns how many subscriptions on exactly subject the
+// server's client connections hold, from /connz?subs=1. It stands in for
+// subsMatching on a server whose /subsz fails.
+func connzSubs(ctx context.Context, monitorURL, subject string) (int, error) {
+	var cz connz
+	if err := getJSON(ctx, monitorURL, "/connz?subs=1&limit=4096", &cz); err != nil {
+		return 0, err
+	}
+	return cz.count(subject), nil
+}
+
+// connz is the part of a /connz?subs=1 answer that connzSubs reads.
+type connz struct {
+	Connections []struct {
+		Subs []string `json:"subscriptions_list"`
+	} `json:"connections"`
+}
+
+// count returns how many listed subscriptions are on exactly subject.
+func (cz connz) count(subject string) int {
+	n := 0
+	for _, c := range cz.Connections {
+		for _, s := range c.Subs {
+			if s == subject {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// waitSubscribed polls the server's monitoring until at least want
+// subscriptions match subject. It asks /subsz; once /subsz fails while
+// /connz answers, it records the failure in srv.subszErr and counts from
+// /connz for the rest of the run. It gives up after subscribeTimeout, when
+// ctx ends, or when gone is closed (the subscribing process exited).
+func waitSubscribed(ctx context.Context, srv *server, subject string, want int, gone <-chan struct{}) error {
 	deadline := time.Now().Add(subscribeTimeout)
 	for {
-		n, err := subsMatching(ctx, monitorURL, subject)
+		var n int
+		var err error
+		if srv.subszErr == nil {
+			n, err = subsMatching(ctx, srv.monitorURL, subject)
+			if err != nil {
+				if m, connzErr := connzSubs(ctx, srv.monitorURL, subject); connzErr == nil {
+					srv.subszErr = err
+					n, err = m, nil
+				}
+			}
+		} else {
+			n, err = connzSubs(ctx, srv.monitorURL, subject)
+		}
 		if err == nil && n >= want {
 			return nil
 		}
@@ -78,7 +123,7 @@ func waitSubscribed(ctx context.Context, monitorURL, subject string, want int, g
 		}
 		if time.Now().After(deadline) {
 			if err != nil {
-				return fmt.Errorf("monitoring /subsz unusable after %v: %w", subscribeTimeout, err)
+				return fmt.Errorf("monitoring /subsz and /connz unusable after %v: %w", subscribeTimeout, err)
 			}
 			return fmt.Errorf("%d of %d subscriptions on %q after %v", n, want, subject, subscribeTimeout)
 		}

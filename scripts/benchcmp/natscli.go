@@ -53,18 +53,24 @@ type job struct {
 	stopped bool          // stopped records that stop was called, so its exit is expected.
 }
 
-// start launches `nats <args> -s url --no-context --no-progress` in its
-// own process group. The command is killed when it outlives the runner's
-// timeout or ctx ends.
+// start launches `nats <args> -s url --no-context` in its own process
+// group, with --no-progress for the bench commands (the only ones that
+// draw progress bars, and the only ones that accept the flag). The
+// command is killed when it outlives the runner's timeout or ctx ends.
 func (n *natsCLI) start(ctx context.Context, serverURL string, args ...string) (*job, error) {
-	full := append(append([]string{}, args...), "--server", serverURL, "--no-context", "--no-progress")
-	jctx, cancel := context.WithTimeout(ctx, n.timeout)
+	return n.startFor(ctx, n.timeout, serverURL, args...)
+}
+
+// startFor is start with a timeout other than the runner's.
+func (n *natsCLI) startFor(ctx context.Context, timeout time.Duration, serverURL string, args ...string) (*job, error) {
+	full := natsArgs(serverURL, args)
+	jctx, cancel := context.WithTimeout(ctx, timeout)
 	cmd := exec.CommandContext(jctx, n.bin, full...)
 	cmd.Env = n.env
 	cmd.SysProcAttr = childAttr()
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 5 * time.Second
-	j := &job{name: "nats " + strings.Join(args, " "), timeout: n.timeout, cmd: cmd, ctx: jctx, cancel: cancel, done: make(chan struct{})}
+	j := &job{name: "nats " + strings.Join(args, " "), timeout: timeout, cmd: cmd, ctx: jctx, cancel: cancel, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = &j.out, &j.out
 	if err := cmd.Start(); err != nil {
 		cancel()
@@ -78,9 +84,24 @@ func (n *natsCLI) start(ctx context.Context, serverURL string, args ...string) (
 	return j, nil
 }
 
+// natsArgs returns the full natscli command line for args against
+// serverURL; see start.
+func natsArgs(serverURL string, args []string) []string {
+	full := append(append([]string{}, args...), "--server", serverURL, "--no-context")
+	if len(args) > 0 && args[0] == "bench" {
+		full = append(full, "--no-progress")
+	}
+	return full
+}
+
 // run starts a command and waits for it.
 func (n *natsCLI) run(ctx context.Context, serverURL string, args ...string) (*job, error) {
-	j, err := n.start(ctx, serverURL, args...)
+	return n.runFor(ctx, n.timeout, serverURL, args...)
+}
+
+// runFor is run with a timeout other than the runner's.
+func (n *natsCLI) runFor(ctx context.Context, timeout time.Duration, serverURL string, args ...string) (*job, error) {
+	j, err := n.startFor(ctx, timeout, serverURL, args...)
 	if err != nil {
 		return nil, err
 	}

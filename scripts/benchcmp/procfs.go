@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -114,4 +115,16 @@ func hostMachine() machineInfo {
 		m.Kernel = strings.TrimSpace(string(b))
 	}
 	return m
+}
+
+// rssSteady reports whether the last n readings lie within tol (a
+// fraction) of the largest of them: the resident set has stopped moving.
+// It is false with fewer than n readings.
+func rssSteady(readings []int64, n int, tol float64) bool {
+	if n < 1 || len(readings) < n {
+		return false
+	}
+	last := readings[len(readings)-n:]
+	lo, hi := slices.Min(last), slices.Max(last)
+	return float64(hi-lo) <= tol*float64(hi)
 }

@@ -93,3 +93,26 @@ func TestLoadAverage(t *testing.T) {
 		}
 	}
 }
+
+func TestRSSSteady(t *testing.T) {
+	tests := []struct {
+		name     string
+		readings []int64
+		want     bool
+	}{
+		{"too few readings", []int64{100, 100}, false},
+		{"flat", []int64{100, 100, 100}, true},
+		{"within 1 %", []int64{1000, 995, 1000}, true},
+		{"still growing", []int64{900, 950, 1000}, false},
+		{"only the last n count", []int64{10, 500, 1000, 1000, 1000}, true},
+		{"falling", []int64{1000, 1000, 980}, false},
+	}
+	for _, tc := range tests {
+		if got := rssSteady(tc.readings, 3, 0.01); got != tc.want {
+			t.Errorf("%s: rssSteady(%v) = %v, want %v", tc.name, tc.readings, got, tc.want)
+		}
+	}
+	if rssSteady([]int64{1}, 0, 0.01) {
+		t.Error("a window of 0 readings is never steady")
+	}
+}

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 )
@@ -60,6 +62,7 @@ type metric struct {
 	Name   string    // Name describes the workload, e.g. "publish-only 16 B".
 	Unit   unit      // Unit is how Values are measured.
 	Better direction // Better says which direction is an improvement.
+	Order  int       // Order places the row in the table: rows sort by it, ties keep their order.
 }
 
 // metricResult holds one row's measurements for both sides.
@@ -99,7 +102,15 @@ type report struct {
 	Rounds   int            // Rounds is how many rounds were planned.
 	Workload []string       // Workload lists message counts and sizes, one line each.
 	Metrics  []metricResult // Metrics are the table rows, in order.
+	Notes    []string       // Notes explain rows, one paragraph each, under the table.
 	Errors   []string       // Errors are failures worth printing under the table.
+}
+
+// tableOrder sorts rows by Order, keeping the order of rows with equal
+// Order, and returns rows.
+func tableOrder(rows []metricResult) []metricResult {
+	slices.SortStableFunc(rows, func(a, b metricResult) int { return cmp.Compare(a.Order, b.Order) })
+	return rows
 }
 
 // renderMarkdown writes r as a markdown section: a header list, the table
@@ -146,6 +157,9 @@ func renderMarkdown(w io.Writer, r report) error {
 	}
 	fmt.Fprintf(&b, "\nRatio is %s ÷ %s: at or above 1.00× is a win where Better says higher, at or below 1.00× where it says lower.\n",
 		subject, reference)
+	for _, note := range r.Notes {
+		fmt.Fprintf(&b, "\n%s\n", note)
+	}
 	if len(r.Errors) > 0 {
 		b.WriteString("\nFailures:\n\n")
 		for _, e := range r.Errors {

@@ -40,6 +40,7 @@ func testReport() report {
 				Values: [2][]float64{{9.5}, {14.9}},
 			},
 		},
+		Notes:  []string{"Sync policy: a note."},
 		Errors: []string{"request-reply on leafbox, round 1: exit status 1"},
 	}
 }
@@ -66,7 +67,7 @@ func TestRenderMarkdownTable(t *testing.T) {
 		"| request-reply, req/s | failed | 3,900 | n/a | higher |\n",
 		"| idle RSS, MiB | 9.5 | 14.9 | 0.64× | lower |\n",
 		"Ratio is leafbox ÷ nats-server",
-		"Failures:\n\n- request-reply on leafbox, round 1: exit status 1\n",
+		"at or below 1.00× where it says lower.\n\nSync policy: a note.\n\nFailures:\n\n- request-reply on leafbox, round 1: exit status 1\n",
 		"<details><summary>Values per round</summary>\n\n| Row | leafbox | nats-server |\n|---|---|---|\n",
 		"| publish-only 16 B, msgs/s | 2,100,000 · 2,300,000 · 2,200,000 | 2,000,000 · 2,000,000 · 1,900,000 |\n",
 		"| 1 publisher → 4 subscribers 16 B, msgs/s | 100 · failed | 200 · 200 · 200 |\n",
@@ -108,5 +109,21 @@ func TestCellText(t *testing.T) {
 	mr.Values[1] = []float64{1, 2}
 	if got := cellText(1.5, true, mr, 1, 5); got != "2 (2/5 rounds)" {
 		t.Errorf("partial: %q, want %q", got, "2 (2/5 rounds)")
+	}
+}
+
+func TestTableOrderIsStable(t *testing.T) {
+	rows := []metricResult{
+		{metric: metric{Name: "b", Order: 2}},
+		{metric: metric{Name: "a1", Order: 1}},
+		{metric: metric{Name: "c", Order: 0}},
+		{metric: metric{Name: "a2", Order: 1}},
+	}
+	var got []string
+	for _, r := range tableOrder(rows) {
+		got = append(got, r.Name)
+	}
+	if strings.Join(got, ",") != "c,a1,a2,b" {
+		t.Errorf("tableOrder = %v, want c,a1,a2,b", got)
 	}
 }

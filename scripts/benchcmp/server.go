@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -29,19 +30,73 @@ const (
 	stopTimeout  = 10 * time.Second
 )
 
-// serverArgs returns the arguments that start a server of the given style
+// syncMode is the JetStream file-store sync policy a server runs with.
+type syncMode string
+
+const (
+	// syncDefault leaves the policy to the server: leafbox fsyncs before
+	// every PubAck, nats-server every 2 minutes.
+	syncDefault syncMode = ""
+	// syncAlways fsyncs before every acknowledgement.
+	syncAlways syncMode = "always"
+	// syncInterval fsyncs every 2 minutes, nats-server's default.
+	syncInterval syncMode = "2m"
+)
+
+// String names the mode in server labels and directory names.
+func (m syncMode) String() string {
+	switch m {
+	case syncDefault:
+		return "default"
+	case syncAlways:
+		return "always"
+	}
+	return "every " + string(m)
+}
+
+// serverSetup is how to start one server: its arguments and, when the
+// sync mode is not the server's default, a configuration file to write
+// before it starts.
+type serverSetup struct {
+	args       []string
+	configPath string // configPath is where to write config; "" when there is none.
+	config     string
+}
+
+// serverCommand returns the setup that starts a server of the given style
 // on loopback, with the client and monitoring ports chosen by the kernel
-// and written to a ports file in dir. leafbox runs without JetStream, as
-// nats-server does without -js, so neither side pays for a store.
-func serverArgs(style serverStyle, dir string) ([]string, error) {
+// and written to a ports file in dir, and JetStream on with its store in
+// dir/store (a fresh directory for every start). A sync mode other than
+// the default goes into a configuration file in dir, the only place
+// either server accepts it; every other setting stays on the command line.
+func serverCommand(style serverStyle, sync syncMode, dir string) (serverSetup, error) {
+	store := filepath.Join(dir, "store")
+	var setup serverSetup
 	switch style {
 	case styleLeafbox:
-		return []string{"run", "--addr", "127.0.0.1", "--port", "-1", "--http-port", "-1",
-			"--jetstream=false", "--ports-file-dir", dir}, nil
+		setup.args = []string{"run", "--addr", "127.0.0.1", "--port", "-1", "--http-port", "-1",
+			"--ports-file-dir", dir, "--jetstream"}
+		if sync == syncDefault {
+			setup.args = append(setup.args, "--store-dir", store)
+			return setup, nil
+		}
+		setup.configPath = filepath.Join(dir, "leafbox.yaml")
+		setup.config = fmt.Sprintf("jetstream:\n  store_dir: %s\n  sync_interval: %s\n",
+			strconv.Quote(store), strconv.Quote(string(sync)))
 	case styleNATS:
-		return []string{"-a", "127.0.0.1", "-p", "-1", "-m", "-1", "--ports_file_dir", dir}, nil
+		setup.args = []string{"-a", "127.0.0.1", "-p", "-1", "-m", "-1", "--ports_file_dir", dir}
+		if sync == syncDefault {
+			setup.args = append(setup.args, "-js", "-sd", store)
+			return setup, nil
+		}
+		setup.configPath = filepath.Join(dir, "nats-server.conf")
+		setup.config = fmt.Sprintf("jetstream {\n  store_dir: %s\n  sync_interval: %s\n}\n",
+			strconv.Quote(store), strconv.Quote(string(sync)))
+	default:
+		return setup, fmt.Errorf("benchcmp: unknown server style %q (want %q or %q)", style, styleLeafbox, styleNATS)
 	}
-	return nil, fmt.Errorf("benchcmp: unknown server style %q (want %q or %q)", style, styleLeafbox, styleNATS)
+	setup.args = append(setup.args, "--config", setup.configPath)
+	return setup, nil
 }
 
 // portsFile is the JSON both servers write to <name>_<pid>.ports.
@@ -75,23 +130,30 @@ func parsePortsFile(b []byte) (clientAddr, monitorURL string, err error) {
 type server struct {
 	label      string
 	bin        string
+	dir        string // dir holds the ports file, the log, any configuration file and the store.
 	cmd        *exec.Cmd
 	logPath    string
 	clientAddr string        // clientAddr is host:port of the client listener.
 	monitorURL string        // monitorURL is the monitoring base URL, without a trailing slash.
 	exited     chan struct{} // exited is closed when the process has been reaped.
 	exitErr    error         // exitErr is Wait's result; read only after exited is closed.
+	subszErr   error         // subszErr is how /subsz failed, once it has; see waitSubscribed.
 }
 
 // startServer starts bin in dir, waits for its ports file and for one
 // client handshake, and returns the running server.
-func startServer(ctx context.Context, label, bin string, style serverStyle, dir string) (*server, error) {
-	args, err := serverArgs(style, dir)
+func startServer(ctx context.Context, label, bin string, style serverStyle, sync syncMode, dir string) (*server, error) {
+	setup, err := serverCommand(style, sync, dir)
 	if err != nil {
 		return nil, err
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("benchcmp: %w", err)
+	}
+	if setup.configPath != "" {
+		if err := os.WriteFile(setup.configPath, []byte(setup.config), 0o644); err != nil {
+			return nil, fmt.Errorf("benchcmp: %w", err)
+		}
 	}
 	logPath := filepath.Join(dir, "server.log")
 	logFile, err := os.Create(logPath)
@@ -100,14 +162,14 @@ func startServer(ctx context.Context, label, bin string, style serverStyle, dir 
 	}
 	defer logFile.Close() // the child holds its own descriptor
 
-	cmd := exec.Command(bin, args...)
+	cmd := exec.Command(bin, setup.args...)
 	cmd.Dir = dir
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = childAttr()
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("benchcmp: starting %s (%s): %w", label, bin, err)
 	}
-	s := &server{label: label, bin: bin, cmd: cmd, logPath: logPath, exited: make(chan struct{})}
+	s := &server{label: label, bin: bin, dir: dir, cmd: cmd, logPath: logPath, exited: make(chan struct{})}
 	go func() {
 		s.exitErr = cmd.Wait()
 		close(s.exited)
@@ -116,7 +178,7 @@ func startServer(ctx context.Context, label, bin string, style serverStyle, dir 
 	if err := s.awaitReady(ctx, dir); err != nil {
 		s.stop()
 		return nil, fmt.Errorf("benchcmp: %s (%s %s) did not start: %w%s",
-			label, bin, strings.Join(args, " "), err, s.logTail())
+			label, bin, strings.Join(setup.args, " "), err, s.logTail())
 	}
 	return s, nil
 }

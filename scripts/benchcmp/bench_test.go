@@ -1,0 +1,158 @@
+package main
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestScenariosTableOrder(t *testing.T) {
+	var rows []metricResult
+	for _, sc := range scenarios(defaultWorkload(false)) {
+		for _, mt := range sc.metrics {
+			rows = append(rows, metricResult{metric: mt})
+		}
+	}
+	rows = append(rows, metricResult{metric: metric{Name: "idle RSS", Order: orderMemory}},
+		metricResult{metric: metric{Name: "peak RSS", Order: orderMemory}})
+	var names []string
+	for _, r := range tableOrder(rows) {
+		names = append(names, r.Name)
+	}
+	want := []string{
+		"publish-only 16 B",
+		"publish-only 1 KiB",
+		"1 publisher → 1 subscriber 16 B",
+		"1 publisher → 4 subscribers 16 B",
+		"request-reply",
+		"request-reply p50 latency",
+		"request-reply p99 latency",
+		"JetStream async publish 16 B, memory",
+		"JetStream async publish 16 B, file, default sync",
+		"JetStream async publish 16 B, file, sync always on both",
+		"JetStream async publish 16 B, file, sync every 2 m on both",
+		"JetStream sync publish 16 B, memory",
+		"JetStream sync publish 16 B, file, default sync",
+		"JetStream sync publish 16 B, file, sync always on both",
+		"JetStream sync publish 16 B, file, sync every 2 m on both",
+		"JetStream pull consume 16 B, file, default sync",
+		"idle RSS",
+		"peak RSS",
+		"RSS with 1,000,000 stored 16 B msgs, file",
+		"RSS with 1,000,000 stored 16 B msgs, memory",
+	}
+	if !slices.Equal(names, want) {
+		t.Errorf("table order:\n%s\nwant:\n%s", strings.Join(names, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+func TestScenariosAreConsistent(t *testing.T) {
+	slugs := map[string]bool{}
+	for _, sc := range scenarios(defaultWorkload(true)) {
+		if slugs[sc.slug] {
+			t.Errorf("slug %q used twice", sc.slug)
+		}
+		slugs[sc.slug] = true
+		if sc.msgs <= 0 || len(sc.metrics) == 0 {
+			t.Errorf("%s: %d messages, %d metrics", sc.slug, sc.msgs, len(sc.metrics))
+		}
+		switch sc.kind {
+		case kindJSAsync, kindJSSync, kindJSStored:
+			if sc.storage != storageFile && sc.storage != storageMemory {
+				t.Errorf("%s: storage %q", sc.slug, sc.storage)
+			}
+			if sc.storage == storageMemory && sc.sync != syncDefault {
+				t.Errorf("%s: a memory row with a sync mode starts servers for nothing", sc.slug)
+			}
+			// File rows, whose figures depend on the sync policy, name it.
+			want := map[syncMode]string{syncDefault: "default sync", syncAlways: "sync always on both", syncInterval: "sync every 2 m on both"}[sc.sync]
+			if sc.storage == storageFile && !strings.Contains(sc.metrics[0].Name, want) {
+				t.Errorf("%s: row %q does not say %q", sc.slug, sc.metrics[0].Name, want)
+			}
+		default:
+			if sc.fresh || sc.sync != syncDefault || sc.storage != "" {
+				t.Errorf("%s: core rows run on the shared default servers", sc.slug)
+			}
+		}
+		wantMetrics := map[scenarioKind]int{kindPublish: 1, kindFanout: 1, kindRequest: 3, kindJSAsync: 1, kindJSSync: 1}
+		if sc.kind == kindJSStored {
+			if !sc.fresh {
+				t.Errorf("%s: stored-message RSS must be read on a fresh server", sc.slug)
+			}
+			want := 2
+			if sc.consume > 0 {
+				want = 3
+			}
+			if len(sc.metrics) != want || sc.metrics[1].Unit != unitMiB {
+				t.Errorf("%s: metrics %+v, want rate, RSS[, consume rate]", sc.slug, sc.metrics)
+			}
+		} else if got := len(sc.metrics); got != wantMetrics[sc.kind] {
+			t.Errorf("%s: %d metrics, want %d", sc.slug, got, wantMetrics[sc.kind])
+		}
+	}
+}
+
+func TestStreamName(t *testing.T) {
+	if got := (scenario{slug: "jsasync2m"}).streamName(); got != "BENCH_JSASYNC2M" {
+		t.Errorf("streamName = %q", got)
+	}
+}
+
+func TestJSPublishArgs(t *testing.T) {
+	async := scenario{slug: "jsmem", kind: kindJSStored, size: 16, msgs: 1000, storage: storageMemory}
+	got := jsPublishArgs(async, "bench.jsmem.r0.s1", "/w/pub.csv")
+	want := []string{"bench", "js", "pub", "async", "bench.jsmem.r0.s1", "--batch", "500",
+		"--create", "--purge", "--storage", "memory", "--stream", "BENCH_JSMEM",
+		"--clients", "1", "--msgs", "1000", "--size", "16", "--csv", "/w/pub.csv"}
+	if !slices.Equal(got, want) {
+		t.Errorf("async:\n got %q\nwant %q", got, want)
+	}
+	sync := scenario{slug: "jssyncfile", kind: kindJSSync, size: 16, msgs: 300, storage: storageFile}
+	got = jsPublishArgs(sync, "s", "o.csv")
+	if !slices.Equal(got[:5], []string{"bench", "js", "pub", "sync", "s"}) || slices.Contains(got, "--batch") ||
+		!slices.Contains(got, "file") || !slices.Contains(got, "--purge") {
+		t.Errorf("sync: %q", got)
+	}
+}
+
+func TestDefaultWorkloadQuick(t *testing.T) {
+	full, quick := defaultWorkload(false), defaultWorkload(true)
+	if full.JSStored != 1_000_000 {
+		t.Errorf("JSStored = %d, want the 1 M messages the issue asks for", full.JSStored)
+	}
+	if quick.JSStored*10 != full.JSStored || quick.JSSync*10 != full.JSSync || quick.PubMsgs*10 != full.PubMsgs {
+		t.Errorf("quick %+v is not a tenth of %+v", quick, full)
+	}
+	if quick.JSSize != full.JSSize || quick.ReqSize != full.ReqSize {
+		t.Error("quick changes message sizes")
+	}
+	if full.JSConsume > full.JSStored {
+		t.Errorf("consume %d of %d stored", full.JSConsume, full.JSStored)
+	}
+}
+
+func TestNatsArgs(t *testing.T) {
+	got := natsArgs("nats://127.0.0.1:1", []string{"bench", "js", "consume"})
+	if !slices.Equal(got, []string{"bench", "js", "consume", "--server", "nats://127.0.0.1:1", "--no-context", "--no-progress"}) {
+		t.Errorf("bench: %q", got)
+	}
+	got = natsArgs("nats://127.0.0.1:1", []string{"stream", "rm", "X", "--force"})
+	if slices.Contains(got, "--no-progress") || !slices.Contains(got, "--no-context") {
+		t.Errorf("stream rm: %q (only bench takes --no-progress)", got)
+	}
+}
+
+func TestScaledTimeout(t *testing.T) {
+	for _, tc := range []struct {
+		msgs int
+		want time.Duration
+	}{
+		{0, time.Minute}, {3_000, time.Minute}, {250_000, time.Minute},
+		{250_001, 2 * time.Minute}, {1_000_000, 4 * time.Minute}, {1_000_001, 5 * time.Minute},
+	} {
+		if got := scaledTimeout(time.Minute, tc.msgs); got != tc.want {
+			t.Errorf("scaledTimeout(1m, %d) = %v, want %v", tc.msgs, got, tc.want)
+		}
+	}
+}
