@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/leafbox/leafbox/store"
+	"github.com/leafbox/leafbox/store/internal/expiry"
 )
 
 // Limits and expiry. Removals the stream can re-derive on the next Open
@@ -141,24 +142,24 @@ type expiryState struct {
 	timer *time.Timer
 	// at is when the armed timer fires (Unix ns), 0 when idle.
 	at      int64
-	ttls    expiryHeap
+	ttls    expiry.Heap
 	ttlLive int
 }
 
 // addTTL records that message seq expires at the Unix ns time at.
 func (x *expiryState) addTTL(s *Stream, seq uint64, at int64) {
 	x.ttlLive++
-	x.ttls.push(expiryItem{at: at, seq: seq})
+	x.ttls.Push(expiry.Item{At: at, Seq: seq})
 	if len(x.ttls) > 2*x.ttlLive+64 {
 		kept := x.ttls[:0]
 		for _, it := range x.ttls {
-			if b, _ := s.locate(it.seq); b != nil {
+			if b, _ := s.locate(it.Seq); b != nil {
 				kept = append(kept, it)
 			}
 		}
 		clear(x.ttls[len(kept):])
 		x.ttls = kept
-		x.ttls.init()
+		x.ttls.Init()
 	}
 	x.arm(s, at)
 }
@@ -212,7 +213,7 @@ func (x *expiryState) schedule(s *Stream) {
 		})
 	}
 	if len(x.ttls) > 0 {
-		next = min(next, x.ttls[0].at)
+		next = min(next, x.ttls[0].At)
 	}
 	if next == math.MaxInt64 {
 		x.stop()
@@ -256,12 +257,12 @@ func (s *Stream) expireDue(now int64) {
 	}
 	s.removeSeqs(seqs)
 	x := &s.expiry
-	for len(x.ttls) > 0 && x.ttls[0].at <= now {
-		it := x.ttls.pop()
-		if b, i := s.locate(it.seq); b != nil {
+	for len(x.ttls) > 0 && x.ttls[0].At <= now {
+		it := x.ttls.Pop()
+		if b, i := s.locate(it.Seq); b != nil {
 			s.removeAt(b, i)
 			r.skip()
-			r.take(it.seq)
+			r.take(it.Seq)
 			r.skip()
 		}
 	}
@@ -324,65 +325,4 @@ func (s *Stream) blocksFrom(seq uint64) []*block {
 		}
 	}
 	return s.blocks[lo:]
-}
-
-// expiryItem is one pending per-message expiry.
-type expiryItem struct {
-	at  int64
-	seq uint64
-}
-
-// expiryHeap is a binary min-heap of expiryItems ordered by at.
-type expiryHeap []expiryItem
-
-func (h *expiryHeap) push(it expiryItem) {
-	*h = append(*h, it)
-	h.up(len(*h) - 1)
-}
-
-func (h *expiryHeap) pop() expiryItem {
-	old := *h
-	it := old[0]
-	n := len(old) - 1
-	old[0] = old[n]
-	*h = old[:n]
-	if n > 0 {
-		h.down(0)
-	}
-	return it
-}
-
-func (h expiryHeap) init() {
-	for i := len(h)/2 - 1; i >= 0; i-- {
-		h.down(i)
-	}
-}
-
-func (h expiryHeap) up(i int) {
-	for i > 0 {
-		p := (i - 1) / 2
-		if h[p].at <= h[i].at {
-			return
-		}
-		h[p], h[i] = h[i], h[p]
-		i = p
-	}
-}
-
-func (h expiryHeap) down(i int) {
-	n := len(h)
-	for {
-		c := 2*i + 1
-		if c >= n {
-			return
-		}
-		if c+1 < n && h[c+1].at < h[c].at {
-			c++
-		}
-		if h[i].at <= h[c].at {
-			return
-		}
-		h[i], h[c] = h[c], h[i]
-		i = c
-	}
 }

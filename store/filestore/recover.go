@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/leafbox/leafbox/store/internal/expiry"
 	"github.com/leafbox/leafbox/store/vfs"
 )
 
@@ -344,7 +345,7 @@ func (s *Stream) buildIndex(scans []*blockScan) {
 			case m.ttl > 0:
 				e.flags |= entryTTL
 				s.expiry.ttlLive++
-				s.expiry.ttls.push(expiryItem{at: m.ts + m.ttl, seq: m.seq})
+				s.expiry.ttls.Push(expiry.Item{At: m.ts + m.ttl, Seq: m.seq})
 			case m.ttl < 0:
 				e.flags |= entryNoAge
 			}

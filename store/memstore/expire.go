@@ -3,6 +3,8 @@ package memstore
 import (
 	"math"
 	"time"
+
+	"github.com/leafbox/leafbox/store/internal/expiry"
 )
 
 // expiryResolution is the shortest delay the expiry timer is armed for, so
@@ -18,7 +20,7 @@ type expiryState struct {
 	at int64
 	// ttls orders per-message expiries. Entries whose message was removed
 	// early stay until they surface or the heap is pruned.
-	ttls expiryHeap
+	ttls expiry.Heap
 	// ttlLive counts live messages with a pending TTL.
 	ttlLive int
 }
@@ -26,7 +28,7 @@ type expiryState struct {
 // addTTL records that message seq expires at the Unix ns time at.
 func (x *expiryState) addTTL(s *Stream, seq uint64, at int64) {
 	x.ttlLive++
-	x.ttls.push(expiryItem{at: at, seq: seq})
+	x.ttls.Push(expiry.Item{At: at, Seq: seq})
 	if len(x.ttls) > 2*x.ttlLive+64 {
 		x.prune(s)
 	}
@@ -37,13 +39,13 @@ func (x *expiryState) addTTL(s *Stream, seq uint64, at int64) {
 func (x *expiryState) prune(s *Stream) {
 	kept := x.ttls[:0]
 	for _, it := range x.ttls {
-		if s.log.find(it.seq) >= 0 {
+		if s.log.find(it.Seq) >= 0 {
 			kept = append(kept, it)
 		}
 	}
 	clear(x.ttls[len(kept):])
 	x.ttls = kept
-	x.ttls.init()
+	x.ttls.Init()
 }
 
 // arm makes sure the timer fires no later than the Unix ns time at.
@@ -96,7 +98,7 @@ func (x *expiryState) schedule(s *Stream) {
 		}
 	}
 	if len(x.ttls) > 0 {
-		next = min(next, x.ttls[0].at)
+		next = min(next, x.ttls[0].At)
 	}
 	if next == math.MaxInt64 {
 		x.stop()
@@ -136,70 +138,9 @@ func (s *Stream) expireDue(now int64) {
 		s.release()
 	}
 	x := &s.expiry
-	for len(x.ttls) > 0 && x.ttls[0].at <= now {
-		it := x.ttls.pop()
-		s.removeSeq(it.seq, false)
-	}
-}
-
-// expiryItem is one pending per-message expiry.
-type expiryItem struct {
-	at  int64
-	seq uint64
-}
-
-// expiryHeap is a binary min-heap of expiryItems ordered by at.
-type expiryHeap []expiryItem
-
-func (h *expiryHeap) push(it expiryItem) {
-	*h = append(*h, it)
-	h.up(len(*h) - 1)
-}
-
-func (h *expiryHeap) pop() expiryItem {
-	old := *h
-	it := old[0]
-	n := len(old) - 1
-	old[0] = old[n]
-	*h = old[:n]
-	if n > 0 {
-		h.down(0)
-	}
-	return it
-}
-
-func (h expiryHeap) init() {
-	for i := len(h)/2 - 1; i >= 0; i-- {
-		h.down(i)
-	}
-}
-
-func (h expiryHeap) up(i int) {
-	for i > 0 {
-		p := (i - 1) / 2
-		if h[p].at <= h[i].at {
-			return
-		}
-		h[p], h[i] = h[i], h[p]
-		i = p
-	}
-}
-
-func (h expiryHeap) down(i int) {
-	n := len(h)
-	for {
-		c := 2*i + 1
-		if c >= n {
-			return
-		}
-		if c+1 < n && h[c+1].at < h[c].at {
-			c++
-		}
-		if h[i].at <= h[c].at {
-			return
-		}
-		h[i], h[c] = h[c], h[i]
-		i = c
+	for len(x.ttls) > 0 && x.ttls[0].At <= now {
+		it := x.ttls.Pop()
+		s.removeSeq(it.Seq, false)
 	}
 }
 
