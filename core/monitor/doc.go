@@ -28,6 +28,8 @@
 //   - /jsz and /leafz: answered by the optional JetStreamProvider and
 //     LeafProvider; without them /jsz reports "disabled": true and /leafz
 //     no leafnodes. /routez and /gatewayz are always empty but valid.
+//   - /uplinkz (a leafbox extension): the store-and-forward uplinks from
+//     the optional UplinkProvider; without it the list is empty.
 //   - /metrics: Prometheus text derived from /varz, plus whatever an
 //     optional MetricsSource appends.
 //

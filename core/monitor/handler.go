@@ -25,6 +25,7 @@ const (
 	HealthzPath        = "/healthz"        // HealthzPath serves Healthz.
 	JszPath            = "/jsz"            // JszPath serves Jsz.
 	LeafzPath          = "/leafz"          // LeafzPath serves Leafz.
+	UplinkzPath        = "/uplinkz"        // UplinkzPath serves Uplinkz, a leafbox extension.
 	RoutezPath         = "/routez"         // RoutezPath serves an empty Routez.
 	GatewayzPath       = "/gatewayz"       // GatewayzPath serves an empty Gatewayz.
 	MetricsPath        = "/metrics"        // MetricsPath serves Prometheus metrics.
@@ -44,6 +45,7 @@ var endpoints = []endpoint{
 	{SubszPath, "Subscriptions"},
 	{RoutezPath, "Routes"},
 	{LeafzPath, "LeafNodes"},
+	{UplinkzPath, "Uplinks"},
 	{GatewayzPath, "Gateways"},
 	{HealthzPath, "Health Probe"},
 	{MetricsPath, "Prometheus Metrics"},
@@ -60,7 +62,7 @@ type handler struct {
 
 // NewHandler returns the monitoring HTTP handler over p. It serves /,
 // /varz, /connz, /subsz, /subscriptionsz, /accountz, /healthz, /jsz,
-// /leafz, /routez, /gatewayz and /metrics; any other path is 404. Every
+// /leafz, /uplinkz, /routez, /gatewayz and /metrics; any other path is 404. Every
 // response carries Access-Control-Allow-Origin: *. JSON responses have
 // Content-Type application/json, or application/javascript when a valid
 // JSONP callback parameter wraps them. A bad query parameter is answered
@@ -84,6 +86,7 @@ func NewHandler(p Provider) http.Handler {
 	h.route(HealthzPath, HealthzPath, h.serveHealthz)
 	h.route(JszPath, JszPath, h.serveJsz)
 	h.route(LeafzPath, LeafzPath, h.serveLeafz)
+	h.route(UplinkzPath, UplinkzPath, h.serveUplinkz)
 	h.route(RoutezPath, RoutezPath, h.serveRoutez)
 	h.route(GatewayzPath, GatewayzPath, h.serveGatewayz)
 	h.route(MetricsPath, MetricsPath, h.serveMetrics)
@@ -288,6 +291,14 @@ func (h *handler) serveLeafz(w http.ResponseWriter, r *http.Request) {
 	}
 	lz := buildLeafz(h.p.ServerID(), h.now(), q.v.Get("acc"), leafs)
 	writeJSON(w, r, http.StatusOK, lz, true)
+}
+
+func (h *handler) serveUplinkz(w http.ResponseWriter, r *http.Request) {
+	var uplinks []UplinkInfo
+	if up, ok := h.p.(UplinkProvider); ok {
+		uplinks = up.Uplinks()
+	}
+	writeJSON(w, r, http.StatusOK, buildUplinkz(h.p.ServerID(), h.now(), uplinks), true)
 }
 
 func (h *handler) serveRoutez(w http.ResponseWriter, r *http.Request) {

@@ -19,7 +19,7 @@ func TestHeaders(t *testing.T) {
 	h := newTestHandler(t, newFixture())
 	jsonPaths := []string{
 		"/varz", "/connz", "/subsz", "/subscriptionsz", "/accountz", "/healthz",
-		"/jsz", "/leafz", "/routez", "/gatewayz",
+		"/jsz", "/leafz", "/uplinkz", "/routez", "/gatewayz",
 	}
 	for _, path := range jsonPaths {
 		t.Run(path, func(t *testing.T) {
@@ -162,6 +162,45 @@ func TestLeafz(t *testing.T) {
 		t.Fatalf("acc=B: %+v", lz)
 	}
 	require400(t, h, "/leafz?subs=x", "Error decoding boolean for 'subs'")
+}
+
+// uplinkProvider adds an UplinkProvider to the fixture.
+type uplinkProvider struct {
+	*fakeProvider
+}
+
+func (uplinkProvider) Uplinks() []UplinkInfo {
+	at := t0.Add(time.Hour)
+	return []UplinkInfo{
+		{Name: "tel", State: "backoff", LinkState: "connecting", Captured: 10, Stored: 10, Forwarded: 4, Acked: 3,
+			Dropped: map[string]uint64{"limits": 2}, Retries: 1, BacklogMsgs: 5, BacklogBytes: 500,
+			OldestAgeSeconds: 12.5, LastError: "no responders", LastErrorAt: &at},
+		{Name: "logs", State: "forwarding", LinkState: "connected"},
+	}
+}
+
+func TestUplinkz(t *testing.T) {
+	m := getJSON(t, newTestHandler(t, newFixture()), "/uplinkz")
+	requireKeys(t, "uplinkz", m, "server_id", "now", "num_uplinks", "uplinks")
+	if u, ok := m["uplinks"].([]any); !ok || len(u) != 0 {
+		t.Fatalf("uplinks = %#v", m["uplinks"])
+	}
+
+	h := newTestHandler(t, uplinkProvider{newFixture()})
+	m = getJSON(t, h, "/uplinkz")
+	requireEqual(t, "num_uplinks", m["num_uplinks"], any(2.0))
+	requireEqual(t, "now", m["now"], any(testNow.Format(time.RFC3339)))
+	u := m["uplinks"].([]any)[0].(map[string]any)
+	requireKeys(t, "uplinks[0]", u, "name", "state", "link_state", "captured", "stored", "forwarded", "acked",
+		"dropped", "retries", "in_flight", "backlog_msgs", "backlog_bytes", "oldest_age_seconds", "last_error", "last_error_at")
+	if d, ok := u["dropped"].(map[string]any); !ok || len(d) != 1 || d["limits"] != 2.0 {
+		t.Fatalf("dropped = %#v", u["dropped"])
+	}
+	uz := getStruct[Uplinkz](t, h, "/uplinkz")
+	if l := uz.Uplinks[1]; l.Name != "logs" || l.Dropped != nil || l.LastErrorAt != nil {
+		t.Fatalf("uplinks[1]: %+v", l)
+	}
+	requireEqual(t, "counted", h.requestStats()[UplinkzPath], uint64(2))
 }
 
 func TestRoutezGatewayz(t *testing.T) {

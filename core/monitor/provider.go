@@ -64,6 +64,14 @@ type LeafProvider interface {
 	Leafs(subs bool) []LeafInfo
 }
 
+// UplinkProvider is implemented by a Provider whose server forwards
+// captured subjects to a hub through store-and-forward uplinks. Without it
+// /uplinkz reports none.
+type UplinkProvider interface {
+	// Uplinks returns a snapshot of every uplink, in configuration order.
+	Uplinks() []UplinkInfo
+}
+
 // HealthChecker is implemented by a Provider with subsystems whose health
 // /healthz must report beyond readiness, such as JetStream.
 type HealthChecker interface {

@@ -95,19 +95,22 @@ func (m appMonitor) CheckHealth(opts monitor.HealthzOptions) (int, []monitor.Hea
 	return 0, nil
 }
 
-// WriteMetrics implements monitor.MetricsSource with JetStream's figures.
+// WriteMetrics implements monitor.MetricsSource with JetStream's and the
+// uplinks' figures.
 func (m appMonitor) WriteMetrics(w io.Writer) {
-	if m.js == nil {
-		return
-	}
-	st := m.js.Stats()
 	mw := monitor.NewMetricWriter(w)
-	mw.Gauge("leafbox_jetstream_streams", "JetStream streams.", float64(st.Streams))
-	mw.Gauge("leafbox_jetstream_consumers", "JetStream consumers.", float64(st.Consumers))
-	mw.Gauge("leafbox_jetstream_messages", "Messages stored in JetStream streams.", float64(st.Messages))
-	mw.Gauge("leafbox_jetstream_bytes", "Bytes stored in JetStream streams.", float64(st.Bytes))
-	mw.Gauge("leafbox_jetstream_memory_bytes", "Bytes held by memory streams.", float64(st.Memory))
-	mw.Gauge("leafbox_jetstream_storage_bytes", "Bytes held by file streams.", float64(st.Store))
-	mw.Counter("leafbox_jetstream_api_requests_total", "JetStream API requests served.", float64(st.APITotal))
-	mw.Counter("leafbox_jetstream_api_errors_total", "JetStream API requests answered with an error.", float64(st.APIErrors))
+	if m.js != nil {
+		st := m.js.Stats()
+		mw.Gauge("leafbox_jetstream_streams", "JetStream streams.", float64(st.Streams))
+		mw.Gauge("leafbox_jetstream_consumers", "JetStream consumers.", float64(st.Consumers))
+		mw.Gauge("leafbox_jetstream_messages", "Messages stored in JetStream streams.", float64(st.Messages))
+		mw.Gauge("leafbox_jetstream_bytes", "Bytes stored in JetStream streams.", float64(st.Bytes))
+		mw.Gauge("leafbox_jetstream_memory_bytes", "Bytes held by memory streams.", float64(st.Memory))
+		mw.Gauge("leafbox_jetstream_storage_bytes", "Bytes held by file streams.", float64(st.Store))
+		mw.Counter("leafbox_jetstream_api_requests_total", "JetStream API requests served.", float64(st.APITotal))
+		mw.Counter("leafbox_jetstream_api_errors_total", "JetStream API requests answered with an error.", float64(st.APIErrors))
+	}
+	if m.uplinkStatus != nil {
+		writeUplinkMetrics(mw, m.uplinkStatus())
+	}
 }

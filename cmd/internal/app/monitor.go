@@ -1,12 +1,14 @@
 package app
 
 import (
+	"maps"
 	"net"
 	"strconv"
 
 	"github.com/leafbox/leafbox/core/monitor"
 	"github.com/leafbox/leafbox/core/server"
 	"github.com/leafbox/leafbox/leaf"
+	"github.com/leafbox/leafbox/leaf/outbox"
 	"github.com/leafbox/leafbox/store/jetstream"
 )
 
@@ -20,7 +22,7 @@ func startMonitor(addr string, p monitor.Provider) (*monitor.HTTPServer, error) 
 // monitorProvider returns what the monitor serves: the broker, with the
 // leafnode links and JetStream added.
 func (a *App) monitorProvider() monitor.Provider {
-	m := appMonitor{Server: a.srv, uplinks: a.uplinks, js: a.js}
+	m := appMonitor{Server: a.srv, uplinks: a.uplinks, js: a.js, uplinkStatus: a.UplinkStatus}
 	if js := a.cfg.JetStream; js != nil {
 		m.jsConfig = *js
 	}
@@ -30,16 +32,64 @@ func (a *App) monitorProvider() monitor.Provider {
 // appMonitor is the broker's monitor.Provider with the subsystems the
 // broker knows nothing of added: /leafz lists the connected links and
 // /varz counts them and lists the configured remotes; /jsz, /healthz and
-// /metrics report JetStream. Embedding keeps every optional interface the
+// /metrics report JetStream; /uplinkz and /metrics report the
+// store-and-forward uplinks. Embedding keeps every optional interface the
 // broker implements.
 type appMonitor struct {
 	*server.Server
 	uplinks  []*uplink
 	js       *jetstream.Engine // nil when JetStream is off
 	jsConfig JetStreamConfig
+	// uplinkStatus reports the store-and-forward uplinks; they start
+	// after the monitor, so it is asked on every request.
+	uplinkStatus func() []UplinkStatus
 }
 
-var _ monitor.LeafProvider = appMonitor{}
+var (
+	_ monitor.LeafProvider   = appMonitor{}
+	_ monitor.UplinkProvider = appMonitor{}
+)
+
+// Uplinks implements monitor.UplinkProvider: one entry per running uplink.
+func (m appMonitor) Uplinks() []monitor.UplinkInfo {
+	if m.uplinkStatus == nil {
+		return nil
+	}
+	sts := m.uplinkStatus()
+	out := make([]monitor.UplinkInfo, len(sts))
+	for i, st := range sts {
+		out[i] = uplinkInfo(st)
+	}
+	return out
+}
+
+// uplinkInfo maps an uplink's status to its /uplinkz entry.
+func uplinkInfo(st UplinkStatus) monitor.UplinkInfo {
+	ui := monitor.UplinkInfo{
+		Name:             st.Name,
+		State:            string(st.State),
+		LinkState:        st.LinkState,
+		Captured:         st.Captured,
+		Stored:           st.Stored,
+		Forwarded:        st.Forwarded,
+		Acked:            st.Acked,
+		Retries:          st.Retries,
+		WrongStream:      st.WrongStream,
+		InFlight:         st.InFlight,
+		BacklogMsgs:      st.BacklogMsgs,
+		BacklogBytes:     st.BacklogBytes,
+		OldestAgeSeconds: st.OldestAge.Seconds(),
+		LastError:        st.LastError,
+	}
+	if len(st.Dropped) > 0 {
+		ui.Dropped = maps.Clone(st.Dropped)
+	}
+	if !st.LastErrorAt.IsZero() {
+		at := st.LastErrorAt.UTC()
+		ui.LastErrorAt = &at
+	}
+	return ui
+}
 
 // Leafs implements monitor.LeafProvider: one entry per connected link.
 func (m appMonitor) Leafs(subs bool) []monitor.LeafInfo {
@@ -118,4 +168,43 @@ func (m appMonitor) Varz() *monitor.Varz {
 	sc.Leafs = slow
 	v.SlowConsumersStats = &sc
 	return &v
+}
+
+// writeUplinkMetrics writes the leafbox_uplink_* families, one sample per
+// uplink labelled uplink="<name>". It writes nothing without uplinks.
+func writeUplinkMetrics(mw *monitor.MetricWriter, sts []UplinkStatus) {
+	if len(sts) == 0 {
+		return
+	}
+	family := func(name, typ, help string, value func(UplinkStatus) float64) {
+		mw.Family(name, typ, help)
+		for _, st := range sts {
+			mw.Sample(name, value(st), "uplink", st.Name)
+		}
+	}
+	family("leafbox_uplink_captured_total", monitor.Counter, "Messages captured for the uplink.",
+		func(st UplinkStatus) float64 { return float64(st.Captured) })
+	family("leafbox_uplink_forwarded_total", monitor.Counter, "Publishes toward the hub, retries included.",
+		func(st UplinkStatus) float64 { return float64(st.Forwarded) })
+	family("leafbox_uplink_acked_total", monitor.Counter, "Messages the hub acknowledged.",
+		func(st UplinkStatus) float64 { return float64(st.Acked) })
+	mw.Family("leafbox_uplink_dropped_total", monitor.Counter, "Messages lost, by reason.")
+	for _, st := range sts {
+		for _, reason := range []string{outbox.DropLimits, outbox.DropRejected, outbox.DropStoreError} {
+			mw.Sample("leafbox_uplink_dropped_total", float64(st.Dropped[reason]), "uplink", st.Name, "reason", reason)
+		}
+	}
+	family("leafbox_uplink_backlog_messages", monitor.Gauge, "Messages waiting in the outbox.",
+		func(st UplinkStatus) float64 { return float64(st.BacklogMsgs) })
+	family("leafbox_uplink_backlog_bytes", monitor.Gauge, "Bytes waiting in the outbox.",
+		func(st UplinkStatus) float64 { return float64(st.BacklogBytes) })
+	family("leafbox_uplink_oldest_age_seconds", monitor.Gauge, "Age of the oldest message in the outbox; 0 when empty.",
+		func(st UplinkStatus) float64 { return st.OldestAge.Seconds() })
+	family("leafbox_uplink_connected", monitor.Gauge, "1 when the uplink's leafnode link is connected, else 0.",
+		func(st UplinkStatus) float64 {
+			if st.LinkState == leaf.StateConnected.String() {
+				return 1
+			}
+			return 0
+		})
 }

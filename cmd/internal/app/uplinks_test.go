@@ -4,13 +4,16 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/leafbox/leafbox/core/monitor"
 	"github.com/leafbox/leafbox/leaf/leaftest"
+	"github.com/leafbox/leafbox/leaf/outbox"
 )
 
 func TestValidateUplinks(t *testing.T) {
@@ -50,7 +53,7 @@ func TestUplinkStoreAndForward(t *testing.T) {
 	hc.Close()
 	hub.Kill()
 
-	c := mustParse(t, "http_port: 0\nserver_name: gw1\n"+
+	c := mustParse(t, "http_port: -1\nserver_name: gw1\n"+
 		"leafnodes: {remotes: [{url: '"+hub.LeafURL()+"'}]}\n"+
 		"uplinks: [{name: tel, subjects: [telemetry.>], hub_subject_prefix: site1., stream: SITE}]\n")
 	Overrides{Host: ptr("127.0.0.1"), Port: ptr(-1)}.Apply(c)
@@ -86,6 +89,15 @@ func TestUplinkStoreAndForward(t *testing.T) {
 	publish(0, n)
 	if st := a.UplinkStatus()[0]; st.BacklogMsgs != n || st.Stored != n || st.Acked != 0 || st.LinkState == "connected" {
 		t.Fatalf("with the hub down: %+v", st)
+	}
+	var uz monitor.Uplinkz
+	getJSON(t, "http://"+a.MonitorAddr().String()+"/uplinkz", &uz)
+	if uz.NumUplinks != 1 || len(uz.Uplinks) != 1 {
+		t.Fatalf("/uplinkz: %+v", uz)
+	}
+	if u := uz.Uplinks[0]; u.Name != "tel" || u.BacklogMsgs != n || u.Captured != n || u.BacklogBytes == 0 ||
+		u.OldestAgeSeconds <= 0 || u.LinkState == "connected" || u.State == "" {
+		t.Fatalf("/uplinkz entry with the hub down: %+v", u)
 	}
 	for i := range n { // local subscribers got every message live
 		if m := nextMsg(t, local); string(m.Data) != strconv.Itoa(i) {
@@ -180,4 +192,41 @@ func TestUplinkStoreAndForward(t *testing.T) {
 	if len(st.Dropped) != 0 || st.WrongStream != 0 {
 		t.Fatalf("uplink status %+v", st)
 	}
+}
+
+// TestUplinkMetrics checks the leafbox_uplink_* families written from the
+// uplinks' status.
+func TestUplinkMetrics(t *testing.T) {
+	st := UplinkStatus{LinkState: "connected"}
+	st.Name, st.Captured, st.Forwarded, st.Acked = "tel", 10, 7, 6
+	st.Dropped = map[string]uint64{outbox.DropLimits: 2}
+	st.BacklogMsgs, st.BacklogBytes, st.OldestAge = 2, 300, 1500*time.Millisecond
+	var b strings.Builder
+	writeUplinkMetrics(monitor.NewMetricWriter(&b), []UplinkStatus{st, {Status: outbox.Status{Name: "logs"}, LinkState: "connecting"}})
+	for _, want := range []string{
+		"# TYPE leafbox_uplink_captured_total counter\n",
+		`leafbox_uplink_captured_total{uplink="tel"} 10` + "\n",
+		`leafbox_uplink_forwarded_total{uplink="tel"} 7` + "\n",
+		`leafbox_uplink_acked_total{uplink="tel"} 6` + "\n",
+		`leafbox_uplink_dropped_total{uplink="tel",reason="limits"} 2` + "\n",
+		`leafbox_uplink_dropped_total{uplink="logs",reason="rejected"} 0` + "\n",
+		"# TYPE leafbox_uplink_backlog_messages gauge\n",
+		`leafbox_uplink_backlog_messages{uplink="tel"} 2` + "\n",
+		`leafbox_uplink_backlog_bytes{uplink="tel"} 300` + "\n",
+		`leafbox_uplink_oldest_age_seconds{uplink="tel"} 1.5` + "\n",
+		`leafbox_uplink_connected{uplink="tel"} 1` + "\n",
+		`leafbox_uplink_connected{uplink="logs"} 0` + "\n",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("metrics lack %q:\n%s", want, b.String())
+		}
+	}
+
+	u := uplinkInfo(st)
+	if u.Name != "tel" || u.LinkState != "connected" || u.Dropped["limits"] != 2 || u.OldestAgeSeconds != 1.5 || u.LastErrorAt != nil {
+		t.Fatalf("uplinkInfo: %+v", u)
+	}
+	b.Reset()
+	writeUplinkMetrics(monitor.NewMetricWriter(&b), nil)
+	requireEqual(t, b.String(), "")
 }

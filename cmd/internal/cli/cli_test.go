@@ -259,7 +259,7 @@ func TestCompletion(t *testing.T) {
 func TestHelpListsCommands(t *testing.T) {
 	stdout, stderr, code := runCLI(t, "--help")
 	requireCode(t, code, 0, stderr)
-	requireContains(t, "help", stdout, "run", "config", "version", "completion")
+	requireContains(t, "help", stdout, "run", "config", "uplink", "version", "completion")
 
 	stdout, _, _ = runCLI(t, "run", "--help")
 	requireContains(t, "run help", stdout, "--config", "--addr", "--port", "--http-port", "--server-name",

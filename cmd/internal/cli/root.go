@@ -1,6 +1,7 @@
 // Package cli is leafbox's command line: the cobra commands run, config
-// check, config print, version and completion. It parses flags, sets up
-// logging and signals, and leaves everything else to package app.
+// check, config print, uplink status, version and completion. It parses
+// flags, sets up logging and signals, and leaves everything else to
+// package app.
 package cli
 
 import (
@@ -59,6 +60,6 @@ func newRootCmd() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.SetVersionTemplate("{{.Name}} {{.Version}}\n")
-	root.AddCommand(newRunCmd(), newConfigCmd(), newVersionCmd())
+	root.AddCommand(newRunCmd(), newConfigCmd(), newUplinkCmd(), newVersionCmd())
 	return root
 }
