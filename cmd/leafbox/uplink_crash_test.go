@@ -1,0 +1,176 @@
+//go:build unix
+
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/leafbox/leafbox/leaf/leaftest"
+)
+
+// uplinkzEntry is the part of an /uplinkz entry the crash test reads.
+type uplinkzEntry struct {
+	Name         string            `json:"name"`
+	LinkState    string            `json:"link_state"`
+	Acked        uint64            `json:"acked"`
+	Dropped      map[string]uint64 `json:"dropped"`
+	WrongStream  uint64            `json:"wrong_stream"`
+	InFlight     int               `json:"in_flight"`
+	BacklogMsgs  uint64            `json:"backlog_msgs"`
+	BacklogBytes uint64            `json:"backlog_bytes"`
+}
+
+// getUplinkz fetches mon's /uplinkz and returns its single entry.
+func getUplinkz(t *testing.T, mon string) uplinkzEntry {
+	t.Helper()
+	body := get(t, mon+"/uplinkz")
+	var uz struct {
+		Uplinks []uplinkzEntry `json:"uplinks"`
+	}
+	if err := json.Unmarshal([]byte(body), &uz); err != nil || len(uz.Uplinks) != 1 {
+		t.Fatalf("/uplinkz: %v\n%s", err, body)
+	}
+	return uz.Uplinks[0]
+}
+
+// waitUplinkz polls mon's /uplinkz until cond holds for its entry.
+func waitUplinkz(t *testing.T, mon string, cond func(uplinkzEntry) bool) uplinkzEntry {
+	t.Helper()
+	deadline := time.After(waitTimeout)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		u := getUplinkz(t, mon)
+		if cond(u) {
+			return u
+		}
+		select {
+		case <-deadline:
+			t.Fatalf("/uplinkz did not reach the expected state within %v: %+v", waitTimeout, u)
+		case <-tick.C:
+		}
+	}
+}
+
+// TestUplinkSurvivesKill9 kills the gateway with SIGKILL while its uplink
+// forwards a backlog to a real hub, and restarts it on the same outbox:
+// every message whose publisher's flush returned (accepted, so durable in
+// the outbox) must reach the hub stream exactly once, in publish order.
+// Messages the hub stored but whose PubAck the dead process never
+// recorded are sent again and dropped by the hub's duplicate window.
+func TestUplinkSurvivesKill9(t *testing.T) {
+	const (
+		n     = 2000
+		batch = 100
+	)
+	hub := leaftest.StartHub(t, leaftest.HubOptions{
+		Name:   "hub-crash",
+		Config: fmt.Sprintf("jetstream { store_dir: %q, domain: hub }", t.TempDir()),
+	})
+	ctx := testContext(t)
+	hc := natsConnect(t, hub.ClientURL())
+	hjs, err := jetstream.New(hc)
+	mustNoErr(t, err)
+	stream, err := hjs.CreateStream(ctx, jetstream.StreamConfig{
+		Name: "SITE", Subjects: []string{"site1.>"}, Storage: jetstream.FileStorage, Duplicates: 10 * time.Minute,
+	})
+	mustNoErr(t, err)
+	hubMsgs := func() uint64 {
+		t.Helper()
+		info, err := stream.Info(ctx)
+		mustNoErr(t, err)
+		return info.State.Msgs
+	}
+
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "leafbox.yaml")
+	mustNoErr(t, os.WriteFile(cfg, fmt.Appendf(nil, `server_name: gw1
+listen: 127.0.0.1
+port: -1
+http_port: -1
+jetstream:
+  store_dir: %q
+leafnodes:
+  remotes:
+    - url: %q
+uplinks:
+  - name: tel
+    subjects: [telemetry.>]
+    hub_subject_prefix: site1.
+    stream: SITE
+`, filepath.Join(dir, "state"), hub.LeafURL()), 0o600))
+
+	p, gwURL := startJS(t, cfg, dir)
+	pf, _ := p.waitPorts(dir)
+	mon := loopbackURL(t, pf.Monitoring).String()
+	waitUplinkz(t, mon, func(u uplinkzEntry) bool { return u.LinkState == "connected" })
+
+	gw, err := nats.Connect(gwURL.String(), nats.Timeout(waitTimeout), nats.NoReconnect())
+	mustNoErr(t, err)
+	defer gw.Close()
+	for i := range n {
+		mustNoErr(t, gw.Publish("telemetry.t"+strconv.Itoa(i%7), []byte(strconv.Itoa(i))))
+		if (i+1)%batch == 0 {
+			mustNoErr(t, gw.Flush()) // PONG: the batch is in the outbox
+		}
+	}
+	// Every message is accepted; the forwarder is still working through
+	// them. Kill the gateway mid-stream.
+	mustNoErr(t, p.cmd.Process.Kill())
+	p.wait()
+	gw.Close()
+	atKill := hubMsgs()
+	t.Logf("hub stream held %d of %d messages when the gateway died", atKill, n)
+
+	p, _ = startJS(t, cfg, dir)
+	pf, _ = p.waitPorts(dir)
+	mon = loopbackURL(t, pf.Monitoring).String()
+	t.Logf("outbox after restart: %+v", getUplinkz(t, mon))
+
+	deadline := time.After(waitTimeout)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for got := hubMsgs(); got != n; got = hubMsgs() {
+		if got > n {
+			t.Fatalf("hub stream holds %d messages, want %d", got, n)
+		}
+		select {
+		case <-deadline:
+			t.Fatalf("hub stream holds %d messages after %v, want %d; /uplinkz %+v; log:\n%s",
+				got, waitTimeout, n, getUplinkz(t, mon), p.log())
+		case <-tick.C:
+		}
+	}
+
+	// Exactly once and in order: hub sequence i+1 holds message i.
+	for i := range n {
+		m, err := stream.GetMsg(ctx, uint64(i+1))
+		mustNoErr(t, err)
+		if string(m.Data) != strconv.Itoa(i) || m.Subject != "site1.telemetry.t"+strconv.Itoa(i%7) {
+			t.Fatalf("hub seq %d: %q %q, want message %d", i+1, m.Subject, m.Data, i)
+		}
+		if id := m.Header.Get(nats.MsgIdHdr); id != "gw1.tel."+strconv.Itoa(i+1) {
+			t.Fatalf("hub seq %d: Nats-Msg-Id %q", i+1, id)
+		}
+	}
+
+	// The restarted gateway's outbox drains completely: the resent
+	// duplicates are acknowledged too.
+	u := waitUplinkz(t, mon, func(u uplinkzEntry) bool { return u.BacklogMsgs == 0 && u.InFlight == 0 })
+	if u.BacklogBytes != 0 || len(u.Dropped) != 0 || u.WrongStream != 0 {
+		t.Fatalf("/uplinkz at the end: %+v", u)
+	}
+	if got := hubMsgs(); got != n {
+		t.Fatalf("hub stream holds %d messages after the drain, want %d", got, n)
+	}
+	stopJS(t, p)
+}
