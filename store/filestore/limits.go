@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/leafbox/leafbox/store"
-	"github.com/leafbox/leafbox/store/internal/expiry"
 )
 
 // Limits and expiry. Removals the stream can re-derive on the next Open
@@ -131,77 +130,22 @@ func (s *Stream) subjectLast(ss *subjectState, update bool) uint64 {
 	return seq
 }
 
-// expiryResolution is the shortest delay the expiry timer is armed for, so
-// a busy stream with MaxAge wakes at most about 100 times a second. A
-// message may outlive its MaxAge or TTL by this much plus scheduling delay.
-const expiryResolution = 10 * time.Millisecond
-
-// expiryState drives MaxAge and per-message TTL expiry from one timer. It
-// is guarded by the stream's mutex.
-type expiryState struct {
-	timer *time.Timer
-	// at is when the armed timer fires (Unix ns), 0 when idle.
-	at      int64
-	ttls    expiry.Heap
-	ttlLive int
-}
-
-// addTTL records that message seq expires at the Unix ns time at.
-func (x *expiryState) addTTL(s *Stream, seq uint64, at int64) {
-	x.ttlLive++
-	x.ttls.Push(expiry.Item{At: at, Seq: seq})
-	if len(x.ttls) > 2*x.ttlLive+64 {
-		kept := x.ttls[:0]
-		for _, it := range x.ttls {
-			if b, _ := s.locate(it.Seq); b != nil {
-				kept = append(kept, it)
-			}
-		}
-		clear(x.ttls[len(kept):])
-		x.ttls = kept
-		x.ttls.Init()
-	}
-	x.arm(s, at)
-}
-
-// arm makes sure the timer fires no later than the Unix ns time at.
-func (x *expiryState) arm(s *Stream, at int64) {
-	if x.at != 0 && x.at <= at {
-		return
-	}
-	d := max(time.Duration(at-time.Now().UnixNano()), expiryResolution)
-	x.at = at
-	if x.timer == nil {
-		x.timer = time.AfterFunc(d, s.expire)
-	} else {
-		x.timer.Reset(d)
-	}
-}
-
-// stop disarms the timer.
-func (x *expiryState) stop() {
-	if x.timer != nil {
-		x.timer.Stop()
-	}
-	x.at = 0
-}
-
-// clearTTLs forgets every pending TTL, after the stream was emptied.
-func (x *expiryState) clearTTLs() {
-	clear(x.ttls)
-	x.ttls = x.ttls[:0]
-	x.ttlLive = 0
-}
-
-// rearm expires what is due and schedules the next expiry from scratch.
-func (x *expiryState) rearm(s *Stream) {
-	x.stop()
+// rearmExpiry expires what is due and schedules the next expiry from
+// scratch.
+func (s *Stream) rearmExpiry() {
+	s.expiry.Stop()
 	s.expireDue(time.Now().UnixNano())
-	x.schedule(s)
+	s.scheduleExpiry()
 }
 
-// schedule arms the timer for the next due expiry, if any.
-func (x *expiryState) schedule(s *Stream) {
+// hasSeq reports whether message seq is still stored.
+func (s *Stream) hasSeq(seq uint64) bool {
+	b, _ := s.locate(seq)
+	return b != nil
+}
+
+// scheduleExpiry arms the timer for the next due expiry, if any.
+func (s *Stream) scheduleExpiry() {
 	next := int64(math.MaxInt64)
 	if age := int64(s.cfg.MaxAge); age > 0 {
 		s.scan(s.firstSeq, s.lastSeq, func(b *block, e *entry) bool {
@@ -212,14 +156,7 @@ func (x *expiryState) schedule(s *Stream) {
 			return false
 		})
 	}
-	if len(x.ttls) > 0 {
-		next = min(next, x.ttls[0].At)
-	}
-	if next == math.MaxInt64 {
-		x.stop()
-		return
-	}
-	x.arm(s, next)
+	s.expiry.ArmNext(next)
 }
 
 // expire is the timer callback.
@@ -229,9 +166,9 @@ func (s *Stream) expire() {
 	if s.closed {
 		return
 	}
-	s.expiry.at = 0
+	s.expiry.Fired()
 	s.expireDue(time.Now().UnixNano())
-	s.expiry.schedule(s)
+	s.scheduleExpiry()
 	s.reapLocked()
 }
 
@@ -257,8 +194,8 @@ func (s *Stream) expireDue(now int64) {
 	}
 	s.removeSeqs(seqs)
 	x := &s.expiry
-	for len(x.ttls) > 0 && x.ttls[0].At <= now {
-		it := x.ttls.Pop()
+	for len(x.TTLs) > 0 && x.TTLs[0].At <= now {
+		it := x.TTLs.Pop()
 		if b, i := s.locate(it.Seq); b != nil {
 			s.removeAt(b, i)
 			r.skip()

@@ -160,6 +160,6 @@ func (s *Stream) purgeAll(newLast uint64) (uint64, error) {
 	s.msgs, s.bytes = 0, 0
 	s.lastSeq = newLast
 	s.firstSeq = s.lastSeq + 1
-	s.expiry.clearTTLs()
+	s.expiry.ClearTTLs()
 	return purged, nil
 }

@@ -156,7 +156,7 @@ func (s *Stream) recover() error {
 	}
 	s.enforceAllSubjectLimits()
 	s.enforceDiscardOld()
-	s.expiry.rearm(s)
+	s.rearmExpiry()
 	s.deadBlocks = true
 	s.reapLocked()
 	return nil
@@ -344,8 +344,8 @@ func (s *Stream) buildIndex(scans []*blockScan) {
 			switch {
 			case m.ttl > 0:
 				e.flags |= entryTTL
-				s.expiry.ttlLive++
-				s.expiry.ttls.Push(expiry.Item{At: m.ts + m.ttl, Seq: m.seq})
+				s.expiry.Live++
+				s.expiry.TTLs.Push(expiry.Item{At: m.ts + m.ttl, Seq: m.seq})
 			case m.ttl < 0:
 				e.flags |= entryNoAge
 			}

@@ -156,7 +156,7 @@ func (s *Stream) removeAt(b *block, i int) {
 		s.subjects.drop(ss)
 	}
 	if e.flags&entryTTL != 0 {
-		s.expiry.ttlLive--
+		s.expiry.Live--
 	}
 	s.msgs--
 	s.bytes -= e.size()

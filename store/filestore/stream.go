@@ -13,6 +13,7 @@ import (
 
 	"github.com/leafbox/leafbox/core/subject"
 	"github.com/leafbox/leafbox/store"
+	"github.com/leafbox/leafbox/store/internal/expiry"
 	"github.com/leafbox/leafbox/store/vfs"
 )
 
@@ -57,7 +58,7 @@ type Stream struct {
 	// writeFailed says the last attempt to write the active block's
 	// buffer failed.
 	writeFailed bool
-	expiry      expiryState
+	expiry      expiry.Timer
 	report      Report
 	// written counts body bytes written to block files since Open: the
 	// group-commit position.
@@ -110,6 +111,7 @@ func Open(fsys vfs.FS, dir string, cfg Config) (*Stream, error) {
 		stop:        make(chan struct{}),
 	}
 	s.syncCond = sync.NewCond(&s.syncMu)
+	s.expiry.Fire = s.expire
 	s.mu.Lock()
 	err := s.recover()
 	if err != nil {
@@ -241,10 +243,10 @@ func (s *Stream) storeLocked(subj string, hdr, data []byte, ttl int64) (uint64, 
 	s.enforceSubjectLimit(ss)
 	s.enforceDiscardOld()
 	if ttl > 0 {
-		s.expiry.addTTL(s, seq, ts+ttl)
+		s.expiry.AddTTL(seq, ts+ttl, s.hasSeq)
 	}
 	if ttl >= 0 && cfg.MaxAge > 0 {
-		s.expiry.arm(s, ts+int64(cfg.MaxAge))
+		s.expiry.Arm(ts + int64(cfg.MaxAge))
 	}
 	return seq, ts, nil
 }
@@ -491,7 +493,7 @@ func (s *Stream) UpdateConfig(cfg store.Config) error {
 	s.cfg.Config = cfg
 	s.enforceAllSubjectLimits()
 	s.enforceDiscardOld()
-	s.expiry.rearm(s)
+	s.rearmExpiry()
 	s.reapLocked()
 	return nil
 }
@@ -524,7 +526,7 @@ func (s *Stream) Close() error {
 		return nil
 	}
 	s.closed = true
-	s.expiry.stop()
+	s.expiry.Stop()
 	s.mu.Unlock()
 
 	close(s.stop)

@@ -6,13 +6,14 @@ import (
 	"time"
 
 	"github.com/leafbox/leafbox/store"
+	"github.com/leafbox/leafbox/store/internal/expiry"
 )
 
 // expiryAt reads when the expiry timer is due, under the stream's lock.
 func expiryAt(s *Stream) int64 {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return s.expiry.at
+	return s.expiry.Due()
 }
 
 // In a synctest bubble time is fake, so these tests check expiry to the
@@ -44,15 +45,15 @@ func TestTTLOrderInBubble(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := newTestStream(t, store.Config{AllowMsgTTL: true})
 		const n = 100
-		ttl := func(i int) time.Duration { return time.Duration((i*37)%n+1) * expiryResolution }
+		ttl := func(i int) time.Duration { return time.Duration((i*37)%n+1) * expiry.Resolution }
 		for i := range n {
 			_, _, err := s.Store("a", nil, nil, int64(ttl(i)))
 			requireNoError(t, err)
 		}
 		for step := 1; step <= n; step++ {
-			time.Sleep(expiryResolution)
+			time.Sleep(expiry.Resolution)
 			synctest.Wait()
-			elapsed := time.Duration(step) * expiryResolution
+			elapsed := time.Duration(step) * expiry.Resolution
 			for i := range n {
 				_, err := s.Load(uint64(i+1), nil)
 				if gone := err != nil; gone != (ttl(i) <= elapsed) {
@@ -61,7 +62,7 @@ func TestTTLOrderInBubble(t *testing.T) {
 			}
 		}
 		s.mu.RLock()
-		requireEqual(t, len(s.expiry.ttls), 0, "pending TTLs")
+		requireEqual(t, len(s.expiry.TTLs), 0, "pending TTLs")
 		s.mu.RUnlock()
 	})
 }
@@ -76,7 +77,7 @@ func TestTTLHeapPruned(t *testing.T) {
 			requireNoError(t, err)
 		}
 		s.mu.RLock()
-		live, pending := s.expiry.ttlLive, len(s.expiry.ttls)
+		live, pending := s.expiry.Live, len(s.expiry.TTLs)
 		s.mu.RUnlock()
 		requireEqual(t, live, 1, "live TTL messages")
 		if pending > 2+64+1 {

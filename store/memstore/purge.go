@@ -69,7 +69,7 @@ func (s *Stream) purgeAll() uint64 {
 	n := s.msgs
 	s.log.reset()
 	clear(s.subjects)
-	s.expiry.clearTTLs()
+	s.expiry.ClearTTLs()
 	s.msgs, s.bytes = 0, 0
 	s.firstSeq = s.lastSeq + 1
 	return n

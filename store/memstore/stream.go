@@ -10,6 +10,7 @@ import (
 
 	"github.com/leafbox/leafbox/core/subject"
 	"github.com/leafbox/leafbox/store"
+	"github.com/leafbox/leafbox/store/internal/expiry"
 )
 
 // subjectState indexes the live messages of one subject: how many there are
@@ -40,7 +41,7 @@ type Stream struct {
 	// lastTime is the store time of the last stored message (Unix ns).
 	lastTime int64
 	closed   bool
-	expiry   expiryState
+	expiry   expiry.Timer
 }
 
 var _ store.Stream = (*Stream)(nil)
@@ -51,7 +52,9 @@ func New(cfg store.Config) (*Stream, error) {
 	if err := validate(cfg); err != nil {
 		return nil, err
 	}
-	return &Stream{cfg: cfg, subjects: make(map[string]*subjectState)}, nil
+	s := &Stream{cfg: cfg, subjects: make(map[string]*subjectState)}
+	s.expiry.Fire = s.expire
+	return s, nil
 }
 
 // validate rejects configurations no engine can honour.
@@ -160,10 +163,10 @@ func (s *Stream) Store(subj string, hdr, data []byte, ttl int64) (uint64, int64,
 	}
 	s.enforceDiscardOld()
 	if e.flags&flagTTL != 0 {
-		s.expiry.addTTL(s, seq, addSat(ts, ttl))
+		s.expiry.AddTTL(seq, addSat(ts, ttl), s.hasSeq)
 	}
 	if cfg.MaxAge > 0 && e.flags&flagNoAge == 0 {
-		s.expiry.arm(s, addSat(ts, int64(cfg.MaxAge)))
+		s.expiry.Arm(addSat(ts, int64(cfg.MaxAge)))
 	}
 	return seq, ts, nil
 }
@@ -255,7 +258,7 @@ func (s *Stream) removeAt(i int, erase bool) {
 	s.msgs--
 	s.bytes -= e.size()
 	if e.flags&flagTTL != 0 {
-		s.expiry.ttlLive--
+		s.expiry.Live--
 	}
 	if erase {
 		clear(e.buf)
@@ -383,7 +386,7 @@ func (s *Stream) UpdateConfig(cfg store.Config) error {
 	s.cfg = cfg
 	s.enforcePerSubject()
 	s.enforceDiscardOld()
-	s.expiry.rearm(s)
+	s.rearmExpiry()
 	return nil
 }
 
@@ -397,7 +400,7 @@ func (s *Stream) Close() error {
 		return nil
 	}
 	s.closed = true
-	s.expiry.stop()
+	s.expiry.Stop()
 	s.log = msgLog{}
 	s.subjects = nil
 	s.msgs, s.bytes = 0, 0

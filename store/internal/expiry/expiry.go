@@ -1,6 +1,11 @@
-// Package expiry is the min-heap of per-message expiry times that the
-// memory and file engines share.
+// Package expiry is the expiry timer and min-heap of per-message expiry
+// times that the memory and file engines share.
 package expiry
+
+import (
+	"math"
+	"time"
+)
 
 // Item is one pending per-message expiry: sequence Seq expires at At (Unix
 // nanoseconds).
@@ -67,3 +72,92 @@ func (h Heap) down(i int) {
 		i = c
 	}
 }
+
+// Resolution is the shortest delay a Timer is armed for, so a busy stream
+// with MaxAge wakes at most about 100 times a second. A message may
+// outlive its MaxAge or TTL by this much plus scheduling delay.
+const Resolution = 10 * time.Millisecond
+
+// Timer drives a stream's MaxAge and per-message TTL expiry from one
+// time.Timer. It is guarded by its stream's mutex; Fire, set once before
+// first use, runs on the timer's goroutine and must take that mutex and
+// call Fired.
+type Timer struct {
+	// Fire is the stream's expiry callback.
+	Fire func()
+	// TTLs orders per-message expiries. Items whose message went early
+	// stay until they surface or are pruned.
+	TTLs Heap
+	// Live counts live messages with a pending TTL.
+	Live int
+
+	timer *time.Timer
+	at    int64 // when the armed timer fires (Unix ns), 0 when idle
+}
+
+// AddTTL records that message seq expires at the Unix ns time at and arms
+// the timer. When stale items pile up, it keeps only those alive reports.
+func (x *Timer) AddTTL(seq uint64, at int64, alive func(seq uint64) bool) {
+	x.Live++
+	x.TTLs.Push(Item{At: at, Seq: seq})
+	if len(x.TTLs) > 2*x.Live+64 {
+		kept := x.TTLs[:0]
+		for _, it := range x.TTLs {
+			if alive(it.Seq) {
+				kept = append(kept, it)
+			}
+		}
+		clear(x.TTLs[len(kept):])
+		x.TTLs = kept
+		x.TTLs.Init()
+	}
+	x.Arm(at)
+}
+
+// Arm makes sure the timer fires no later than the Unix ns time at.
+func (x *Timer) Arm(at int64) {
+	if x.at != 0 && x.at <= at {
+		return
+	}
+	d := max(time.Duration(at-time.Now().UnixNano()), Resolution)
+	x.at = at
+	if x.timer == nil {
+		x.timer = time.AfterFunc(d, x.Fire)
+	} else {
+		x.timer.Reset(d)
+	}
+}
+
+// ArmNext arms the timer for the earlier of ageNext (math.MaxInt64 for
+// none) and the earliest pending TTL, or stops it when there is neither.
+func (x *Timer) ArmNext(ageNext int64) {
+	if len(x.TTLs) > 0 {
+		ageNext = min(ageNext, x.TTLs[0].At)
+	}
+	if ageNext == math.MaxInt64 {
+		x.Stop()
+		return
+	}
+	x.Arm(ageNext)
+}
+
+// Fired records that the timer went off; Fire calls it under the lock.
+func (x *Timer) Fired() { x.at = 0 }
+
+// Stop disarms the timer.
+func (x *Timer) Stop() {
+	if x.timer != nil {
+		x.timer.Stop()
+	}
+	x.at = 0
+}
+
+// ClearTTLs forgets every pending TTL, after the stream was emptied.
+func (x *Timer) ClearTTLs() {
+	clear(x.TTLs)
+	x.TTLs = x.TTLs[:0]
+	x.Live = 0
+}
+
+// Due returns when the armed timer fires (Unix ns), 0 when it is idle.
+func (x *Timer) Due() int64 { return x.at }

@@ -1,9 +1,12 @@
 package expiry
 
 import (
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"testing/synctest"
+	"time"
 )
 
 func TestHeapOrders(t *testing.T) {
@@ -30,4 +33,32 @@ func TestHeapOrders(t *testing.T) {
 			t.Fatalf("after Init: at %d, want %d", got.At, w)
 		}
 	}
+}
+
+func TestTimerArmsEarliest(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fired := make(chan time.Time, 4)
+		var x Timer
+		x.Fire = func() { fired <- time.Now() }
+		start := time.Now()
+		x.ArmNext(math.MaxInt64)
+		if x.Due() != 0 {
+			t.Fatal("armed with nothing to expire")
+		}
+		x.AddTTL(1, start.Add(time.Second).UnixNano(), func(uint64) bool { return true })
+		x.Arm(start.Add(5 * time.Second).UnixNano()) // later: keeps the earlier time
+		if got := <-fired; got.Sub(start) != time.Second {
+			t.Fatalf("fired after %v, want 1s", got.Sub(start))
+		}
+		x.Fired()
+		x.ClearTTLs()
+		x.ArmNext(start.Add(3 * time.Second).UnixNano())
+		if got := <-fired; got.Sub(start) != 3*time.Second {
+			t.Fatalf("fired after %v, want 3s", got.Sub(start))
+		}
+		x.Stop()
+		if x.Due() != 0 || x.Live != 0 || len(x.TTLs) != 0 {
+			t.Fatalf("after Stop and ClearTTLs: due %d live %d ttls %d", x.Due(), x.Live, len(x.TTLs))
+		}
+	})
 }
