@@ -2,6 +2,7 @@ package filestore
 
 import (
 	"github.com/leafbox/leafbox/store"
+	"github.com/leafbox/leafbox/store/internal/query"
 )
 
 // Purge removes the messages opts selects and returns how many; see
@@ -44,8 +45,8 @@ func (s *Stream) purgeLocked(opts store.PurgeOptions) (uint64, error) {
 		// Nothing is below sequence 1.
 		return 0, nil
 	}
-	kind := classify(opts.Subject)
-	if kind == filterAll && opts.Keep == 0 {
+	kind := query.Classify(opts.Subject)
+	if kind == query.All && opts.Keep == 0 {
 		if opts.Sequence == 0 {
 			return s.purgeAll(s.lastSeq)
 		}
@@ -62,10 +63,10 @@ func (s *Stream) purgeLocked(opts store.PurgeOptions) (uint64, error) {
 	var ss *subjectState
 	var m *matcher
 	switch kind {
-	case filterLiteral:
+	case query.Literal:
 		ss = s.subjects.byName[opts.Subject]
 		from, to = ss.first, ss.last
-	case filterWildcard:
+	case query.Wildcard:
 		m = s.newMatcher(opts.Subject)
 	}
 	var seqs []uint64
@@ -75,9 +76,9 @@ func (s *Stream) purgeLocked(opts store.PurgeOptions) (uint64, error) {
 			return false
 		}
 		switch {
-		case kind == filterAll,
-			kind == filterLiteral && e.subj == ss.id,
-			kind == filterWildcard && m.match(e.subj):
+		case kind == query.All,
+			kind == query.Literal && e.subj == ss.id,
+			kind == query.Wildcard && m.match(e.subj):
 			seqs = append(seqs, e.seq)
 			r.take(e.seq)
 		default:

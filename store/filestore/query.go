@@ -5,27 +5,8 @@ import (
 
 	"github.com/leafbox/leafbox/core/subject"
 	"github.com/leafbox/leafbox/store"
+	"github.com/leafbox/leafbox/store/internal/query"
 )
-
-// filterKind classifies a filter subject.
-type filterKind uint8
-
-const (
-	filterAll      filterKind = iota // "" or ">"
-	filterLiteral                    // no wildcard token
-	filterWildcard                   // "*" or a trailing ">" token
-)
-
-func classify(filter string) filterKind {
-	switch {
-	case filter == "" || filter == subject.FullWildcard:
-		return filterAll
-	case subject.IsLiteral(filter):
-		return filterLiteral
-	default:
-		return filterWildcard
-	}
-}
 
 // matcher answers "does subject id match the filter" with a per-call memo,
 // so a scan matches each distinct subject once.
@@ -86,10 +67,10 @@ func (s *Stream) LoadNext(filter string, start uint64, sm *store.Msg) (*store.Ms
 		msg, err = m, lerr
 		return false
 	}
-	switch classify(filter) {
-	case filterAll:
+	switch query.Classify(filter) {
+	case query.All:
 		s.scan(start, s.lastSeq, found)
-	case filterLiteral:
+	case query.Literal:
 		ss := s.subjects.byName[filter]
 		if ss == nil || start > ss.last {
 			return nil, store.ErrNotFound
@@ -141,10 +122,10 @@ func (s *Stream) LoadLast(filter string, sm *store.Msg) (*store.Msg, error) {
 		hitBlock, hit = b, e
 		return false
 	}
-	switch classify(filter) {
-	case filterAll:
+	switch query.Classify(filter) {
+	case query.All:
 		s.scanBack(s.lastSeq, s.firstSeq, found)
-	case filterLiteral:
+	case query.Literal:
 		ss := s.subjects.byName[filter]
 		if ss == nil {
 			return nil, store.ErrNotFound
@@ -205,8 +186,8 @@ func (s *Stream) filteredState(filter string, from uint64) store.FilteredState {
 		fs.Last = e.seq
 		return true
 	}
-	switch classify(filter) {
-	case filterAll:
+	switch query.Classify(filter) {
+	case query.All:
 		fs.Last = s.lastLive()
 		if from == s.firstSeq {
 			return store.FilteredState{Msgs: s.msgs, First: s.firstSeq, Last: fs.Last}
@@ -230,7 +211,7 @@ func (s *Stream) filteredState(filter string, from uint64) store.FilteredState {
 			return store.FilteredState{}
 		}
 		return fs
-	case filterLiteral:
+	case query.Literal:
 		ss := s.subjects.byName[filter]
 		if ss == nil || from > ss.last {
 			return fs
@@ -298,14 +279,14 @@ func (s *Stream) SubjectsState(filter string) map[string]uint64 {
 	if s.closed {
 		return nil
 	}
-	switch classify(filter) {
-	case filterAll:
+	switch query.Classify(filter) {
+	case query.All:
 		m := make(map[string]uint64, len(s.subjects.byName))
 		for name, ss := range s.subjects.byName {
 			m[name] = ss.msgs
 		}
 		return m
-	case filterLiteral:
+	case query.Literal:
 		m := make(map[string]uint64, 1)
 		if ss := s.subjects.byName[filter]; ss != nil {
 			m[ss.name] = ss.msgs

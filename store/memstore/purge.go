@@ -3,6 +3,7 @@ package memstore
 import (
 	"github.com/leafbox/leafbox/core/subject"
 	"github.com/leafbox/leafbox/store"
+	"github.com/leafbox/leafbox/store/internal/query"
 )
 
 // Purge removes the messages opts selects and returns how many; see
@@ -24,8 +25,8 @@ func (s *Stream) Purge(opts store.PurgeOptions) (uint64, error) {
 		// Nothing is below sequence 1.
 		return 0, nil
 	}
-	kind := classify(opts.Subject)
-	if kind == filterAll && opts.Keep == 0 {
+	kind := query.Classify(opts.Subject)
+	if kind == query.All && opts.Keep == 0 {
 		if opts.Sequence == 0 {
 			return s.purgeAll(), nil
 		}
@@ -40,7 +41,7 @@ func (s *Stream) Purge(opts store.PurgeOptions) (uint64, error) {
 	bound := opts.Sequence // exclusive; 0 means none
 	var purged uint64
 	s.hold()
-	if kind == filterLiteral {
+	if kind == query.Literal {
 		ss := s.subjects[opts.Subject]
 		for seq := ss.first; purged < limit && seq != 0 && (bound == 0 || seq < bound); {
 			next := s.log.get(seq).next
@@ -54,7 +55,7 @@ func (s *Stream) Purge(opts store.PurgeOptions) (uint64, error) {
 			if bound != 0 && e.seq >= bound {
 				break
 			}
-			if e.live() && (kind == filterAll || subject.Match(opts.Subject, e.subject.name)) {
+			if e.live() && (kind == query.All || subject.Match(opts.Subject, e.subject.name)) {
 				s.removeAt(i, false)
 				purged++
 			}

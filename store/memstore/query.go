@@ -3,27 +3,8 @@ package memstore
 import (
 	"github.com/leafbox/leafbox/core/subject"
 	"github.com/leafbox/leafbox/store"
+	"github.com/leafbox/leafbox/store/internal/query"
 )
-
-// filterKind classifies a filter subject.
-type filterKind uint8
-
-const (
-	filterAll      filterKind = iota // "" or ">"
-	filterLiteral                    // no wildcard token
-	filterWildcard                   // "*" or a trailing ">" token
-)
-
-func classify(filter string) filterKind {
-	switch {
-	case filter == "" || filter == subject.FullWildcard:
-		return filterAll
-	case subject.IsLiteral(filter):
-		return filterLiteral
-	default:
-		return filterWildcard
-	}
-}
 
 // listWalkMax is the subject size up to which LoadNext walks a subject's
 // list instead of scanning the log.
@@ -43,12 +24,12 @@ func (s *Stream) LoadNext(filter string, start uint64, sm *store.Msg) (*store.Ms
 		return nil, store.ErrNotFound
 	}
 	var e *entry
-	switch classify(filter) {
-	case filterAll:
+	switch query.Classify(filter) {
+	case query.All:
 		if i := s.log.nextLive(s.log.search(start)); i < s.log.n {
 			e = s.log.at(i)
 		}
-	case filterLiteral:
+	case query.Literal:
 		e = s.nextLiteral(filter, start)
 	default:
 		for i := s.log.search(start); i < s.log.n; i++ {
@@ -105,12 +86,12 @@ func (s *Stream) LoadLast(filter string, sm *store.Msg) (*store.Msg, error) {
 		return nil, store.ErrClosed
 	}
 	var e *entry
-	switch classify(filter) {
-	case filterAll:
+	switch query.Classify(filter) {
+	case query.All:
 		if i := s.log.last(); i >= 0 {
 			e = s.log.at(i)
 		}
-	case filterLiteral:
+	case query.Literal:
 		if ss := s.subjects[filter]; ss != nil {
 			e = s.log.get(ss.last)
 		}
@@ -157,13 +138,13 @@ func (s *Stream) filteredState(filter string, from uint64) store.FilteredState {
 	if s.msgs == 0 || from > s.lastSeq {
 		return store.FilteredState{}
 	}
-	kind := classify(filter)
+	kind := query.Classify(filter)
 	switch kind {
-	case filterAll:
+	case query.All:
 		if from == s.firstSeq {
 			return store.FilteredState{Msgs: s.msgs, First: s.firstSeq, Last: s.log.at(s.log.last()).seq}
 		}
-	case filterLiteral:
+	case query.Literal:
 		var fs store.FilteredState
 		if ss := s.subjects[filter]; ss != nil {
 			s.addSubject(&fs, ss, from)
@@ -183,7 +164,7 @@ func (s *Stream) filteredState(filter string, from uint64) store.FilteredState {
 	var fs store.FilteredState
 	for i := s.log.search(from); i < s.log.n; i++ {
 		e := s.log.at(i)
-		if !e.live() || (kind != filterAll && !subject.Match(filter, e.subject.name)) {
+		if !e.live() || (kind != query.All && !subject.Match(filter, e.subject.name)) {
 			continue
 		}
 		if fs.Msgs == 0 {
@@ -226,14 +207,14 @@ func (s *Stream) SubjectsState(filter string) map[string]uint64 {
 	if s.closed {
 		return nil
 	}
-	switch classify(filter) {
-	case filterAll:
+	switch query.Classify(filter) {
+	case query.All:
 		m := make(map[string]uint64, len(s.subjects))
 		for name, ss := range s.subjects {
 			m[name] = ss.msgs
 		}
 		return m
-	case filterLiteral:
+	case query.Literal:
 		m := make(map[string]uint64, 1)
 		if ss := s.subjects[filter]; ss != nil {
 			m[ss.name] = ss.msgs
