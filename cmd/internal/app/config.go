@@ -180,28 +180,40 @@ type responsePermissionFields ResponsePermission
 
 // UnmarshalYAML implements the callback form of yaml's unmarshaler.
 func (r *ResponsePermission) UnmarshalYAML(unmarshal func(any) error) error {
+	on, f, err := boolOrMapping[responsePermissionFields](unmarshal, "invalid allow_responses: want true, false or {max, expires}")
+	switch {
+	case err != nil:
+		return err
+	case f == nil:
+		*r = ResponsePermission{Enabled: on}
+	default:
+		*r = ResponsePermission(*f)
+		r.Enabled = true
+	}
+	return nil
+}
+
+// boolOrMapping decodes a value written either as true/false or as a
+// mapping of F's fields. It returns the bool with a nil mapping, or the
+// mapping; any other form is a type error saying want.
+func boolOrMapping[F any](unmarshal func(any) error, want string) (bool, *F, error) {
 	var c nodeCapture
 	if err := unmarshal(&c); err != nil {
-		return err
+		return false, nil, err
 	}
 	switch {
 	case c.node.Kind == yaml.ScalarNode && c.node.ShortTag() == "!!bool":
 		var on bool
-		if err := unmarshal(&on); err != nil {
-			return err
-		}
-		*r = ResponsePermission{Enabled: on}
-		return nil
+		err := unmarshal(&on)
+		return on, nil, err
 	case c.node.Kind == yaml.MappingNode:
-		var f responsePermissionFields
+		var f F
 		if err := unmarshal(&f); err != nil {
-			return err
+			return false, nil, err
 		}
-		*r = ResponsePermission(f)
-		r.Enabled = true
-		return nil
+		return false, &f, nil
 	}
-	return typeError(c.node, "invalid allow_responses: want true, false or {max, expires}")
+	return false, nil, typeError(c.node, "%s", want)
 }
 
 // MarshalYAML writes true or false when neither max nor expires is set.
@@ -260,23 +272,13 @@ type jetStreamFields struct {
 
 // UnmarshalYAML implements the callback form of yaml's unmarshaler.
 func (j *JetStreamConfig) UnmarshalYAML(unmarshal func(any) error) error {
-	var c nodeCapture
-	if err := unmarshal(&c); err != nil {
-		return err
-	}
+	on, f, err := boolOrMapping[jetStreamFields](unmarshal, "invalid jetstream: want true, false or a mapping")
 	switch {
-	case c.node.Kind == yaml.ScalarNode && c.node.ShortTag() == "!!bool":
-		var on bool
-		if err := unmarshal(&on); err != nil {
-			return err
-		}
+	case err != nil:
+		return err
+	case f == nil:
 		*j = JetStreamConfig{Enabled: on}
-		return nil
-	case c.node.Kind == yaml.MappingNode:
-		var f jetStreamFields
-		if err := unmarshal(&f); err != nil {
-			return err
-		}
+	default:
 		*j = JetStreamConfig{
 			Enabled:        f.Enabled == nil || *f.Enabled,
 			StoreDir:       f.StoreDir,
@@ -285,9 +287,8 @@ func (j *JetStreamConfig) UnmarshalYAML(unmarshal func(any) error) error {
 			Domain:         f.Domain,
 			SyncInterval:   f.SyncInterval,
 		}
-		return nil
 	}
-	return typeError(c.node, "invalid jetstream: want true, false or a mapping")
+	return nil
 }
 
 // LeafNodesConfig is the leafnodes block: the hubs this gateway connects
