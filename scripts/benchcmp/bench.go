@@ -24,6 +24,9 @@ type workload struct {
 	JSAsyncAlways int // JSAsyncAlways is messages per async publish run with sync always on both.
 	JSSync        int // JSSync is messages per sync publish run on file storage.
 	JSSyncMemory  int // JSSyncMemory is messages per sync publish run on memory storage.
+
+	LeafMsgs int // LeafMsgs is telemetry messages per leaf run (forward and backlog).
+	LeafSize int // LeafSize is the telemetry payload in bytes.
 }
 
 // defaultWorkload is sized so a five-round run takes about 12 minutes on
@@ -36,18 +39,54 @@ type workload struct {
 func defaultWorkload(quick bool) workload {
 	w := workload{PubMsgs: 1_000_000, SubMsgs: 1_000_000, Requests: 20_000, ReqSize: 128,
 		JSSize: 16, JSStored: 1_000_000, JSConsume: 100_000, JSAsync: 100_000, JSAsyncAlways: 5_000,
-		JSSync: 3_000, JSSyncMemory: 10_000}
+		JSSync: 3_000, JSSyncMemory: 10_000, LeafMsgs: 50_000, LeafSize: telemetryMinSize}
 	if quick {
 		for _, n := range []*int{&w.PubMsgs, &w.SubMsgs, &w.Requests, &w.JSStored, &w.JSConsume,
-			&w.JSAsync, &w.JSAsyncAlways, &w.JSSync, &w.JSSyncMemory} {
+			&w.JSAsync, &w.JSAsyncAlways, &w.JSSync, &w.JSSyncMemory, &w.LeafMsgs} {
 			*n /= 10
 		}
 	}
 	return w
 }
 
-// describe returns the workload lines of the report.
-func (w workload) describe() []string {
+// describe returns the workload lines of the report for the groups in
+// only.
+func (w workload) describe(only map[string]bool) []string {
+	var lines []string
+	if only[groupCore] {
+		lines = append(lines, w.describeCore()...)
+	}
+	if only[groupJS] {
+		lines = append(lines, w.describeJS()...)
+	}
+	if only[groupLeaf] {
+		lines = append(lines, w.describeLeaf()...)
+	}
+	if only[groupCore] || only[groupJS] {
+		lines = append(lines, "RSS: idle is VmRSS after start-up and one client handshake; peak is VmHWM after the last round; both are the default-sync servers that also ran the core rows and the shared default-sync JetStream rows")
+	}
+	return lines
+}
+
+// describeLeaf returns the workload lines of the leaf rows.
+func (w workload) describeLeaf() []string {
+	return []string{
+		fmt.Sprintf("Uplink: each run starts a hub (nats-server, JetStream domain %q, a file stream %s on site1.>) and a gateway joined to it through a byte-counting TCP relay in the harness; "+
+			"a raw-protocol client publishes %s JSON telemetry messages of %d B on telemetry.site1.dev000–dev099 to the gateway (a PING after every %d, waiting for the PONG). "+
+			"leafbox is the gateway with an uplink capturing telemetry.> (outbox on file, forwarded as site1.telemetry.> with Nats-Msg-Id, removed on the hub's PubAck); "+
+			"nats-server is the gateway in its own store-and-forward pattern: a leaf with JetStream domain %q and a file stream %s on telemetry.>, which %s on the hub sources by domain with a subject transform to site1.telemetry.>",
+			hubDomain, hubStream, groupThousands(int64(w.LeafMsgs)), w.LeafSize, telemetryWindow, gatewayDomain, gatewayStream, hubStream),
+		fmt.Sprintf("Uplink forward: the link is up first; the rate is messages ÷ time from the first publish until the hub's /jsz shows them all in the stream (polled every 10 ms); payload MB/s is that rate × %d B. "+
+			"Wire bytes are what crossed the link both ways during the run, per message. The hub's leafnode listener has `compression: accept`, so each gateway's remote `compression` decides", w.LeafSize),
+		"Uplink backlog: the gateway starts while the relay refuses it; the messages are published, the gateway's VmRSS is read once steady, then the relay lets the gateway's next reconnect through. " +
+			"The drain rate is messages ÷ time from that connection until the hub stream holds them all; the latency row is the part until the first one is there. " +
+			"The gateway runs the default compression, s2_auto, which picks its level by RTT: none on loopback. " +
+			"On nats-server, the hub's stream source sent its consumer-create request while the link was down and waits 30 s for the answer before it retries (and backs off 10 s per failure), which the latency row shows",
+	}
+}
+
+// describeCore returns the workload lines of the core NATS rows.
+func (w workload) describeCore() []string {
 	return []string{
 		fmt.Sprintf("Publish-only: %s messages from 1 `nats bench pub` client, no subscribers; the publisher's rate",
 			groupThousands(int64(w.PubMsgs))),
@@ -55,6 +94,12 @@ func (w workload) describe() []string {
 			groupThousands(int64(w.SubMsgs))),
 		fmt.Sprintf("Request-reply: %s sequential requests of %d B from 1 `nats bench service request` client to 1 `nats bench service serve` responder; rate and latency percentiles as natscli measures them",
 			groupThousands(int64(w.Requests)), w.ReqSize),
+	}
+}
+
+// describeJS returns the workload lines of the JetStream rows.
+func (w workload) describeJS() []string {
+	return []string{
 		fmt.Sprintf("JetStream: every server runs JetStream in a new store directory of its own; 1 client publishes messages of %d B into an R1 stream that `nats bench js pub --create --purge` makes empty for the run. "+
 			"Async publish keeps 500 PubAcks outstanding (`nats bench js pub async --batch 500`), sync publish waits for each (`nats bench js pub sync`). "+
 			"Async on file with sync every 2 m on both: %s messages, with sync always on both: %s; sync: %s on file, %s on memory; these run on servers shared by all rounds, and the harness deletes the stream after each run",
@@ -64,7 +109,6 @@ func (w workload) describe() []string {
 			"Then VmRSS, read once steady (%d readings %v apart within %.0f %%, at most %v), is the \"RSS with %s stored\" row; on file `nats bench js consume` (a durable pull consumer, explicit acks, 500 outstanding) then reads the first %s of them for the pull consume row",
 			groupThousands(int64(w.JSStored)), rssWindow, rssPoll, rssTolerance*100, rssTimeout,
 			groupThousands(int64(w.JSStored)), groupThousands(int64(w.JSConsume))),
-		"RSS: idle is VmRSS after start-up and one client handshake; peak is VmHWM after the last round; both are the default-sync servers that also ran the core rows and the shared default-sync JetStream rows",
 	}
 }
 
@@ -78,12 +122,14 @@ const syncNote = "JetStream sync policy. leafbox's default fsyncs a file stream 
 type scenarioKind int
 
 const (
-	kindPublish  scenarioKind = iota // nats bench pub alone
-	kindFanout                       // nats bench sub, then nats bench pub
-	kindRequest                      // nats bench service serve, then request
-	kindJSAsync                      // nats bench js pub async into an empty stream
-	kindJSSync                       // nats bench js pub sync into an empty stream
-	kindJSStored                     // async publish into a fresh server, steady RSS, then pull consume
+	kindPublish     scenarioKind = iota // nats bench pub alone
+	kindFanout                          // nats bench sub, then nats bench pub
+	kindRequest                         // nats bench service serve, then request
+	kindJSAsync                         // nats bench js pub async into an empty stream
+	kindJSSync                          // nats bench js pub sync into an empty stream
+	kindJSStored                        // async publish into a fresh server, steady RSS, then pull consume
+	kindLeafForward                     // telemetry on a linked gateway until the hub stream holds it all
+	kindLeafBacklog                     // telemetry on a cut-off gateway, then the drain once linked
 )
 
 // Storage types of a JetStream stream, as nats bench js --storage takes them.
@@ -99,6 +145,7 @@ const (
 	orderJSAsync
 	orderJSSync
 	orderJSConsume
+	orderLeaf
 	orderMemory
 )
 
@@ -113,7 +160,30 @@ type scenario struct {
 	storage string   // storage is storageFile or storageMemory (JetStream kinds).
 	sync    syncMode // sync is the JetStream sync mode of both servers.
 	fresh   bool     // fresh runs each side on a server started for the run alone.
-	metrics []metric // metrics are the rows the scenario fills, in the order measure returns them.
+
+	compression string   // compression is the gateway's leafnode compression (leaf kinds).
+	metrics     []metric // metrics are the rows the scenario fills, in the order measure returns them.
+}
+
+// Scenario groups, as -only names them.
+const (
+	groupCore = "core" // core NATS rows
+	groupJS   = "js"   // JetStream rows
+	groupLeaf = "leaf" // store-and-forward toward a hub
+)
+
+// groups lists every scenario group in table order.
+var groups = []string{groupCore, groupJS, groupLeaf}
+
+// group returns the group -only selects sc by.
+func (sc scenario) group() string {
+	switch sc.kind {
+	case kindPublish, kindFanout, kindRequest:
+		return groupCore
+	case kindLeafForward, kindLeafBacklog:
+		return groupLeaf
+	}
+	return groupJS
 }
 
 // streamName returns the JetStream stream the scenario publishes into.
@@ -170,7 +240,36 @@ func scenarios(w workload) []scenario {
 		{slug: "jssync2m", kind: kindJSSync, size: w.JSSize, msgs: w.JSSync, storage: storageFile, sync: syncInterval, metrics: []metric{
 			rate(js("sync", "file, sync every 2 m on both"), orderJSSync),
 		}},
+
+		leafForward(w, compressOff),
+		leafForward(w, compressFast),
+		{slug: "leafbacklog", kind: kindLeafBacklog, size: w.LeafSize, msgs: w.LeafMsgs, compression: compressAuto, metrics: []metric{
+			rate(fmt.Sprintf("uplink backlog drain %d B, from link up", w.LeafSize), orderLeaf+2),
+			{Name: "uplink backlog, link up → first message in hub stream", Unit: unitMillis, Better: lowerIsBetter, Order: orderLeaf + 2},
+			rss(fmt.Sprintf("gateway RSS holding a backlog of %s", groupThousands(int64(w.LeafMsgs))), orderLeaf+2),
+		}},
 	}
+}
+
+// leafForward returns the forward scenario with the gateway's link
+// compression set to mode.
+func leafForward(w workload, mode string) scenario {
+	return scenario{slug: "leaffwd-" + strings.ReplaceAll(mode, "_", ""), kind: kindLeafForward, size: w.LeafSize, msgs: w.LeafMsgs,
+		compression: mode, metrics: []metric{
+			{Name: fmt.Sprintf("uplink forward %d B, compression %s", w.LeafSize, mode), Unit: unitRate, Better: higherIsBetter, Order: orderLeaf},
+			{Name: fmt.Sprintf("uplink wire bytes per message, compression %s", mode), Unit: unitBytes, Better: lowerIsBetter, Order: orderLeaf + 1},
+		}}
+}
+
+// selectGroups returns the scenarios of the given groups, in order.
+func selectGroups(scs []scenario, only map[string]bool) []scenario {
+	var out []scenario
+	for _, sc := range scs {
+		if only[sc.group()] {
+			out = append(out, sc)
+		}
+	}
+	return out
 }
 
 // measurer runs scenarios against servers.
@@ -219,6 +318,27 @@ func (m *measurer) runRounds(ctx context.Context, f *fleet, scs []scenario, roun
 						rows[k].Failed[side] = firstLine(err.Error())
 					}
 				}
+				record := func(label string, values []float64) {
+					parts := make([]string, len(values))
+					for k, v := range values {
+						rows[k].Values[side] = append(rows[k].Values[side], v)
+						parts[k] = formatValue(v, rows[k].Unit) + " " + rows[k].Unit.String()
+					}
+					m.logf("round %d/%d %-44s %-26s %s", round+1, rounds, sc.metrics[0].Name, label, strings.Join(parts, ", "))
+				}
+				if sc.group() == groupLeaf {
+					// A leaf run starts and stops its own hub and gateway.
+					values, err := m.measureLeaf(ctx, f, sc, side)
+					if ctx.Err() != nil {
+						return nil, nil, ctx.Err()
+					}
+					if err != nil {
+						fail(f.labels[side], err)
+						continue
+					}
+					record(f.labels[side], values)
+					continue
+				}
 				s, release, err := m.server(ctx, f, sc, side)
 				if ctx.Err() != nil {
 					return nil, nil, ctx.Err()
@@ -248,12 +368,7 @@ func (m *measurer) runRounds(ctx context.Context, f *fleet, scs []scenario, roun
 					fail(s.label, err)
 					continue
 				}
-				parts := make([]string, len(values))
-				for k, v := range values {
-					rows[k].Values[side] = append(rows[k].Values[side], v)
-					parts[k] = formatValue(v, rows[k].Unit) + " " + rows[k].Unit.String()
-				}
-				m.logf("round %d/%d %-44s %-26s %s", round+1, rounds, sc.metrics[0].Name, s.label, strings.Join(parts, ", "))
+				record(s.label, values)
 			}
 		}
 	}

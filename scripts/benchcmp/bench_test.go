@@ -37,6 +37,13 @@ func TestScenariosTableOrder(t *testing.T) {
 		"JetStream sync publish 16 B, file, sync always on both",
 		"JetStream sync publish 16 B, file, sync every 2 m on both",
 		"JetStream pull consume 16 B, file, default sync",
+		"uplink forward 128 B, compression off",
+		"uplink forward 128 B, compression s2_fast",
+		"uplink wire bytes per message, compression off",
+		"uplink wire bytes per message, compression s2_fast",
+		"uplink backlog drain 128 B, from link up",
+		"uplink backlog, link up → first message in hub stream",
+		"gateway RSS holding a backlog of 50,000",
 		"idle RSS",
 		"peak RSS",
 		"RSS with 1,000,000 stored 16 B msgs, file",
@@ -70,12 +77,17 @@ func TestScenariosAreConsistent(t *testing.T) {
 			if sc.storage == storageFile && !strings.Contains(sc.metrics[0].Name, want) {
 				t.Errorf("%s: row %q does not say %q", sc.slug, sc.metrics[0].Name, want)
 			}
+		case kindLeafForward, kindLeafBacklog:
+			if sc.fresh || sc.sync != syncDefault || sc.storage != "" || sc.compression == "" || sc.size < telemetryMinSize {
+				t.Errorf("%s: leaf rows set only a compression and a telemetry size: %+v", sc.slug, sc)
+			}
 		default:
 			if sc.fresh || sc.sync != syncDefault || sc.storage != "" {
 				t.Errorf("%s: core rows run on the shared default servers", sc.slug)
 			}
 		}
-		wantMetrics := map[scenarioKind]int{kindPublish: 1, kindFanout: 1, kindRequest: 3, kindJSAsync: 1, kindJSSync: 1}
+		wantMetrics := map[scenarioKind]int{kindPublish: 1, kindFanout: 1, kindRequest: 3, kindJSAsync: 1, kindJSSync: 1,
+			kindLeafForward: 2, kindLeafBacklog: 3}
 		if sc.kind == kindJSStored {
 			if !sc.fresh {
 				t.Errorf("%s: stored-message RSS must be read on a fresh server", sc.slug)
@@ -121,10 +133,11 @@ func TestDefaultWorkloadQuick(t *testing.T) {
 	if full.JSStored != 1_000_000 {
 		t.Errorf("JSStored = %d, want the 1 M messages the issue asks for", full.JSStored)
 	}
-	if quick.JSStored*10 != full.JSStored || quick.JSSync*10 != full.JSSync || quick.PubMsgs*10 != full.PubMsgs {
+	if quick.JSStored*10 != full.JSStored || quick.JSSync*10 != full.JSSync || quick.PubMsgs*10 != full.PubMsgs ||
+		quick.LeafMsgs*10 != full.LeafMsgs {
 		t.Errorf("quick %+v is not a tenth of %+v", quick, full)
 	}
-	if quick.JSSize != full.JSSize || quick.ReqSize != full.ReqSize {
+	if quick.JSSize != full.JSSize || quick.ReqSize != full.ReqSize || quick.LeafSize != full.LeafSize {
 		t.Error("quick changes message sizes")
 	}
 	if full.JSConsume > full.JSStored {

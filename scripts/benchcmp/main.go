@@ -17,8 +17,10 @@
 // file when first needed. The stored-message scenarios start a server of
 // each kind for each run and stop it afterwards. Each row's value is the
 // median over rounds; the table also shows the default servers' idle and
-// peak RSS. Every child process runs in its own process group and is
-// killed on exit, on a timeout, or on SIGINT/SIGTERM.
+// peak RSS. The uplink rows (leaf.go) start their own hub and gateway for
+// every run. -only picks row groups (core, js, leaf). Every child process
+// runs in its own process group and is killed on exit, on a timeout, or on
+// SIGINT/SIGTERM.
 //
 // A row that fails on one side (non-zero exit, timeout, a server that
 // does not start) is reported in the table and skipped on that side in
@@ -36,6 +38,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -54,6 +57,7 @@ type config struct {
 	timeout      time.Duration
 	workDir      string
 	keep         bool
+	only         map[string]bool // only holds the scenario groups to run.
 }
 
 // errRowsFailed reports that the table is complete but some rows failed.
@@ -84,7 +88,7 @@ func main() {
 // parseFlags parses args into a config.
 func parseFlags(args []string, stderr io.Writer) (config, error) {
 	var cfg config
-	var style string
+	var style, only string
 	fs := flag.NewFlagSet("benchcmp", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&cfg.leafboxBin, "leafbox", "", "server under test: path to the leafbox binary (required)")
@@ -98,6 +102,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&cfg.timeout, "timeout", 60*time.Second, "limit on each nats command; JetStream runs of more than 250,000 messages get one more for each further 250,000")
 	fs.StringVar(&cfg.workDir, "workdir", "", "directory for server logs, ports files and CSVs (default: a new temporary directory, removed at exit)")
 	fs.BoolVar(&cfg.keep, "keep", false, "keep the temporary work directory")
+	fs.StringVar(&only, "only", strings.Join(groups, ","), "comma-separated row groups to run: core (core NATS), js (JetStream), leaf (uplink toward a hub)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: benchcmp -leafbox PATH [flags]\n\n")
 		fs.PrintDefaults()
@@ -109,6 +114,10 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return cfg, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
 	}
 	cfg.leafboxStyle = serverStyle(style)
+	var err error
+	if cfg.only, err = parseOnly(only); err != nil {
+		return cfg, err
+	}
 	if _, err := serverCommand(cfg.leafboxStyle, syncDefault, ""); err != nil {
 		return cfg, err
 	}
@@ -136,6 +145,19 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		*p = path
 	}
 	return cfg, nil
+}
+
+// parseOnly parses the -only list into a set of groups.
+func parseOnly(list string) (map[string]bool, error) {
+	only := map[string]bool{}
+	for g := range strings.SplitSeq(list, ",") {
+		g = strings.TrimSpace(g)
+		if !slices.Contains(groups, g) {
+			return nil, fmt.Errorf("-only %q: unknown group %q (want a comma-separated list of %s)", list, g, strings.Join(groups, ", "))
+		}
+		only[g] = true
+	}
+	return only, nil
 }
 
 // run performs the whole benchmark and writes the report to stdout (and
@@ -177,8 +199,10 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) (err error) 
 		Machine:  hostMachine(),
 		Date:     started,
 		Rounds:   cfg.rounds,
-		Workload: w.describe(),
-		Notes:    []string{syncNote},
+		Workload: w.describe(cfg.only),
+	}
+	if cfg.only[groupJS] {
+		rep.Notes = append(rep.Notes, syncNote)
 	}
 	if rep.Labels[0] == rep.Labels[1] {
 		rep.Labels[0] += " (under test)"
@@ -189,32 +213,39 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) (err error) 
 	f := newFleet(rep.Labels, [2]string{cfg.leafboxBin, cfg.natsServer},
 		[2]serverStyle{cfg.leafboxStyle, styleNATS}, workDir, cfg.keep, logf)
 	defer f.stopAll()
+	// Only the core and JetStream rows run on the default servers.
+	shared := cfg.only[groupCore] || cfg.only[groupJS]
 	var servers [2]*server
-	for side := range 2 {
-		if servers[side], err = f.sharedServer(ctx, side, syncDefault); err != nil {
+	var idle metricResult
+	if shared {
+		for side := range 2 {
+			if servers[side], err = f.sharedServer(ctx, side, syncDefault); err != nil {
+				return err
+			}
+		}
+		if idle, err = memoryRow(servers, "idle RSS", "VmRSS"); err != nil {
 			return err
 		}
+		logf("idle RSS: %s %.1f MiB, %s %.1f MiB", rep.Labels[0], idle.Values[0][0], rep.Labels[1], idle.Values[1][0])
 	}
-	idle, err := memoryRow(servers, "idle RSS", "VmRSS")
-	if err != nil {
-		return err
-	}
-	logf("idle RSS: %s %.1f MiB, %s %.1f MiB", rep.Labels[0], idle.Values[0][0], rep.Labels[1], idle.Values[1][0])
 
 	nats, err := newNatsCLI(cfg.natsCLI, workDir, cfg.timeout)
 	if err != nil {
 		return err
 	}
 	m := &measurer{nats: nats, workDir: workDir, logf: logf}
-	results, failures, err := m.runRounds(ctx, f, scenarios(w), cfg.rounds)
+	results, failures, err := m.runRounds(ctx, f, selectGroups(scenarios(w), cfg.only), cfg.rounds)
 	if err != nil {
 		return err
 	}
-	peak, err := memoryRow(servers, "peak RSS", "VmHWM")
-	if err != nil {
-		return err
+	if shared {
+		peak, err := memoryRow(servers, "peak RSS", "VmHWM")
+		if err != nil {
+			return err
+		}
+		results = append(results, idle, peak)
 	}
-	rep.Metrics = tableOrder(append(append(results, idle), peak))
+	rep.Metrics = tableOrder(results)
 	rep.Notes = append(rep.Notes, m.notes...)
 	rep.Errors = failures
 	rep.Machine.LoadEnd = readLoadAverage()

@@ -17,6 +17,8 @@ const (
 	unitRequests             // requests per second (each answered before the next)
 	unitMicros               // microseconds
 	unitMiB                  // mebibytes
+	unitMillis               // milliseconds
+	unitBytes                // bytes
 )
 
 // String returns the unit as it appears in a row name.
@@ -30,6 +32,10 @@ func (u unit) String() string {
 		return "µs"
 	case unitMiB:
 		return "MiB"
+	case unitMillis:
+		return "ms"
+	case unitBytes:
+		return "B"
 	}
 	return "?"
 }

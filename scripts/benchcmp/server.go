@@ -147,6 +147,13 @@ func startServer(ctx context.Context, label, bin string, style serverStyle, sync
 	if err != nil {
 		return nil, err
 	}
+	return startSetup(ctx, label, bin, setup, dir)
+}
+
+// startSetup starts bin in dir as setup says, writing its configuration
+// file first if it has one, waits for its ports file and for one client
+// handshake, and returns the running server.
+func startSetup(ctx context.Context, label, bin string, setup serverSetup, dir string) (*server, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("benchcmp: %w", err)
 	}
