@@ -32,6 +32,9 @@
 //     the optional UplinkProvider; without it the list is empty.
 //   - /metrics: Prometheus text derived from /varz, plus whatever an
 //     optional MetricsSource appends.
+//   - clock (a leafbox extension): with the optional ClockProvider,
+//     /healthz, /varz and /uplinkz carry a "clock" object saying whether
+//     the wall clock is trusted. An untrusted clock never fails /healthz.
 //
 // # Metrics
 //

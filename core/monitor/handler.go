@@ -143,6 +143,7 @@ func (h *handler) varz(r *http.Request, now time.Time) *Varz {
 		}
 	}
 	completeVarz(&v, now, h.requestStats(), h.proc)
+	v.Clock = clockInfo(h.p)
 	return &v
 }
 
@@ -239,6 +240,7 @@ func (h *handler) serveHealthz(w http.ResponseWriter, r *http.Request) {
 	}
 	opts.JSEnabledOnly = opts.JSEnabledOnly || jsEnabled
 	hz, code := checkHealth(h.p, opts)
+	hz.Clock = clockInfo(h.p)
 	writeJSON(w, r, code, hz, false)
 }
 
@@ -298,7 +300,9 @@ func (h *handler) serveUplinkz(w http.ResponseWriter, r *http.Request) {
 	if up, ok := h.p.(UplinkProvider); ok {
 		uplinks = up.Uplinks()
 	}
-	writeJSON(w, r, http.StatusOK, buildUplinkz(h.p.ServerID(), h.now(), uplinks), true)
+	uz := buildUplinkz(h.p.ServerID(), h.now(), uplinks)
+	uz.Clock = clockInfo(h.p)
+	writeJSON(w, r, http.StatusOK, uz, true)
 }
 
 func (h *handler) serveRoutez(w http.ResponseWriter, r *http.Request) {

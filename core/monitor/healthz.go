@@ -24,6 +24,7 @@ type Healthz struct {
 	Status string         `json:"status"`           // Status is "ok", "error" or "unavailable".
 	Error  string         `json:"error,omitempty"`  // Error describes the first problem (without details).
 	Errors []HealthzError `json:"errors,omitempty"` // Errors lists every problem (details=true).
+	Clock  *ClockInfo     `json:"clock,omitempty"`  // Clock is the wall clock's trust (leafbox extension; never a failure).
 }
 
 // HealthzOptions are the /healthz query parameters.

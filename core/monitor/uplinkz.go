@@ -5,10 +5,11 @@ import "time"
 // Uplinkz is the /uplinkz document: the store-and-forward uplinks. It is a
 // leafbox extension; nats-server has no such endpoint.
 type Uplinkz struct {
-	ID         string       `json:"server_id"`   // ID is the server's id.
-	Now        time.Time    `json:"now"`         // Now is the time of the snapshot.
-	NumUplinks int          `json:"num_uplinks"` // NumUplinks is the number of uplinks listed.
-	Uplinks    []UplinkInfo `json:"uplinks"`     // Uplinks lists the uplinks in configuration order; never null.
+	ID         string       `json:"server_id"`       // ID is the server's id.
+	Now        time.Time    `json:"now"`             // Now is the time of the snapshot.
+	NumUplinks int          `json:"num_uplinks"`     // NumUplinks is the number of uplinks listed.
+	Uplinks    []UplinkInfo `json:"uplinks"`         // Uplinks lists the uplinks in configuration order; never null.
+	Clock      *ClockInfo   `json:"clock,omitempty"` // Clock is the wall clock's trust, which ages the backlog.
 }
 
 // UplinkInfo describes one store-and-forward uplink: its outbox and the

@@ -79,6 +79,7 @@ type Varz struct {
 	SlowConsumersStats   *SlowConsumersStats   `json:"slow_consumer_stats"`              // SlowConsumersStats splits SlowConsumers by connection kind.
 	StaleConnectionStats *StaleConnectionStats `json:"stale_connection_stats,omitempty"` // StaleConnectionStats splits StaleConnections by connection kind.
 	TLSCertNotAfter      time.Time             `json:"tls_cert_not_after,omitzero"`      // TLSCertNotAfter is when the client TLS certificate expires.
+	Clock                *ClockInfo            `json:"clock,omitempty"`                  // Clock is the wall clock's trust (leafbox extension); the monitor sets it.
 }
 
 // ClusterVarz is the cluster object of /varz.

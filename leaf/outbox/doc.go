@@ -51,10 +51,35 @@
 //
 // # Limits and loss
 //
-// The stream's limits (MaxMsgs, MaxBytes, MaxAge, Discard) bound the
-// backlog. Messages the stream evicts under DiscardOld are counted as
-// dropped with reason "limits" (computed from the counts: stored since
-// open, plus what was there at open, minus acknowledged, minus backlog);
-// messages rejected under DiscardNew count as "rejected"; other store
-// errors as "store_error". Nothing is dropped silently.
+// The stream's limits (MaxMsgs, MaxBytes, Discard) bound the backlog.
+// Messages the stream evicts under DiscardOld are counted as dropped with
+// reason "limits" (computed from the counts: stored since open, plus what
+// was there at open, minus acknowledged, minus backlog, minus expired);
+// messages expired by Config.MaxAge count as "max_age"; messages rejected
+// under DiscardNew count as "rejected"; other store errors as
+// "store_error". Nothing is dropped silently.
+//
+// # Time without a real-time clock
+//
+// A gateway without a battery-backed clock boots at 1970. Aging its
+// backlog by the wall clock (a stream MaxAge) would wipe it the moment
+// NTP sets the clock to today. So the stream gets no MaxAge; the outbox
+// ages messages itself, with Config.Clock (core/clock). Capture stamps
+// every message with three headers, which travel to the hub with the
+// original subject and payload:
+//
+//	Leafbox-Boot-Id: <kernel boot id>
+//	Leafbox-Mono: <nanoseconds since boot, CLOCK_BOOTTIME>
+//	Leafbox-Time: <RFC 3339 UTC>              (only when the clock was trusted)
+//
+// (a publisher's own Leafbox-* stamp is kept). A message of the current
+// boot is aged on the monotonic clock, whatever the wall clock did; one of
+// an earlier boot by its Leafbox-Time once the clock is trusted; one of an
+// earlier boot captured untrusted has no age of its own. Since messages
+// are captured in sequence order, a message known to be older than MaxAge
+// proves all earlier ones older: the outbox removes everything below the
+// newest such message and nothing after it, so the backlog stays in
+// sequence order. A hub consumer can date an untrusted message from a
+// later trusted one of the same boot: time = Leafbox-Time − (its
+// Leafbox-Mono − this Leafbox-Mono).
 package outbox

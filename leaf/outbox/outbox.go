@@ -39,7 +39,7 @@ const (
 
 // Drop reasons reported in Status.Dropped.
 const (
-	DropLimits     = "limits"      // evicted by the stream's limits (discard old, max age)
+	DropLimits     = "limits"      // evicted by the stream's limits (discard old)
 	DropRejected   = "rejected"    // refused by a full stream under discard new
 	DropStoreError = "store_error" // the store failed
 )
@@ -88,6 +88,13 @@ type Config struct {
 	RetryMin, RetryMax time.Duration
 	// Logger receives the forwarder's logs; nil discards them.
 	Logger *slog.Logger
+	// Clock, when set, stamps captured messages (HeaderBootID, HeaderMono,
+	// HeaderTime) and ages them for MaxAge; see age.go.
+	Clock Clock
+	// MaxAge, when > 0, expires messages older than it (see expireAged);
+	// give the stream no MaxAge of its own. AgeInterval is how often it
+	// looks (DefaultAgeInterval or MaxAge/4 when 0).
+	MaxAge, AgeInterval time.Duration
 }
 
 // State is what the forwarder is doing.
@@ -111,8 +118,8 @@ type Status struct {
 	// Forwarded counts publishes toward the hub, retries included; Acked
 	// the messages removed after their PubAck.
 	Forwarded, Acked uint64
-	// Dropped counts lost messages by reason (DropLimits, DropRejected,
-	// DropStoreError); a reason is listed only when non-zero.
+	// Dropped counts lost messages by reason (DropLimits, DropAge,
+	// DropRejected, DropStoreError); a reason is listed only when non-zero.
 	Dropped map[string]uint64
 	// Retries counts failed rounds; WrongStream PubAcks from an
 	// unexpected stream.
@@ -120,7 +127,7 @@ type Status struct {
 	// InFlight is the number of messages awaiting a PubAck.
 	InFlight int
 	// BacklogMsgs and BacklogBytes describe the stream; OldestAge is the
-	// age of its first message (0 when empty).
+	// age of its first message (0 when empty or unknown: see age.go).
 	BacklogMsgs, BacklogBytes uint64
 	OldestAge                 time.Duration
 	// LastError is the last failure, and LastErrorAt its time.
@@ -140,7 +147,7 @@ type Outbox struct {
 	base   uint64 // messages in the stream at New
 
 	captured, stored, forwarded, acked atomic.Uint64
-	rejected, storeErrors              atomic.Uint64
+	rejected, storeErrors, aged        atomic.Uint64
 	retries, wrongStream               atomic.Uint64
 	inFlight                           atomic.Int64
 	rounds                             uint64 // the forwarder's current round; only it uses it
@@ -149,6 +156,10 @@ type Outbox struct {
 	ackSig  chan struct{} // signalled by HandleReply
 	ackMu   sync.Mutex
 	ackList []reply // replies not yet processed
+
+	// The age loop's cursors (age.go); only it uses them.
+	ageSkipTrusted, ageSkipUntrusted uint64
+	ageDone                          chan struct{} // closed when the age loop ends; nil without MaxAge
 
 	mu        sync.Mutex
 	state     State
@@ -231,6 +242,9 @@ func (o *Outbox) HubSubject(subject string) string { return o.cfg.HubPrefix + su
 // returned.
 func (o *Outbox) Capture(subject string, hdr, data []byte) error {
 	o.captured.Add(1)
+	if o.cfg.Clock != nil {
+		hdr = stampHeader(hdr, o.cfg.Clock.Stamp())
+	}
 	_, _, err := o.stream.Store(subject, hdr, data, 0)
 	if err != nil {
 		if errors.Is(err, store.ErrMaxMsgs) || errors.Is(err, store.ErrMaxBytes) || errors.Is(err, store.ErrStoreFull) {
@@ -291,6 +305,10 @@ func (o *Outbox) Start(ctx context.Context) error {
 	ctx, o.cancel = context.WithCancel(ctx)
 	o.state = StateWaiting
 	go o.run(ctx)
+	if o.cfg.MaxAge > 0 {
+		o.ageDone = make(chan struct{})
+		go o.ageLoop(ctx)
+	}
 	return nil
 }
 
@@ -311,6 +329,9 @@ func (o *Outbox) Close() error {
 	o.mu.Unlock()
 	if started {
 		<-o.done
+		if o.ageDone != nil {
+			<-o.ageDone
+		}
 	}
 	return nil
 }
@@ -332,14 +353,16 @@ func (o *Outbox) Status() Status {
 		BacklogBytes: st.Bytes,
 		Dropped:      map[string]uint64{},
 	}
-	if st.Msgs > 0 && !st.FirstTime.IsZero() {
-		s.OldestAge = max(time.Since(st.FirstTime), 0)
-	}
+	s.OldestAge = o.oldestAge(st)
 	// What entered the stream and did not leave through an ack was
 	// evicted by its limits. A Store that returned but is not counted
 	// yet can make the difference negative for a moment.
-	if in, out := o.base+s.Stored, acked+st.Msgs; in > out {
+	aged := o.aged.Load()
+	if in, out := o.base+s.Stored, acked+st.Msgs+aged; in > out {
 		s.Dropped[DropLimits] = in - out
+	}
+	if aged > 0 {
+		s.Dropped[DropAge] = aged
 	}
 	if n := o.rejected.Load(); n > 0 {
 		s.Dropped[DropRejected] = n

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/leafbox/leafbox/core/clock"
 	"github.com/leafbox/leafbox/core/monitor"
 	"github.com/leafbox/leafbox/core/server"
 	"github.com/leafbox/leafbox/leaf"
@@ -43,6 +44,10 @@ type App struct {
 	js      *jetstream.Engine // nil when JetStream is off
 	jsBus   *server.Conn
 	uplinks []*uplink // one per leafnodes.remotes entry
+	clock   *clock.Clock
+
+	clockStop context.CancelFunc // stops the clock's loop; nil before Start
+	clockDone chan struct{}
 
 	fwdMu      sync.Mutex
 	forwarders []*forwarder // one per uplinks entry, while running
@@ -76,7 +81,11 @@ func Build(cfg *Config, flags Flags) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &App{flags: flags, log: log, srv: srv, cfg: cfg, uplinks: uplinks}
+	clk, err := openClock(cfg)
+	if err != nil {
+		return nil, err
+	}
+	a := &App{flags: flags, log: log, srv: srv, cfg: cfg, uplinks: uplinks, clock: clk}
 	if js := cfg.JetStream; js != nil && js.Enabled {
 		a.jsBus = srv.InProcess("")
 		a.js, err = jetstream.New(jetstream.Config{
@@ -130,8 +139,9 @@ func (a *App) Start() error {
 		}
 		a.log.Info("jetstream enabled", "store_dir", cfg.JetStream.StoreDir, "domain", cfg.JetStream.Domain)
 	}
+	a.startClock()
 	if len(cfg.Uplinks) > 0 {
-		fws, err := startForwarders(cfg, a.srv, a.uplinks[0].link, a.log)
+		fws, err := startForwarders(cfg, a.srv, a.uplinks[0].link, a.clock, a.log)
 		if err != nil {
 			a.abortStart()
 			return err
@@ -171,6 +181,7 @@ func (a *App) abortStart() {
 	_ = a.srv.Shutdown(ctx)
 	_ = a.stopForwarders()
 	a.closeJetStream()
+	_ = a.closeClock()
 }
 
 // stopForwarders stops the uplinks' forwarders and closes their outboxes,
@@ -262,7 +273,8 @@ func (a *App) Shutdown(ctx context.Context) error {
 	errSrv := a.srv.Shutdown(ctx)
 	errFwd := a.stopForwarders()
 	errJS := a.closeJetStream()
-	return errors.Join(errLeaf, errSrv, errMon, errFwd, errJS)
+	errClk := a.closeClock()
+	return errors.Join(errLeaf, errSrv, errMon, errFwd, errJS, errClk)
 }
 
 // LameDuck closes the leafnode links, puts the broker in lame duck mode
@@ -275,7 +287,8 @@ func (a *App) LameDuck(ctx context.Context) error {
 	errMon := a.stopAux(ctx)
 	errFwd := a.stopForwarders()
 	errJS := a.closeJetStream()
-	return errors.Join(errLeaf, errSrv, errMon, errFwd, errJS)
+	errClk := a.closeClock()
+	return errors.Join(errLeaf, errSrv, errMon, errFwd, errJS, errClk)
 }
 
 // stopAux stops the monitoring server and removes the ports file, once.

@@ -346,7 +346,13 @@ type UplinkConfig struct {
 	// Stream is the hub stream expected to store the messages; empty
 	// accepts any.
 	Stream string `yaml:"stream,omitempty"`
+	// HubDomain is the hub's JetStream domain. With Stream set, the
+	// gateway reads the hub's time from $JS.<hub_domain>.API.STREAM.INFO.
+	// <stream> whenever it connects, to trust its clock without NTP.
+	HubDomain string `yaml:"hub_domain,omitempty"`
 	// MaxBytes, MaxMsgs and MaxAge bound the outbox; 0 is unlimited.
+	// MaxAge is measured on the monotonic clock (core/clock), so a clock
+	// set from 1970 to today expires nothing.
 	MaxBytes Size     `yaml:"max_bytes,omitempty"`
 	MaxMsgs  int64    `yaml:"max_msgs,omitempty"`
 	MaxAge   Duration `yaml:"max_age,omitempty"`

@@ -113,4 +113,5 @@ func (m appMonitor) WriteMetrics(w io.Writer) {
 	if m.uplinkStatus != nil {
 		writeUplinkMetrics(mw, m.uplinkStatus())
 	}
+	writeClockMetrics(mw, m.clock)
 }

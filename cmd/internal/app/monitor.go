@@ -5,6 +5,7 @@ import (
 	"net"
 	"strconv"
 
+	"github.com/leafbox/leafbox/core/clock"
 	"github.com/leafbox/leafbox/core/monitor"
 	"github.com/leafbox/leafbox/core/server"
 	"github.com/leafbox/leafbox/leaf"
@@ -22,7 +23,7 @@ func startMonitor(addr string, p monitor.Provider) (*monitor.HTTPServer, error) 
 // monitorProvider returns what the monitor serves: the broker, with the
 // leafnode links and JetStream added.
 func (a *App) monitorProvider() monitor.Provider {
-	m := appMonitor{Server: a.srv, uplinks: a.uplinks, js: a.js, uplinkStatus: a.UplinkStatus}
+	m := appMonitor{Server: a.srv, uplinks: a.uplinks, js: a.js, uplinkStatus: a.UplinkStatus, clock: a.clock}
 	if js := a.cfg.JetStream; js != nil {
 		m.jsConfig = *js
 	}
@@ -43,11 +44,13 @@ type appMonitor struct {
 	// uplinkStatus reports the store-and-forward uplinks; they start
 	// after the monitor, so it is asked on every request.
 	uplinkStatus func() []UplinkStatus
+	clock        *clock.Clock // reported by ClockStatus (clock.go)
 }
 
 var (
 	_ monitor.LeafProvider   = appMonitor{}
 	_ monitor.UplinkProvider = appMonitor{}
+	_ monitor.ClockProvider  = appMonitor{}
 )
 
 // Uplinks implements monitor.UplinkProvider: one entry per running uplink.
@@ -190,7 +193,7 @@ func writeUplinkMetrics(mw *monitor.MetricWriter, sts []UplinkStatus) {
 		func(st UplinkStatus) float64 { return float64(st.Acked) })
 	mw.Family("leafbox_uplink_dropped_total", monitor.Counter, "Messages lost, by reason.")
 	for _, st := range sts {
-		for _, reason := range []string{outbox.DropLimits, outbox.DropRejected, outbox.DropStoreError} {
+		for _, reason := range []string{outbox.DropLimits, outbox.DropAge, outbox.DropRejected, outbox.DropStoreError} {
 			mw.Sample("leafbox_uplink_dropped_total", float64(st.Dropped[reason]), "uplink", st.Name, "reason", reason)
 		}
 	}

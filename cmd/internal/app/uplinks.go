@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/leafbox/leafbox/core/clock"
 	"github.com/leafbox/leafbox/core/server"
 	"github.com/leafbox/leafbox/core/subject"
 	"github.com/leafbox/leafbox/leaf"
@@ -85,6 +86,15 @@ func (v *validator) uplinks() {
 		if u.MaxAge < 0 {
 			v.errf(path+".max_age", "must not be negative")
 		}
+		switch {
+		case u.HubDomain == "":
+		case strings.ContainsAny(u.HubDomain, " \t\r\n.*>"):
+			v.errf(path+".hub_domain", "%q is not a JetStream domain", u.HubDomain)
+		case u.Stream == "":
+			v.errf(path+".hub_domain", "needs stream: the hub's time is read from that stream's info")
+		case c.JetStream != nil && c.JetStream.Enabled && c.JetStream.Domain == u.HubDomain:
+			v.errf(path+".hub_domain", "%q is this gateway's own jetstream.domain", u.HubDomain)
+		}
 		if _, ok := discardPolicy(u.Discard); !ok {
 			v.errf(path+".discard", "%q is not old or new", u.Discard)
 		}
@@ -129,14 +139,14 @@ type UplinkStatus struct {
 // the first leafnode remote. On error it stops what it started. It runs
 // before the links start, so the reply interest is announced with the
 // link's first connection.
-func startForwarders(cfg *Config, srv *server.Server, link *leaf.Link, log *slog.Logger) ([]*forwarder, error) {
+func startForwarders(cfg *Config, srv *server.Server, link *leaf.Link, clk *clock.Clock, log *slog.Logger) ([]*forwarder, error) {
 	if len(cfg.Uplinks) == 0 {
 		return nil, nil
 	}
 	account := cfg.LeafNodes.Remotes[0].Account
 	var out []*forwarder
 	for i := range cfg.Uplinks {
-		f, err := startForwarder(cfg, &cfg.Uplinks[i], srv, account, link, log)
+		f, err := startForwarder(cfg, &cfg.Uplinks[i], srv, account, link, clk, log)
 		if err != nil {
 			stopForwarders(out, log)
 			return nil, fmt.Errorf("uplinks[%d]: %w", i, err)
@@ -146,15 +156,15 @@ func startForwarders(cfg *Config, srv *server.Server, link *leaf.Link, log *slog
 	return out, nil
 }
 
-func startForwarder(cfg *Config, u *UplinkConfig, srv *server.Server, account string, link *leaf.Link, log *slog.Logger) (*forwarder, error) {
+func startForwarder(cfg *Config, u *UplinkConfig, srv *server.Server, account string, link *leaf.Link, clk *clock.Clock, log *slog.Logger) (*forwarder, error) {
 	discard, _ := discardPolicy(u.Discard) // Validate checked it
 	stream, err := filestore.Open(vfs.OS, cfg.outboxDir(u), filestore.Config{
 		Config: store.Config{
 			Name:     u.Name,
 			MaxMsgs:  u.MaxMsgs,
 			MaxBytes: int64(u.MaxBytes),
-			MaxAge:   time.Duration(u.MaxAge),
-			Discard:  discard,
+			Discard:  discard, // max_age is the outbox's: see outbox.Config.MaxAge
+
 		},
 		// 0: Store returns after fsync (group commit), so a publisher's
 		// PONG means the message is durable.
@@ -167,13 +177,21 @@ func startForwarder(cfg *Config, u *UplinkConfig, srv *server.Server, account st
 	conn.SetNoEcho() // the forwarder's publishes never reach its own captures
 	f := &forwarder{name: u.Name, link: link, conn: conn, stream: stream}
 	flog := log.With("subsystem", "uplink", "uplink", u.Name)
-	f.ob, err = outbox.New(stream, linkHub{link: link, conn: conn}, outbox.Config{
-		Name:       u.Name,
-		ServerName: srv.Name(),
-		HubPrefix:  u.HubSubjectPrefix,
-		Stream:     u.Stream,
-		Logger:     flog,
-	})
+	hub := linkHub{link: link, conn: conn}
+	if u.HubDomain != "" {
+		hub.probe, err = newHubTimeProbe(clk, conn, u.HubDomain, u.Stream, flog)
+	}
+	if err == nil {
+		f.ob, err = outbox.New(stream, hub, outbox.Config{
+			Name:       u.Name,
+			ServerName: srv.Name(),
+			HubPrefix:  u.HubSubjectPrefix,
+			Stream:     u.Stream,
+			Logger:     flog,
+			Clock:      clk,
+			MaxAge:     time.Duration(u.MaxAge),
+		})
+	}
 	if err == nil {
 		_, err = conn.Subscribe(f.ob.InboxPrefix()+">", "", func(m server.Msg) {
 			f.ob.HandleReply(string(m.Subject), m.Data)
@@ -241,8 +259,9 @@ var errNoInterest = errors.New("no interest in the hub subject")
 // interest, and the reply inbox, subscribed on the same connection, is
 // local interest the link announces to the hub.
 type linkHub struct {
-	link *leaf.Link
-	conn *server.Conn
+	link  *leaf.Link
+	conn  *server.Conn
+	probe *hubTimeProbe // asks the hub's time when ready; nil without hub_domain
 }
 
 // WaitReady implements outbox.Hub: the link is registered, and a PING
@@ -254,7 +273,13 @@ func (h linkHub) WaitReady(ctx context.Context) error {
 	}
 	fctx, cancel := context.WithTimeout(ctx, flushTimeout)
 	defer cancel()
-	return h.link.Flush(fctx)
+	if err := h.link.Flush(fctx); err != nil {
+		return err
+	}
+	if h.probe != nil {
+		h.probe.request()
+	}
+	return nil
 }
 
 // Publish implements outbox.Hub.

@@ -1,0 +1,174 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/leafbox/leafbox/core/clock"
+	"github.com/leafbox/leafbox/core/monitor"
+	"github.com/leafbox/leafbox/leaf/leaftest"
+	"github.com/leafbox/leafbox/leaf/outbox"
+)
+
+func TestValidateUplinkHubDomain(t *testing.T) {
+	const remote = "leafnodes: {remotes: [{url: 'nats://127.0.0.1:1'}]}\n"
+	mustValidate(t, remote+"uplinks: [{name: tel, subjects: [t.>], hub_subject_prefix: s., stream: S, hub_domain: hub}]\n")
+	err := validateErr(t, remote+"uplinks: [{name: tel, subjects: [t.>], hub_subject_prefix: s., hub_domain: hub}]\n")
+	requireErrorContains(t, err, "uplinks[0].hub_domain: needs stream")
+	err = validateErr(t, remote+"uplinks: [{name: tel, subjects: [t.>], hub_subject_prefix: s., stream: S, hub_domain: a.b}]\n")
+	requireErrorContains(t, err, `uplinks[0].hub_domain: "a.b" is not a JetStream domain`)
+	err = validateErr(t, remote+"jetstream: {domain: hub}\nuplinks: [{name: tel, subjects: [t.>], hub_subject_prefix: s., stream: S, hub_domain: hub}]\n")
+	requireErrorContains(t, err, `"hub" is this gateway's own jetstream.domain`)
+}
+
+// TestBuildRefusesBadClockState: an unreadable state file stops the
+// gateway with a clear error and is left as it is.
+func TestBuildRefusesBadClockState(t *testing.T) {
+	dir := t.TempDir()
+	path := writeFile(t, dir, clockStateFile, "{garbage")
+	c := mustParse(t, "http_port: 0\njetstream: {store_dir: '"+dir+"'}\n")
+	c.SetDefaults(Env{StateDirectory: dir})
+	requireNoError(t, c.Validate())
+	_, err := Build(c, Flags{})
+	requireErrorContains(t, err, "clock: clock: state file "+path)
+	b, _ := os.ReadFile(path)
+	requireEqual(t, string(b), "{garbage")
+}
+
+// TestUplinkClock runs a gateway whose clock reads 1970, with an uplink
+// toward a real nats-server hub whose JetStream domain is "hub": the
+// gateway reads the hub's time from the stream info and trusts it, every
+// forwarded message carries the capture stamp with the hub-vouched time,
+// /healthz and /uplinkz report the clock, nothing expires by max_age, and
+// the last known-good time is saved at shutdown.
+func TestUplinkClock(t *testing.T) {
+	hub := leaftest.StartHub(t, leaftest.HubOptions{
+		Name:   "hub-clock",
+		Config: fmt.Sprintf("jetstream { store_dir: %q, domain: hub }", t.TempDir()),
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 4*testTimeout)
+	defer cancel()
+	hc := natsConnect(t, hub.ClientURL())
+	js, err := jetstream.New(hc)
+	requireNoError(t, err)
+	stream, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "SITE", Subjects: []string{"site1.>"}})
+	requireNoError(t, err)
+
+	stateDir := t.TempDir()
+	c := mustParse(t, "http_port: -1\nserver_name: gw1\n"+
+		"leafnodes: {remotes: [{url: '"+hub.LeafURL()+"'}]}\n"+
+		"uplinks: [{name: tel, subjects: [telemetry.>], hub_subject_prefix: site1., stream: SITE, hub_domain: hub, max_age: 1h}]\n")
+	Overrides{Host: ptr("127.0.0.1"), Port: ptr(-1)}.Apply(c)
+	c.SetDefaults(Env{StateDirectory: stateDir})
+	requireNoError(t, c.Validate())
+	a, err := Build(c, Flags{})
+	requireNoError(t, err)
+	// The gateway's clock boots at 1970 and NTP never syncs: only the
+	// hub can vouch for the time. (Monotonic time is the machine's.)
+	epoch := time.Unix(0, 0)
+	started := time.Now()
+	a.clock, err = clock.Open(clock.Config{
+		StatePath: c.clockStatePath(),
+		Now:       func() time.Time { return epoch.Add(time.Since(started)) },
+		Synced:    func() bool { return false },
+	})
+	requireNoError(t, err)
+	if st := a.clock.Status(); st.Trusted {
+		t.Fatalf("clock at 1970 trusted: %+v", st)
+	}
+	requireNoError(t, a.Start())
+	t.Cleanup(func() {
+		sctx, scancel := context.WithTimeout(context.Background(), testTimeout)
+		defer scancel()
+		_ = a.Shutdown(sctx)
+	})
+	mon := "http://" + a.MonitorAddr().String()
+
+	// The hub's time arrives once the uplink is ready.
+	before := time.Now()
+	for a.clock.Status().HubTime.IsZero() {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("no hub time observed; clock %+v", a.clock.Status())
+		case <-time.After(10 * time.Millisecond): // poll interval
+		}
+	}
+	if ht := a.clock.Status().HubTime; ht.Before(before.Add(-time.Minute)) || ht.After(time.Now().Add(time.Minute)) {
+		t.Fatalf("hub time %v, local %v", ht, time.Now())
+	}
+	var hz monitor.Healthz
+	getJSON(t, mon+"/healthz", &hz)
+	if hz.Status != "ok" || hz.Clock == nil || !hz.Clock.Trusted || hz.Clock.Source != "hub" || hz.Clock.BootID == "" ||
+		hz.Clock.HubTime.IsZero() || hz.Clock.OffsetSeconds < float64(before.Unix()-60) {
+		t.Fatalf("/healthz %+v clock %+v", hz, hz.Clock)
+	}
+	t.Logf("clock trusted from the hub: offset %.0f s from the local 1970 clock", hz.Clock.OffsetSeconds)
+	var uz monitor.Uplinkz
+	getJSON(t, mon+"/uplinkz", &uz)
+	if uz.Clock == nil || !uz.Clock.Trusted {
+		t.Fatalf("/uplinkz clock %+v", uz.Clock)
+	}
+
+	gw := natsConnect(t, "nats://"+a.Addr().String())
+	for i := range 3 {
+		requireNoError(t, gw.Publish("telemetry.t", []byte(strconv.Itoa(i))))
+	}
+	requireNoError(t, gw.Flush())
+	for {
+		info, err := stream.Info(ctx)
+		requireNoError(t, err)
+		if info.State.Msgs == 3 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("hub stream holds %d, want 3; uplink %+v", info.State.Msgs, a.UplinkStatus()[0])
+		case <-time.After(20 * time.Millisecond): // poll interval
+		}
+	}
+	var lastMono int64
+	for seq := uint64(1); seq <= 3; seq++ {
+		m, err := stream.GetMsg(ctx, seq)
+		requireNoError(t, err)
+		if m.Subject != "site1.telemetry.t" || string(m.Data) != strconv.Itoa(int(seq-1)) {
+			t.Fatalf("hub seq %d: %q %q", seq, m.Subject, m.Data)
+		}
+		requireEqual(t, m.Header.Get(outbox.HeaderBootID), a.clock.BootID())
+		mono, err := strconv.ParseInt(m.Header.Get(outbox.HeaderMono), 10, 64)
+		if err != nil || mono < lastMono {
+			t.Fatalf("hub seq %d: %s %q after %d", seq, outbox.HeaderMono, m.Header.Get(outbox.HeaderMono), lastMono)
+		}
+		lastMono = mono
+		wall, err := time.Parse(time.RFC3339Nano, m.Header.Get(outbox.HeaderTime))
+		if err != nil || wall.Before(before.Add(-time.Minute)) {
+			t.Fatalf("hub seq %d: %s %q (%v)", seq, outbox.HeaderTime, m.Header.Get(outbox.HeaderTime), err)
+		}
+	}
+
+	for st := a.UplinkStatus()[0]; st.Acked != 3 || st.BacklogMsgs != 0; st = a.UplinkStatus()[0] {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("outbox not drained: %+v", st)
+		case <-time.After(10 * time.Millisecond): // poll interval
+		}
+	}
+	if d := a.UplinkStatus()[0].Dropped; len(d) != 0 {
+		t.Fatalf("dropped %v", d)
+	}
+	sctx, scancel := context.WithTimeout(ctx, testTimeout)
+	requireNoError(t, a.Shutdown(sctx))
+	scancel()
+	b, err := os.ReadFile(filepath.Join(stateDir, clockStateFile))
+	requireNoError(t, err)
+	if !strings.Contains(string(b), `"last_known_good":"`+time.Now().UTC().Format("2006-01-02")) {
+		t.Fatalf("clock state %s", b)
+	}
+}
