@@ -302,6 +302,9 @@ func (h *handler) serveUplinkz(w http.ResponseWriter, r *http.Request) {
 	}
 	uz := buildUplinkz(h.p.ServerID(), h.now(), uplinks)
 	uz.Clock = clockInfo(h.p)
+	if lp, ok := h.p.(UplinkLimitsProvider); ok {
+		uz.Limits = lp.UplinkLimits()
+	}
 	writeJSON(w, r, http.StatusOK, uz, true)
 }
 

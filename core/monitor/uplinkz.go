@@ -5,11 +5,31 @@ import "time"
 // Uplinkz is the /uplinkz document: the store-and-forward uplinks. It is a
 // leafbox extension; nats-server has no such endpoint.
 type Uplinkz struct {
-	ID         string       `json:"server_id"`       // ID is the server's id.
-	Now        time.Time    `json:"now"`             // Now is the time of the snapshot.
-	NumUplinks int          `json:"num_uplinks"`     // NumUplinks is the number of uplinks listed.
-	Uplinks    []UplinkInfo `json:"uplinks"`         // Uplinks lists the uplinks in configuration order; never null.
-	Clock      *ClockInfo   `json:"clock,omitempty"` // Clock is the wall clock's trust, which ages the backlog.
+	ID         string       `json:"server_id"`   // ID is the server's id.
+	Now        time.Time    `json:"now"`         // Now is the time of the snapshot.
+	NumUplinks int          `json:"num_uplinks"` // NumUplinks is the number of uplinks listed.
+	Uplinks    []UplinkInfo `json:"uplinks"`     // Uplinks lists the uplinks in configuration order; never null.
+	// Clock is the wall clock's trust, which ages the backlog.
+	Clock *ClockInfo `json:"clock,omitempty"`
+	// Limits are the caps on all uplinks together and today's usage;
+	// absent without an UplinkLimitsProvider.
+	Limits *UplinkLimits `json:"limits,omitempty"`
+}
+
+// UplinkLimits describes the caps shared by all uplinks.
+type UplinkLimits struct {
+	Day         string `json:"day"`                    // Day is the UTC day the usage counts for.
+	MaxRate     int64  `json:"max_rate,omitempty"`     // MaxRate is the total cap in bytes per second; 0 is unlimited.
+	DailyBudget int64  `json:"daily_budget,omitempty"` // DailyBudget is the total bytes per UTC day; 0 is unlimited.
+	BudgetUsed  int64  `json:"budget_used"`            // BudgetUsed is the bytes all uplinks published today.
+	Exhausted   bool   `json:"exhausted,omitempty"`    // Exhausted means DailyBudget is used up: only the highest priority flows.
+}
+
+// UplinkLimitsProvider is implemented by a Provider whose uplinks share
+// caps; /uplinkz then reports them.
+type UplinkLimitsProvider interface {
+	// UplinkLimits returns the shared caps and usage, or nil.
+	UplinkLimits() *UplinkLimits
 }
 
 // UplinkInfo describes one store-and-forward uplink: its outbox and the
@@ -31,6 +51,20 @@ type UplinkInfo struct {
 	OldestAgeSeconds float64           `json:"oldest_age_seconds"`      // OldestAgeSeconds is the age of the oldest queued message; 0 when empty.
 	LastError        string            `json:"last_error,omitempty"`    // LastError is the last forwarding failure.
 	LastErrorAt      *time.Time        `json:"last_error_at,omitempty"` // LastErrorAt is when LastError happened.
+
+	AckedBytes     uint64  `json:"acked_bytes"`            // AckedBytes counts the bytes of acknowledged messages.
+	RateMsgs       float64 `json:"rate_msgs"`              // RateMsgs is the drain rate in acknowledged messages per second (moving average).
+	RateBytes      float64 `json:"rate_bytes"`             // RateBytes is the drain rate in acknowledged bytes per second (moving average).
+	ETASeconds     float64 `json:"eta_seconds"`            // ETASeconds estimates the time to drain the backlog; 0 when empty or stalled.
+	WatchdogRearms uint64  `json:"watchdog_rearms"`        // WatchdogRearms counts rounds the stuck-backlog watchdog restarted.
+	StreamResets   uint64  `json:"stream_resets"`          // StreamResets counts detected recreations of the hub stream.
+	HubStream      string  `json:"hub_stream,omitempty"`   // HubStream is the hub stream of the last new acknowledgement.
+	HubSeq         uint64  `json:"hub_seq,omitempty"`      // HubSeq is the hub sequence of the last new acknowledgement.
+	Priority       int     `json:"priority"`               // Priority is the uplink's class; higher is sent first.
+	MaxRate        int64   `json:"max_rate,omitempty"`     // MaxRate is the uplink's cap in bytes per second; 0 is unlimited.
+	DailyBudget    int64   `json:"daily_budget,omitempty"` // DailyBudget is the uplink's bytes per UTC day; 0 is unlimited.
+	BudgetUsed     int64   `json:"budget_used"`            // BudgetUsed is the bytes the uplink published today (UTC).
+	Waiting        string  `json:"waiting,omitempty"`      // Waiting is why the scheduler holds the uplink: "rate", "priority" or "budget".
 }
 
 // buildUplinkz shapes the provider's uplinks.

@@ -82,4 +82,55 @@
 // sequence order. A hub consumer can date an untrusted message from a
 // later trusted one of the same boot: time = Leafbox-Time − (its
 // Leafbox-Mono − this Leafbox-Mono).
+//
+// # Scheduling
+//
+// The outboxes of a gateway share one Scheduler (Config.Scheduler; see its
+// comment for the exact order of waits). Before each publish the forwarder
+// asks it for a turn with the message's size: subject, header and payload
+// bytes as published. Config.Priority orders the outboxes (higher first;
+// equal classes take turns), Config.MaxRate and SchedulerConfig.MaxRate cap
+// the bytes per second of one outbox and of all, and Config.DailyBudget
+// and SchedulerConfig.DailyBudget meter the bytes per UTC day: an outbox
+// out of its own budget stops until 00:00 UTC, and when the total budget
+// is out only the highest class still forwards. Status.Waiting says which
+// of these holds a forwarder. Acks keep being applied while it is held.
+//
+// After the hub becomes ready, a forwarder with a backlog waits a random
+// time up to Config.DrainJitter before its round, so that gateways coming
+// back together do not drain at the same instant.
+//
+// # Watchdog, hub sequences and rates
+//
+// A ticker (about 1 s; shorter for a short WatchdogAfter) updates the drain
+// rate (Status.RateMsgs and RateBytes, a moving average of acknowledged
+// messages and bytes per second with a 3 s time constant) and Status.ETA,
+// and runs the stuck-backlog watchdog: when the forwarder is forwarding,
+// not held by the scheduler, and has a backlog but made no publish and
+// received no ack for Config.WatchdogAfter, it cancels the round (counted
+// in Status.WatchdogRearms, reported as ErrStuck) and a new round starts
+// from the stream's first message.
+//
+// JetStream numbers a stream's messages upward for its whole life, purges
+// included. The forwarder remembers the sequence of the last new (not
+// duplicate) PubAck per hub stream; a new PubAck at or below it means the
+// stream was deleted and created again: Status.StreamResets counts it and
+// a warning is logged, and forwarding goes on. The new stream's duplicate
+// window is empty, so a message retried across the reset may be stored
+// twice.
+//
+// # State files
+//
+// Config.StateFile keeps the last hub sequences, and
+// SchedulerConfig.StateFile the day's budget usage (total and per
+// uplink), so that both survive a restart. Each is one JSON object
+//
+//	{"version":1,"crc32c":<CRC-32C of body>,"body":{...}}
+//
+// written to <file>.tmp, synced, and renamed over the file (the directory
+// is synced after the rename). They are written at most once a second
+// while they change and on Close: a crash forgets at most that second, so
+// the budget may overshoot by that much, and a lagging hub sequence can
+// only hide a reset, never invent one. A file that fails its version or
+// checksum check is refused with ErrBadState; removing it starts over.
 package outbox

@@ -53,6 +53,8 @@ var (
 	ErrWrongStream = errors.New("outbox: PubAck from an unexpected stream")
 	// ErrClosed is returned by Start after Close.
 	ErrClosed = errors.New("outbox: closed")
+	// ErrStuck means the stuck-backlog watchdog restarted a round.
+	ErrStuck = errors.New("outbox: backlog stuck; watchdog restarted the round")
 )
 
 // Hub is the path toward the hub, as the forwarder sees it.
@@ -95,6 +97,30 @@ type Config struct {
 	// give the stream no MaxAge of its own. AgeInterval is how often it
 	// looks (DefaultAgeInterval or MaxAge/4 when 0).
 	MaxAge, AgeInterval time.Duration
+
+	// Scheduler is shared by the gateway's outboxes to order and pace
+	// their publishes; nil gives the Outbox a private one.
+	Scheduler *Scheduler
+	// Priority is the uplink's class in its Scheduler: higher goes first.
+	Priority int
+	// MaxRate caps the bytes per second this uplink publishes; 0 is
+	// unlimited.
+	MaxRate int64
+	// DailyBudget caps the bytes this uplink publishes per UTC day; 0 is
+	// unlimited. Once used up the uplink stops until 00:00 UTC.
+	DailyBudget int64
+	// DrainJitter delays the first round after the hub became ready, when
+	// a backlog waits, by a random duration in [0, DrainJitter], so that a
+	// fleet of gateways reconnecting together spreads its load.
+	DrainJitter time.Duration
+	// WatchdogAfter is how long a ready link may go with a backlog but no
+	// publish and no ack before the watchdog restarts the round
+	// (3×AckTimeout when 0).
+	WatchdogAfter time.Duration
+	// StateFile persists the last hub sequence acknowledged per hub
+	// stream, to detect a recreated stream across restarts; "" keeps it
+	// in memory only.
+	StateFile string
 }
 
 // State is what the forwarder is doing.
@@ -102,10 +128,11 @@ type State string
 
 // Forwarder states.
 const (
-	StateIdle       State = "idle"       // not started
-	StateWaiting    State = "waiting"    // waiting for the hub
-	StateForwarding State = "forwarding" // connected: sending and awaiting acks
-	StateBackoff    State = "backoff"    // a round failed; waiting to retry
+	StateIdle       State = "idle"        // not started
+	StateWaiting    State = "waiting"     // waiting for the hub
+	StateForwarding State = "forwarding"  // connected: sending and awaiting acks
+	StateBackoff    State = "backoff"     // a round failed; waiting to retry
+	StateDelay      State = "drain_delay" // the hub is ready; waiting out DrainJitter before draining
 	StateClosed     State = "closed"
 )
 
@@ -133,6 +160,34 @@ type Status struct {
 	// LastError is the last failure, and LastErrorAt its time.
 	LastError   string
 	LastErrorAt time.Time
+
+	// AckedBytes counts the bytes (subject, header, payload as
+	// published) of the acknowledged messages.
+	AckedBytes uint64
+	// RateMsgs and RateBytes are the drain rate, acknowledged messages
+	// and bytes per second, as an exponentially weighted moving average
+	// over the forwarder's ~1 s ticks.
+	RateMsgs, RateBytes float64
+	// ETA estimates the time to drain the backlog at RateMsgs; 0 when the
+	// backlog is empty or nothing drains.
+	ETA time.Duration
+	// WatchdogRearms counts rounds the stuck-backlog watchdog restarted.
+	WatchdogRearms uint64
+	// StreamResets counts PubAcks whose hub sequence was not above the
+	// last one seen for their stream: the hub stream was recreated.
+	StreamResets uint64
+	// HubStream and HubSeq are the stream and sequence of the last new
+	// (not duplicate) message the hub acknowledged.
+	HubStream string
+	HubSeq    uint64
+	// Priority, MaxRate and DailyBudget echo the configuration;
+	// BudgetUsed is the bytes published today (UTC).
+	Priority             int
+	MaxRate, DailyBudget int64
+	BudgetUsed           int64
+	// Waiting is why the Scheduler holds the forwarder: WaitRate,
+	// WaitPriority, WaitBudget, or "" when it is not held.
+	Waiting string
 }
 
 // Outbox captures messages into a stream and forwards them to a hub. It
@@ -151,6 +206,10 @@ type Outbox struct {
 	retries, wrongStream               atomic.Uint64
 	inFlight                           atomic.Int64
 	rounds                             uint64 // the forwarder's current round; only it uses it
+
+	sched *Scheduler
+	slot  *slot
+	meter meter // drain rate, watchdog and hub sequences
 
 	newMsg  chan struct{} // signalled by Capture
 	ackSig  chan struct{} // signalled by HandleReply
@@ -202,6 +261,12 @@ func New(stream store.Stream, hub Hub, cfg Config) (*Outbox, error) {
 	if cfg.RetryMax < cfg.RetryMin {
 		cfg.RetryMax = max(DefaultRetryMax, cfg.RetryMin)
 	}
+	if cfg.WatchdogAfter <= 0 {
+		cfg.WatchdogAfter = 3 * cfg.AckTimeout
+	}
+	if cfg.DrainJitter < 0 {
+		return nil, fmt.Errorf("outbox: negative drain jitter %v", cfg.DrainJitter)
+	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -212,7 +277,7 @@ func New(stream store.Stream, hub Hub, cfg Config) (*Outbox, error) {
 	if server == "" {
 		server = "leafbox"
 	}
-	return &Outbox{
+	o := &Outbox{
 		cfg:    cfg,
 		stream: stream,
 		hub:    hub,
@@ -224,7 +289,20 @@ func New(stream store.Stream, hub Hub, cfg Config) (*Outbox, error) {
 		newMsg: make(chan struct{}, 1),
 		ackSig: make(chan struct{}, 1),
 		done:   make(chan struct{}),
-	}, nil
+	}
+	if err := o.meter.load(cfg.StateFile); err != nil {
+		return nil, err
+	}
+	o.sched = cfg.Scheduler
+	if o.sched == nil {
+		o.sched, _ = OpenScheduler(SchedulerConfig{}) // in memory: cannot fail
+	}
+	sl, err := o.sched.register(cfg.Name, cfg.Priority, cfg.MaxRate, cfg.DailyBudget)
+	if err != nil {
+		return nil, err
+	}
+	o.slot = sl
+	return o, nil
 }
 
 // InboxPrefix is the prefix of every reply subject the forwarder uses,
@@ -333,7 +411,8 @@ func (o *Outbox) Close() error {
 			<-o.ageDone
 		}
 	}
-	return nil
+	o.sched.unregister(o.slot)
+	return o.meter.save(o.cfg.StateFile, true)
 }
 
 // Status returns a snapshot of the counters.
@@ -373,6 +452,7 @@ func (o *Outbox) Status() Status {
 	o.mu.Lock()
 	s.State, s.LastError, s.LastErrorAt = o.state, o.lastErr, o.lastErrAt
 	o.mu.Unlock()
+	o.meterStatus(&s)
 	return s
 }
 
@@ -393,6 +473,8 @@ func (o *Outbox) setError(err error) {
 // run forwards rounds until ctx ends, backing off after each failure.
 func (o *Outbox) run(ctx context.Context) {
 	defer close(o.done)
+	stopMeter := o.startMeter(ctx)
+	defer stopMeter()
 	failures := 0
 	for {
 		o.setState(StateWaiting)
@@ -402,11 +484,20 @@ func (o *Outbox) run(ctx context.Context) {
 			}
 			o.setError(err)
 		} else {
+			if !o.drainDelay(ctx) {
+				return
+			}
+			rctx, rcancel := context.WithCancel(ctx)
+			o.meter.armRound(rcancel)
 			o.setState(StateForwarding)
-			progress, err := o.round(ctx)
+			progress, err := o.round(rctx)
+			rcancel()
 			o.inFlight.Store(0)
 			if ctx.Err() != nil {
 				return
+			}
+			if o.meter.disarmRound() {
+				err = fmt.Errorf("%w: %v", ErrStuck, err)
 			}
 			o.retries.Add(1)
 			o.setError(err)
@@ -449,14 +540,37 @@ type inflight struct {
 func (o *Outbox) round(ctx context.Context) (progress bool, err error) {
 	o.rounds++
 	prefix := o.inbox + strconv.FormatUint(o.rounds, 10) + "."
-	pending := map[uint64]struct{}{}
-	var order []inflight // sent, in sequence order; acked entries are skipped lazily
+	pending := map[uint64]int{} // sequence → bytes published
+	var order []inflight        // sent, in sequence order; acked entries are skipped lazily
 	next := o.stream.State().FirstSeq
 	var sm store.Msg
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
+	defer o.sched.idle(o.slot)
+	// apply processes the replies received so far.
+	apply := func() error {
+		n, err := o.processReplies(pending)
+		o.inFlight.Store(int64(len(pending)))
+		if n > 0 {
+			progress = true
+		}
+		return err
+	}
+	// poll applies the replies received so far, if any: acks that arrive
+	// while the scheduler paces the forwarder count before any deadline.
+	poll := func() error {
+		select {
+		case <-o.ackSig:
+			return apply()
+		default:
+			return nil
+		}
+	}
 	for {
 		for len(pending) < o.cfg.Window {
+			if err := poll(); err != nil {
+				return progress, err
+			}
 			m, err := o.stream.LoadNext("", next, &sm)
 			if errors.Is(err, store.ErrNotFound) {
 				break
@@ -464,15 +578,39 @@ func (o *Outbox) round(ctx context.Context) (progress bool, err error) {
 			if err != nil {
 				return progress, fmt.Errorf("outbox: load: %w", err)
 			}
-			next = m.Seq + 1
 			hdr := o.header(m.Header, m.Seq)
-			if err := o.hub.Publish(o.HubSubject(m.Subject), prefix+strconv.FormatUint(m.Seq, 10), hdr, m.Data); err != nil {
+			subj := o.HubSubject(m.Subject)
+			size := len(subj) + len(hdr) + len(m.Data)
+			for {
+				err := o.sched.acquire(ctx, o.slot, size, o.ackSig)
+				if !errors.Is(err, errWoken) {
+					if err != nil {
+						return progress, err
+					}
+					break
+				}
+				if err := apply(); err != nil {
+					return progress, err
+				}
+			}
+			next = m.Seq + 1
+			if err := o.hub.Publish(subj, prefix+strconv.FormatUint(m.Seq, 10), hdr, m.Data); err != nil {
 				return progress, fmt.Errorf("outbox: publish: %w", err)
 			}
+			o.meter.touch()
 			o.forwarded.Add(1)
-			pending[m.Seq] = struct{}{}
+			pending[m.Seq] = size
 			order = append(order, inflight{seq: m.Seq, deadline: time.Now().Add(o.cfg.AckTimeout)})
 			o.inFlight.Store(int64(len(pending)))
+		}
+		o.sched.idle(o.slot) // nothing more to send until an ack or a capture
+		select {
+		case <-o.ackSig: // acks that arrived while the scheduler held the forwarder
+			if err := apply(); err != nil {
+				return progress, err
+			}
+			continue // the window may have room again
+		default:
 		}
 		for len(order) > 0 {
 			if _, ok := pending[order[0].seq]; ok {
@@ -490,12 +628,7 @@ func (o *Outbox) round(ctx context.Context) (progress bool, err error) {
 			return progress, ctx.Err()
 		case <-o.newMsg:
 		case <-o.ackSig:
-			n, err := o.processReplies(pending)
-			o.inFlight.Store(int64(len(pending)))
-			if n > 0 {
-				progress = true
-			}
-			if err != nil {
+			if err := apply(); err != nil {
 				return progress, err
 			}
 		case <-timeout:
@@ -520,7 +653,7 @@ type pubAck struct {
 // its message, also one answering an earlier round (the hub stored it).
 // It returns how many messages it removed and the first failure of the
 // current round, after applying every success.
-func (o *Outbox) processReplies(pending map[uint64]struct{}) (int, error) {
+func (o *Outbox) processReplies(pending map[uint64]int) (int, error) {
 	o.ackMu.Lock()
 	list := o.ackList
 	o.ackList = nil
@@ -554,14 +687,26 @@ func (o *Outbox) processReplies(pending map[uint64]struct{}) (int, error) {
 			fail(fmt.Errorf("%w: sequence %d stored in %q, want %q", ErrWrongStream, r.seq, ack.Stream, o.cfg.Stream))
 			continue
 		}
+		size := pending[r.seq]
 		delete(pending, r.seq)
+		if !ack.Duplicate {
+			o.noteHubSeq(ack.Stream, ack.Seq)
+		}
+		// Counted before the removal, so that Status never sees the
+		// message gone from the stream yet not acknowledged (it would
+		// report it dropped).
+		o.acked.Add(1)
 		ok, err := o.stream.Remove(r.seq, false)
+		if err != nil || !ok {
+			o.acked.Add(^uint64(0)) // not removed by this ack after all
+		}
 		if err != nil {
 			fail(fmt.Errorf("outbox: remove %d: %w", r.seq, err))
 			continue
 		}
 		if ok {
-			o.acked.Add(1)
+			o.meter.ackedBytes.Add(uint64(size))
+			o.meter.touch()
 			removed++
 		}
 	}

@@ -332,7 +332,7 @@ func (a *App) Reload(cfg *Config) error {
 	if err := remotesChange(old, cfg); err != nil {
 		return err
 	}
-	if !reflect.DeepEqual(old.Uplinks, cfg.Uplinks) {
+	if !reflect.DeepEqual(old.Uplinks, cfg.Uplinks) || !reflect.DeepEqual(old.UplinkLimits, cfg.UplinkLimits) {
 		return errors.New("uplinks: changing uplinks needs a restart")
 	}
 	if err := a.srv.Reload(opts); err != nil {

@@ -71,6 +71,8 @@ type Config struct {
 	// Uplinks are store-and-forward flows toward a hub JetStream stream
 	// over the first leafnode remote.
 	Uplinks []UplinkConfig `yaml:"uplinks,omitempty"`
+	// UplinkLimits caps all uplinks together.
+	UplinkLimits *UplinkLimitsConfig `yaml:"uplink_limits,omitempty"`
 
 	// stateDir is where uplinks keep their outboxes (under outbox/<name>):
 	// the JetStream store directory, else the default state directory.
@@ -359,6 +361,30 @@ type UplinkConfig struct {
 	// Discard is what a full outbox does: "old" (the default) drops the
 	// oldest messages, "new" refuses new ones. Both are counted.
 	Discard string `yaml:"discard,omitempty"`
+	// Priority orders the uplinks toward the hub: a higher class with
+	// messages ready is sent first; equal classes take turns. 0 to 1000.
+	Priority int `yaml:"priority,omitempty"`
+	// MaxRate caps the uplink's bytes per second toward the hub; 0 is
+	// unlimited.
+	MaxRate Size `yaml:"max_rate,omitempty"`
+	// DailyBudget caps the uplink's bytes per UTC day (a metered link);
+	// once used up the uplink waits for 00:00 UTC. 0 is unlimited.
+	DailyBudget Size `yaml:"daily_budget,omitempty"`
+	// DrainJitter delays draining a backlog after the link comes up by a
+	// random time up to this (default 3s; 0 turns it off), so that
+	// gateways reconnecting together spread their load.
+	DrainJitter *Duration `yaml:"drain_jitter,omitempty"`
+}
+
+// UplinkLimitsConfig is the uplink_limits block: caps on all uplinks
+// together.
+type UplinkLimitsConfig struct {
+	// MaxRate caps the bytes per second of all uplinks; 0 is unlimited.
+	MaxRate Size `yaml:"max_rate,omitempty"`
+	// DailyBudget caps the bytes per UTC day of all uplinks; once used up
+	// only the uplinks of the highest priority still forward. 0 is
+	// unlimited.
+	DailyBudget Size `yaml:"daily_budget,omitempty"`
 }
 
 // RemoteTLSConfig is the tls block of a leafnode remote: the client side

@@ -86,6 +86,7 @@ func (c *Config) SetDefaults(env Env) {
 		c.JetStream.StoreDir = env.DefaultStoreDir()
 	}
 	c.JetStream.StoreDir = c.Path(c.JetStream.StoreDir)
+	setUplinkDefaults(c)
 	if len(c.Uplinks) > 0 && c.stateDir == "" {
 		c.stateDir = c.JetStream.StoreDir
 		if c.stateDir == "" {

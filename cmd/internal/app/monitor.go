@@ -83,6 +83,19 @@ func uplinkInfo(st UplinkStatus) monitor.UplinkInfo {
 		BacklogBytes:     st.BacklogBytes,
 		OldestAgeSeconds: st.OldestAge.Seconds(),
 		LastError:        st.LastError,
+		AckedBytes:       st.AckedBytes,
+		RateMsgs:         st.RateMsgs,
+		RateBytes:        st.RateBytes,
+		ETASeconds:       st.ETA.Seconds(),
+		WatchdogRearms:   st.WatchdogRearms,
+		StreamResets:     st.StreamResets,
+		HubStream:        st.HubStream,
+		HubSeq:           st.HubSeq,
+		Priority:         st.Priority,
+		MaxRate:          st.MaxRate,
+		DailyBudget:      st.DailyBudget,
+		BudgetUsed:       st.BudgetUsed,
+		Waiting:          st.Waiting,
 	}
 	if len(st.Dropped) > 0 {
 		ui.Dropped = maps.Clone(st.Dropped)
@@ -210,4 +223,5 @@ func writeUplinkMetrics(mw *monitor.MetricWriter, sts []UplinkStatus) {
 			}
 			return 0
 		})
+	writeUplinkScheduleMetrics(mw, sts)
 }

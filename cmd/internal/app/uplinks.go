@@ -26,6 +26,7 @@ const flushTimeout = 5 * time.Second
 // uplinks checks the uplinks block.
 func (v *validator) uplinks() {
 	c := v.c
+	v.uplinkLimits()
 	if len(c.Uplinks) == 0 {
 		return
 	}
@@ -98,6 +99,7 @@ func (v *validator) uplinks() {
 		if _, ok := discardPolicy(u.Discard); !ok {
 			v.errf(path+".discard", "%q is not old or new", u.Discard)
 		}
+		v.uplinkSchedule(path, u)
 	}
 }
 
@@ -125,6 +127,7 @@ type forwarder struct {
 	conn   *server.Conn
 	stream *filestore.Stream
 	ob     *outbox.Outbox
+	sched  *outbox.Scheduler // shared by all forwarders
 }
 
 // UplinkStatus is an uplink's counters with the state of its link.
@@ -132,6 +135,8 @@ type UplinkStatus struct {
 	outbox.Status
 	// LinkState is the state of the leafnode link it forwards over.
 	LinkState string
+	// Limits are the caps and usage shared by all uplinks.
+	Limits outbox.SchedulerStatus
 }
 
 // startForwarders opens every uplink's outbox, subscribes its captured
@@ -144,11 +149,16 @@ func startForwarders(cfg *Config, srv *server.Server, link *leaf.Link, clk *cloc
 		return nil, nil
 	}
 	account := cfg.LeafNodes.Remotes[0].Account
+	sched, err := openScheduler(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("uplinks: %w", err)
+	}
 	var out []*forwarder
 	for i := range cfg.Uplinks {
-		f, err := startForwarder(cfg, &cfg.Uplinks[i], srv, account, link, clk, log)
+		f, err := startForwarder(cfg, &cfg.Uplinks[i], srv, account, link, clk, sched, log)
 		if err != nil {
 			stopForwarders(out, log)
+			_ = sched.Close()
 			return nil, fmt.Errorf("uplinks[%d]: %w", i, err)
 		}
 		out = append(out, f)
@@ -156,7 +166,7 @@ func startForwarders(cfg *Config, srv *server.Server, link *leaf.Link, clk *cloc
 	return out, nil
 }
 
-func startForwarder(cfg *Config, u *UplinkConfig, srv *server.Server, account string, link *leaf.Link, clk *clock.Clock, log *slog.Logger) (*forwarder, error) {
+func startForwarder(cfg *Config, u *UplinkConfig, srv *server.Server, account string, link *leaf.Link, clk *clock.Clock, sched *outbox.Scheduler, log *slog.Logger) (*forwarder, error) {
 	discard, _ := discardPolicy(u.Discard) // Validate checked it
 	stream, err := filestore.Open(vfs.OS, cfg.outboxDir(u), filestore.Config{
 		Config: store.Config{
@@ -175,14 +185,14 @@ func startForwarder(cfg *Config, u *UplinkConfig, srv *server.Server, account st
 	}
 	conn := srv.InProcess(account)
 	conn.SetNoEcho() // the forwarder's publishes never reach its own captures
-	f := &forwarder{name: u.Name, link: link, conn: conn, stream: stream}
+	f := &forwarder{name: u.Name, link: link, conn: conn, stream: stream, sched: sched}
 	flog := log.With("subsystem", "uplink", "uplink", u.Name)
 	hub := linkHub{link: link, conn: conn}
 	if u.HubDomain != "" {
 		hub.probe, err = newHubTimeProbe(clk, conn, u.HubDomain, u.Stream, flog)
 	}
 	if err == nil {
-		f.ob, err = outbox.New(stream, hub, outbox.Config{
+		oc := outbox.Config{
 			Name:       u.Name,
 			ServerName: srv.Name(),
 			HubPrefix:  u.HubSubjectPrefix,
@@ -190,7 +200,9 @@ func startForwarder(cfg *Config, u *UplinkConfig, srv *server.Server, account st
 			Logger:     flog,
 			Clock:      clk,
 			MaxAge:     time.Duration(u.MaxAge),
-		})
+		}
+		scheduleConfig(cfg, u, sched, &oc)
+		f.ob, err = outbox.New(stream, hub, oc)
 	}
 	if err == nil {
 		_, err = conn.Subscribe(f.ob.InboxPrefix()+">", "", func(m server.Msg) {
@@ -225,7 +237,9 @@ func startForwarder(cfg *Config, u *UplinkConfig, srv *server.Server, account st
 // the outbox.
 func (f *forwarder) stop(log *slog.Logger) error {
 	if f.ob != nil {
-		_ = f.ob.Close()
+		if err := f.ob.Close(); err != nil {
+			log.Warn("uplink state not saved", "error", err)
+		}
 		st := f.ob.Status()
 		log.Info("uplink stopped", "captured", st.Captured, "stored", st.Stored, "forwarded", st.Forwarded,
 			"acked", st.Acked, "dropped", st.Dropped, "backlog_msgs", st.BacklogMsgs, "retries", st.Retries)
@@ -242,12 +256,17 @@ func stopForwarders(fs []*forwarder, log *slog.Logger) error {
 			errs = append(errs, fmt.Errorf("uplink %s: %w", f.name, err))
 		}
 	}
+	if len(fs) > 0 {
+		if err := fs[0].sched.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("uplinks: %w", err))
+		}
+	}
 	return errors.Join(errs...)
 }
 
 // status returns the forwarder's counters with its link's state.
 func (f *forwarder) status() UplinkStatus {
-	return UplinkStatus{Status: f.ob.Status(), LinkState: f.link.Status().State.String()}
+	return UplinkStatus{Status: f.ob.Status(), LinkState: f.link.Status().State.String(), Limits: f.sched.Status()}
 }
 
 // errNoInterest means nothing in the broker took a forwarded message: the

@@ -36,15 +36,24 @@ func newUplinkCmd() *cobra.Command {
 
 func newUplinkStatusCmd() *cobra.Command {
 	var monURL string
+	var progress bool
+	var interval time.Duration
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Print the uplinks' backlog, counters and link state",
 		Long: "status asks a running leafbox for " + monitor.UplinkzPath + " on its monitoring endpoint\n" +
 			"and prints one line per uplink: forwarder and link state, backlog\n" +
 			"(messages, bytes, age of the oldest), the captured, forwarded, acked\n" +
-			"and dropped totals, and the last error.",
+			"and dropped totals, and the last error.\n\n" +
+			"With --progress it redraws one progress line per uplink every --interval\n" +
+			"(share of the backlog acknowledged since it started, what is left, drain\n" +
+			"rate, ETA, and why the scheduler holds the uplink) and returns once every\n" +
+			"backlog is empty.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if progress {
+				return watchProgress(cmd, monURL, interval)
+			}
 			uz, err := fetchUplinkz(cmd, monURL)
 			if err != nil {
 				return err
@@ -53,6 +62,8 @@ func newUplinkStatusCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&monURL, "monitor", defaultMonitorURL, "`URL` of the leafbox monitoring endpoint (http_port)")
+	cmd.Flags().BoolVar(&progress, "progress", false, "redraw a progress line per uplink until every backlog is drained")
+	cmd.Flags().DurationVar(&interval, "interval", time.Second, "time between redraws with --progress")
 	return cmd
 }
 
@@ -116,7 +127,10 @@ func printUplinks(w io.Writer, uz *monitor.Uplinkz) error {
 			u.Name, u.State, u.LinkState, u.BacklogMsgs, formatBytes(u.BacklogBytes), oldest,
 			u.Captured, u.Forwarded, u.Acked, formatDropped(u.Dropped), lastErr)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return printLimits(w, uz.Limits)
 }
 
 // formatBytes renders n in binary units: 512B, 1.5KiB, 20.0MiB.

@@ -1,0 +1,278 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/leafbox/leafbox/core/monitor"
+	"github.com/leafbox/leafbox/leaf/leaftest"
+	"github.com/leafbox/leafbox/leaf/outbox"
+)
+
+func TestValidateUplinkSchedule(t *testing.T) {
+	const remote = "leafnodes: {remotes: [{url: 'nats://127.0.0.1:1'}]}\n"
+	c := mustValidate(t, remote+"uplink_limits: {max_rate: 1MB, daily_budget: 2G}\n"+
+		"uplinks: [{name: a, subjects: [x.>], hub_subject_prefix: s., priority: 7, max_rate: 64KiB, daily_budget: 100MB}]\n")
+	u := c.Uplinks[0]
+	if u.Priority != 7 || u.MaxRate != 64<<10 || u.DailyBudget != 100<<20 || u.DrainJitter == nil ||
+		time.Duration(*u.DrainJitter) != DefaultDrainJitter || c.UplinkLimits.MaxRate != 1<<20 || c.UplinkLimits.DailyBudget != 2e9 {
+		t.Fatalf("uplink %+v limits %+v", u, c.UplinkLimits)
+	}
+	c = mustValidate(t, remote+"uplinks: [{name: a, subjects: [x.>], hub_subject_prefix: s., drain_jitter: 0s}]\n")
+	requireEqual(t, *c.Uplinks[0].DrainJitter, 0)
+	err := validateErr(t, remote+"uplink_limits: {max_rate: -1}\n"+
+		"uplinks: [{name: a, subjects: [x.>], hub_subject_prefix: s., priority: 1001, max_rate: -5, daily_budget: -1, drain_jitter: -1s}]\n")
+	requireErrorContains(t, err, "uplinks[0].priority: 1001 is out of range", "uplinks[0].max_rate: must not be negative",
+		"uplinks[0].daily_budget: must not be negative", "uplinks[0].drain_jitter: must not be negative",
+		"uplink_limits.max_rate: must not be negative")
+	err = validateErr(t, "uplink_limits: {daily_budget: 1MB}\n")
+	requireErrorContains(t, err, "uplink_limits: has no effect without uplinks")
+}
+
+// TestUplinkPriorityAndRateCap runs a gateway with two uplinks toward a
+// real nats-server hub: an alarms uplink of a higher priority and a bulk
+// telemetry uplink, both with a backlog built while the hub was down, and
+// a total rate cap. When the hub comes back the alarms reach the hub
+// stream before the bulk backlog, and the drain holds the cap within 20%.
+func TestUplinkPriorityAndRateCap(t *testing.T) {
+	const (
+		nAlarms        = 60
+		nBulk          = 240
+		payload        = 1000
+		rateCap        = 150_000 // bytes/s: ~2 s for the ~320 KB below
+		maxInterleaved = 2       // bulk messages the hub may store among the alarms
+	)
+	hub := leaftest.StartHub(t, leaftest.HubOptions{
+		Name:   "hub-sched",
+		Config: fmt.Sprintf("jetstream { store_dir: %q }", t.TempDir()),
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 4*testTimeout)
+	defer cancel()
+	hc := natsConnect(t, hub.ClientURL())
+	js, err := jetstream.New(hc)
+	requireNoError(t, err)
+	_, err = js.CreateStream(ctx, jetstream.StreamConfig{Name: "SITE", Subjects: []string{"site1.>"}})
+	requireNoError(t, err)
+	hc.Close()
+	hub.Kill()
+
+	c := mustParse(t, "http_port: -1\nserver_name: gw1\n"+
+		"leafnodes: {remotes: [{url: '"+hub.LeafURL()+"'}]}\n"+
+		fmt.Sprintf("uplink_limits: {max_rate: %d}\n", rateCap)+
+		"uplinks:\n"+
+		"  - {name: bulk, subjects: [bulk.>], hub_subject_prefix: site1., stream: SITE, drain_jitter: 0s}\n"+
+		"  - {name: alarms, subjects: [alarm.>], hub_subject_prefix: site1., stream: SITE, priority: 10, drain_jitter: 0s}\n")
+	Overrides{Host: ptr("127.0.0.1"), Port: ptr(-1)}.Apply(c)
+	c.SetDefaults(Env{StateDirectory: t.TempDir()})
+	requireNoError(t, c.Validate())
+	a, err := Build(c, Flags{})
+	requireNoError(t, err)
+	requireNoError(t, a.Start())
+	t.Cleanup(func() {
+		sctx, scancel := context.WithTimeout(context.Background(), testTimeout)
+		defer scancel()
+		requireNoError(t, a.Shutdown(sctx))
+	})
+
+	gw := natsConnect(t, "nats://"+a.Addr().String())
+	data := make([]byte, payload)
+	for i := range nBulk { // the bulk backlog is the older one
+		requireNoError(t, gw.Publish(fmt.Sprintf("bulk.b%d", i%3), data))
+	}
+	for i := range nAlarms {
+		requireNoError(t, gw.Publish(fmt.Sprintf("alarm.a%d", i%3), data))
+	}
+	requireNoError(t, gw.Flush())
+
+	hub.Restart()
+	hc = natsConnect(t, hub.ClientURL())
+	js, err = jetstream.New(hc)
+	requireNoError(t, err)
+	stream, err := js.Stream(ctx, "SITE")
+	requireNoError(t, err)
+	for {
+		info, err := stream.Info(ctx)
+		requireNoError(t, err)
+		if info.State.Msgs == nAlarms+nBulk {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("hub stream holds %d messages; uplinks %+v", info.State.Msgs, a.UplinkStatus())
+		case <-time.After(50 * time.Millisecond): // poll interval
+		}
+	}
+
+	// Order on the hub: once the alarms uplink is ready (its first
+	// message is stored), its backlog goes before the bulk one: at most
+	// the bulk message holding the turn at that moment interleaves. Bulk
+	// messages before the first alarm were sent while only the bulk
+	// uplink was ready.
+	var first, last time.Time
+	firstAlarm, lastAlarm := uint64(0), uint64(0)
+	kinds := make([]string, nAlarms+nBulk+1)
+	for seq := uint64(1); seq <= nAlarms+nBulk; seq++ {
+		m, err := stream.GetMsg(ctx, seq)
+		requireNoError(t, err)
+		if seq == 1 {
+			first = m.Time
+		}
+		last = m.Time
+		kinds[seq] = m.Subject
+		if strings.HasPrefix(m.Subject, "site1.alarm.") {
+			lastAlarm = seq
+			if firstAlarm == 0 {
+				firstAlarm = seq
+			}
+		}
+	}
+	interleaved := 0
+	for seq := firstAlarm; seq <= lastAlarm; seq++ {
+		if strings.HasPrefix(kinds[seq], "site1.bulk.") {
+			interleaved++
+		}
+	}
+	t.Logf("alarms at hub seqs %d..%d, %d bulk messages among them", firstAlarm, lastAlarm, interleaved)
+	if interleaved > maxInterleaved {
+		t.Fatalf("%d bulk messages interleaved with the alarms (hub seqs %d..%d)", interleaved, firstAlarm, lastAlarm)
+	}
+
+	// Rate: the bytes the scheduler charged over the hub's storage times.
+	var acked uint64
+	sts := a.UplinkStatus()
+	for _, st := range sts {
+		acked += st.AckedBytes
+		if st.BacklogMsgs != 0 || len(st.Dropped) != 0 || st.StreamResets != 0 {
+			t.Fatalf("uplink %s: %+v", st.Name, st.Status)
+		}
+	}
+	span := last.Sub(first).Seconds()
+	perMsg := float64(acked) / float64(nAlarms+nBulk)
+	got := (float64(acked) - perMsg) / span
+	t.Logf("drained %d bytes in %.2fs: %.0f B/s against a cap of %d B/s", acked, span, got, rateCap)
+	if got < 0.8*rateCap || got > 1.2*rateCap {
+		t.Fatalf("drain rate %.0f B/s, cap %d B/s", got, rateCap)
+	}
+	var uz monitor.Uplinkz
+	getJSON(t, "http://"+a.MonitorAddr().String()+"/uplinkz", &uz)
+	if uz.Limits == nil || uz.Limits.MaxRate != rateCap || uz.Limits.BudgetUsed < int64(acked) {
+		t.Fatalf("/uplinkz limits %+v, acked %d", uz.Limits, acked)
+	}
+	for _, u := range uz.Uplinks {
+		if u.AckedBytes == 0 || (u.Name == "alarms" && u.Priority != 10) || u.BudgetUsed == 0 {
+			t.Fatalf("/uplinkz entry %+v", u)
+		}
+	}
+}
+
+// TestUplinkScheduleMetrics checks the drain-rate, watchdog, reset and
+// budget families and their /uplinkz fields.
+func TestUplinkScheduleMetrics(t *testing.T) {
+	st := UplinkStatus{LinkState: "connected"}
+	st.Name, st.AckedBytes, st.RateMsgs, st.RateBytes, st.ETA = "bulk", 4096, 12.5, 2048, 90*time.Second
+	st.WatchdogRearms, st.StreamResets, st.BudgetUsed, st.Waiting, st.Priority = 1, 2, 777, outbox.WaitBudget, 3
+	st.Limits = outbox.SchedulerStatus{Day: "2026-01-02", Used: 5000, DailyBudget: 5000, Exhausted: true}
+	var b strings.Builder
+	writeUplinkMetrics(monitor.NewMetricWriter(&b), []UplinkStatus{st})
+	for _, want := range []string{
+		`leafbox_uplink_acked_bytes_total{uplink="bulk"} 4096` + "\n",
+		`leafbox_uplink_rate_messages{uplink="bulk"} 12.5` + "\n",
+		`leafbox_uplink_rate_bytes{uplink="bulk"} 2048` + "\n",
+		`leafbox_uplink_eta_seconds{uplink="bulk"} 90` + "\n",
+		`leafbox_uplink_watchdog_rearms_total{uplink="bulk"} 1` + "\n",
+		`leafbox_uplink_stream_resets_total{uplink="bulk"} 2` + "\n",
+		`leafbox_uplink_budget_used_bytes{uplink="bulk"} 777` + "\n",
+		`leafbox_uplink_budget_exhausted{uplink="bulk"} 1` + "\n",
+		"leafbox_uplinks_budget_used_bytes 5000\n",
+		"leafbox_uplinks_budget_exhausted 1\n",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("metrics lack %q:\n%s", want, b.String())
+		}
+	}
+	u := uplinkInfo(st)
+	m := appMonitor{uplinkStatus: func() []UplinkStatus { return []UplinkStatus{st} }}
+	if l := m.UplinkLimits(); l == nil || l.BudgetUsed != 5000 || !l.Exhausted || l.Day != "2026-01-02" {
+		t.Fatalf("UplinkLimits: %+v", l)
+	}
+	if u.ETASeconds != 90 || u.RateBytes != 2048 || u.StreamResets != 2 || u.Waiting != "budget" || u.Priority != 3 || u.BudgetUsed != 777 {
+		t.Fatalf("uplinkInfo: %+v", u)
+	}
+}
+
+// TestUplinkDetectsRecreatedStream: the hub stream is deleted and created
+// again while the gateway forwards; the uplink counts the reset from the
+// PubAck sequences and keeps forwarding into the new stream.
+func TestUplinkDetectsRecreatedStream(t *testing.T) {
+	hub := leaftest.StartHub(t, leaftest.HubOptions{
+		Name:   "hub-reset",
+		Config: fmt.Sprintf("jetstream { store_dir: %q }", t.TempDir()),
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 4*testTimeout)
+	defer cancel()
+	hc := natsConnect(t, hub.ClientURL())
+	js, err := jetstream.New(hc)
+	requireNoError(t, err)
+	cfg := jetstream.StreamConfig{Name: "SITE", Subjects: []string{"site1.>"}}
+	_, err = js.CreateStream(ctx, cfg)
+	requireNoError(t, err)
+
+	c := mustParse(t, "http_port: -1\nserver_name: gw1\n"+
+		"leafnodes: {remotes: [{url: '"+hub.LeafURL()+"'}]}\n"+
+		"uplinks: [{name: tel, subjects: [tel.>], hub_subject_prefix: site1., stream: SITE}]\n")
+	Overrides{Host: ptr("127.0.0.1"), Port: ptr(-1)}.Apply(c)
+	c.SetDefaults(Env{StateDirectory: t.TempDir()})
+	requireNoError(t, c.Validate())
+	a, err := Build(c, Flags{})
+	requireNoError(t, err)
+	requireNoError(t, a.Start())
+	t.Cleanup(func() {
+		sctx, scancel := context.WithTimeout(context.Background(), testTimeout)
+		defer scancel()
+		requireNoError(t, a.Shutdown(sctx))
+	})
+	gw := natsConnect(t, "nats://"+a.Addr().String())
+	waitAcked := func(want uint64) UplinkStatus {
+		t.Helper()
+		for {
+			st := a.UplinkStatus()[0]
+			if st.Acked == want && st.BacklogMsgs == 0 {
+				return st
+			}
+			select {
+			case <-ctx.Done():
+				t.Fatalf("uplink %+v, want %d acked", st, want)
+			case <-time.After(20 * time.Millisecond): // poll interval
+			}
+		}
+	}
+	for i := range 5 {
+		requireNoError(t, gw.Publish("tel.x", []byte{byte(i)}))
+	}
+	requireNoError(t, gw.Flush())
+	if st := waitAcked(5); st.HubSeq != 5 || st.StreamResets != 0 {
+		t.Fatalf("before the reset: %+v", st)
+	}
+
+	requireNoError(t, js.DeleteStream(ctx, "SITE"))
+	_, err = js.CreateStream(ctx, cfg)
+	requireNoError(t, err)
+	for i := range 3 {
+		requireNoError(t, gw.Publish("tel.x", []byte{byte(i)}))
+	}
+	requireNoError(t, gw.Flush())
+	st := waitAcked(8)
+	if st.StreamResets != 1 || st.HubSeq != 3 || st.HubStream != "SITE" {
+		t.Fatalf("after the reset: %+v", st)
+	}
+	info, err := js.Stream(ctx, "SITE")
+	requireNoError(t, err)
+	if got := info.CachedInfo().State.Msgs; got != 3 {
+		t.Fatalf("new stream holds %d messages", got)
+	}
+}
