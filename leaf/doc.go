@@ -34,7 +34,10 @@
 // between 0 and 1, queue groups with their member count as weight on every
 // change. Interest the link itself creates (for the hub) is never sent up;
 // neither is anything the hub's import permissions, deny_imports or the
-// JetStream deny set ($JS.API.>, $KV.>, $OBJ.>) exclude. The link also
+// JetStream deny set ($JS.API.>, $KV.>, $OBJ.>) exclude. Hub interest
+// that the deny set or deny_exports covers entirely (the hub's own
+// $JS.API.>) is ignored, and requests for our own JetStream domain
+// ($JS.<domain>.API.>) never leave. The link also
 // announces a loop-detection subject $LDS.<hash of server id and account>;
 // a hub that sends it back reveals a loop: -ERR, close, wait 30s.
 //
@@ -42,6 +45,12 @@
 // locally through a no-echo in-process connection; the handler copies a
 // matching local message into the outbound buffer as LMSG (HMSG with
 // headers, "+ reply queues" or "| queues" when queue groups are named).
+// The link forwards by the subject the broker routed a message by: for a
+// JetStream delivery (routed to a deliver subject or pull inbox, shown
+// under the stored message's subject) the LMSG goes to the deliver subject
+// and the stored subject rides after '@' in the ack reply, as nats-server
+// sends it; this is how a hub stream sourcing one of our streams, or a hub
+// client's consumer, gets our deliveries.
 // A message matching several hub subjects is sent once: only the handler
 // of the smallest matching subject sends it. A hub queue group is named
 // only when the local account has no member of it, because nats-server

@@ -184,6 +184,38 @@ func TestJetStreamDeliveryAcrossLink(t *testing.T) {
 	}
 }
 
+func TestJetStreamDeliveryToHub(t *testing.T) {
+	// The other direction: a local JetStream push delivery (routed to the
+	// deliver subject, shown under the stream subject) toward a deliver
+	// subject the hub subscribed to goes out as nats-server sends it: LMSG
+	// subject = deliver subject, reply = ack reply + '@' + stream subject.
+	// Messages routed and shown alike, and deliveries without a reply,
+	// go out unchanged; a reply already carrying '@' is not extended.
+	fake := leaftest.StartFakeHub(t)
+	g := startGatewayNoWait(t, testConfig(fake.URL()))
+	hub := fake.Accept()
+	hub.Handshake()
+	hub.Expect("LS+ $LDS.")
+	g.waitFor(t, "registration", func(st leaf.Status) bool { return st.State == leaf.StateConnected })
+	hub.Send("LS+ $JS.S.abc\r\nPING\r\n")
+	hub.Expect("PONG")
+	js := g.srv.InProcess("")
+	ack := "$JS.ACK.X.JS_SRC_1.1.7.7.1700000000.3"
+	js.PublishAs("$JS.S.abc", "x.1", ack, nil, []byte("hello"))
+	js.PublishAs("$JS.S.abc", "$JS.S.abc", "$JS.FC.X.c.1", nil, []byte("fc"))
+	js.PublishAs("$JS.S.abc", "x.2", "", nil, []byte("hb"))
+	js.PublishAs("$JS.S.abc", "x.3", ack+"@x.3", nil, []byte("again"))
+	for _, want := range []string{
+		"LMSG $JS.S.abc " + ack + "@x.1 5", "LMSG $JS.S.abc $JS.FC.X.c.1 2",
+		"LMSG $JS.S.abc 2", "LMSG $JS.S.abc " + ack + "@x.3 5",
+	} {
+		if got := hub.Expect("LMSG"); got != want {
+			t.Fatalf("got %q, want %q", got, want)
+		}
+		hub.ReadLine() // the payload
+	}
+}
+
 func TestDeniedTrafficNeverCrosses(t *testing.T) {
 	// The hub closes a link that sends a literal LS+ or any LMSG on the
 	// JetStream deny set; deny_exports and deny_imports are filtered too.

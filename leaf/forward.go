@@ -1,6 +1,7 @@
 package leaf
 
 import (
+	"bytes"
 	"unsafe"
 
 	"github.com/leafbox/leafbox/core/proto"
@@ -25,19 +26,23 @@ const maxInlineQueues = 8
 // The message is not sent when the hub has only queue interest and every
 // such group has a local member.
 func (s *session) forward(pattern string, m Msg) {
+	route := m.Route
+	if len(route) == 0 {
+		route = m.Subject
+	}
 	var inline [maxInlineQueues]string
-	r := s.hub.match(m.Subject, inline[:0])
+	r := s.hub.match(route, inline[:0])
 	if r.canonical != pattern {
 		return
 	}
-	subj := unsafe.String(unsafe.SliceData(m.Subject), len(m.Subject))
+	subj := unsafe.String(unsafe.SliceData(route), len(route))
 	if !s.perms.Load().canPublish(subj) {
 		return
 	}
 	var queueBuf [maxInlineQueues][]byte
 	queues := queueBuf[:0]
 	if len(r.queues) > 0 {
-		local := s.link.localQueues.MatchBytes(m.Subject)
+		local := s.link.localQueues.MatchBytes(route)
 		for _, name := range r.queues {
 			if !hasQueue(local.Queues, name) {
 				// A read-only view: AppendLeafMsg only copies it.
@@ -47,6 +52,15 @@ func (s *session) forward(pattern string, m Msg) {
 	}
 	if !r.plain && len(queues) == 0 {
 		return
+	}
+	reply := m.Reply
+	var replyBuf [256]byte
+	if len(reply) > 0 && !bytes.Equal(route, m.Subject) && jsAckDeliverIndex(reply) < 0 {
+		// A JetStream delivery: the LMSG goes to the deliver subject and
+		// the reply carries the stored message's subject after '@', as
+		// nats-server encodes it (client.go processMsgResults); the hub
+		// shows that subject to its subscriber.
+		reply = append(append(append(replyBuf[:0], reply...), '@'), m.Subject...)
 	}
 	hdr := m.Header
 	hdrLen := -1
@@ -62,7 +76,7 @@ func (s *session) forward(pattern string, m Msg) {
 		s.mu.Unlock()
 		return
 	}
-	s.out = proto.AppendLeafMsg(s.out, m.Subject, m.Reply, queues, hdrLen, size)
+	s.out = proto.AppendLeafMsg(s.out, route, reply, queues, hdrLen, size)
 	s.out = append(s.out, hdr...)
 	s.out = append(s.out, m.Data...)
 	s.out = append(s.out, '\r', '\n')

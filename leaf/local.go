@@ -35,9 +35,14 @@ type Interest struct {
 // read-only. Header is a complete NATS header block, or nil.
 type Msg struct {
 	Subject []byte
-	Reply   []byte
-	Header  []byte
-	Data    []byte
+	// Route is the subject the local broker routed the message by; it
+	// differs from Subject only for JetStream deliveries (the deliver
+	// subject or pull inbox, while Subject is the stored message's
+	// subject). nil means Subject. The link forwards by Route.
+	Route  []byte
+	Reply  []byte
+	Header []byte
+	Data   []byte
 }
 
 // LocalConn is an in-process connection of the local broker, safe for

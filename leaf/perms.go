@@ -124,13 +124,23 @@ func (p *perms) canPublish(subj string) bool {
 
 // canPublishPattern reports whether the hub's interest in subj (which may
 // hold wildcards) can ever be served. A literal the link may not publish
-// to is ignored, as nats-server's spoke ignores such an LS+; wildcards are
+// to is ignored, as nats-server's spoke ignores such an LS+, and so is a
+// wildcard that a deny entry covers entirely (the hub announces its own
+// $JS.API.>, which no local message may ever reach); other wildcards are
 // kept and filtered per message.
 func (p *perms) canPublishPattern(subj string) bool {
-	if !subject.IsLiteral(subj) {
+	if subject.IsLiteral(subj) {
+		return p.canPublish(subj)
+	}
+	if exempt(subj) {
 		return true
 	}
-	return p.canPublish(subj)
+	for _, d := range p.pubDeny {
+		if subject.Subset(subj, d) {
+			return false
+		}
+	}
+	return true
 }
 
 // matchAny reports whether any pattern in list matches subj token for

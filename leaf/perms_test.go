@@ -34,7 +34,13 @@ func TestPerms(t *testing.T) {
 		{"pub", p.canPublish, "$JS.edge.API.INFO", false},
 		{"pub", p.canPublish, "$JS.hub.API.INFO", true},
 		{"pattern", p.canPublishPattern, "secret.x", false},
-		{"pattern", p.canPublishPattern, "secret.>", true},
+		{"pattern", p.canPublishPattern, "secret.>", true}, // secret.* denies secret.x, not secret.x.y
+		{"pattern", p.canPublishPattern, "secret.*", false},
+		{"pattern", p.canPublishPattern, "$JS.API.>", false},
+		{"pattern", p.canPublishPattern, "$JS.API.STREAM.*", false},
+		{"pattern", p.canPublishPattern, "$JS.edge.API.>", false},
+		{"pattern", p.canPublishPattern, "$JS.*.API.>", true},
+		{"pattern", p.canPublishPattern, ">", true},
 	} {
 		if got := tc.fn(tc.subj); got != tc.want {
 			t.Errorf("%s %q = %v, want %v", tc.what, tc.subj, got, tc.want)

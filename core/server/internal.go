@@ -17,9 +17,15 @@ var ErrInvalidSubject = errors.New("server: invalid subject")
 // none.
 type Msg struct {
 	Subject []byte
-	Reply   []byte
-	Header  []byte
-	Data    []byte
+	// Route is the subject the message was routed by. It equals Subject
+	// except for messages published with Conn.PublishAs (JetStream
+	// deliveries), where it is the deliver subject or pull inbox and
+	// Subject is the stored message's subject. A leaf link forwards by
+	// Route.
+	Route  []byte
+	Reply  []byte
+	Header []byte
+	Data   []byte
 }
 
 // MsgHandler receives messages for an in-process subscription. It runs on
@@ -115,7 +121,7 @@ func (ic *Conn) PublishAs(route, shown, reply string, hdr, data []byte) int {
 	res := ic.acc.sl.Match(route)
 	// Deliveries copy subject and reply and handlers must not modify
 	// them, so read-only views of the strings do.
-	return deliverResult(nil, ic, res, unsafeBytes(shown), unsafeBytes(reply), hdr, data)
+	return deliverResult(nil, ic, res, unsafeBytes(route), unsafeBytes(shown), unsafeBytes(reply), hdr, data)
 }
 
 // PublishQueues routes like PublishAs, except that queue groups receive
@@ -129,10 +135,10 @@ func (ic *Conn) PublishQueues(route, shown, reply string, queues [][]byte, hdr, 
 	ic.srv.stats.inMsgs.Add(1)
 	ic.srv.stats.inBytes.Add(int64(len(hdr) + len(data)))
 	res := ic.acc.sl.Match(route)
-	subj, rep := unsafeBytes(shown), unsafeBytes(reply)
+	rt, subj, rep := unsafeBytes(route), unsafeBytes(shown), unsafeBytes(reply)
 	delivered := 0
 	for _, sub := range res.Plain {
-		if sub.deliver(nil, ic, subj, rep, hdr, data) {
+		if sub.deliver(nil, ic, rt, subj, rep, hdr, data) {
 			delivered++
 		}
 	}
@@ -141,7 +147,7 @@ func (ic *Conn) PublishQueues(route, shown, reply string, queues [][]byte, hdr, 
 		if !containsQueue(queues, q.Name) {
 			continue
 		}
-		delivered += deliverToOne(nil, ic, q.Members, subj, rep, hdr, data)
+		delivered += deliverToOne(nil, ic, q.Members, rt, subj, rep, hdr, data)
 	}
 	return delivered
 }

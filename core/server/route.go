@@ -154,7 +154,7 @@ func (c *client) processPub(op *proto.Op) {
 	}
 	hdr, data := splitPayload(op)
 	res := acc.sl.MatchBytes(op.Subject)
-	if deliverResult(c, nil, res, op.Subject, op.Reply, hdr, data) == 0 &&
+	if deliverResult(c, nil, res, op.Subject, op.Subject, op.Reply, hdr, data) == 0 &&
 		len(op.Reply) > 0 && c.noResponders {
 		c.sendNoResponders(acc, op.Subject, op.Reply)
 	}
@@ -171,15 +171,15 @@ func splitPayload(op *proto.Op) (hdr, data []byte) {
 // deliverResult sends a message to every plain subscriber in res and one
 // member of each queue group, returning the number of deliveries. c is the
 // publishing connection, nil for an in-process publisher.
-func deliverResult(c *client, ic *Conn, res *sublist.Result[*subscription], subj, reply, hdr, data []byte) int {
+func deliverResult(c *client, ic *Conn, res *sublist.Result[*subscription], route, subj, reply, hdr, data []byte) int {
 	delivered := 0
 	for _, sub := range res.Plain {
-		if sub.deliver(c, ic, subj, reply, hdr, data) {
+		if sub.deliver(c, ic, route, subj, reply, hdr, data) {
 			delivered++
 		}
 	}
 	for i := range res.Queues {
-		delivered += deliverToOne(c, ic, res.Queues[i].Members, subj, reply, hdr, data)
+		delivered += deliverToOne(c, ic, res.Queues[i].Members, route, subj, reply, hdr, data)
 	}
 	return delivered
 }
@@ -188,14 +188,14 @@ func deliverResult(c *client, ic *Conn, res *sublist.Result[*subscription], subj
 // when no member takes it. It starts at a random member and takes the
 // first that accepts, so a closing member or our own (echo off) does not
 // lose the message.
-func deliverToOne(c *client, ic *Conn, members []*subscription, subj, reply, hdr, data []byte) int {
+func deliverToOne(c *client, ic *Conn, members []*subscription, route, subj, reply, hdr, data []byte) int {
 	n := len(members)
 	if n == 0 {
 		return 0
 	}
 	start := rand.IntN(n)
 	for j := 0; j < n; j++ {
-		if members[(start+j)%n].deliver(c, ic, subj, reply, hdr, data) {
+		if members[(start+j)%n].deliver(c, ic, route, subj, reply, hdr, data) {
 			return 1
 		}
 	}
@@ -207,12 +207,12 @@ func deliverToOne(c *client, ic *Conn, members []*subscription, subj, reply, hdr
 // in-process), whose read batch flushes the target afterwards. It returns
 // false when the message was not delivered: echo suppressed, target
 // closing, or sub exhausted. fromConn is the in-process publisher, if any.
-func (sub *subscription) deliver(from *client, fromConn *Conn, subj, reply, hdr, data []byte) bool {
+func (sub *subscription) deliver(from *client, fromConn *Conn, route, subj, reply, hdr, data []byte) bool {
 	if sub.handler != nil {
 		if fromConn != nil && sub.conn == fromConn && fromConn.noEcho {
 			return false
 		}
-		sub.handler(Msg{Subject: subj, Reply: reply, Header: hdr, Data: data})
+		sub.handler(Msg{Subject: subj, Route: route, Reply: reply, Header: hdr, Data: data})
 		return true
 	}
 	if sub.client == from && !from.echo {

@@ -2,8 +2,10 @@ package jetstream
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 
+	"github.com/leafbox/leafbox/core/proto"
 	"github.com/leafbox/leafbox/store/jsapi"
 )
 
@@ -17,10 +19,35 @@ func (e *Engine) handleAPI(subj, reply, hdr, data []byte) {
 	e.dispatch(string(subj), string(reply), hdr, data)
 }
 
-// handleDomainAPI maps $JS.<domain>.API.… onto $JS.API.….
+// domainSources returns the subjects a JetStream domain maps onto the
+// local API: the nine sources nats-server maps for a domain (jetstream_api.go
+// generateJSMappingTable). The engine subscribes to exactly these, so a
+// leaf link announces them to its hub and nothing else under
+// $JS.<domain>.API. An empty domain has none.
+func domainSources(domain string) []string {
+	if domain == "" {
+		return nil
+	}
+	pre := "$JS." + domain + ".API."
+	return []string{
+		pre + "INFO", pre + "STREAM.>", pre + "CONSUMER.>", pre + "DIRECT.>", pre + "META.>",
+		pre + "SERVER.>", pre + "ACCOUNT.>", pre + "$KV.>", pre + "$OBJ.>",
+	}
+}
+
+// handleDomainAPI serves $JS.<domain>.API.… as nats-server's domain
+// mappings do: $JS.<domain>.API.$KV.… and .$OBJ.… are republished on
+// $KV.… and $OBJ.… (KeyValue and object store writes through a domain,
+// with or without a reply), everything else is served as $JS.API.….
+// The republished message reaches the streams through the broker like
+// any publish, so a mapped KV put gets the same PubAck as a direct one.
 func (e *Engine) handleDomainAPI(subj, reply, hdr, data []byte) {
-	pre := "$JS." + e.cfg.Domain + ".API"
-	e.dispatch(jsapi.APIPrefix+strings.TrimPrefix(string(subj), pre), string(reply), hdr, data)
+	rest := strings.TrimPrefix(string(subj), "$JS."+e.cfg.Domain+".API.")
+	if strings.HasPrefix(rest, "$KV.") || strings.HasPrefix(rest, "$OBJ.") {
+		e.bus.Publish(rest, string(reply), hdr, data)
+		return
+	}
+	e.dispatch(jsapi.APIPrefix+"."+rest, string(reply), hdr, data)
 }
 
 // dispatch routes one API request by its subject. Requests without a
@@ -43,17 +70,17 @@ func (e *Engine) dispatch(subj, reply string, hdr, data []byte) {
 	n := len(toks)
 	switch tok(2) {
 	case "INFO":
-		if n == 3 {
+		if n == 3 && e.levelSupported(hdr, reply, jsapi.AccountInfoResponseType) {
 			e.apiAccountInfo(reply, data)
 		}
 	case "STREAM":
 		switch tok(3) {
 		case "CREATE":
-			if n == 5 {
+			if n == 5 && e.levelSupported(hdr, reply, jsapi.StreamCreateResponseType) {
 				e.apiStreamCreate(tok(4), reply, data)
 			}
 		case "UPDATE":
-			if n == 5 {
+			if n == 5 && e.levelSupported(hdr, reply, jsapi.StreamUpdateResponseType) {
 				e.apiStreamUpdate(tok(4), reply, data)
 			}
 		case "INFO":
@@ -94,7 +121,9 @@ func (e *Engine) dispatch(subj, reply string, hdr, data []byte) {
 	case "CONSUMER":
 		switch tok(3) {
 		case "CREATE", "DURABLE":
-			e.apiConsumerCreate(subj, reply, data)
+			if e.levelSupported(hdr, reply, jsapi.ConsumerCreateResponseType) {
+				e.apiConsumerCreate(subj, reply, data)
+			}
 		case "INFO":
 			if n == 6 {
 				e.apiConsumerInfo(tok(4), tok(5), reply, data)
@@ -121,6 +150,22 @@ func (e *Engine) dispatch(subj, reply string, hdr, data []byte) {
 			}
 		}
 	}
+}
+
+// levelSupported reports whether a request's Nats-Required-Api-Level
+// header, if any, is within the API level leafbox serves; otherwise it
+// answers 10185, as nats-server does (a nats-server hub sourcing one of our
+// streams then retries with a lower level).
+func (e *Engine) levelSupported(hdr []byte, reply, typ string) bool {
+	v := proto.HeaderValue(hdr, jsapi.HeaderRequiredAPILevel)
+	if len(v) == 0 {
+		return true
+	}
+	if level, err := strconv.Atoi(string(v)); err == nil && level <= apiLevel {
+		return true
+	}
+	e.respondError(reply, typ, jsapi.NewRequiredAPILevelError())
+	return false
 }
 
 // respond sends a JSON API response; apiErr (nil on success) is counted.

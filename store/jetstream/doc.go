@@ -16,6 +16,19 @@
 //	...
 //	err = eng.Close()   // stop consumers, flush their state, close stores
 //
+// # Domains
+//
+// With Config.Domain D the engine also serves the nine subjects nats-server
+// maps for a domain: $JS.D.API.INFO and $JS.D.API.{STREAM,CONSUMER,DIRECT,
+// META,SERVER,ACCOUNT}.> as the same requests under $JS.API, and
+// $JS.D.API.$KV.> and $JS.D.API.$OBJ.> republished on $KV.> and $OBJ.>
+// (KeyValue and object store writes through a domain). A leaf link
+// announces these subscriptions to its hub, so hub clients reach this
+// engine with jetstream.NewWithDomain(nc, D), and a nats-server hub can
+// source our streams: it creates a "direct" push consumer with flow
+// control and heartbeats, first asking for API levels 5 and 4, which are
+// refused with 10185 so that it falls back to a request this engine serves.
+//
 // # Goroutines
 //
 // Publishes, API requests and acks are handled on the goroutine that

@@ -124,11 +124,11 @@ func (e *Engine) Start() error {
 		{ackPrefix + ">", e.handleAck},
 		{fcPrefix + ">", e.handleFlowControl},
 	}
-	if e.cfg.Domain != "" {
+	for _, src := range domainSources(e.cfg.Domain) {
 		subs = append(subs, struct {
 			subject string
 			h       func(subject, reply, hdr, data []byte)
-		}{"$JS." + e.cfg.Domain + ".API.>", e.handleDomainAPI})
+		}{src, e.handleDomainAPI})
 	}
 	for _, s := range subs {
 		unsub, err := e.bus.Subscribe(s.subject, "", s.h)

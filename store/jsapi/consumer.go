@@ -64,11 +64,11 @@ type ConsumerConfig struct {
 	Replicas int `json:"num_replicas"`
 	// MemoryStorage keeps the consumer's state in memory.
 	MemoryStorage bool `json:"mem_storage,omitempty"`
-	// Direct marks nats-server's internal mirror/source consumers; it is
-	// accepted so strict decoding matches nats-server, and refused by
-	// CheckSupported.
+	// Direct marks nats-server's internal mirror/source consumers: an
+	// ephemeral push consumer, served like any other.
 	Direct bool `json:"direct,omitempty"`
-	// Sourcing marks nats-server's internal sourcing consumers; see Direct.
+	// Sourcing marks nats-server's internal sourcing consumers (API level
+	// 4); refused by CheckSupported.
 	Sourcing bool `json:"sourcing,omitempty"`
 	// Metadata is user metadata; keys starting with "_nats." belong to the
 	// server.

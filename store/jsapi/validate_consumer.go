@@ -509,7 +509,9 @@ func SameConsumerConfig(a, b *ConsumerConfig) bool {
 
 // CheckSupported refuses consumer features leafbox does not implement:
 // the flow_control ack policy (10181), priority groups and nats-server's
-// internal direct/sourcing consumers (10012).
+// sourcing consumers (10012). Direct consumers, which a nats-server hub
+// creates to source or mirror one of our streams, are served as plain
+// ephemeral push consumers: every leafbox consumer is local.
 func (c *ConsumerConfig) CheckSupported() *APIError {
 	if c.AckPolicy == AckFlowControl {
 		return NewConsumerAckPolicyInvalidError()
@@ -517,8 +519,8 @@ func (c *ConsumerConfig) CheckSupported() *APIError {
 	if c.PriorityPolicy != PriorityNone || len(c.PriorityGroups) > 0 {
 		return NewConsumerCreateError(errors.New("priority groups are not supported"))
 	}
-	if c.Direct || c.Sourcing {
-		return NewConsumerCreateError(errors.New("direct and sourcing consumers are not supported"))
+	if c.Sourcing {
+		return NewConsumerCreateError(errors.New("sourcing consumers are not supported"))
 	}
 	return nil
 }
