@@ -152,6 +152,7 @@ func (p *proc) wait() int {
 type ports struct {
 	Nats       []string `json:"nats"`
 	Monitoring []string `json:"monitoring"`
+	LeafNodes  []string `json:"leafnodes"`
 }
 
 // waitPorts polls dir for the process's ports file until waitTimeout.

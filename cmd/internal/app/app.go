@@ -48,6 +48,8 @@ type App struct {
 
 	clockStop context.CancelFunc // stops the clock's loop; nil before Start
 	clockDone chan struct{}
+	// listener accepts leaf connections (leafnodes.listen); nil if unset.
+	listener *leaf.Listener
 
 	fwdMu      sync.Mutex
 	forwarders []*forwarder // one per uplinks entry, while running
@@ -85,7 +87,11 @@ func Build(cfg *Config, flags Flags) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &App{flags: flags, log: log, srv: srv, cfg: cfg, uplinks: uplinks, clock: clk}
+	listener, err := buildListener(cfg, srv, log)
+	if err != nil {
+		return nil, err
+	}
+	a := &App{flags: flags, log: log, srv: srv, cfg: cfg, uplinks: uplinks, clock: clk, listener: listener}
 	if js := cfg.JetStream; js != nil && js.Enabled {
 		a.jsBus = srv.InProcess("")
 		a.js, err = jetstream.New(jetstream.Config{
@@ -157,6 +163,12 @@ func (a *App) Start() error {
 		}
 		a.log.Info("leafnode remote connecting", "remote", i, "urls", up.varz.URLs, "account", up.varz.LocalAccount)
 	}
+	leafURLs, err := a.startListener()
+	if err != nil {
+		a.abortStart()
+		return err
+	}
+	ports.LeafNodes = leafURLs
 	if dir := a.flags.PortsFileDir; dir != "" {
 		path, err := WritePortsFile(dir, os.Getpid(), ports)
 		if err != nil {
@@ -211,6 +223,7 @@ func (a *App) UplinkStatus() []UplinkStatus {
 // closeUplinks closes the leafnode links, all at once, and waits for them
 // or for ctx. Closing a link that is closed already does nothing.
 func (a *App) closeUplinks(ctx context.Context) error {
+	a.closeListener()
 	if len(a.uplinks) == 0 {
 		return nil
 	}
@@ -330,6 +343,9 @@ func (a *App) Reload(cfg *Config) error {
 		return fmt.Errorf("http, http_port: changing the monitoring address needs a restart")
 	}
 	if err := remotesChange(old, cfg); err != nil {
+		return err
+	}
+	if err := leafListenChange(old, cfg); err != nil {
 		return err
 	}
 	if !reflect.DeepEqual(old.Uplinks, cfg.Uplinks) || !reflect.DeepEqual(old.UplinkLimits, cfg.UplinkLimits) {

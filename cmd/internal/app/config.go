@@ -294,11 +294,21 @@ func (j *JetStreamConfig) UnmarshalYAML(unmarshal func(any) error) error {
 }
 
 // LeafNodesConfig is the leafnodes block: the hubs this gateway connects
-// to as a leaf node. Accepting leaf connections (leafnodes.listen) is not
-// supported yet.
+// to as a leaf node, and the port other leafs attach to.
 type LeafNodesConfig struct {
 	// Remotes are the hubs to connect to, one link each.
 	Remotes []RemoteConfig `yaml:"remotes,omitempty"`
+	// Listen accepts leaf connections (nats-server or leafbox remotes) on
+	// "host:port", "host" or a port; the host defaults to 0.0.0.0, the
+	// port to 7422, and -1 picks a free port.
+	Listen HostPort `yaml:"listen,omitempty"`
+	// Authorization is what attaching leafs must present.
+	Authorization *LeafAuthorizationConfig `yaml:"authorization,omitempty"`
+	// TLS makes attaching leafs use TLS (verify checks their certificates).
+	TLS *TLSConfig `yaml:"tls,omitempty"`
+	// Compression is the S2 mode offered to attaching leafs (default
+	// s2_auto), with the values of a remote's compression.
+	Compression string `yaml:"compression,omitempty"`
 }
 
 // RemoteConfig is one leafnode remote: a hub (one or more URLs of the same
@@ -522,7 +532,20 @@ func (c *Config) Redacted() *Config {
 				r.URLs = urls
 			}
 		}
-		out.LeafNodes = &LeafNodesConfig{Remotes: remotes}
+		lnc := *ln
+		lnc.Remotes = remotes
+		if la := ln.Authorization; la != nil {
+			lac := *la
+			if lac.Password != "" {
+				lac.Password = redactedSecret
+			}
+			if lac.Token != "" {
+				lac.Token = redactedSecret
+			}
+			lac.Users = redactUsers(la.Users)
+			lnc.Authorization = &lac
+		}
+		out.LeafNodes = &lnc
 	}
 	return &out
 }

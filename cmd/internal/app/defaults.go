@@ -112,6 +112,7 @@ type Overrides struct {
 	JetStream   *bool    // --jetstream
 	StoreDir    *string  // --store-dir, made absolute by the caller
 	LeafRemotes []string // --leaf-remote, replacing the file's remotes
+	LeafPort    *int     // --leaf-port, the leafnode listen port
 }
 
 // flagSource maps config key paths to the flag that set them.
@@ -167,7 +168,18 @@ func (o Overrides) Apply(c *Config) {
 		for i, u := range o.LeafRemotes {
 			remotes[i] = RemoteConfig{URL: u}
 		}
-		c.LeafNodes = &LeafNodesConfig{Remotes: remotes}
-		c.flags["leafnodes"] = "--leaf-remote"
+		if c.LeafNodes == nil {
+			c.LeafNodes = &LeafNodesConfig{}
+		}
+		c.LeafNodes.Remotes = remotes
+		c.flags["leafnodes.remotes"] = "--leaf-remote"
+	}
+	if o.LeafPort != nil {
+		if c.LeafNodes == nil {
+			c.LeafNodes = &LeafNodesConfig{}
+		}
+		p := *o.LeafPort
+		c.LeafNodes.Listen.Port = &p
+		c.flags["leafnodes.listen"] = "--leaf-port"
 	}
 }

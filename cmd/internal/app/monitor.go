@@ -23,7 +23,7 @@ func startMonitor(addr string, p monitor.Provider) (*monitor.HTTPServer, error) 
 // monitorProvider returns what the monitor serves: the broker, with the
 // leafnode links and JetStream added.
 func (a *App) monitorProvider() monitor.Provider {
-	m := appMonitor{Server: a.srv, uplinks: a.uplinks, js: a.js, uplinkStatus: a.UplinkStatus, clock: a.clock}
+	m := appMonitor{Server: a.srv, uplinks: a.uplinks, listener: a.listener, js: a.js, uplinkStatus: a.UplinkStatus, clock: a.clock}
 	if js := a.cfg.JetStream; js != nil {
 		m.jsConfig = *js
 	}
@@ -39,6 +39,7 @@ func (a *App) monitorProvider() monitor.Provider {
 type appMonitor struct {
 	*server.Server
 	uplinks  []*uplink
+	listener *leaf.Listener    // nil without leafnodes.listen
 	js       *jetstream.Engine // nil when JetStream is off
 	jsConfig JetStreamConfig
 	// uplinkStatus reports the store-and-forward uplinks; they start
@@ -121,6 +122,11 @@ func (m appMonitor) Leafs(subs bool) []monitor.LeafInfo {
 		}
 		out = append(out, li)
 	}
+	if m.listener != nil {
+		for _, st := range m.listener.Leafs() {
+			out = append(out, acceptedLeafInfo(st, subs))
+		}
+	}
 	return out
 }
 
@@ -162,12 +168,18 @@ func (m appMonitor) Varz() *monitor.Varz {
 		st := m.js.Stats()
 		v.JetStream = monitor.JetStreamVarz{Config: m.jetStreamConfig(st), Stats: jetStreamStats(st)}
 	}
-	if len(m.uplinks) == 0 {
+	if len(m.uplinks) == 0 && m.listener == nil {
 		return &v
 	}
-	v.LeafNode.Remotes = make([]monitor.RemoteLeafVarz, len(m.uplinks))
 	v.Leafs = 0
 	var slow uint64
+	if m.listener != nil { // leafs attached to leafnodes.listen
+		v.Leafs = len(m.listener.Leafs())
+		slow = m.listener.SlowConsumers()
+	}
+	if len(m.uplinks) > 0 {
+		v.LeafNode.Remotes = make([]monitor.RemoteLeafVarz, len(m.uplinks))
+	}
 	for i, up := range m.uplinks {
 		v.LeafNode.Remotes[i] = up.varz
 		st := up.link.Status()

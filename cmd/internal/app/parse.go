@@ -257,7 +257,7 @@ var knownKeys = func() map[string][]string {
 	for _, v := range []any{
 		Config{}, AuthorizationConfig{}, UserConfig{}, AccountConfig{}, PermissionsConfig{},
 		subjectPermissionFields{}, responsePermissionFields{}, TLSConfig{}, jetStreamFields{},
-		LeafNodesConfig{}, RemoteConfig{}, RemoteTLSConfig{},
+		LeafNodesConfig{}, RemoteConfig{}, RemoteTLSConfig{}, LeafAuthorizationConfig{},
 	} {
 		t := reflect.TypeOf(v)
 		var keys []string

@@ -21,6 +21,8 @@ type Ports struct {
 	Nats []string `json:"nats,omitempty"`
 	// Monitoring are the monitoring URLs.
 	Monitoring []string `json:"monitoring,omitempty"`
+	// LeafNodes are the leafnode listener's URLs (leafnodes.listen).
+	LeafNodes []string `json:"leafnodes,omitempty"`
 }
 
 // PortsFileName returns the ports file's name for process pid, as

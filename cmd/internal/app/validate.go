@@ -354,6 +354,7 @@ func (v *validator) leafNodes() {
 	if ln == nil {
 		return
 	}
+	v.leafListen(ln)
 	for i := range ln.Remotes {
 		r := &ln.Remotes[i]
 		path := fmt.Sprintf("leafnodes.remotes[%d]", i)

@@ -126,6 +126,9 @@ func summary(cfg *app.Config) string {
 	if cfg.LeafNodes != nil && len(cfg.LeafNodes.Remotes) > 0 {
 		parts = append(parts, plural(len(cfg.LeafNodes.Remotes), "leafnode remote"))
 	}
+	if cfg.LeafNodes != nil && !cfg.LeafNodes.Listen.IsZero() {
+		parts = append(parts, "leafnodes on "+cfg.LeafNodes.Listen.String())
+	}
 	return strings.Join(parts, ", ")
 }
 

@@ -22,6 +22,7 @@ type configFlags struct {
 	jetStream   bool
 	storeDir    string
 	leafRemotes []string
+	leafPort    int
 }
 
 func (f *configFlags) register(fs *pflag.FlagSet) {
@@ -32,6 +33,7 @@ func (f *configFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.jetStream, "jetstream", false, "run JetStream (on by default; --jetstream=false turns it off)")
 	fs.StringVar(&f.storeDir, "store-dir", "", "JetStream store directory (default $STATE_DIRECTORY, else ~/.local/state/leafbox)")
 	fs.StringArrayVar(&f.leafRemotes, "leaf-remote", nil, "connect to a hub as a leaf node: its leafnode URL (nats-leaf://, nats:// or tls://), repeatable; replaces the file's remotes")
+	fs.IntVar(&f.leafPort, "leaf-port", 0, "accept leaf node connections on this port (leafnodes.listen; -1 picks a free port)")
 }
 
 // overrides returns the values of the flags set on the command line.
@@ -61,6 +63,9 @@ func (f *configFlags) overrides(fs *pflag.FlagSet) (app.Overrides, error) {
 	}
 	if fs.Changed("leaf-remote") {
 		o.LeafRemotes = append([]string{}, f.leafRemotes...)
+	}
+	if fs.Changed("leaf-port") {
+		o.LeafPort = &f.leafPort
 	}
 	return o, nil
 }

@@ -1,0 +1,316 @@
+package app
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"reflect"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/leafbox/leafbox/core/auth"
+	"github.com/leafbox/leafbox/core/monitor"
+	"github.com/leafbox/leafbox/core/server"
+	"github.com/leafbox/leafbox/leaf"
+)
+
+// DefaultLeafPort is the leafnode port used when leafnodes.listen gives
+// only a host.
+const DefaultLeafPort = 7422
+
+// DefaultLeafHost is the leafnode listen host when leafnodes.listen gives
+// only a port.
+const DefaultLeafHost = "0.0.0.0"
+
+// LeafAuthorizationConfig is the authorization block of leafnodes: what an
+// attaching leaf must present. One user and password, one token or one
+// nkey (bound to account), or a list of users each bound to its account,
+// as in nats-server's leafnodes.authorization.
+type LeafAuthorizationConfig struct {
+	// User and Password define a single user.
+	User     string `yaml:"user,omitempty"`
+	Password string `yaml:"password,omitempty"`
+	// Token is a shared secret sent as auth_token; it may be a bcrypt hash.
+	Token string `yaml:"token,omitempty"`
+	// Nkey is a single user public NKey; the leaf signs our nonce.
+	Nkey string `yaml:"nkey,omitempty"`
+	// Account binds the single user, token or nkey (and leafs without
+	// credentials when nothing is configured) to a local account; empty is
+	// the global account.
+	Account string `yaml:"account,omitempty"`
+	// Users lists users (user and password, or nkey), each bound to the
+	// account it names.
+	Users []UserConfig `yaml:"users,omitempty"`
+	// Timeout bounds the wait for CONNECT (default 2s).
+	Timeout Duration `yaml:"timeout,omitempty"`
+}
+
+// leafListenAddr returns the listener's "host:port" (port 0 for -1), or
+// "" when leafnodes.listen is not set.
+func (c *Config) leafListenAddr() string {
+	ln := c.LeafNodes
+	if ln == nil || ln.Listen.IsZero() {
+		return ""
+	}
+	host := ln.Listen.Host
+	if host == "" {
+		host = DefaultLeafHost
+	}
+	port := DefaultLeafPort
+	if ln.Listen.Port != nil {
+		port = max(*ln.Listen.Port, 0)
+	}
+	return net.JoinHostPort(host, strconv.Itoa(port))
+}
+
+// leafAuthConfig converts leafnodes.authorization; nil when absent.
+func (c *Config) leafAuthConfig() *auth.Config {
+	la := c.LeafNodes.Authorization
+	if la == nil || (la.User == "" && la.Token == "" && la.Nkey == "" && len(la.Users) == 0) {
+		return nil
+	}
+	ac := &auth.Config{Token: la.Token}
+	if la.User != "" {
+		ac.Users = append(ac.Users, auth.User{Name: la.User, Password: la.Password, Account: la.Account})
+	}
+	if la.Nkey != "" {
+		ac.Users = append(ac.Users, auth.User{Nkey: la.Nkey, Account: la.Account})
+	}
+	for _, u := range la.Users {
+		ac.Users = append(ac.Users, auth.User{Name: u.User, Password: u.Password, Nkey: u.Nkey, Account: u.Account})
+	}
+	for _, name := range sortedKeys(c.Accounts) {
+		ac.Accounts = append(ac.Accounts, auth.Account{Name: name})
+	}
+	return ac
+}
+
+// leafAcceptConfig builds the listener's configuration; the caller adds
+// the server's id. problems are the listener's configuration errors.
+func (c *Config) leafAcceptConfig() (leaf.AcceptConfig, []*FieldError) {
+	ln := c.LeafNodes
+	ac := leaf.AcceptConfig{
+		Addr:          c.leafListenAddr(),
+		Auth:          c.leafAuthConfig(),
+		ServerName:    c.ServerName,
+		MaxPayload:    int64(c.MaxPayload),
+		PingInterval:  time.Duration(c.PingInterval),
+		MaxPingsOut:   c.PingMax,
+		WriteDeadline: time.Duration(c.WriteDeadline),
+	}
+	if la := ln.Authorization; la != nil {
+		ac.Account = la.Account
+		ac.AuthTimeout = time.Duration(la.Timeout)
+	}
+	if mode, ok := canonicalCompression(ln.Compression); ok {
+		ac.Compression = mode
+	} else {
+		ac.Compression = ln.Compression
+	}
+	if js := c.JetStream; js != nil && js.Enabled {
+		ac.JetStream = true
+		ac.Domain = js.Domain
+	}
+	var problems []*FieldError
+	if ln.TLS != nil {
+		tc, p := c.buildTLS("leafnodes.tls", ln.TLS, true)
+		problems = append(problems, p...)
+		ac.TLS = tc
+		if ln.TLS.Timeout > 0 && ac.AuthTimeout < time.Duration(ln.TLS.Timeout) {
+			ac.AuthTimeout = time.Duration(ln.TLS.Timeout)
+		}
+	}
+	return ac, problems
+}
+
+// leafListen validates leafnodes.listen, authorization, tls and
+// compression.
+func (v *validator) leafListen(ln *LeafNodesConfig) {
+	if ln.Listen.IsZero() {
+		if ln.Authorization != nil || ln.TLS != nil || ln.Compression != "" {
+			v.errf("leafnodes", "authorization, tls and compression configure leafnodes.listen, which is not set")
+		}
+		return
+	}
+	if p := ln.Listen.Port; p != nil && (*p < -1 || *p > 65535) {
+		v.errf("leafnodes.listen", "port %d out of range (-1 picks a free port)", *p)
+	}
+	if ln.Compression != "" {
+		if _, ok := canonicalCompression(ln.Compression); !ok {
+			v.errf("leafnodes.compression", "%q is not one of off, accept, s2_auto, s2_uncompressed, s2_fast, s2_better, s2_best", ln.Compression)
+		}
+	}
+	if la := ln.Authorization; la != nil {
+		if la.Account != "" {
+			if _, ok := v.c.Accounts[la.Account]; !ok && la.Account != auth.GlobalAccount {
+				v.errf("leafnodes.authorization.account", "%q is not listed under accounts", la.Account)
+			}
+		}
+		if la.Password != "" && la.User == "" {
+			v.errf("leafnodes.authorization.password", "set without user")
+		}
+		if la.Timeout < 0 {
+			v.errf("leafnodes.authorization.timeout", "must not be negative")
+		}
+		for i, u := range la.Users {
+			if u.Permissions != nil {
+				v.errf(fmt.Sprintf("leafnodes.authorization.users[%d].permissions", i), "permissions for leaf users are not supported yet")
+			}
+		}
+		if ac := v.c.leafAuthConfig(); ac != nil {
+			if err := ac.Validate(); err != nil {
+				v.err("leafnodes.authorization", err)
+			}
+		}
+	}
+	if ln.TLS != nil {
+		_, problems := v.c.buildTLS("leafnodes.tls", ln.TLS, true)
+		v.problems = append(v.problems, problems...)
+	}
+}
+
+// leafListenChange reports a reload that changes the leafnode listener,
+// which needs a restart.
+func leafListenChange(old, cfg *Config) error {
+	part := func(c *Config) any {
+		if c.LeafNodes == nil {
+			return nil
+		}
+		ln := *c.LeafNodes
+		ln.Remotes = nil
+		return ln
+	}
+	if !reflect.DeepEqual(part(old), part(cfg)) {
+		return errors.New("leafnodes: changing listen, authorization, tls or compression needs a restart")
+	}
+	return nil
+}
+
+// buildListener builds the leafnode listener of cfg over srv, or returns
+// nil when leafnodes.listen is not set. cfg has been validated.
+func buildListener(cfg *Config, srv *server.Server, log *slog.Logger) (*leaf.Listener, error) {
+	if cfg.leafListenAddr() == "" {
+		return nil, nil
+	}
+	ac, problems := cfg.leafAcceptConfig()
+	if len(problems) > 0 {
+		return nil, newConfigError(problems)
+	}
+	ac.ServerID = srv.ID()
+	l, err := leaf.NewListener(ac, newAcceptLocal(srv), log.With("subsystem", "leaf", "role", "hub"))
+	if err != nil {
+		return nil, fmt.Errorf("leafnodes.listen: %w", err)
+	}
+	return l, nil
+}
+
+// acceptLocal adapts *server.Server to leaf.AcceptLocal. Its connections
+// are not in any link's leafConns set: a solicited link announces the
+// interest of attached leafs to its hub, as nats-server's spoke does for
+// leafs it is the hub of.
+type acceptLocal struct {
+	inner  *linkLocal
+	byConn sync.Map // *server.Conn → *acceptConn
+}
+
+func newAcceptLocal(srv *server.Server) *acceptLocal {
+	return &acceptLocal{inner: &linkLocal{srv: srv, conns: &leafConns{}, open: map[*localConn]struct{}{}}}
+}
+
+var _ leaf.AcceptLocal = (*acceptLocal)(nil)
+
+// Connect implements leaf.AcceptLocal.
+func (a *acceptLocal) Connect(account string) (leaf.LocalConn, error) {
+	lc, err := a.inner.Connect(account)
+	if err != nil {
+		return nil, err
+	}
+	c := &acceptConn{localConn: lc.(*localConn), owner: a}
+	a.byConn.Store(c.c, c)
+	return c, nil
+}
+
+// WatchInterest implements leaf.AcceptLocal.
+func (a *acceptLocal) WatchInterest(account string, fn func(leaf.AcceptInterest)) ([]leaf.AcceptInterest, func()) {
+	conv := func(ev server.InterestEvent) leaf.AcceptInterest {
+		out := leaf.AcceptInterest{Interest: leaf.Interest{Subject: ev.Subject, Queue: ev.Queue, Added: ev.Added}}
+		if ev.Origin != nil {
+			if c, ok := a.byConn.Load(ev.Origin); ok {
+				out.From = c.(*acceptConn)
+			}
+		}
+		return out
+	}
+	existing, cancel := a.inner.srv.WatchInterest(account, func(ev server.InterestEvent) { fn(conv(ev)) })
+	out := make([]leaf.AcceptInterest, len(existing))
+	for i, ev := range existing {
+		out[i] = conv(ev)
+	}
+	return out, cancel
+}
+
+// acceptConn is an attached leaf's in-process connection.
+type acceptConn struct {
+	*localConn
+	owner *acceptLocal
+}
+
+// Close implements leaf.LocalConn.
+func (c *acceptConn) Close() {
+	c.localConn.Close()
+	c.owner.byConn.Delete(c.c)
+}
+
+// acceptedLeafInfo maps an attached leaf to its /leafz entry.
+func acceptedLeafInfo(st leaf.AcceptedStatus, subs bool) monitor.LeafInfo {
+	li := monitor.LeafInfo{
+		ID:          st.ID,
+		Name:        st.Name,
+		Account:     st.Account,
+		InMsgs:      st.InMsgs,
+		OutMsgs:     st.OutMsgs,
+		InBytes:     st.InBytes,
+		OutBytes:    st.OutBytes,
+		NumSubs:     uint32(len(st.Subjects)),
+		Compression: st.Compression,
+	}
+	if st.RTT > 0 {
+		li.RTT = st.RTT.String()
+	}
+	if subs {
+		li.Subs = slices.Clone(st.Subjects)
+	}
+	if host, port, err := net.SplitHostPort(st.RemoteAddr); err == nil {
+		li.IP = host
+		li.Port, _ = strconv.Atoi(port)
+	}
+	return li
+}
+
+// LeafListener returns the leafnode listener, or nil when leafnodes.listen
+// is not set.
+func (a *App) LeafListener() *leaf.Listener { return a.listener }
+
+// startListener starts the leafnode listener, if any, and returns its
+// URLs for the ports file.
+func (a *App) startListener() ([]string, error) {
+	if a.listener == nil {
+		return nil, nil
+	}
+	if err := a.listener.Start(); err != nil {
+		return nil, fmt.Errorf("leafnodes.listen: %w", err)
+	}
+	urls := URLs("nats-leaf", a.listener.Addr())
+	a.log.Info("listening for leafnode connections", "url", urls[0])
+	return urls, nil
+}
+
+// closeListener closes the leafnode listener and its leafs.
+func (a *App) closeListener() {
+	if a.listener != nil {
+		_ = a.listener.Close()
+	}
+}

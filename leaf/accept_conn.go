@@ -1,0 +1,666 @@
+package leaf
+
+import (
+	"bytes"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/klauspost/compress/s2"
+
+	"github.com/leafbox/leafbox/core/auth"
+	"github.com/leafbox/leafbox/core/proto"
+	"github.com/leafbox/leafbox/core/subject"
+	"github.com/leafbox/leafbox/core/sublist"
+)
+
+// Texts of the -ERR lines an accepting side sends, as nats-server words
+// them (leafnode.go, errors.go, client.go).
+const (
+	errTextAuthorization   = "Authorization Violation"
+	errTextAuthTimeout     = "Authentication Timeout"
+	errTextClientOnLeaf    = "attempted to connect to leaf node port"
+	errTextDuplicate       = "Duplicate Remote LeafNode Connection"
+	errTextStaleConnection = "Stale Connection"
+	errTextUnknownOp       = "Unknown Protocol Operation"
+)
+
+// ErrAuthorization is why an accepted connection ended whose CONNECT
+// carried credentials the Listener refused.
+var ErrAuthorization = errors.New("leaf: authorization violation")
+
+// peer is one accepted leaf connection. Its goroutine (run) does the
+// handshake and then reads; the writer goroutine is the only writer once
+// the leaf is registered. Local publishers append to the outbound buffer
+// under mu, as on a session.
+//
+// Lock order: broker locks (interest watch) → peer.mu. No lock of the
+// peer is held while calling AcceptLocal or a LocalConn.
+type peer struct {
+	l   *Listener
+	id  uint64
+	raw net.Conn
+
+	// Owned by the peer goroutine.
+	conn    net.Conn
+	rd      io.Reader
+	parser  *proto.Parser
+	buf     []byte
+	rest    []byte
+	nonce   string
+	started time.Time
+	subs    map[string]Subscription // local subscriptions per leaf subject
+
+	// Set by the handshake, read-only afterwards.
+	name          string // the leaf's server name (CONNECT name)
+	serverID      string
+	remoteAccount string
+	account       string // local account the leaf is bound to
+	headers       bool
+	compression   string
+	comp          *compressor // writer-owned after the handshake
+	local         LocalConn
+	perms         *perms
+	lds           string       // our loop-detection subject for account
+	remote        *hubInterest // the leaf's interest; maps reader-owned
+	localQueues   *sublist.Sublist[struct{}]
+	cancelWatch   func()
+
+	inMsgs, inBytes   atomic.Int64
+	outMsgs, outBytes atomic.Int64
+	rtt               atomic.Int64
+	connectedAt       time.Time
+	gone              atomic.Bool            // the connection ended; cleanup under way
+	level             atomic.Pointer[string] // s2_auto: the level for the RTT
+
+	mu         sync.Mutex
+	interest   *localInterest // local interest the leaf is told of
+	watchReady bool
+	early      []AcceptInterest
+	announce   bool // the leaf is registered: interest changes go out
+	subjects   []string
+	out        []byte
+	inFlight   int
+	pings      []pingWait
+	draining   bool
+	ended      bool
+	endErr     error
+
+	wake       chan struct{}
+	done       chan struct{}
+	writerDone chan struct{}
+}
+
+func newPeer(l *Listener, id uint64, conn net.Conn) *peer {
+	return &peer{
+		l:           l,
+		id:          id,
+		raw:         conn,
+		conn:        conn,
+		rd:          conn,
+		parser:      proto.NewParser(proto.LeafOps, proto.Limits{MaxControlLine: proto.LeafControlLineFactor * proto.DefaultMaxControlLine, MaxPayload: -1}),
+		buf:         make([]byte, readBufferSize),
+		started:     time.Now(),
+		subs:        make(map[string]Subscription),
+		remote:      newHubInterest(),
+		localQueues: sublist.New[struct{}](),
+		interest:    newLocalInterest(),
+		wake:        make(chan struct{}, 1),
+		done:        make(chan struct{}),
+		writerDone:  make(chan struct{}),
+	}
+}
+
+// run serves the connection until it ends.
+func (p *peer) run() {
+	defer p.l.forget(p)
+	err := p.handshake()
+	if err == nil {
+		p.local, err = p.l.local.Connect(p.account)
+		if err != nil {
+			p.writeNow(proto.AppendErr(nil, errTextAuthorization))
+		}
+	}
+	if err != nil {
+		p.end(err)
+		p.l.log.Warn("leaf: refused leafnode connection", "remote", p.raw.RemoteAddr().String(), "error", err)
+		return
+	}
+	go p.writeLoop()
+	p.register()
+	readErr := p.readLoop()
+	if errors.Is(readErr, ErrProtocol) {
+		// Tell the leaf before closing; the writer ends once it is sent.
+		p.finish(proto.AppendErr(nil, errTextUnknownOp), readErr)
+		<-p.writerDone
+	}
+	p.end(readErr)
+	p.gone.Store(true) // no longer a queue-group owner
+	p.l.leaveRelay(p)
+	<-p.writerDone
+	p.cancelWatch()
+	for _, sub := range p.subs {
+		sub.Unsubscribe()
+	}
+	p.local.Close()
+	err = p.reason(readErr)
+	p.l.log.Info("leaf: leafnode connection closed", "name", p.name, "account", p.account, "error", err)
+}
+
+// next returns the next operation, reading as needed.
+func (p *peer) next() (*proto.Op, error) {
+	for {
+		if len(p.rest) > 0 {
+			op, n, err := p.parser.Next(p.rest)
+			p.rest = p.rest[n:]
+			if err != nil {
+				return nil, fmt.Errorf("%w: %v", ErrProtocol, err)
+			}
+			if op != nil {
+				return op, nil
+			}
+			continue
+		}
+		n, err := p.rd.Read(p.buf)
+		if n > 0 {
+			p.rest = p.buf[:n]
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+}
+
+// handshake runs the accepting side of the handshake (leafnode.go
+// createLeafNode, processLeafnodeInfo, negotiateLeafCompression,
+// processLeafNodeConnect): send INFO with a nonce, upgrade to TLS when
+// configured, negotiate S2 when the leaf sends its own INFO first, then
+// read and check CONNECT, all within AuthTimeout.
+func (p *peer) handshake() error {
+	cfg := &p.l.cfg
+	p.nonce = auth.NewNonce()
+	info := p.l.info(p.id, p.nonce)
+	if err := p.writeNow(appendInfo(nil, &info)); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(cfg.AuthTimeout)
+	if cfg.TLS != nil {
+		tc := tls.Server(p.conn, cfg.TLS)
+		if err := tc.SetDeadline(deadline); err != nil {
+			return err
+		}
+		if err := tc.Handshake(); err != nil {
+			return fmt.Errorf("leaf: tls handshake: %w", err)
+		}
+		p.conn, p.rd = tc, tc
+	}
+	if err := p.conn.SetReadDeadline(deadline); err != nil {
+		return err
+	}
+	negotiated := false
+	for {
+		op, err := p.next()
+		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				p.writeNow(proto.AppendErr(nil, errTextAuthTimeout))
+				return fmt.Errorf("leaf: no CONNECT within %v", cfg.AuthTimeout)
+			}
+			if errors.Is(err, ErrProtocol) {
+				p.writeNow(proto.AppendErr(nil, errTextUnknownOp))
+			}
+			return err
+		}
+		switch op.Kind {
+		case proto.OpInfo:
+			if negotiated {
+				continue
+			}
+			negotiated = true
+			if err := p.negotiate(op.Arg, &info); err != nil {
+				return err
+			}
+		case proto.OpPing:
+			if err := p.writeNow([]byte(proto.PongLine)); err != nil {
+				return err
+			}
+		case proto.OpPong:
+		case proto.OpConnect:
+			if err := p.connect(op.Arg); err != nil {
+				return err
+			}
+			return p.conn.SetReadDeadline(time.Time{})
+		default:
+			p.writeNow(proto.AppendErr(nil, errTextAuthorization))
+			return fmt.Errorf("%w: %v before CONNECT", ErrProtocol, op.Kind)
+		}
+	}
+}
+
+// negotiate handles the leaf's INFO, which a leaf sends to negotiate
+// compression: when both sides compress, every byte after that INFO is S2
+// in both directions, starting with our second INFO (same nonce).
+func (p *peer) negotiate(arg []byte, info *proto.Info) error {
+	cfg := &p.l.cfg
+	var theirs proto.Info
+	if err := json.Unmarshal(arg, &theirs); err != nil {
+		return fmt.Errorf("%w: INFO: %v", ErrProtocol, err)
+	}
+	if !needsCompression(cfg.Compression) {
+		return nil
+	}
+	mode, err := selectCompression(cfg.Compression, theirs.Compression)
+	if err != nil {
+		p.writeNow(proto.AppendErr(nil, err.Error()))
+		return err
+	}
+	if mode == CompressionS2Auto {
+		mode = autoLevel(time.Since(p.started), autoThresholds)
+	}
+	p.compression = mode
+	if !compresses(mode) {
+		return nil
+	}
+	// Bytes read past the leaf's INFO are already compressed.
+	pre := bytes.Clone(p.rest)
+	p.rest = nil
+	p.rd = s2.NewReader(io.MultiReader(bytes.NewReader(pre), p.conn))
+	p.comp = newCompressor(p.conn, mode)
+	second := *info
+	if cfg.Compression != CompressionS2Auto {
+		second.Compression = mode
+	}
+	return p.writeNow(appendInfo(nil, &second))
+}
+
+// connect checks the leaf's CONNECT and binds the connection to an
+// account.
+func (p *peer) connect(arg []byte) error {
+	c, err := proto.ParseConnect(arg)
+	if err != nil {
+		p.writeNow(proto.AppendErr(nil, "Invalid CONNECT"))
+		return fmt.Errorf("%w: CONNECT: %v", ErrProtocol, err)
+	}
+	if c.Lang != "" {
+		p.writeNow(proto.AppendErr(nil, errTextClientOnLeaf))
+		return fmt.Errorf("%w: a client connected to the leafnode port", ErrProtocol)
+	}
+	if c.Gateway != "" {
+		text := fmt.Sprintf("Rejecting connection from gateway %q on the leafnode port", c.Gateway)
+		p.writeNow(proto.AppendErr(nil, text))
+		return fmt.Errorf("%w: %s", ErrProtocol, text)
+	}
+	account := p.l.cfg.Account
+	if p.l.authn != nil {
+		creds := auth.Credentials{User: c.User, Pass: c.Pass, Token: c.AuthToken, Nkey: c.Nkey, Sig: c.Sig, JWT: c.JWT}
+		id, err := p.l.authn.Authenticate(creds, p.nonce)
+		if err != nil {
+			p.writeNow(proto.AppendErr(nil, errTextAuthorization))
+			return fmt.Errorf("%w: %v", ErrAuthorization, err)
+		}
+		if id.User != "" || account == "" {
+			account = id.Account
+		}
+	}
+	if account == "" {
+		account = globalAccount
+	}
+	p.account = account
+	p.name = c.Name
+	p.serverID = c.ServerID
+	p.remoteAccount = c.RemoteAccount
+	p.headers = c.Headers
+	if p.compression == "" {
+		p.compression = compressionNotSupported
+		if c.CompressMode != "" {
+			p.compression = c.CompressMode
+		}
+	}
+	// The JetStream deny set both ways, and what the leaf asked not to
+	// receive (its deny_imports, sent as deny_pub).
+	pr := &perms{subDeny: slices.Clone(jsDeny), pubDeny: slices.Clone(jsDeny)}
+	for _, s := range c.DenyPub {
+		if subject.Valid(s) {
+			pr.pubDeny = append(pr.pubDeny, s)
+		}
+	}
+	p.perms = pr
+	p.lds = loopSubject(p.l.cfg.ServerID, account)
+	return nil
+}
+
+// register answers CONNECT with the INFO carrying connect_info, then
+// announces the local interest and our loop-detection subject, and pings
+// to measure the RTT (leafnode.go sendPermsAndAccountInfo,
+// initLeafNodeSmapAndSendSubs).
+func (p *peer) register() {
+	info := p.l.info(p.id, "")
+	info.ConnectInfo = true
+	info.RemoteAccount = p.account
+	info.Compression = ""
+	p.enqueue(appendInfo(nil, &info))
+
+	existing, cancel := p.l.local.WatchInterest(p.account, p.onInterest)
+	p.cancelWatch = cancel
+	p.mu.Lock()
+	for _, ev := range existing {
+		p.applyLocked(ev)
+	}
+	for _, ev := range p.early {
+		p.applyLocked(ev)
+	}
+	p.early, p.watchReady = nil, true
+	p.out, _ = p.interest.appendAll(p.out, p.perms.canSubscribe)
+	p.out = proto.AppendLeafSub(p.out, []byte(p.lds), nil, 0)
+	p.announce = true
+	p.connectedAt = time.Now()
+	p.mu.Unlock()
+	p.kick()
+	p.l.joinRelay(p)
+	_ = p.ping(nil)
+
+	if old := p.l.register(p); old != nil {
+		old.finish(proto.AppendErr(nil, errTextDuplicate), errors.New("leaf: replaced by a new connection from the same server"))
+	}
+	p.l.log.Info("leaf: leafnode connection registered", "name", p.name, "remote", p.raw.RemoteAddr().String(),
+		"account", p.account, "remote_account", p.remoteAccount, "compression", p.compression)
+}
+
+// onInterest receives the local account's subscription changes; it runs
+// with the broker's locks held.
+func (p *peer) onInterest(ev AcceptInterest) {
+	if ev.From != nil {
+		return // a leaf's: its own, or relayed by the Listener
+	}
+	p.mu.Lock()
+	if p.watchReady {
+		p.applyLocked(ev)
+	} else {
+		p.early = append(p.early, ev)
+	}
+	p.mu.Unlock()
+	p.kick()
+}
+
+// applyLocked applies one local change and queues the LS+/LS- it calls
+// for once the leaf is registered. p.mu is held.
+func (p *peer) applyLocked(ev AcceptInterest) {
+	if ev.From != nil {
+		return
+	}
+	key := interestKey{ev.Subject, ev.Queue}
+	delta := int32(1)
+	if !ev.Added {
+		delta = -1
+	}
+	if ev.Queue != "" {
+		if ev.Added {
+			_ = p.localQueues.Insert(ev.Subject, ev.Queue, struct{}{})
+		} else {
+			_ = p.localQueues.Remove(ev.Subject, ev.Queue, struct{}{})
+		}
+	}
+	count, notify := p.interest.change(key, delta)
+	if notify && p.announce && !p.ended && p.perms.canSubscribe(key.subject) {
+		p.out = appendInterest(p.out, key, count)
+	}
+}
+
+// applyRelayed applies a change of another leaf's interest (delta in
+// weight) and queues the LS+/LS- it calls for.
+func (p *peer) applyRelayed(key interestKey, delta int32) {
+	p.mu.Lock()
+	count, notify := p.interest.change(key, delta)
+	if notify && p.announce && !p.ended && p.perms.canSubscribe(key.subject) {
+		p.out = appendInterest(p.out, key, count)
+	}
+	p.mu.Unlock()
+	p.kick()
+}
+
+// readLoop processes the leaf's operations until the connection ends.
+func (p *peer) readLoop() error {
+	for {
+		op, err := p.next()
+		if err != nil {
+			return err
+		}
+		if err := p.handle(op); err != nil {
+			return err
+		}
+	}
+}
+
+func (p *peer) handle(op *proto.Op) error {
+	switch op.Kind {
+	case proto.OpLeafMsg:
+		return p.deliver(op)
+	case proto.OpLeafSub:
+		return p.leafSubscribe(op)
+	case proto.OpLeafUnsub:
+		p.leafUnsubscribe(op)
+	case proto.OpPing:
+		p.enqueue([]byte(proto.PongLine))
+	case proto.OpPong:
+		p.pong()
+	case proto.OpInfo, proto.OpOK:
+	case proto.OpErr:
+		text := string(op.Arg)
+		p.l.log.Warn("leaf: leafnode error", "name", p.name, "error", text)
+		if strings.Contains(text, loopText) {
+			return ErrLoopDetected
+		}
+	default:
+		return fmt.Errorf("%w: unexpected %v", ErrProtocol, op.Kind)
+	}
+	return nil
+}
+
+// violation ends the connection with -ERR text.
+func (p *peer) violation(text string) error {
+	p.l.log.Warn("leaf: "+text, "name", p.name)
+	p.finish(proto.AppendErr(nil, text), fmt.Errorf("%w: %s", ErrProtocol, text))
+	return nil
+}
+
+// leafSubscribe handles LS+ from the leaf.
+func (p *peer) leafSubscribe(op *proto.Op) error {
+	subj := string(op.Subject)
+	if subj == p.lds {
+		text := fmt.Sprintf("Loop detected for leafnode account=%q. Delaying attempt to reconnect for %v", p.account, loopDelay)
+		p.l.log.Error("leaf: "+text, "name", p.name)
+		p.finish(proto.AppendErr(nil, text), ErrLoopDetected)
+		return nil
+	}
+	if subject.IsLiteral(subj) && !p.perms.canPublish(subj) {
+		return p.violation(fmt.Sprintf("Permissions Violation for Subscription to %q", subj))
+	}
+	queue := string(op.Queue)
+	weight := int32(1)
+	if queue != "" {
+		weight = max(op.Weight, 1)
+	}
+	first, err := p.remote.add(subj, queue, weight)
+	if err != nil {
+		p.l.log.Warn("leaf: ignoring invalid leaf interest", "subject", subj, "queue", queue)
+		return nil
+	}
+	p.l.relayInterest(p, interestKey{subj, queue}, weight)
+	if first {
+		sub, err := p.local.Subscribe(subj, func(m Msg) { p.forward(subj, m) })
+		if err != nil {
+			p.l.log.Warn("leaf: cannot subscribe locally for leaf interest", "subject", subj, "error", err)
+		} else {
+			p.subs[subj] = sub
+		}
+	}
+	p.setSubjects()
+	return nil
+}
+
+// leafUnsubscribe handles LS-.
+func (p *peer) leafUnsubscribe(op *proto.Op) {
+	subj := string(op.Subject)
+	p.l.relayInterest(p, interestKey{subj, string(op.Queue)}, 0)
+	if !p.remote.remove(subj, string(op.Queue)) {
+		p.setSubjects()
+		return
+	}
+	if sub, ok := p.subs[subj]; ok {
+		delete(p.subs, subj)
+		sub.Unsubscribe()
+	}
+	p.setSubjects()
+}
+
+// setSubjects publishes the leaf's interest for Status and wakes Wait.
+func (p *peer) setSubjects() {
+	subjects := make([]string, 0, len(p.remote.entries))
+	for k := range p.remote.entries {
+		s := k.subject
+		if k.queue != "" {
+			s += " " + k.queue
+		}
+		subjects = append(subjects, s)
+	}
+	slices.Sort(subjects)
+	p.mu.Lock()
+	p.subjects = subjects
+	p.mu.Unlock()
+	p.l.interestChanged()
+}
+
+// deliver publishes a message from the leaf locally, through the no-echo
+// connection, so it never returns to this leaf.
+func (p *peer) deliver(op *proto.Op) error {
+	hdr, data := op.Header(), op.Body()
+	p.inMsgs.Add(1)
+	p.inBytes.Add(int64(len(op.Payload)))
+	subj := op.Subject
+	if !p.perms.canReceive(unsafe.String(unsafe.SliceData(subj), len(subj))) {
+		return p.violation(fmt.Sprintf("Permissions Violation for Publish to %q", subj))
+	}
+	shown, reply := subj, op.Reply
+	if i := jsAckDeliverIndex(reply); i >= 0 && i < len(reply)-1 {
+		shown, reply = reply[i+1:], reply[:i]
+	}
+	if qp, ok := p.local.(QueueFilterPublisher); ok {
+		qp.PublishQueues(subj, shown, reply, op.Queues, hdr, data)
+		return nil
+	}
+	p.local.Publish(subj, shown, reply, hdr, data)
+	return nil
+}
+
+// forward sends a local message to the leaf: the handler of the local
+// subscription made for the leaf's interest in pattern, on the publisher's
+// goroutine. As on a session, only the smallest matching pattern sends, so
+// the leaf gets one LMSG per message, naming the leaf's queue groups that
+// have no local member (local members are preferred) and that no earlier
+// registered leaf of the account serves.
+func (p *peer) forward(pattern string, m Msg) {
+	var inline [maxInlineQueues]string
+	r := p.remote.match(m.Subject, inline[:0])
+	if r.canonical != pattern {
+		return
+	}
+	if !p.perms.canPublish(unsafe.String(unsafe.SliceData(m.Subject), len(m.Subject))) {
+		return
+	}
+	var queueBuf [maxInlineQueues][]byte
+	queues := queueBuf[:0]
+	if len(r.queues) > 0 {
+		local := p.localQueues.MatchBytes(m.Subject)
+		for _, name := range r.queues {
+			if !hasQueue(local.Queues, name) && p.l.queueOwner(p, m.Subject, name) {
+				queues = append(queues, []byte(name))
+			}
+		}
+	}
+	if !r.plain && len(queues) == 0 {
+		return
+	}
+	hdr := m.Header
+	hdrLen := -1
+	if len(hdr) > 0 && p.headers {
+		hdrLen = len(hdr)
+	} else {
+		hdr = nil
+	}
+	size := len(hdr) + len(m.Data)
+	p.mu.Lock()
+	if p.ended {
+		p.mu.Unlock()
+		return
+	}
+	p.out = proto.AppendLeafMsg(p.out, m.Subject, m.Reply, queues, hdrLen, size)
+	p.out = append(p.out, hdr...)
+	p.out = append(p.out, m.Data...)
+	p.out = append(p.out, '\r', '\n')
+	ok := len(p.out)+p.inFlight <= p.l.cfg.MaxPending
+	if !ok {
+		p.l.slowConsumers.Add(1)
+		p.endLocked(ErrSlowConsumer)
+	}
+	p.mu.Unlock()
+	if !ok {
+		return
+	}
+	p.outMsgs.Add(1)
+	p.outBytes.Add(int64(size))
+	p.kick()
+}
+
+// status returns a snapshot for /leafz.
+func (p *peer) status() AcceptedStatus {
+	p.mu.Lock()
+	subjects := p.subjects
+	since := p.connectedAt
+	p.mu.Unlock()
+	return AcceptedStatus{
+		ID:             p.id,
+		Name:           p.name,
+		ServerID:       p.serverID,
+		RemoteAddr:     p.raw.RemoteAddr().String(),
+		Account:        p.account,
+		RemoteAccount:  p.remoteAccount,
+		RTT:            time.Duration(p.rtt.Load()),
+		InMsgs:         p.inMsgs.Load(),
+		InBytes:        p.inBytes.Load(),
+		OutMsgs:        p.outMsgs.Load(),
+		OutBytes:       p.outBytes.Load(),
+		Subjects:       subjects,
+		Compression:    p.compressionLevel(),
+		ConnectedSince: since,
+	}
+}
+
+// compressionLevel returns the mode in use: with s2_auto, the level the
+// last RTT selected.
+func (p *peer) compressionLevel() string {
+	if level := p.level.Load(); level != nil {
+		return *level
+	}
+	return p.compression
+}
+
+// autoThresholds are nats-server's default s2_auto RTT thresholds.
+var autoThresholds = []time.Duration{10 * time.Millisecond, 50 * time.Millisecond, 100 * time.Millisecond}
+
+// appendInfo appends an INFO line.
+func appendInfo(dst []byte, info *proto.Info) []byte {
+	arg, _ := json.Marshal(info) // a plain struct: cannot fail
+	dst = append(dst, "INFO "...)
+	dst = append(dst, arg...)
+	return append(dst, "\r\n"...)
+}
