@@ -1,6 +1,7 @@
 package outbox
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -9,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	mathrand "math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -658,7 +660,7 @@ func (o *Outbox) processReplies(pending map[uint64]int) (int, error) {
 	list := o.ackList
 	o.ackList = nil
 	o.ackMu.Unlock()
-	removed := 0
+	var done []ackedMsg
 	var first error
 	var current bool
 	fail := func(err error) {
@@ -692,25 +694,71 @@ func (o *Outbox) processReplies(pending map[uint64]int) (int, error) {
 		if !ack.Duplicate {
 			o.noteHubSeq(ack.Stream, ack.Seq)
 		}
-		// Counted before the removal, so that Status never sees the
-		// message gone from the stream yet not acknowledged (it would
-		// report it dropped).
+		done = append(done, ackedMsg{seq: r.seq, size: size})
+	}
+	n, err := o.remove(done)
+	if err != nil {
+		current = true
+		fail(err)
+	}
+	return n, first
+}
+
+// ackedMsg is a message the hub acknowledged, to be removed.
+type ackedMsg struct {
+	seq  uint64
+	size int
+}
+
+// remove deletes the acknowledged messages from the stream and returns
+// how many it removed. The run of them that starts at the stream's first
+// message, the usual case since PubAcks arrive in order, goes in one purge
+// and so costs one sync, not one per message; the rest are removed one by
+// one. Each is counted as acknowledged before it is removed, so that
+// Status never sees a message gone from the stream yet not acknowledged
+// (it would report it dropped).
+func (o *Outbox) remove(done []ackedMsg) (int, error) {
+	if len(done) == 0 {
+		return 0, nil
+	}
+	slices.SortFunc(done, func(a, b ackedMsg) int { return cmp.Compare(a.seq, b.seq) })
+	removed := 0
+	run, bytes := 0, 0
+	for first := o.stream.State().FirstSeq; run < len(done) && done[run].seq == first+uint64(run); run++ {
+		bytes += done[run].size
+	}
+	if run > 1 {
+		o.acked.Add(uint64(run))
+		n, err := o.stream.Purge(store.PurgeOptions{Sequence: done[run-1].seq + 1})
+		o.acked.Add(-uint64(run) + n) // what another remover took first is not ours
+		if err != nil {
+			return int(n), fmt.Errorf("outbox: remove %d-%d: %w", done[0].seq, done[run-1].seq, err)
+		}
+		o.meter.ackedBytes.Add(uint64(bytes))
+		o.meter.touch()
+		removed += int(n)
+		done = done[run:]
+	}
+	var firstErr error
+	for _, d := range done {
 		o.acked.Add(1)
-		ok, err := o.stream.Remove(r.seq, false)
+		ok, err := o.stream.Remove(d.seq, false)
 		if err != nil || !ok {
 			o.acked.Add(^uint64(0)) // not removed by this ack after all
 		}
 		if err != nil {
-			fail(fmt.Errorf("outbox: remove %d: %w", r.seq, err))
+			if firstErr == nil {
+				firstErr = fmt.Errorf("outbox: remove %d: %w", d.seq, err)
+			}
 			continue
 		}
 		if ok {
-			o.meter.ackedBytes.Add(uint64(size))
+			o.meter.ackedBytes.Add(uint64(d.size))
 			o.meter.touch()
 			removed++
 		}
 	}
-	return removed, first
+	return removed, firstErr
 }
 
 // truncate shortens a payload for an error message.
