@@ -305,6 +305,9 @@ func (h *handler) serveUplinkz(w http.ResponseWriter, r *http.Request) {
 	if lp, ok := h.p.(UplinkLimitsProvider); ok {
 		uz.Limits = lp.UplinkLimits()
 	}
+	if dp, ok := h.p.(DownlinkProvider); ok {
+		uz.Downlinks = dp.Downlinks()
+	}
 	writeJSON(w, r, http.StatusOK, uz, true)
 }
 

@@ -11,6 +11,9 @@ type Uplinkz struct {
 	Uplinks    []UplinkInfo `json:"uplinks"`     // Uplinks lists the uplinks in configuration order; never null.
 	// Clock is the wall clock's trust, which ages the backlog.
 	Clock *ClockInfo `json:"clock,omitempty"`
+	// Downlinks lists the downlinks in configuration order, when the
+	// provider has any.
+	Downlinks []DownlinkInfo `json:"downlinks,omitempty"`
 	// Limits are the caps on all uplinks together and today's usage;
 	// absent without an UplinkLimitsProvider.
 	Limits *UplinkLimits `json:"limits,omitempty"`

@@ -53,6 +53,7 @@ type App struct {
 
 	fwdMu      sync.Mutex
 	forwarders []*forwarder // one per uplinks entry, while running
+	consumers  []*consumer  // one per downlinks entry, while running
 
 	mu        sync.Mutex
 	cfg       *Config // the configuration in force
@@ -156,6 +157,16 @@ func (a *App) Start() error {
 		a.forwarders = fws
 		a.fwdMu.Unlock()
 	}
+	if len(cfg.Downlinks) > 0 {
+		cs, err := startDownlinks(cfg, a.srv, a.js, a.uplinks[0], a.log)
+		if err != nil {
+			a.abortStart()
+			return err
+		}
+		a.fwdMu.Lock()
+		a.consumers = cs
+		a.fwdMu.Unlock()
+	}
 	for i, up := range a.uplinks {
 		if err := up.link.Start(context.Background()); err != nil {
 			a.abortStart()
@@ -185,6 +196,7 @@ func (a *App) Start() error {
 func (a *App) abortStart() {
 	ctx, cancel := context.WithTimeout(context.Background(), abortTimeout)
 	defer cancel()
+	a.stopDownlinks()
 	_ = a.closeUplinks(ctx)
 	if a.mon != nil {
 		_ = a.mon.Shutdown(ctx)
@@ -281,6 +293,7 @@ func (a *App) PortsFile() string {
 // ends first it returns ctx's error. Calling it again, or after LameDuck,
 // only returns nil.
 func (a *App) Shutdown(ctx context.Context) error {
+	a.stopDownlinks()
 	errLeaf := a.closeUplinks(ctx)
 	errMon := a.stopAux(ctx)
 	errSrv := a.srv.Shutdown(ctx)
@@ -295,6 +308,7 @@ func (a *App) Shutdown(ctx context.Context) error {
 // gradually and then shuts down), and then stops the monitoring server and
 // removes the ports file. It returns when the broker is down or ctx ends.
 func (a *App) LameDuck(ctx context.Context) error {
+	a.stopDownlinks()
 	errLeaf := a.closeUplinks(ctx)
 	errSrv := a.srv.LameDuck(ctx)
 	errMon := a.stopAux(ctx)
@@ -350,6 +364,9 @@ func (a *App) Reload(cfg *Config) error {
 	}
 	if !reflect.DeepEqual(old.Uplinks, cfg.Uplinks) || !reflect.DeepEqual(old.UplinkLimits, cfg.UplinkLimits) {
 		return errors.New("uplinks: changing uplinks needs a restart")
+	}
+	if !reflect.DeepEqual(old.Downlinks, cfg.Downlinks) {
+		return errors.New("downlinks: changing downlinks needs a restart")
 	}
 	if err := a.srv.Reload(opts); err != nil {
 		return err

@@ -73,6 +73,9 @@ type Config struct {
 	Uplinks []UplinkConfig `yaml:"uplinks,omitempty"`
 	// UplinkLimits caps all uplinks together.
 	UplinkLimits *UplinkLimitsConfig `yaml:"uplink_limits,omitempty"`
+	// Downlinks are durable consumers on hub JetStream streams that
+	// deliver into local subjects over the first leafnode remote.
+	Downlinks []DownlinkConfig `yaml:"downlinks,omitempty"`
 
 	// stateDir is where uplinks keep their outboxes (under outbox/<name>):
 	// the JetStream store directory, else the default state directory.

@@ -87,6 +87,7 @@ func (c *Config) SetDefaults(env Env) {
 	}
 	c.JetStream.StoreDir = c.Path(c.JetStream.StoreDir)
 	setUplinkDefaults(c)
+	c.setDownlinkDefaults()
 	if len(c.Uplinks) > 0 && c.stateDir == "" {
 		c.stateDir = c.JetStream.StoreDir
 		if c.stateDir == "" {

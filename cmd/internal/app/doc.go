@@ -38,4 +38,15 @@
 // drop the gateway's interest before its clients go. The monitor sees the
 // links and JetStream through appMonitor, which wraps the broker's
 // monitor.Provider.
+//
+// # Downlinks
+//
+// Each downlinks entry becomes one leaf/downlink.Downlink over the link of
+// the first remote (downlinks.go): an in-process connection subscribes
+// its inbox, linkHub publishes its requests and acks toward the hub, and
+// localDelivery publishes its messages locally, waiting for a local
+// stream's PubAck when one captures the subject. Start starts them before
+// the links, so the inbox interest goes out with the first connection;
+// Shutdown and LameDuck stop them first, while the link can still carry
+// their last acks.
 package app

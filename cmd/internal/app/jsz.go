@@ -113,5 +113,8 @@ func (m appMonitor) WriteMetrics(w io.Writer) {
 	if m.uplinkStatus != nil {
 		writeUplinkMetrics(mw, m.uplinkStatus())
 	}
+	if m.downlinkStatus != nil {
+		writeDownlinkMetrics(mw, m.downlinkStatus())
+	}
 	writeClockMetrics(mw, m.clock)
 }

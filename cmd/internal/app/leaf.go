@@ -35,6 +35,8 @@ func (c *Config) leafConfig(r *RemoteConfig) leaf.Config {
 	for _, u := range c.Uplinks {
 		lc.DenyExports = append(lc.DenyExports, u.Subjects...)
 	}
+	lc.DenyImports = append(lc.DenyImports, c.downlinkImports()...)
+	lc.DenyExports = append(lc.DenyExports, c.downlinkExports()...)
 	if js := c.JetStream; js != nil && js.Enabled {
 		lc.Domain = js.Domain
 		// The JetStream engine serves the global account only.

@@ -23,7 +23,8 @@ func startMonitor(addr string, p monitor.Provider) (*monitor.HTTPServer, error) 
 // monitorProvider returns what the monitor serves: the broker, with the
 // leafnode links and JetStream added.
 func (a *App) monitorProvider() monitor.Provider {
-	m := appMonitor{Server: a.srv, uplinks: a.uplinks, listener: a.listener, js: a.js, uplinkStatus: a.UplinkStatus, clock: a.clock}
+	m := appMonitor{Server: a.srv, uplinks: a.uplinks, listener: a.listener, js: a.js, uplinkStatus: a.UplinkStatus,
+		downlinkStatus: a.DownlinkStatus, clock: a.clock}
 	if js := a.cfg.JetStream; js != nil {
 		m.jsConfig = *js
 	}
@@ -46,6 +47,8 @@ type appMonitor struct {
 	// after the monitor, so it is asked on every request.
 	uplinkStatus func() []UplinkStatus
 	clock        *clock.Clock // reported by ClockStatus (clock.go)
+	// downlinkStatus reports the downlinks, listed in /uplinkz.
+	downlinkStatus func() []DownlinkStatus
 }
 
 var (

@@ -51,6 +51,7 @@ func (c *Config) Validate() error {
 	v.jetStream()
 	v.leafNodes()
 	v.uplinks()
+	v.downlinks()
 	if len(v.problems) == 0 {
 		v.authPackage()
 	}

@@ -44,7 +44,7 @@ func newUplinkStatusCmd() *cobra.Command {
 		Long: "status asks a running leafbox for " + monitor.UplinkzPath + " on its monitoring endpoint\n" +
 			"and prints one line per uplink: forwarder and link state, backlog\n" +
 			"(messages, bytes, age of the oldest), the captured, forwarded, acked\n" +
-			"and dropped totals, and the last error.\n\n" +
+			"and dropped totals, and the last error; then one line per downlink.\n\n" +
 			"With --progress it redraws one progress line per uplink every --interval\n" +
 			"(share of the backlog acknowledged since it started, what is left, drain\n" +
 			"rate, ETA, and why the scheduler holds the uplink) and returns once every\n" +
@@ -105,9 +105,15 @@ func fetchUplinkz(cmd *cobra.Command, base string) (*monitor.Uplinkz, error) {
 
 // printUplinks writes uz as a table, one uplink per row.
 func printUplinks(w io.Writer, uz *monitor.Uplinkz) error {
+	if len(uz.Uplinks) == 0 && len(uz.Downlinks) > 0 {
+		return printDownlinks(w, uz)
+	}
 	if len(uz.Uplinks) == 0 {
 		_, err := fmt.Fprintln(w, "no uplinks running")
 		return err
+	}
+	if len(uz.Downlinks) > 0 {
+		defer func() { fmt.Fprintln(w); _ = printDownlinks(w, uz) }()
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "UPLINK\tSTATE\tLINK\tBACKLOG\tBYTES\tOLDEST\tCAPTURED\tFORWARDED\tACKED\tDROPPED\tLAST ERROR")

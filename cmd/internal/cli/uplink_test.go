@@ -89,3 +89,27 @@ func TestUplinkStatusProgress(t *testing.T) {
 	requireCode(t, code, 1, stderr)
 	requireContains(t, "stderr", stderr, "--interval must be positive")
 }
+
+func TestUplinkStatusDownlinks(t *testing.T) {
+	now := time.Date(2025, 1, 1, 12, 0, 0, 0, time.UTC)
+	errAt := now.Add(-5 * time.Second)
+	uz := monitor.Uplinkz{ID: "S1", Now: now, Uplinks: []monitor.UplinkInfo{}, Downlinks: []monitor.DownlinkInfo{
+		{Name: "cmds", State: "pulling", LinkState: "connected", Stream: "CMDS", Durable: "gw1_cmds",
+			Delivered: 42, Acked: 41, Redelivered: 3, Failed: 2, Pending: 7, LastError: "no local subscriber", LastErrorAt: &errAt},
+	}}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_ = json.NewEncoder(w).Encode(uz)
+	}))
+	defer srv.Close()
+	stdout, stderr, code := runCLI(t, "uplink", "status", "--monitor", srv.URL)
+	requireCode(t, code, 0, stderr)
+	requireContains(t, "stdout", stdout, "DOWNLINK", "cmds", "pulling", "CMDS", "gw1_cmds", "42", "no local subscriber (5s ago)")
+	if strings.Contains(stdout, "no uplinks running") {
+		t.Fatalf("downlinks only, yet:\n%s", stdout)
+	}
+
+	uz.NumUplinks, uz.Uplinks = 1, []monitor.UplinkInfo{{Name: "tel", State: "forwarding", LinkState: "connected"}}
+	stdout, stderr, code = runCLI(t, "uplink", "status", "--monitor", srv.URL)
+	requireCode(t, code, 0, stderr)
+	requireContains(t, "stdout", stdout, "UPLINK", "tel", "DOWNLINK", "cmds")
+}

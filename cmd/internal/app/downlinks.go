@@ -1,0 +1,649 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/leafbox/leafbox/core/auth"
+	"github.com/leafbox/leafbox/core/monitor"
+	"github.com/leafbox/leafbox/core/server"
+	"github.com/leafbox/leafbox/core/subject"
+	"github.com/leafbox/leafbox/leaf"
+	"github.com/leafbox/leafbox/leaf/downlink"
+	"github.com/leafbox/leafbox/store/jetstream"
+)
+
+// localPubAckTimeout bounds the wait for a local stream's PubAck when a
+// downlink delivers into it.
+const localPubAckTimeout = 5 * time.Second
+
+// DownlinkConfig is one entry of downlinks: a durable pull consumer on a
+// hub JetStream stream whose messages are published on local subjects and
+// acknowledged to the hub only after the local delivery, so that commands
+// sent while the gateway was offline arrive when it is back. A message
+// is delivered when a local stream stored it (its PubAck) or, for a
+// subject no local stream captures, when at least one subscriber got it;
+// otherwise the hub sends it again later. The consumed hub subjects
+// (filter_subjects) reach the gateway only through the downlink, and the
+// local subjects it delivers on never go back to the hub: they are added
+// to every leafnode remote's deny_imports and deny_exports.
+type DownlinkConfig struct {
+	// Name identifies the downlink (logs, /uplinkz, the default durable).
+	Name string `yaml:"name,omitempty"`
+	// Stream is the hub stream consumed.
+	Stream string `yaml:"stream,omitempty"`
+	// HubDomain is the hub's JetStream domain (default "hub"): requests
+	// go to $JS.<hub_domain>.API over the first leafnode remote.
+	HubDomain string `yaml:"hub_domain,omitempty"`
+	// Durable is the hub consumer's durable name (default
+	// "<server_name>_<name>").
+	Durable string `yaml:"durable,omitempty"`
+	// FilterSubjects restrict the consumer to these hub subjects; empty
+	// consumes the whole stream.
+	FilterSubjects StringList `yaml:"filter_subjects,omitempty"`
+	// HubSubjectPrefix is removed from hub subjects that start with it,
+	// such as "cmd.site1.".
+	HubSubjectPrefix string `yaml:"hub_subject_prefix,omitempty"`
+	// LocalSubjectPrefix is prepended to the local subject, such as "cmd.".
+	LocalSubjectPrefix string `yaml:"local_subject_prefix,omitempty"`
+	// MaxAckPending bounds the messages outstanding toward the gateway
+	// (default 1, which keeps the stream's order through link losses).
+	MaxAckPending int `yaml:"max_ack_pending,omitempty"`
+	// Batch is the number of messages one pull request asks for
+	// (default 100).
+	Batch int `yaml:"batch,omitempty"`
+	// AckWait is how long the hub waits for an ack before it sends a
+	// message again (default 30s).
+	AckWait Duration `yaml:"ack_wait,omitempty"`
+	// MaxDeliver bounds the deliveries of one message (default
+	// unlimited); after that the hub gives up on it, and the downlink
+	// counts it as skipped and goes on with the next. It needs
+	// max_ack_pending 1.
+	MaxDeliver int `yaml:"max_deliver,omitempty"`
+	// Expires is a pull request's lifetime (default 30s); a heartbeat of
+	// a quarter of it, at most 5s, detects a lost link.
+	Expires Duration `yaml:"expires,omitempty"`
+}
+
+// setDownlinkDefaults fills each downlink's domain and durable name.
+func (c *Config) setDownlinkDefaults() {
+	for i := range c.Downlinks {
+		d := &c.Downlinks[i]
+		if d.HubDomain == "" {
+			d.HubDomain = downlink.DefaultDomain
+		}
+		if d.Durable == "" && c.ServerName != "" && d.Name != "" {
+			d.Durable = durableName(c.ServerName + "_" + d.Name)
+		}
+	}
+}
+
+// durableName replaces the characters a consumer name cannot hold.
+func durableName(s string) string {
+	return strings.Map(func(r rune) rune {
+		if strings.ContainsRune(" \t\r\n.*>/\\", r) {
+			return '_'
+		}
+		return r
+	}, s)
+}
+
+// downlinks checks the downlinks block.
+func (v *validator) downlinks() {
+	c := v.c
+	if len(c.Downlinks) == 0 {
+		return
+	}
+	if c.LeafNodes == nil || len(c.LeafNodes.Remotes) == 0 {
+		v.errf("downlinks", "need a leafnodes remote to consume over")
+	}
+	badName := func(s string) bool { return s == "" || strings.ContainsAny(s, " \t\r\n.*>/\\") }
+	names, durables := map[string]bool{}, map[string]bool{}
+	for i, d := range c.Downlinks {
+		path := fmt.Sprintf("downlinks[%d]", i)
+		switch {
+		case badName(d.Name):
+			v.errf(path+".name", "%q must be set, without whitespace, '.', '*', '>' or slashes", d.Name)
+		case names[d.Name]:
+			v.errf(path+".name", "%q is used twice", d.Name)
+		}
+		names[d.Name] = true
+		if badName(d.Stream) {
+			v.errf(path+".stream", "%q is not a stream name", d.Stream)
+		}
+		switch {
+		case d.Durable == "":
+			v.errf(path+".durable", "is required without server_name: the hub keeps the position under this name")
+		case badName(d.Durable):
+			v.errf(path+".durable", "%q is not a consumer name", d.Durable)
+		case durables[d.Stream+" "+d.Durable]:
+			v.errf(path+".durable", "%q on stream %q is used twice", d.Durable, d.Stream)
+		}
+		durables[d.Stream+" "+d.Durable] = true
+		if badName(d.HubDomain) {
+			v.errf(path+".hub_domain", "%q is not a JetStream domain", d.HubDomain)
+		} else if js := c.JetStream; js != nil && js.Enabled && js.Domain == d.HubDomain {
+			v.errf(path+".hub_domain", "%q is this gateway's own JetStream domain; requests for it never leave", d.HubDomain)
+		}
+		for j, s := range d.FilterSubjects {
+			at := fmt.Sprintf("%s.filter_subjects[%d]", path, j)
+			if !v.c.index.has(at) {
+				at = path + ".filter_subjects"
+			}
+			if !subject.Valid(s) {
+				v.errf(at, "invalid subject %q", s)
+			}
+		}
+		if p := d.HubSubjectPrefix; p != "" && (!strings.HasSuffix(p, ".") || !subject.ValidLiteral(p+"x")) {
+			v.errf(path+".hub_subject_prefix", "%q must be literal tokens ending in '.', such as \"cmd.site1.\"", p)
+		}
+		if p := d.LocalSubjectPrefix; p != "" && (!strings.HasSuffix(p, ".") || !subject.ValidLiteral(p+"x")) {
+			v.errf(path+".local_subject_prefix", "%q must be literal tokens ending in '.', such as \"cmd.\"", p)
+		}
+		for _, s := range d.localSubjects() {
+			if s == ">" {
+				v.errf(path, "would deliver on every local subject: set local_subject_prefix or filter_subjects")
+				continue
+			}
+			// An uplink would send the commands back to the hub.
+			for _, u := range c.Uplinks {
+				for _, cs := range u.Subjects {
+					if subject.Valid(s) && subject.Valid(cs) && subject.Overlap(s, cs) {
+						v.errf(path, "local subject %q overlaps subject %q that uplink %q captures", s, cs, u.Name)
+					}
+				}
+			}
+		}
+		if d.MaxAckPending < 0 {
+			v.errf(path+".max_ack_pending", "must not be negative")
+		}
+		if d.MaxDeliver < 0 {
+			v.errf(path+".max_deliver", "must not be negative")
+		} else if d.MaxDeliver > 0 && d.MaxAckPending > 1 {
+			v.errf(path+".max_deliver", "needs max_ack_pending 1: messages waiting behind a failing one would use up their deliveries")
+		}
+		if d.Batch < 0 {
+			v.errf(path+".batch", "must not be negative")
+		}
+		if d.AckWait < 0 {
+			v.errf(path+".ack_wait", "must not be negative")
+		}
+		if d.Expires != 0 && time.Duration(d.Expires) < time.Second {
+			v.errf(path+".expires", "must be at least 1s")
+		}
+	}
+}
+
+// consumer is one running downlink: its in-process connection (hub inbox
+// and local deliveries) and the downlink over it.
+type consumer struct {
+	name string
+	link *leaf.Link
+	conn *server.Conn
+	dl   *downlink.Downlink
+	// interest, on the first downlink only, is shared by all.
+	interest *localInterest
+}
+
+// DownlinkStatus is a downlink's counters with the state of its link.
+type DownlinkStatus struct {
+	downlink.Status
+	// LinkState is the state of the leafnode link it consumes over.
+	LinkState string
+}
+
+// startDownlinks starts every downlink over the link of the first
+// leafnode remote, delivering into the remote's local account. On error
+// it stops what it started. It runs before the links start, so the inbox
+// interest is announced with the link's first connection.
+func startDownlinks(cfg *Config, srv *server.Server, js *jetstream.Engine, up *uplink, log *slog.Logger) ([]*consumer, error) {
+	if len(cfg.Downlinks) == 0 {
+		return nil, nil
+	}
+	account := cfg.LeafNodes.Remotes[0].Account
+	if account != "" && account != auth.GlobalAccount {
+		js = nil // the JetStream engine serves the global account only
+	}
+	interest := watchLocalInterest(srv, account, up.local.conns)
+	var out []*consumer
+	for i := range cfg.Downlinks {
+		c, err := startDownlink(srv, &cfg.Downlinks[i], account, js, interest, up.link, log)
+		if err != nil {
+			stopDownlinks(out)
+			interest.cancel()
+			return nil, fmt.Errorf("downlinks[%d]: %w", i, err)
+		}
+		out = append(out, c)
+	}
+	if len(out) > 0 {
+		out[0].interest = interest // stopped with the first downlink
+	}
+	return out, nil
+}
+
+func startDownlink(srv *server.Server, d *DownlinkConfig, account string, js *jetstream.Engine, interest *localInterest,
+	link *leaf.Link, log *slog.Logger) (*consumer, error) {
+	conn := srv.InProcess(account)
+	conn.SetNoEcho()
+	c := &consumer{name: d.Name, link: link, conn: conn}
+	local := &localDelivery{conn: conn, js: js, interest: interest, idPrefix: d.Name + "."}
+	var err error
+	c.dl, err = downlink.New(linkHub{link: link, conn: conn}, local, downlink.Config{
+		Name:           d.Name,
+		Stream:         d.Stream,
+		Durable:        d.Durable,
+		Domain:         d.HubDomain,
+		FilterSubjects: d.FilterSubjects,
+		HubPrefix:      d.HubSubjectPrefix,
+		LocalPrefix:    d.LocalSubjectPrefix,
+		MaxAckPending:  d.MaxAckPending,
+		Batch:          d.Batch,
+		AckWait:        time.Duration(d.AckWait),
+		MaxDeliver:     d.MaxDeliver,
+		Expires:        time.Duration(d.Expires),
+		Logger:         log.With("subsystem", "downlink", "downlink", d.Name),
+	})
+	if err == nil {
+		_, err = conn.Subscribe(c.dl.InboxPrefix()+">", "", func(m server.Msg) {
+			c.dl.HandleMsg(string(m.Subject), string(m.Reply), m.Header, m.Data)
+		})
+	}
+	if err == nil {
+		local.inbox = "_INBOX.DLL." + strings.TrimSuffix(strings.TrimPrefix(c.dl.InboxPrefix(), "_INBOX.DL."), ".") + "."
+		_, err = conn.Subscribe(local.inbox+">", "", local.handleReply)
+	}
+	if err == nil {
+		err = c.dl.Start(context.Background())
+	}
+	if err != nil {
+		c.stop()
+		return nil, err
+	}
+	log.Info("downlink started", "subsystem", "downlink", "downlink", d.Name, "stream", d.Stream,
+		"domain", d.HubDomain, "durable", d.Durable, "filter_subjects", []string(d.FilterSubjects))
+	return c, nil
+}
+
+// stop stops the downlink and closes its connection.
+func (c *consumer) stop() {
+	if c.dl != nil {
+		_ = c.dl.Close()
+	}
+	c.conn.Close()
+	if c.interest != nil {
+		c.interest.cancel()
+	}
+}
+
+// stopDownlinks stops every downlink of cs.
+func stopDownlinks(cs []*consumer) {
+	for _, c := range cs {
+		c.stop()
+	}
+}
+
+// status returns the downlink's counters with its link's state.
+func (c *consumer) status() DownlinkStatus {
+	return DownlinkStatus{Status: c.dl.Status(), LinkState: c.link.Status().State.String()}
+}
+
+// errNoReceiver means no local subscriber or stream took a message.
+var errNoReceiver = errors.New("no local subscriber or stream for the subject")
+
+// localDelivery publishes a downlink's messages on the gateway: into a
+// local stream when one captures the subject (waiting for its PubAck,
+// with the message's id as Nats-Msg-Id so that a redelivery is stored
+// once), else to the subscribers, at least one of which must receive it.
+type localDelivery struct {
+	conn     *server.Conn
+	js       *jetstream.Engine // nil without JetStream in the account
+	interest *localInterest
+	idPrefix string
+	inbox    string // PubAck inbox prefix, ending in '.'
+
+	next    atomic.Uint64
+	mu      sync.Mutex
+	waiters map[string]chan []byte
+}
+
+var _ downlink.Local = (*localDelivery)(nil)
+
+// Deliver implements downlink.Local.
+func (l *localDelivery) Deliver(ctx context.Context, m downlink.Msg) error {
+	if !l.captured(m.Subject) {
+		// The links' subscriptions for hub interest would take it too,
+		// but they never send it on (deny_exports), so they do not count.
+		if !l.interest.has(m.Subject) || l.conn.Publish(m.Subject, "", m.Header, m.Data) == 0 {
+			return errNoReceiver
+		}
+		return nil
+	}
+	// Expectations the hub publisher set were for the hub stream; a
+	// local stream would refuse the message for them every time.
+	hdr := headerWithout(m.Header, "Nats-Expected-")
+	if !headerHas(hdr, "Nats-Msg-Id") {
+		hdr = headerAdd(hdr, "Nats-Msg-Id", l.idPrefix+m.ID)
+	}
+	reply := l.inbox + strconv.FormatUint(l.next.Add(1), 10)
+	ch := make(chan []byte, 1)
+	l.mu.Lock()
+	if l.waiters == nil {
+		l.waiters = map[string]chan []byte{}
+	}
+	l.waiters[reply] = ch
+	l.mu.Unlock()
+	defer func() {
+		l.mu.Lock()
+		delete(l.waiters, reply)
+		l.mu.Unlock()
+	}()
+	if l.conn.Publish(m.Subject, reply, hdr, m.Data) == 0 {
+		return errNoReceiver
+	}
+	timer := time.NewTimer(localPubAckTimeout)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-timer.C:
+		return fmt.Errorf("no PubAck from the local stream within %v", localPubAckTimeout)
+	case data := <-ch:
+		var ack struct {
+			Stream string `json:"stream"`
+			Error  *struct {
+				Code        int    `json:"code"`
+				ErrCode     int    `json:"err_code"`
+				Description string `json:"description"`
+			} `json:"error"`
+		}
+		if err := json.Unmarshal(data, &ack); err != nil {
+			return fmt.Errorf("invalid local PubAck %q", data)
+		}
+		if e := ack.Error; e != nil {
+			return fmt.Errorf("local stream refused it: %d (%d) %s", e.Code, e.ErrCode, e.Description)
+		}
+		if ack.Stream == "" {
+			return fmt.Errorf("invalid local PubAck %q", data)
+		}
+		return nil
+	}
+}
+
+// handleReply takes a local stream's PubAck.
+func (l *localDelivery) handleReply(m server.Msg) {
+	l.mu.Lock()
+	ch := l.waiters[string(m.Subject)]
+	l.mu.Unlock()
+	if ch != nil {
+		select {
+		case ch <- append([]byte(nil), m.Data...):
+		default:
+		}
+	}
+}
+
+// captured reports whether a local stream stores messages on subj.
+func (l *localDelivery) captured(subj string) bool {
+	if l.js == nil {
+		return false
+	}
+	for _, st := range l.js.Streams(false) {
+		subjects := st.Config.Subjects
+		if len(subjects) == 0 {
+			subjects = []string{st.Name}
+		}
+		for _, s := range subjects {
+			if subject.Match(s, subj) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// headerHas reports whether the NATS header block hdr has a line for
+// name (case-insensitive).
+func headerHas(hdr []byte, name string) bool {
+	lines := strings.Split(string(hdr), "\r\n")
+	for _, line := range lines[min(1, len(lines)):] {
+		if k, _, ok := strings.Cut(line, ":"); ok && strings.EqualFold(strings.TrimSpace(k), name) {
+			return true
+		}
+	}
+	return false
+}
+
+// headerWithout returns the header block hdr without the lines whose
+// name starts with prefix (case-insensitive); hdr itself when it has none.
+func headerWithout(hdr []byte, prefix string) []byte {
+	if len(hdr) == 0 {
+		return hdr
+	}
+	lines := strings.Split(string(hdr), "\r\n")
+	kept := lines[:1]
+	for _, line := range lines[1:] {
+		if len(line) >= len(prefix) && strings.EqualFold(line[:len(prefix)], prefix) {
+			continue
+		}
+		kept = append(kept, line)
+	}
+	if len(kept) == len(lines) {
+		return hdr
+	}
+	if len(kept) == 3 && kept[1] == "" { // status line only: no header left
+		return nil
+	}
+	return []byte(strings.Join(kept, "\r\n"))
+}
+
+// headerAdd returns the header block hdr (nil for none) with the line
+// "name: value" added.
+func headerAdd(hdr []byte, name, value string) []byte {
+	line := name + ": " + value + "\r\n"
+	const end = "\r\n\r\n"
+	if len(hdr) == 0 || !strings.HasSuffix(string(hdr), end) {
+		return []byte("NATS/1.0\r\n" + line + "\r\n")
+	}
+	out := make([]byte, 0, len(hdr)+len(line))
+	out = append(out, hdr[:len(hdr)-2]...)
+	out = append(out, line...)
+	return append(out, "\r\n"...)
+}
+
+// downlinkInfo maps a downlink's status to its /uplinkz entry.
+func downlinkInfo(st DownlinkStatus) monitor.DownlinkInfo {
+	di := monitor.DownlinkInfo{
+		Name:        st.Name,
+		State:       string(st.State),
+		LinkState:   st.LinkState,
+		Stream:      st.Stream,
+		Durable:     st.Durable,
+		Delivered:   st.Delivered,
+		Acked:       st.Acked,
+		Redelivered: st.Redelivered,
+		Duplicates:  st.Duplicates,
+		Failed:      st.Failed,
+		Skipped:     st.Skipped,
+		Pending:     st.Pending,
+		LastSeq:     st.LastSeq,
+		LastError:   st.LastError,
+	}
+	if !st.LastErrorAt.IsZero() {
+		at := st.LastErrorAt.UTC()
+		di.LastErrorAt = &at
+	}
+	return di
+}
+
+// Downlinks implements monitor.DownlinkProvider: one entry per running
+// downlink.
+func (m appMonitor) Downlinks() []monitor.DownlinkInfo {
+	if m.downlinkStatus == nil {
+		return nil
+	}
+	sts := m.downlinkStatus()
+	if len(sts) == 0 {
+		return nil
+	}
+	out := make([]monitor.DownlinkInfo, len(sts))
+	for i, st := range sts {
+		out[i] = downlinkInfo(st)
+	}
+	return out
+}
+
+// DownlinkStatus returns the counters of every downlink, in configuration
+// order; nil when there are none or the App is not running.
+func (a *App) DownlinkStatus() []DownlinkStatus {
+	a.fwdMu.Lock()
+	cs := a.consumers
+	a.fwdMu.Unlock()
+	out := make([]DownlinkStatus, 0, len(cs))
+	for _, c := range cs {
+		out = append(out, c.status())
+	}
+	return out
+}
+
+// stopDownlinks stops the downlinks, once.
+func (a *App) stopDownlinks() {
+	a.fwdMu.Lock()
+	cs := a.consumers
+	a.consumers = nil
+	a.fwdMu.Unlock()
+	stopDownlinks(cs)
+}
+
+// localInterest counts an account's subscriptions other than those the
+// leafnode links make for hub interest, so that a downlink knows whether
+// a subject has a local receiver.
+type localInterest struct {
+	leafs  *leafConns
+	cancel func()
+
+	mu   sync.Mutex
+	subs map[string]int // subject pattern → subscriptions
+}
+
+// watchLocalInterest starts counting the subscriptions of account.
+func watchLocalInterest(srv *server.Server, account string, leafs *leafConns) *localInterest {
+	li := &localInterest{leafs: leafs, subs: map[string]int{}}
+	li.mu.Lock()
+	defer li.mu.Unlock()
+	existing, cancel := srv.WatchInterest(account, li.apply)
+	li.cancel = cancel
+	for _, ev := range existing {
+		li.applyLocked(ev)
+	}
+	return li
+}
+
+// apply runs under the broker's locks: it only updates the counts.
+func (li *localInterest) apply(ev server.InterestEvent) {
+	li.mu.Lock()
+	li.applyLocked(ev)
+	li.mu.Unlock()
+}
+
+func (li *localInterest) applyLocked(ev server.InterestEvent) {
+	if li.leafs.has(ev.Origin) {
+		return
+	}
+	switch {
+	case ev.Added:
+		li.subs[ev.Subject]++
+	case li.subs[ev.Subject] > 1:
+		li.subs[ev.Subject]--
+	default:
+		delete(li.subs, ev.Subject)
+	}
+}
+
+// has reports whether a subscription other than a link's matches the
+// literal subject subj.
+func (li *localInterest) has(subj string) bool {
+	li.mu.Lock()
+	defer li.mu.Unlock()
+	for pattern := range li.subs {
+		if subject.Match(pattern, subj) {
+			return true
+		}
+	}
+	return false
+}
+
+// downlinkExports returns the local subjects the downlinks deliver on,
+// which leave only through them: they are added to every leafnode
+// remote's deny_exports, so that a delivered command never travels back
+// to the hub (where a stream could store it again).
+func (c *Config) downlinkExports() []string {
+	var out []string
+	for _, d := range c.Downlinks {
+		for _, p := range d.localSubjects() {
+			if p != ">" {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
+// downlinkImports returns the hub subjects the downlinks consume, which
+// arrive only through them: they are added to every leafnode remote's
+// deny_imports, so that a hub publish is not also routed to local
+// subscribers by plain interest.
+func (c *Config) downlinkImports() []string {
+	var out []string
+	for _, d := range c.Downlinks {
+		out = append(out, d.FilterSubjects...)
+	}
+	return out
+}
+
+// localSubjects returns the local subjects the downlink delivers on.
+func (d *DownlinkConfig) localSubjects() []string {
+	if len(d.FilterSubjects) == 0 {
+		return []string{d.LocalSubjectPrefix + ">"}
+	}
+	out := make([]string, 0, len(d.FilterSubjects))
+	for _, f := range d.FilterSubjects {
+		if rest, ok := strings.CutPrefix(f, d.HubSubjectPrefix); ok && d.HubSubjectPrefix != "" && rest != "" {
+			f = rest
+		}
+		out = append(out, d.LocalSubjectPrefix+f)
+	}
+	return out
+}
+
+// writeDownlinkMetrics writes the leafbox_downlink_* families, one sample
+// per downlink labelled downlink="<name>". It writes nothing without
+// downlinks.
+func writeDownlinkMetrics(mw *monitor.MetricWriter, sts []DownlinkStatus) {
+	if len(sts) == 0 {
+		return
+	}
+	family := func(name, typ, help string, value func(DownlinkStatus) float64) {
+		mw.Family(name, typ, help)
+		for _, st := range sts {
+			mw.Sample(name, value(st), "downlink", st.Name)
+		}
+	}
+	family("leafbox_downlink_delivered_total", monitor.Counter, "Hub messages delivered locally.",
+		func(st DownlinkStatus) float64 { return float64(st.Delivered) })
+	family("leafbox_downlink_acked_total", monitor.Counter, "Acks the hub confirmed.",
+		func(st DownlinkStatus) float64 { return float64(st.Acked) })
+	family("leafbox_downlink_redelivered_total", monitor.Counter, "Hub messages received more than once.",
+		func(st DownlinkStatus) float64 { return float64(st.Redelivered) })
+	family("leafbox_downlink_failed_total", monitor.Counter, "Local deliveries that failed and were left to the hub to resend.",
+		func(st DownlinkStatus) float64 { return float64(st.Failed) })
+	family("leafbox_downlink_pending_messages", monitor.Gauge, "Hub messages after the last one received, as the hub reported.",
+		func(st DownlinkStatus) float64 { return float64(st.Pending) })
+}

@@ -1,0 +1,325 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/leafbox/leafbox/core/monitor"
+	"github.com/leafbox/leafbox/leaf/leaftest"
+)
+
+func TestValidateDownlinks(t *testing.T) {
+	const remote = "leafnodes: {remotes: [{url: 'nats://127.0.0.1:1'}]}\n"
+	c := mustValidate(t, "server_name: gw.1\n"+remote+
+		"downlinks: [{name: cmds, stream: CMDS, filter_subjects: [cmd.site1.>], hub_subject_prefix: cmd.site1., local_subject_prefix: cmd.}]\n")
+	requireEqual(t, c.Downlinks[0].HubDomain, "hub")
+	requireEqual(t, c.Downlinks[0].Durable, "gw_1_cmds")
+
+	_, err := Parse([]byte("downlinks:\n  - name: a\n    stream: S\n    bogus: 1\n"))
+	requireErrorContains(t, err, `line 4: downlinks[0].bogus: unknown key "bogus"`)
+	err = validateErr(t, "downlinks:\n  - name: a.b\n    stream: ''\n    filter_subjects: ['a..b']\n"+
+		"    hub_subject_prefix: x\n    local_subject_prefix: '>.'\n    expires: 10ms\n    max_ack_pending: -1\n")
+	requireErrorContains(t, err, "need a leafnodes remote", "line 2: downlinks[0].name", "downlinks[0].stream",
+		"downlinks[0].durable: is required without server_name", `invalid subject "a..b"`, "hub_subject_prefix",
+		"local_subject_prefix", "expires: must be at least 1s", "max_ack_pending")
+	err = validateErr(t, "server_name: gw\njetstream: {enabled: true, domain: hub}\n"+remote+
+		"downlinks: [{name: a, stream: S}, {name: a, stream: S}]\n")
+	requireErrorContains(t, err, "own JetStream domain", `"a" is used twice`, `"gw_a" on stream "S" is used twice`,
+		"would deliver on every local subject")
+	err = validateErr(t, "server_name: gw\n"+remote+"uplinks: [{name: up, subjects: [cmd.>], hub_subject_prefix: s.}]\n"+
+		"downlinks: [{name: a, stream: S, local_subject_prefix: cmd.}]\n")
+	requireErrorContains(t, err, `downlinks[0]: local subject "cmd.>" overlaps subject "cmd.>" that uplink "up" captures`)
+}
+
+// downlinkHub starts a nats-server hub with JetStream in domain "hub" and
+// a file stream CMDS on cmd.>, and returns it with a JetStream context on
+// a client connection.
+func downlinkHub(t *testing.T, ctx context.Context) (*leaftest.Hub, jetstream.JetStream) {
+	t.Helper()
+	hub := leaftest.StartHub(t, leaftest.HubOptions{
+		Name:   "hub-js",
+		Config: fmt.Sprintf("jetstream { store_dir: %q, domain: hub }", t.TempDir()),
+	})
+	js, err := jetstream.New(natsConnect(t, hub.ClientURL()))
+	requireNoError(t, err)
+	_, err = js.CreateStream(ctx, jetstream.StreamConfig{Name: "CMDS", Subjects: []string{"cmd.>"}})
+	requireNoError(t, err)
+	return hub, js
+}
+
+// waitFor polls cond until it holds or ctx ends.
+func waitFor(t *testing.T, ctx context.Context, what string, cond func() bool) {
+	t.Helper()
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("timed out waiting for %s", what)
+		case <-time.After(10 * time.Millisecond): // poll interval
+		}
+	}
+}
+
+// TestDownlinkDeliversOfflineCommands runs a gateway App with a downlink
+// from a real nats-server hub stream. Commands stored on the hub before
+// the gateway exists, and while no local subscriber listens (each such
+// delivery fails and the hub sends it again), reach the local subscriber
+// once it subscribes: in order, each once, on the mapped subject. A
+// gateway restart resumes from the durable consumer's position without
+// sending acked commands again, and the downlink survives a hub restart.
+func TestDownlinkDeliversOfflineCommands(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 6*testTimeout)
+	defer cancel()
+	hub, hjs := downlinkHub(t, ctx)
+	publish := func(from, to int) {
+		t.Helper()
+		for i := from; i < to; i++ {
+			_, err := hjs.Publish(ctx, "cmd.site1.door"+strconv.Itoa(i%3), []byte(strconv.Itoa(i)))
+			requireNoError(t, err)
+		}
+	}
+	publish(0, 20) // before the gateway exists
+
+	c := mustParse(t, "http_port: -1\nserver_name: gw1\n"+
+		"leafnodes: {remotes: [{url: '"+hub.LeafURL()+"'}]}\n"+
+		"downlinks: [{name: cmds, stream: CMDS, filter_subjects: [cmd.site1.>], hub_subject_prefix: cmd.site1.,"+
+		" local_subject_prefix: cmd., batch: 10, ack_wait: 2s, expires: 2s}]\n")
+	Overrides{Host: ptr("127.0.0.1"), Port: ptr(-1)}.Apply(c)
+	c.SetDefaults(Env{StateDirectory: t.TempDir()})
+	requireNoError(t, c.Validate())
+	start := func() *App {
+		t.Helper()
+		a, err := Build(c, Flags{Logger: slog.New(slog.NewTextHandler(t.Output(), nil))})
+		requireNoError(t, err)
+		requireNoError(t, a.Start())
+		t.Cleanup(func() {
+			sctx, scancel := context.WithTimeout(context.Background(), testTimeout)
+			defer scancel()
+			requireNoError(t, a.Shutdown(sctx))
+		})
+		return a
+	}
+	status := func(a *App) DownlinkStatus {
+		sts := a.DownlinkStatus()
+		if len(sts) != 1 {
+			t.Fatalf("DownlinkStatus: %+v", sts)
+		}
+		return sts[0]
+	}
+	// expect reads the commands from..to-1 from sub, in order.
+	expect := func(sub *nats.Subscription, from, to int) {
+		t.Helper()
+		for i := from; i < to; i++ {
+			m := nextMsg(t, sub)
+			if string(m.Data) != strconv.Itoa(i) || m.Subject != "cmd.door"+strconv.Itoa(i%3) {
+				t.Fatalf("local subscriber got %q on %s, want command %d on cmd.door%d", m.Data, m.Subject, i, i%3)
+			}
+		}
+	}
+	// settled waits until the hub consumer has nothing outstanding and
+	// every delivery's ack was confirmed, then requires that the
+	// subscriber got nothing more.
+	settled := func(a *App, sub *nats.Subscription, delivered uint64) {
+		t.Helper()
+		cons, err := hjs.Consumer(ctx, "CMDS", "gw1_cmds")
+		requireNoError(t, err)
+		waitFor(t, ctx, "the hub consumer to settle", func() bool {
+			info, err := cons.Info(ctx)
+			requireNoError(t, err)
+			st := status(a)
+			return info.NumAckPending == 0 && info.NumPending == 0 && st.Acked == delivered && st.Delivered == delivered
+		})
+		if n, _, err := sub.Pending(); err != nil || n != 0 {
+			t.Fatalf("%d extra deliveries (%v)", n, err)
+		}
+		requireNoError(t, sub.Unsubscribe())
+	}
+
+	a := start()
+	// Nobody listens on the gateway yet: deliveries fail and are left to
+	// the hub.
+	waitFor(t, ctx, "failed local deliveries", func() bool { return status(a).Failed >= 2 })
+	if st := status(a); st.Delivered != 0 || st.LinkState != "connected" || st.LastError == "" {
+		t.Fatalf("before a local subscriber: %+v", st)
+	}
+	gw := natsConnect(t, "nats://"+a.Addr().String())
+	sub, err := gw.SubscribeSync("cmd.>")
+	requireNoError(t, err)
+	requireNoError(t, gw.Flush())
+	expect(sub, 0, 20)
+	publish(20, 30) // live
+	expect(sub, 20, 30)
+	settled(a, sub, 30)
+	if st := status(a); st.Redelivered == 0 || st.LastSeq != 30 {
+		t.Fatalf("after delivery: %+v", st)
+	}
+	var metrics strings.Builder
+	writeDownlinkMetrics(monitor.NewMetricWriter(&metrics), a.DownlinkStatus())
+	for _, want := range []string{"# TYPE leafbox_downlink_delivered_total counter\n", `leafbox_downlink_delivered_total{downlink="cmds"} 30`,
+		`leafbox_downlink_acked_total{downlink="cmds"} 30`, `leafbox_downlink_pending_messages{downlink="cmds"} 0`} {
+		if !strings.Contains(metrics.String(), want) {
+			t.Errorf("metrics lack %q:\n%s", want, metrics.String())
+		}
+	}
+	var uz monitor.Uplinkz
+	getJSON(t, "http://"+a.MonitorAddr().String()+"/uplinkz", &uz)
+	if len(uz.Downlinks) != 1 || uz.Downlinks[0].Name != "cmds" || uz.Downlinks[0].Delivered != 30 ||
+		uz.Downlinks[0].Durable != "gw1_cmds" || uz.Downlinks[0].LinkState != "connected" {
+		t.Fatalf("/uplinkz downlinks: %+v", uz.Downlinks)
+	}
+
+	// Gateway restart: commands sent meanwhile arrive, acked ones do not
+	// come again.
+	sctx, scancel := context.WithTimeout(ctx, testTimeout)
+	requireNoError(t, a.Shutdown(sctx))
+	scancel()
+	publish(30, 40)
+	a = start()
+	gw = natsConnect(t, "nats://"+a.Addr().String())
+	sub, err = gw.SubscribeSync("cmd.>")
+	requireNoError(t, err)
+	requireNoError(t, gw.Flush())
+	expect(sub, 30, 40)
+
+	// Hub restart: the downlink binds its consumer again and goes on.
+	hub.Kill()
+	waitFor(t, ctx, "the link to drop", func() bool { return status(a).LinkState != "connected" })
+	hub.Restart()
+	hjs, err = jetstream.New(natsConnect(t, hub.ClientURL()))
+	requireNoError(t, err)
+	publish(40, 50)
+	expect(sub, 40, 50)
+	settled(a, sub, 20)
+	t.Logf("after the hub restart: %+v", status(a))
+}
+
+// TestDownlinkIntoLocalStream delivers hub commands into a local
+// JetStream stream: each is acked to the hub only after the local
+// stream's PubAck. While the local stream is full (max_msgs, discard
+// new), deliveries fail and the hub sends them again; once it has room
+// they are stored, in hub order even with several messages outstanding,
+// each once, with the downlink's Nats-Msg-Id and without the hub
+// publisher's Nats-Expected-Stream.
+func TestDownlinkIntoLocalStream(t *testing.T) {
+	const n = 12
+	ctx, cancel := context.WithTimeout(context.Background(), 4*testTimeout)
+	defer cancel()
+	hub, hjs := downlinkHub(t, ctx)
+	for i := range n {
+		// The hub publisher's expectation is for the hub stream; the
+		// local one must not apply it.
+		_, err := hjs.Publish(ctx, "cmd.site1.valve"+strconv.Itoa(i%2), []byte(strconv.Itoa(i)), jetstream.WithExpectStream("CMDS"))
+		requireNoError(t, err)
+	}
+
+	dir := t.TempDir()
+	a := startApp(t, fmt.Sprintf("http_port: 0\nserver_name: gw2\njetstream: {store_dir: %q, domain: edge}\n", dir)+
+		"leafnodes: {remotes: [{url: '"+hub.LeafURL()+"'}]}\n"+
+		"downlinks: [{name: cmds, stream: CMDS, filter_subjects: [cmd.site1.>], hub_subject_prefix: cmd.site1.,"+
+		" local_subject_prefix: cmd., max_ack_pending: 4, ack_wait: 2s, expires: 2s}]\n", Flags{})
+	gw := natsConnect(t, "nats://"+a.Addr().String())
+	ljs, err := jetstream.New(gw)
+	requireNoError(t, err)
+	cfg := jetstream.StreamConfig{Name: "LOCAL", Subjects: []string{"cmd.>"}, MaxMsgs: 5, Discard: jetstream.DiscardNew}
+	local, err := ljs.CreateStream(ctx, cfg)
+	requireNoError(t, err)
+	status := func() DownlinkStatus { return a.DownlinkStatus()[0] }
+	waitFor(t, ctx, "the full local stream to refuse deliveries", func() bool {
+		st := status()
+		return st.Delivered == 5 && strings.Contains(st.LastError, "maximum messages exceeded")
+	})
+	info, err := local.Info(ctx)
+	requireNoError(t, err)
+	if st := status(); info.State.Msgs != 5 || st.Delivered != 5 {
+		t.Fatalf("with room for 5: stream holds %d, downlink %+v", info.State.Msgs, st)
+	}
+	cfg.MaxMsgs = -1
+	_, err = ljs.UpdateStream(ctx, cfg)
+	requireNoError(t, err)
+	waitFor(t, ctx, "every command stored locally", func() bool {
+		info, err := local.Info(ctx)
+		requireNoError(t, err)
+		return info.State.Msgs >= n && status().Acked == n
+	})
+	info, err = local.Info(ctx)
+	requireNoError(t, err)
+	if info.State.Msgs != n {
+		t.Fatalf("local stream holds %d, want %d", info.State.Msgs, n)
+	}
+	for i := range n {
+		m, err := local.GetMsg(ctx, uint64(i+1))
+		requireNoError(t, err)
+		if string(m.Data) != strconv.Itoa(i) || m.Subject != "cmd.valve"+strconv.Itoa(i%2) ||
+			m.Header.Get(nats.MsgIdHdr) != "cmds.CMDS."+strconv.Itoa(i+1) {
+			t.Fatalf("local seq %d: %s %q %v, want command %d", i+1, m.Subject, m.Data, m.Header, i)
+		}
+	}
+	cons, err := hjs.Consumer(ctx, "CMDS", "gw2_cmds")
+	requireNoError(t, err)
+	ci, err := cons.Info(ctx)
+	requireNoError(t, err)
+	if ci.NumAckPending != 0 || ci.NumPending != 0 || ci.AckFloor.Stream != n {
+		t.Fatalf("hub consumer: ack pending %d, pending %d, ack floor %d", ci.NumAckPending, ci.NumPending, ci.AckFloor.Stream)
+	}
+	t.Logf("downlink: %+v", status())
+}
+
+func TestDownlinkHeaderEdits(t *testing.T) {
+	hdr := []byte("NATS/1.0\r\nNats-Expected-Stream: CMDS\r\nX-Op: open\r\nnats-expected-last-sequence: 4\r\n\r\n")
+	requireEqual(t, string(headerWithout(hdr, "Nats-Expected-")), "NATS/1.0\r\nX-Op: open\r\n\r\n")
+	requireEqual(t, headerWithout([]byte("NATS/1.0\r\nNats-Expected-Stream: CMDS\r\n\r\n"), "Nats-Expected-"), []byte(nil))
+	requireEqual(t, string(headerWithout([]byte("NATS/1.0\r\nA: b\r\n\r\n"), "Nats-Expected-")), "NATS/1.0\r\nA: b\r\n\r\n")
+	requireEqual(t, string(headerAdd(nil, "Nats-Msg-Id", "x")), "NATS/1.0\r\nNats-Msg-Id: x\r\n\r\n")
+	requireEqual(t, string(headerAdd([]byte("NATS/1.0\r\nA: b\r\n\r\n"), "Nats-Msg-Id", "x")), "NATS/1.0\r\nA: b\r\nNats-Msg-Id: x\r\n\r\n")
+	if !headerHas([]byte("NATS/1.0\r\nnats-msg-id: 1\r\n\r\n"), "Nats-Msg-Id") || headerHas(nil, "Nats-Msg-Id") {
+		t.Fatal("headerHas")
+	}
+}
+
+// With max_deliver, a command that always fails locally (too large for
+// the local stream) is given up by the hub after that many deliveries,
+// counted as skipped, and the ones after it are delivered in order.
+func TestDownlinkMaxDeliverSkipsPoisonCommand(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*testTimeout)
+	defer cancel()
+	hub, hjs := downlinkHub(t, ctx)
+	payload := func(i int) []byte {
+		if i == 2 {
+			return []byte(strings.Repeat("x", 200))
+		}
+		return []byte(strconv.Itoa(i))
+	}
+	for i := range 5 {
+		_, err := hjs.Publish(ctx, "cmd.site1.c", payload(i))
+		requireNoError(t, err)
+	}
+	a := startApp(t, fmt.Sprintf("http_port: 0\nserver_name: gw4\njetstream: {store_dir: %q}\n", t.TempDir())+
+		"leafnodes: {remotes: [{url: '"+hub.LeafURL()+"'}]}\n"+
+		"downlinks: [{name: cmds, stream: CMDS, filter_subjects: [cmd.site1.>], hub_subject_prefix: cmd.site1.,"+
+		" local_subject_prefix: cmd., max_deliver: 3, ack_wait: 2s, expires: 2s}]\n", Flags{})
+	ljs, err := jetstream.New(natsConnect(t, "nats://"+a.Addr().String()))
+	requireNoError(t, err)
+	local, err := ljs.CreateStream(ctx, jetstream.StreamConfig{Name: "LOCAL", Subjects: []string{"cmd.>"}, MaxMsgSize: 100})
+	requireNoError(t, err)
+	waitFor(t, ctx, "the commands after the poison one", func() bool {
+		info, err := local.Info(ctx)
+		requireNoError(t, err)
+		return info.State.Msgs == 4
+	})
+	for i, want := range []int{0, 1, 3, 4} {
+		m, err := local.GetMsg(ctx, uint64(i+1))
+		requireNoError(t, err)
+		requireEqual(t, string(m.Data), strconv.Itoa(want))
+	}
+	waitFor(t, ctx, "four deliveries", func() bool { return a.DownlinkStatus()[0].Delivered == 4 })
+	if st := a.DownlinkStatus()[0]; st.Skipped != 1 || !strings.Contains(st.LastError, "hub seq 3") {
+		t.Fatalf("status %+v", st)
+	}
+}
