@@ -392,6 +392,9 @@ func (c *client) processOp(op *proto.Op) bool {
 }
 
 func (c *client) processPing() {
+	if hook := c.srv.pingHook.Load(); hook != nil {
+		(*hook)()
+	}
 	c.mu.Lock()
 	c.out = append(c.out, proto.PongLine...)
 	connected := c.connected.Load()

@@ -52,6 +52,7 @@ type Server struct {
 	shutdownCh  chan struct{}
 	infoJSON    []byte // INFO template without per-client fields
 	authHandler atomic.Pointer[auth.Authenticator]
+	pingHook    atomic.Pointer[func()]
 
 	nextCID atomic.Uint64
 	stats   serverStats
@@ -414,4 +415,17 @@ func (s *Server) options() Options {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.opts
+}
+
+// OnPing sets f to run on a client's read goroutine before the PONG that
+// answers the client's PING is queued; nil removes it. Everything the
+// client published before the PING has been routed by then, so f can make
+// it durable (the uplinks' outboxes sync their captures), and the client's
+// next PONG means its messages are kept.
+func (s *Server) OnPing(f func()) {
+	if f == nil {
+		s.pingHook.Store(nil)
+		return
+	}
+	s.pingHook.Store(&f)
 }

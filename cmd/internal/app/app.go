@@ -156,6 +156,7 @@ func (a *App) Start() error {
 		a.fwdMu.Lock()
 		a.forwarders = fws
 		a.fwdMu.Unlock()
+		a.srv.OnPing(func() { syncCaptures(fws, a.log) })
 	}
 	if len(cfg.Downlinks) > 0 {
 		cs, err := startDownlinks(cfg, a.srv, a.js, a.uplinks[0], a.log)

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/leafbox/leafbox/core/clock"
@@ -128,6 +129,28 @@ type forwarder struct {
 	stream *filestore.Stream
 	ob     *outbox.Outbox
 	sched  *outbox.Scheduler // shared by all forwarders
+	// dirty is set by a capture and cleared by the sync that covers it.
+	dirty atomic.Bool
+}
+
+// outboxSyncInterval bounds how long a capture may wait for its fsync
+// when its publisher sends no PING; a PING syncs at once (syncCaptures).
+const outboxSyncInterval = time.Second
+
+// syncCaptures makes every capture so far durable: it fsyncs each outbox
+// written since its last sync. The server runs it before answering a
+// PING, so a publisher's PONG means its captured messages are on disk,
+// and a burst of captures shares one fsync instead of one each.
+func syncCaptures(fs []*forwarder, log *slog.Logger) {
+	for _, f := range fs {
+		if !f.dirty.Swap(false) {
+			continue
+		}
+		if err := f.stream.Sync(); err != nil && !errors.Is(err, store.ErrClosed) {
+			f.dirty.Store(true)
+			log.Error("uplink outbox sync failed", "subsystem", "uplink", "uplink", f.name, "err", err)
+		}
+	}
 }
 
 // UplinkStatus is an uplink's counters with the state of its link.
@@ -176,9 +199,9 @@ func startForwarder(cfg *Config, u *UplinkConfig, srv *server.Server, account st
 			Discard:  discard, // max_age is the outbox's: see outbox.Config.MaxAge
 
 		},
-		// 0: Store returns after fsync (group commit), so a publisher's
-		// PONG means the message is durable.
-		SyncInterval: 0,
+		// Store does not wait for the fsync: syncCaptures runs before
+		// a publisher's PONG, so its PONG means the message is durable.
+		SyncInterval: outboxSyncInterval,
 	})
 	if err != nil {
 		return nil, err
@@ -213,10 +236,12 @@ func startForwarder(cfg *Config, u *UplinkConfig, srv *server.Server, account st
 		if err != nil {
 			break
 		}
-		// Runs on the publisher's read goroutine: its next PONG follows
-		// the fsync.
+		// Runs on the publisher's read goroutine, before its next PING
+		// is answered (syncCaptures).
 		_, err = conn.Subscribe(s, "", func(m server.Msg) {
-			_ = f.ob.Capture(string(m.Subject), m.Header, m.Data)
+			if f.ob.Capture(string(m.Subject), m.Header, m.Data) == nil {
+				f.dirty.Store(true)
+			}
 		})
 	}
 	if err == nil {
