@@ -13,7 +13,8 @@ import (
 )
 
 // Header names of the capture stamp Capture adds when Config.Clock is
-// set. They travel to the hub with the message.
+// set: HeaderTime when the clock is trusted, else HeaderBootID and
+// HeaderMono. They travel to the hub with the message.
 const (
 	// HeaderBootID is the gateway's boot id at capture.
 	HeaderBootID = "Leafbox-Boot-Id"
@@ -40,9 +41,10 @@ type Clock interface {
 	Stamp() clock.Stamp
 }
 
-// stampHeader returns hdr with the capture stamp added: boot id,
-// monotonic time and, when trusted, the wall-clock time. Stamp headers the
-// publisher set already are kept as they are.
+// stampHeader returns hdr with the capture stamp added: the wall-clock
+// time when the clock is trusted, else the boot id and monotonic time
+// (enough to date the message later, from a trusted message of the same
+// boot). Stamp headers the publisher set already are kept as they are.
 func stampHeader(hdr []byte, s clock.Stamp) []byte {
 	if len(hdr) > 0 && (hasHeader(hdr, HeaderBootID) || hasHeader(hdr, HeaderMono) || hasHeader(hdr, HeaderTime)) {
 		return hdr
@@ -51,15 +53,16 @@ func stampHeader(hdr []byte, s clock.Stamp) []byte {
 	if len(hdr) == 0 { // build the whole block in one buffer
 		add = append(add, "NATS/1.0\r\n"...)
 	}
-	add = append(add, HeaderBootID+": "...)
-	add = append(add, s.BootID...)
-	add = append(add, "\r\n"...)
-	add = append(add, HeaderMono+": "...)
-	add = strconv.AppendInt(add, int64(s.Mono), 10)
-	add = append(add, "\r\n"...)
 	if s.Trusted {
 		add = append(add, HeaderTime+": "...)
 		add = s.Wall.UTC().AppendFormat(add, time.RFC3339Nano)
+		add = append(add, "\r\n"...)
+	} else {
+		add = append(add, HeaderBootID+": "...)
+		add = append(add, s.BootID...)
+		add = append(add, "\r\n"...)
+		add = append(add, HeaderMono+": "...)
+		add = strconv.AppendInt(add, int64(s.Mono), 10)
 		add = append(add, "\r\n"...)
 	}
 	if len(hdr) == 0 {

@@ -65,17 +65,20 @@
 // backlog by the wall clock (a stream MaxAge) would wipe it the moment
 // NTP sets the clock to today. So the stream gets no MaxAge; the outbox
 // ages messages itself, with Config.Clock (core/clock). Capture stamps
-// every message with three headers, which travel to the hub with the
-// original subject and payload:
+// every message with headers, which travel to the hub with the original
+// subject and payload: while the clock is not trusted
 //
 //	Leafbox-Boot-Id: <kernel boot id>
 //	Leafbox-Mono: <nanoseconds since boot, CLOCK_BOOTTIME>
-//	Leafbox-Time: <RFC 3339 UTC>              (only when the clock was trusted)
 //
-// (a publisher's own Leafbox-* stamp is kept). A message of the current
-// boot is aged on the monotonic clock, whatever the wall clock did; one of
-// an earlier boot by its Leafbox-Time once the clock is trusted; one of an
-// earlier boot captured untrusted has no age of its own. Since messages
+// and once it is, only
+//
+//	Leafbox-Time: <RFC 3339 UTC>
+//
+// (a publisher's own Leafbox-* stamp is kept). An untrusted message of
+// the current boot is aged on the monotonic clock, whatever the wall clock
+// did; a trusted one by its Leafbox-Time; one of an earlier boot captured
+// untrusted has no age of its own. Since messages
 // are captured in sequence order, a message known to be older than MaxAge
 // proves all earlier ones older: the outbox removes everything below the
 // newest such message and nothing after it, so the backlog stays in

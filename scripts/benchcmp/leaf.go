@@ -78,6 +78,7 @@ uplinks:
     subjects: ["telemetry.>"]
     hub_subject_prefix: site1.
     stream: %s
+    drain_jitter: 0s   # measure the drain itself, not the fleet-spreading delay (default 3s)
 `, store, url, compression, hubStream)
 		return serverSetup{configPath: path, config: conf, args: []string{"run", "--config", path,
 			"--addr", "127.0.0.1", "--port", "-1", "--http-port", "-1", "--ports-file-dir", dir}}, nil
