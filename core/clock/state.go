@@ -4,9 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/leafbox/leafbox/store/vfs"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"time"
 )
 
@@ -40,47 +40,15 @@ func readState(path string) (state, error) {
 	return st, nil
 }
 
-// writeState replaces the state file at path atomically: a temporary file
-// in the same directory, synced, renamed over path, then the directory
-// synced so that the rename survives a power cut.
-func writeState(path string, st state) (err error) {
+// writeState replaces the state file at path atomically and durably
+// (vfs.WriteFile).
+func writeState(path string, st state) error {
 	b, err := json.Marshal(st)
 	if err != nil {
 		return fmt.Errorf("clock: encode state: %w", err)
 	}
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("clock: write state: %w", err)
-	}
-	f, err := os.CreateTemp(dir, filepath.Base(path)+".tmp*")
-	if err != nil {
-		return fmt.Errorf("clock: write state: %w", err)
-	}
-	defer func() {
-		if err != nil {
-			_ = f.Close()
-			_ = os.Remove(f.Name())
-		}
-	}()
-	if _, err = f.Write(append(b, '\n')); err != nil {
-		return fmt.Errorf("clock: write state: %w", err)
-	}
-	if err = f.Sync(); err != nil {
-		return fmt.Errorf("clock: write state: %w", err)
-	}
-	if err = f.Close(); err != nil {
-		return fmt.Errorf("clock: write state: %w", err)
-	}
-	if err = os.Rename(f.Name(), path); err != nil {
-		return fmt.Errorf("clock: write state: %w", err)
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("clock: sync state directory: %w", err)
-	}
-	defer d.Close()
-	if err = d.Sync(); err != nil {
-		return fmt.Errorf("clock: sync state directory: %w", err)
+	if err := vfs.WriteFile(vfs.OS, path, append(b, '\n')); err != nil {
+		return fmt.Errorf("clock: state: %w", err)
 	}
 	return nil
 }

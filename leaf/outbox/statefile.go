@@ -7,7 +7,6 @@ import (
 	"hash/crc32"
 	"io"
 	"io/fs"
-	"strings"
 
 	"github.com/leafbox/leafbox/store/vfs"
 )
@@ -61,9 +60,8 @@ func readState(fsys vfs.FS, path string, v any) error {
 	return nil
 }
 
-// writeState replaces the state file at path with v atomically: it writes
-// and syncs path+".tmp", then renames it over path (vfs.OS syncs the
-// directory after a rename).
+// writeState replaces the state file at path with v atomically
+// (vfs.WriteFile).
 func writeState(fsys vfs.FS, path string, v any) error {
 	body, err := json.Marshal(v)
 	if err != nil {
@@ -74,24 +72,8 @@ func writeState(fsys vfs.FS, path string, v any) error {
 		return err
 	}
 	b = append(b, '\n')
-	tmp := path + ".tmp"
-	f, err := fsys.Create(tmp)
-	if err != nil {
+	if err := vfs.WriteFile(fsys, path, b); err != nil {
 		return fmt.Errorf("outbox: state file: %w", err)
-	}
-	_, err = f.Write(b)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = fsys.Rename(tmp, path)
-	}
-	if err != nil {
-		_ = fsys.Remove(tmp)
-		return fmt.Errorf("outbox: write state %s: %w", strings.TrimSuffix(tmp, ".tmp"), err)
 	}
 	return nil
 }

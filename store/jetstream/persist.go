@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/leafbox/leafbox/store/vfs"
 	"io"
 	"io/fs"
 	"path/filepath"
@@ -30,34 +31,15 @@ type consumerMeta struct {
 	Created time.Time            `json:"created"`
 }
 
-// writeMeta writes v as dir/meta.json: to a temporary file, fsynced, then
-// renamed over the old one (the rename fsyncs the directory).
+// writeMeta writes v as dir/meta.json, atomically and durably
+// (vfs.WriteFile).
 func (e *Engine) writeMeta(dir string, v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
-	if err := e.fs.MkdirAll(dir, 0o755); err != nil {
+	if err := vfs.WriteFile(e.fs, filepath.Join(dir, metaFile), b); err != nil {
 		return fmt.Errorf("jetstream: %w", err)
-	}
-	tmp := filepath.Join(dir, metaFile+".tmp")
-	f, err := e.fs.Create(tmp)
-	if err != nil {
-		return fmt.Errorf("jetstream: %w", err)
-	}
-	_, err = f.Write(b)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = e.fs.Rename(tmp, filepath.Join(dir, metaFile))
-	}
-	if err != nil {
-		_ = e.fs.Remove(tmp)
-		return fmt.Errorf("jetstream: write %s: %w", filepath.Join(dir, metaFile), err)
 	}
 	return nil
 }
