@@ -62,32 +62,39 @@ func (s *session) forward(pattern string, m Msg) {
 		// shows that subject to its subscriber.
 		reply = append(append(append(replyBuf[:0], reply...), '@'), m.Subject...)
 	}
-	hdr := m.Header
+	s.send(route, reply, queues, m.Header, m.Data)
+}
+
+// send appends one LMSG (HMSG with headers, when the hub takes them) to
+// the outbound buffer and wakes the writer. It reports false when the
+// session has ended or the hub stopped reading (slow consumer).
+func (s *session) send(subject, reply []byte, queues [][]byte, hdr, data []byte) bool {
 	hdrLen := -1
 	if len(hdr) > 0 && s.headers {
 		hdrLen = len(hdr)
 	} else {
 		hdr = nil
 	}
-	size := len(hdr) + len(m.Data)
+	size := len(hdr) + len(data)
 
 	s.mu.Lock()
 	if s.ended {
 		s.mu.Unlock()
-		return
+		return false
 	}
-	s.out = proto.AppendLeafMsg(s.out, route, reply, queues, hdrLen, size)
+	s.out = proto.AppendLeafMsg(s.out, subject, reply, queues, hdrLen, size)
 	s.out = append(s.out, hdr...)
-	s.out = append(s.out, m.Data...)
+	s.out = append(s.out, data...)
 	s.out = append(s.out, '\r', '\n')
 	ok := s.checkPendingLocked()
 	s.mu.Unlock()
 	if !ok {
-		return
+		return false
 	}
 	s.outMsgs.Add(1)
 	s.outBytes.Add(int64(size))
 	s.kick()
+	return true
 }
 
 // hasQueue reports whether a local match result holds queue group name.

@@ -148,7 +148,7 @@ func (a *App) Start() error {
 	}
 	a.startClock()
 	if len(cfg.Uplinks) > 0 {
-		fws, err := startForwarders(cfg, a.srv, a.uplinks[0].link, a.clock, a.log)
+		fws, err := startForwarders(cfg, a.srv, a.uplinks, a.clock, a.log)
 		if err != nil {
 			a.abortStart()
 			return err
@@ -159,7 +159,7 @@ func (a *App) Start() error {
 		a.srv.OnPing(func() { syncCaptures(fws, a.log) })
 	}
 	if len(cfg.Downlinks) > 0 {
-		cs, err := startDownlinks(cfg, a.srv, a.js, a.uplinks[0], a.log)
+		cs, err := startDownlinks(cfg, a.srv, a.js, a.uplinks, a.log)
 		if err != nil {
 			a.abortStart()
 			return err

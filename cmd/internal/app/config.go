@@ -318,6 +318,9 @@ type LeafNodesConfig struct {
 // hub cluster, tried in order with failover), how to authenticate to it,
 // and the local account the link is bound to.
 type RemoteConfig struct {
+	// Name identifies the remote for uplinks[].remote and
+	// downlinks[].remote; optional.
+	Name string `yaml:"name,omitempty"`
 	// URLs of the hub's leafnode port (nats-leaf, nats or tls scheme); URL
 	// adds one more after them. User info in a URL is sent as user and
 	// password, or as a token when there is no password.
@@ -352,6 +355,9 @@ type RemoteConfig struct {
 type UplinkConfig struct {
 	// Name identifies the uplink (its outbox directory and Nats-Msg-Id).
 	Name string `yaml:"name,omitempty"`
+	// Remote is the name of the leafnode remote to forward over; empty is
+	// the first remote.
+	Remote string `yaml:"remote,omitempty"`
 	// Subjects are the local subjects captured (wildcards allowed).
 	Subjects StringList `yaml:"subjects,omitempty"`
 	// HubSubjectPrefix is prepended to a message's subject toward the hub,
@@ -569,4 +575,21 @@ func redactURL(raw string) string {
 	u.User = nil
 	prefix := u.Scheme + "://"
 	return prefix + user + "@" + strings.TrimPrefix(u.String(), prefix)
+}
+
+// remoteIndex returns the index of the leafnode remote called name, the
+// first one for "", or -1 when there is none.
+func (c *Config) remoteIndex(name string) int {
+	if c.LeafNodes == nil || len(c.LeafNodes.Remotes) == 0 {
+		return -1
+	}
+	if name == "" {
+		return 0
+	}
+	for i, r := range c.LeafNodes.Remotes {
+		if r.Name == name {
+			return i
+		}
+	}
+	return -1
 }

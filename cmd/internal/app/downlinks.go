@@ -38,10 +38,13 @@ const localPubAckTimeout = 5 * time.Second
 type DownlinkConfig struct {
 	// Name identifies the downlink (logs, /uplinkz, the default durable).
 	Name string `yaml:"name,omitempty"`
+	// Remote is the name of the leafnode remote to consume over; empty is
+	// the first remote.
+	Remote string `yaml:"remote,omitempty"`
 	// Stream is the hub stream consumed.
 	Stream string `yaml:"stream,omitempty"`
 	// HubDomain is the hub's JetStream domain (default "hub"): requests
-	// go to $JS.<hub_domain>.API over the first leafnode remote.
+	// go to $JS.<hub_domain>.API over the downlink's remote.
 	HubDomain string `yaml:"hub_domain,omitempty"`
 	// Durable is the hub consumer's durable name (default
 	// "<server_name>_<name>").
@@ -116,6 +119,9 @@ func (v *validator) downlinks() {
 			v.errf(path+".name", "%q is used twice", d.Name)
 		}
 		names[d.Name] = true
+		if d.Remote != "" && c.remoteIndex(d.Remote) < 0 {
+			v.errf(path+".remote", "no leafnodes remote is named %q", d.Remote)
+		}
 		if badName(d.Stream) {
 			v.errf(path+".stream", "%q is not a stream name", d.Stream)
 		}
@@ -200,31 +206,41 @@ type DownlinkStatus struct {
 	LinkState string
 }
 
-// startDownlinks starts every downlink over the link of the first
-// leafnode remote, delivering into the remote's local account. On error
-// it stops what it started. It runs before the links start, so the inbox
-// interest is announced with the link's first connection.
-func startDownlinks(cfg *Config, srv *server.Server, js *jetstream.Engine, up *uplink, log *slog.Logger) ([]*consumer, error) {
-	if len(cfg.Downlinks) == 0 {
-		return nil, nil
-	}
-	account := cfg.LeafNodes.Remotes[0].Account
-	if account != "" && account != auth.GlobalAccount {
-		js = nil // the JetStream engine serves the global account only
-	}
-	interest := watchLocalInterest(srv, account, up.local.conns)
+// startDownlinks starts every downlink over the link of its leafnode
+// remote (ups, one per remote), delivering into the remote's local
+// account. On error it stops what it started. It runs before the links
+// start, so the inbox interest is announced with the link's first
+// connection.
+func startDownlinks(cfg *Config, srv *server.Server, js *jetstream.Engine, ups []*uplink, log *slog.Logger) ([]*consumer, error) {
 	var out []*consumer
-	for i := range cfg.Downlinks {
-		c, err := startDownlink(srv, &cfg.Downlinks[i], account, js, interest, up.link, log)
-		if err != nil {
-			stopDownlinks(out)
-			interest.cancel()
-			return nil, fmt.Errorf("downlinks[%d]: %w", i, err)
+	for r, up := range ups {
+		account := cfg.LeafNodes.Remotes[r].Account
+		rjs := js
+		if account != "" && account != auth.GlobalAccount {
+			rjs = nil // the JetStream engine serves the global account only
 		}
-		out = append(out, c)
-	}
-	if len(out) > 0 {
-		out[0].interest = interest // stopped with the first downlink
+		var interest *localInterest
+		for i := range cfg.Downlinks {
+			if cfg.remoteIndex(cfg.Downlinks[i].Remote) != r {
+				continue
+			}
+			first := interest == nil
+			if first {
+				interest = watchLocalInterest(srv, account, up.local.conns)
+			}
+			c, err := startDownlink(srv, &cfg.Downlinks[i], account, rjs, interest, up.link, log)
+			if err != nil {
+				if first {
+					interest.cancel()
+				}
+				stopDownlinks(out)
+				return nil, fmt.Errorf("downlinks[%d]: %w", i, err)
+			}
+			if first {
+				c.interest = interest // stopped with the remote's first downlink
+			}
+			out = append(out, c)
+		}
 	}
 	return out, nil
 }

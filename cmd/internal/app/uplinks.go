@@ -49,6 +49,9 @@ func (v *validator) uplinks() {
 			v.errf(path+".name", "%q is used twice", u.Name)
 		}
 		names[u.Name] = true
+		if u.Remote != "" && c.remoteIndex(u.Remote) < 0 {
+			v.errf(path+".remote", "no leafnodes remote is named %q", u.Remote)
+		}
 		if len(u.Subjects) == 0 {
 			v.errf(path+".subjects", "needs at least one subject")
 		}
@@ -164,21 +167,22 @@ type UplinkStatus struct {
 
 // startForwarders opens every uplink's outbox, subscribes its captured
 // subjects and its reply inbox, and starts forwarding over the link of
-// the first leafnode remote. On error it stops what it started. It runs
-// before the links start, so the reply interest is announced with the
-// link's first connection.
-func startForwarders(cfg *Config, srv *server.Server, link *leaf.Link, clk *clock.Clock, log *slog.Logger) ([]*forwarder, error) {
+// its leafnode remote (ups, one per remote). On error it stops what it
+// started. It runs before the links start, so the reply interest is
+// announced with the link's first connection.
+func startForwarders(cfg *Config, srv *server.Server, ups []*uplink, clk *clock.Clock, log *slog.Logger) ([]*forwarder, error) {
 	if len(cfg.Uplinks) == 0 {
 		return nil, nil
 	}
-	account := cfg.LeafNodes.Remotes[0].Account
 	sched, err := openScheduler(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("uplinks: %w", err)
 	}
 	var out []*forwarder
 	for i := range cfg.Uplinks {
-		f, err := startForwarder(cfg, &cfg.Uplinks[i], srv, account, link, clk, sched, log)
+		r := cfg.remoteIndex(cfg.Uplinks[i].Remote) // Validate checked it
+		account := cfg.LeafNodes.Remotes[r].Account
+		f, err := startForwarder(cfg, &cfg.Uplinks[i], srv, account, ups[r].link, clk, sched, log)
 		if err != nil {
 			stopForwarders(out, log)
 			_ = sched.Close()
@@ -294,10 +298,6 @@ func (f *forwarder) status() UplinkStatus {
 	return UplinkStatus{Status: f.ob.Status(), LinkState: f.link.Status().State.String(), Limits: f.sched.Status()}
 }
 
-// errNoInterest means nothing in the broker took a forwarded message: the
-// link has not learned the hub's interest in its subject.
-var errNoInterest = errors.New("no interest in the hub subject")
-
 // linkHub is the path toward the hub an outbox uses: publishes through the
 // broker reach the link's forwarding subscriptions for the hub's
 // interest, and the reply inbox, subscribed on the same connection, is
@@ -326,10 +326,9 @@ func (h linkHub) WaitReady(ctx context.Context) error {
 	return nil
 }
 
-// Publish implements outbox.Hub.
+// Publish implements outbox.Hub: the message goes over this remote's link
+// only, not through the local broker, so that with several remotes it
+// reaches just this hub, and local subscribers never see the hub subject.
 func (h linkHub) Publish(subj, reply string, hdr, data []byte) error {
-	if h.conn.Publish(subj, reply, hdr, data) == 0 {
-		return fmt.Errorf("%w %q", errNoInterest, subj)
-	}
-	return nil
+	return h.link.Publish(subj, reply, hdr, data)
 }

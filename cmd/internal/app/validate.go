@@ -356,10 +356,19 @@ func (v *validator) leafNodes() {
 		return
 	}
 	v.leafListen(ln)
+	names := map[string]bool{}
 	for i := range ln.Remotes {
 		r := &ln.Remotes[i]
 		path := fmt.Sprintf("leafnodes.remotes[%d]", i)
 		before := len(v.problems)
+		switch {
+		case r.Name == "":
+		case strings.ContainsAny(r.Name, " \t\r\n"):
+			v.errf(path+".name", "%q must not contain whitespace", r.Name)
+		case names[r.Name]:
+			v.errf(path+".name", "%q is used twice", r.Name)
+		}
+		names[r.Name] = true
 		if r.URL == "" && len(r.URLs) == 0 {
 			v.errf(path, "needs url or urls")
 		}

@@ -1,0 +1,109 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/leafbox/leafbox/leaf/leaftest"
+)
+
+func TestValidateUplinkRemote(t *testing.T) {
+	const remotes = "leafnodes: {remotes: [{url: 'nats://127.0.0.1:1', name: cloud}, {url: 'nats://127.0.0.1:2', name: plant}]}\n"
+	c := mustValidate(t, remotes+
+		"uplinks: [{name: a, subjects: [a.>], hub_subject_prefix: s., remote: plant}, {name: b, subjects: [b.>], hub_subject_prefix: s.}]\n"+
+		"downlinks: [{name: d, stream: CMD, remote: plant, durable: gw1_d, local_subject_prefix: cmd.}]\n")
+	requireEqual(t, c.remoteIndex(c.Uplinks[0].Remote), 1)
+	requireEqual(t, c.remoteIndex(c.Uplinks[1].Remote), 0)
+	requireEqual(t, c.remoteIndex(c.Downlinks[0].Remote), 1)
+
+	err := validateErr(t, remotes+"uplinks: [{name: a, subjects: [a.>], hub_subject_prefix: s., remote: nowhere}]\n"+
+		"downlinks: [{name: d, stream: CMD, remote: elsewhere}]\n")
+	requireErrorContains(t, err, `uplinks[0].remote: no leafnodes remote is named "nowhere"`,
+		`downlinks[0].remote: no leafnodes remote is named "elsewhere"`)
+	err = validateErr(t, "leafnodes: {remotes: [{url: 'nats://127.0.0.1:1', name: x}, {url: 'nats://127.0.0.1:2', name: x}]}\n")
+	requireErrorContains(t, err, `leafnodes.remotes[1].name: "x" is used twice`)
+}
+
+// TestUplinkRemoteSelection runs a gateway linked to two independent hubs
+// with an uplink toward each: every message reaches the hub of its
+// uplink's remote, and only that one.
+func TestUplinkRemoteSelection(t *testing.T) {
+	const n = 50
+	ctx, cancel := context.WithTimeout(context.Background(), 4*testTimeout)
+	defer cancel()
+	type hubSide struct {
+		hub    *leaftest.Hub
+		stream jetstream.Stream
+	}
+	start := func(name string) hubSide {
+		hub := leaftest.StartHub(t, leaftest.HubOptions{
+			Name:   name,
+			Config: fmt.Sprintf("jetstream { store_dir: %q, domain: %s }", t.TempDir(), name),
+		})
+		js, err := jetstream.New(natsConnect(t, hub.ClientURL()))
+		requireNoError(t, err)
+		s, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "SITE", Subjects: []string{"site1.>"}, Duplicates: time.Minute})
+		requireNoError(t, err)
+		return hubSide{hub, s}
+	}
+	cloud, plant := start("cloud"), start("plant")
+
+	c := mustParse(t, "server_name: gw1\n"+
+		"leafnodes: {remotes: [{name: cloud, url: '"+cloud.hub.LeafURL()+"'}, {name: plant, url: '"+plant.hub.LeafURL()+"'}]}\n"+
+		"uplinks:\n"+
+		"  - {name: tel, subjects: [telemetry.>], hub_subject_prefix: site1., stream: SITE, drain_jitter: 0s}\n"+
+		"  - {name: alarms, subjects: [alarm.>], hub_subject_prefix: site1., stream: SITE, remote: plant, drain_jitter: 0s}\n")
+	Overrides{Host: ptr("127.0.0.1"), Port: ptr(-1)}.Apply(c)
+	c.SetDefaults(Env{StateDirectory: t.TempDir()})
+	requireNoError(t, c.Validate())
+	a, err := Build(c, Flags{})
+	requireNoError(t, err)
+	requireNoError(t, a.Start())
+	t.Cleanup(func() {
+		sctx, scancel := context.WithTimeout(context.Background(), testTimeout)
+		defer scancel()
+		requireNoError(t, a.Shutdown(sctx))
+	})
+
+	gw := natsConnect(t, "nats://"+a.Addr().String())
+	for i := range n {
+		requireNoError(t, gw.Publish("telemetry.t", []byte(fmt.Sprint(i))))
+		requireNoError(t, gw.Publish("alarm.a", []byte(fmt.Sprint(i))))
+	}
+	requireNoError(t, gw.Flush())
+
+	for _, want := range []struct {
+		side    hubSide
+		subject string
+	}{{cloud, "site1.telemetry.t"}, {plant, "site1.alarm.a"}} {
+		for {
+			info, err := want.side.stream.Info(ctx)
+			requireNoError(t, err)
+			if info.State.Msgs >= n {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				t.Fatalf("%s: hub stream holds %d of %d; uplinks %+v", want.subject, info.State.Msgs, n, a.UplinkStatus())
+			case <-time.After(20 * time.Millisecond): // poll interval
+			}
+		}
+		for seq := uint64(1); seq <= n; seq++ {
+			m, err := want.side.stream.GetMsg(ctx, seq)
+			requireNoError(t, err)
+			if m.Subject != want.subject || string(m.Data) != fmt.Sprint(seq-1) {
+				t.Fatalf("hub seq %d: %q %q, want %q %d", seq, m.Subject, m.Data, want.subject, seq-1)
+			}
+		}
+	}
+	// Nothing crossed to the other hub: each stream holds exactly n.
+	for _, side := range []hubSide{cloud, plant} {
+		info, err := side.stream.Info(ctx)
+		requireNoError(t, err)
+		requireEqual(t, info.State.Msgs, uint64(n))
+	}
+}
