@@ -1,10 +1,14 @@
 // Package leaftest gives leaf tests their hubs: a real nats-server hub
-// started from the pinned binary (Hub), and a scripted fake hub for the
-// cases a real one cannot show (FakeHub).
+// started from the pinned binary (Hub), a 3-node JetStream cluster of them
+// whose nodes can be killed and restarted (Cluster), a scripted fake hub
+// for the cases a real one cannot show (FakeHub), and a TCP fault proxy to
+// put between a gateway and a hub (Proxy: cut, blackhole, restore).
 //
-// Both bind 127.0.0.1 on free ports, stop in t.Cleanup, and wait on
-// events (the server's "Server is ready" log line, protocol lines), never
-// on sleeps.
+// All bind 127.0.0.1 on free ports, stop in t.Cleanup, and wait on
+// events (the server's "Server is ready" and metadata-leader log lines,
+// protocol lines), never on sleeps. A hub behind a Proxy should set
+// leafnodes no_advertise (HubOptions.Leaf), or the hub tells the link its
+// own leafnode URLs and the link fails over around the proxy.
 package leaftest
 
 import (
@@ -44,6 +48,9 @@ type Hub struct {
 	t    testing.TB
 	bin  string
 	conf string
+
+	// Name is the hub's server_name.
+	Name string
 
 	// ClientPort and LeafPort are the hub's ports; they stay the same
 	// across Restart.
@@ -98,10 +105,10 @@ func Binary(t testing.TB) string {
 // in t.Cleanup.
 func StartHub(t testing.TB, opts HubOptions) *Hub {
 	t.Helper()
-	h := &Hub{t: t, bin: Binary(t)}
 	if opts.Name == "" {
 		opts.Name = "hub"
 	}
+	h := &Hub{t: t, bin: Binary(t), Name: opts.Name}
 	h.conf = filepath.Join(t.TempDir(), "hub.conf")
 	h.writeConfig(opts, -1)
 	t.Cleanup(h.Kill)
@@ -212,11 +219,16 @@ type logBuffer struct {
 	mu                   sync.Mutex
 	lines                []string
 	leafPort, clientPort int
+	changed              chan struct{} // closed and replaced by add
 }
 
 func (b *logBuffer) add(line string) {
 	b.mu.Lock()
 	b.lines = append(b.lines, line)
+	if b.changed != nil {
+		close(b.changed)
+		b.changed = nil
+	}
 	b.mu.Unlock()
 }
 

@@ -13,21 +13,29 @@
 //	err = ob.Close() // then close the stream
 //
 // The package knows neither the broker nor the leaf link: the caller
-// supplies the stream (store/filestore with SyncInterval 0, so Capture
-// returns only after the message is durable) and a Hub, the path toward
-// the hub. cmd/internal/app wires both.
+// supplies the stream and a Hub, the path toward the hub.
+// cmd/internal/app wires both.
 //
 // # Accepted means durable
 //
 // Capture stores the message synchronously. Called from an in-process
-// subscription handler, it runs on the publisher's read goroutine, so the
-// broker answers the publisher's next PING only after the message is on
-// disk: from then on it survives kill -9.
+// subscription handler, it runs on the publisher's read goroutine, before
+// the broker reads the publisher's next PING. With a stream that syncs in
+// Store (filestore SyncInterval 0) the message is on disk when Capture
+// returns. With Config.Syncer (a filestore opened with a SyncInterval,
+// what cmd/internal/app uses) Store only writes, and Sync, which the
+// broker runs before answering a PING, fsyncs every capture since the last
+// one at once: a burst of captures shares one fsync, and the publisher's
+// PONG still means its messages survive kill -9 and power loss.
 //
 // # Forwarding
 //
 // One goroutine forwards. It waits for Hub.WaitReady, then reads the
-// stream from its first message in sequence order and publishes each
+// stream from its first message in sequence order, up to the last durable
+// message (a message still awaiting its fsync could be lost by a power
+// cut, and its sequence, so its Nats-Msg-Id, reused; with a Syncer the
+// forwarder runs Sync itself when it reaches such messages), and
+// publishes each
 // message toward the hub as a JetStream publish request: the subject
 // prefixed with HubPrefix, the header extended with
 //
@@ -56,8 +64,14 @@
 // reason "limits" (computed from the counts: stored since open, plus what
 // was there at open, minus acknowledged, minus backlog, minus expired);
 // messages expired by Config.MaxAge count as "max_age"; messages rejected
-// under DiscardNew count as "rejected"; other store errors as
-// "store_error". Nothing is dropped silently.
+// under DiscardNew count as "rejected"; messages the store cannot take
+// because the disk is full (store.ErrStoreFull, ENOSPC) as "store_full";
+// other store errors as "store_error". Nothing is dropped silently. On a
+// full disk the backlog stays and is forwarded, but a message is removed
+// only when its removal can be written, so the forwarder retries until
+// space returns; the hub's duplicate window absorbs the copies. Bound the
+// outbox with MaxBytes below the free space so that the oldest messages
+// are dropped by policy before the disk fills.
 //
 // # Time without a real-time clock
 //

@@ -26,9 +26,11 @@ func TestWatchdogRearmsStuckRound(t *testing.T) {
 		ob := newOutbox(t, s, hub, Config{AckTimeout: 50 * time.Millisecond, WatchdogAfter: 200 * time.Millisecond})
 		requireNoError(t, ob.Start(context.Background()))
 		synctest.Wait() // the round found nothing to send and waits
-		if _, _, err := s.Store("telemetry.x", nil, []byte("lost wakeup"), 0); err != nil {
+		seq, _, err := s.Store("telemetry.x", nil, []byte("lost wakeup"), 0)
+		if err != nil {
 			t.Fatal(err)
 		}
+		ob.durable.Store(seq) // what Capture does, without its wakeup
 		synctest.Wait()
 		hub.requireNone(t)
 		start := time.Now()

@@ -44,6 +44,7 @@ const (
 	DropLimits     = "limits"      // evicted by the stream's limits (discard old)
 	DropRejected   = "rejected"    // refused by a full stream under discard new
 	DropStoreError = "store_error" // the store failed
+	DropStoreFull  = "store_full"  // the disk (or the store's capacity) was full
 )
 
 // Errors the forwarder records in Status.LastError.
@@ -119,6 +120,12 @@ type Config struct {
 	// publish and no ack before the watchdog restarts the round
 	// (3×AckTimeout when 0).
 	WatchdogAfter time.Duration
+	// Syncer, when set, is the stream's fsync (a *filestore.Stream opened
+	// with a SyncInterval, whose Store does not wait for the disk):
+	// captures become durable, and forwardable, at the next Sync, which
+	// the broker runs before answering a publisher's PING. Nil means the
+	// stream syncs in Store (SyncInterval 0).
+	Syncer interface{ Sync() error }
 	// StateFile persists the last hub sequence acknowledged per hub
 	// stream, to detect a recreated stream across restarts; "" keeps it
 	// in memory only.
@@ -148,7 +155,8 @@ type Status struct {
 	// the messages removed after their PubAck.
 	Forwarded, Acked uint64
 	// Dropped counts lost messages by reason (DropLimits, DropAge,
-	// DropRejected, DropStoreError); a reason is listed only when non-zero.
+	// DropRejected, DropStoreError, DropStoreFull); a reason is listed
+	// only when non-zero.
 	Dropped map[string]uint64
 	// Retries counts failed rounds; WrongStream PubAcks from an
 	// unexpected stream.
@@ -205,9 +213,20 @@ type Outbox struct {
 
 	captured, stored, forwarded, acked atomic.Uint64
 	rejected, storeErrors, aged        atomic.Uint64
+	storeFull                          atomic.Uint64
 	retries, wrongStream               atomic.Uint64
 	inFlight                           atomic.Int64
 	rounds                             uint64 // the forwarder's current round; only it uses it
+
+	// durable is the highest sequence known to be on disk with every
+	// earlier one: whose Store returned, with a stream that syncs in
+	// Store, or that a Sync covered, with Config.Syncer. The forwarder
+	// sends nothing beyond it, so a message a power cut can still lose
+	// (and whose sequence, so Nats-Msg-Id, the next message would reuse)
+	// never reaches the hub. written is the highest sequence whose Store
+	// returned; syncMu serializes Syncs.
+	durable, written atomic.Uint64
+	syncMu           sync.Mutex
 
 	sched *Scheduler
 	slot  *slot
@@ -304,6 +323,8 @@ func New(stream store.Stream, hub Hub, cfg Config) (*Outbox, error) {
 		return nil, err
 	}
 	o.slot = sl
+	o.durable.Store(stream.State().LastSeq) // recovered: on disk
+	o.written.Store(o.durable.Load())
 	return o, nil
 }
 
@@ -325,17 +346,57 @@ func (o *Outbox) Capture(subject string, hdr, data []byte) error {
 	if o.cfg.Clock != nil {
 		hdr = stampHeader(hdr, o.cfg.Clock.Stamp())
 	}
-	_, _, err := o.stream.Store(subject, hdr, data, 0)
+	seq, _, err := o.stream.Store(subject, hdr, data, 0)
 	if err != nil {
-		if errors.Is(err, store.ErrMaxMsgs) || errors.Is(err, store.ErrMaxBytes) || errors.Is(err, store.ErrStoreFull) {
+		switch {
+		case errors.Is(err, store.ErrStoreFull):
+			o.storeFull.Add(1)
+		case errors.Is(err, store.ErrMaxMsgs) || errors.Is(err, store.ErrMaxBytes):
 			o.rejected.Add(1)
-		} else {
+		default:
 			o.storeErrors.Add(1)
 		}
 		o.setError(fmt.Errorf("outbox: capture %s: %w", subject, err))
 		return err
 	}
 	o.stored.Add(1)
+	if o.cfg.Syncer != nil {
+		raise(&o.written, seq) // durable after the next Sync
+	} else {
+		raise(&o.durable, seq)
+	}
+	signal(o.newMsg)
+	return nil
+}
+
+// raise sets v to seq unless it is already higher.
+func raise(v *atomic.Uint64, seq uint64) {
+	for cur := v.Load(); seq > cur && !v.CompareAndSwap(cur, seq); cur = v.Load() {
+	}
+}
+
+// Sync makes every message captured so far durable, with Config.Syncer,
+// and lets the forwarder send them; it costs nothing when nothing was
+// captured since the last Sync. The broker calls it before answering a
+// publisher's PING; the forwarder calls it when it has caught up with the
+// durable messages. Without a Syncer, Capture is durable already and Sync
+// does nothing.
+func (o *Outbox) Sync() error {
+	if o.cfg.Syncer == nil || o.written.Load() <= o.durable.Load() {
+		return nil
+	}
+	o.syncMu.Lock()
+	defer o.syncMu.Unlock()
+	upto := o.written.Load() // every Store up to it returned
+	if upto <= o.durable.Load() {
+		return nil // a concurrent Sync covered it
+	}
+	if err := o.cfg.Syncer.Sync(); err != nil {
+		err = fmt.Errorf("outbox: sync: %w", err)
+		o.setError(err)
+		return err
+	}
+	raise(&o.durable, upto)
 	signal(o.newMsg)
 	return nil
 }
@@ -450,6 +511,9 @@ func (o *Outbox) Status() Status {
 	}
 	if n := o.storeErrors.Load(); n > 0 {
 		s.Dropped[DropStoreError] = n
+	}
+	if n := o.storeFull.Load(); n > 0 {
+		s.Dropped[DropStoreFull] = n
 	}
 	o.mu.Lock()
 	s.State, s.LastError, s.LastErrorAt = o.state, o.lastErr, o.lastErrAt
@@ -579,6 +643,14 @@ func (o *Outbox) round(ctx context.Context) (progress bool, err error) {
 			}
 			if err != nil {
 				return progress, fmt.Errorf("outbox: load: %w", err)
+			}
+			if m.Seq > o.durable.Load() {
+				if m.Seq > o.written.Load() {
+					break // its Capture has not returned: Capture signals newMsg
+				}
+				if err := o.Sync(); err != nil {
+					return progress, err
+				}
 			}
 			hdr := o.header(m.Header, m.Seq)
 			subj := o.HubSubject(m.Subject)

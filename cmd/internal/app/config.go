@@ -352,6 +352,13 @@ type RemoteConfig struct {
 // each removed only after the hub's PubAck. Toward the hub the captured
 // subjects travel only through the uplink: they are added to every
 // leafnode remote's deny_exports.
+//
+// The outbox always syncs: captured messages are fsynced (one fsync for
+// all captures since the last) before the broker answers a publisher's
+// next PING, so a message whose publisher's flush returned survives kill
+// -9 and power loss; jetstream.sync_interval does not apply to it. Without
+// a PING they are synced within a second, or sooner when the forwarder
+// wants to send them: only messages on disk are forwarded.
 type UplinkConfig struct {
 	// Name identifies the uplink (its outbox directory and Nats-Msg-Id).
 	Name string `yaml:"name,omitempty"`

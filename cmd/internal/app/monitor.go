@@ -221,7 +221,7 @@ func writeUplinkMetrics(mw *monitor.MetricWriter, sts []UplinkStatus) {
 		func(st UplinkStatus) float64 { return float64(st.Acked) })
 	mw.Family("leafbox_uplink_dropped_total", monitor.Counter, "Messages lost, by reason.")
 	for _, st := range sts {
-		for _, reason := range []string{outbox.DropLimits, outbox.DropAge, outbox.DropRejected, outbox.DropStoreError} {
+		for _, reason := range []string{outbox.DropLimits, outbox.DropAge, outbox.DropRejected, outbox.DropStoreError, outbox.DropStoreFull} {
 			mw.Sample("leafbox_uplink_dropped_total", float64(st.Dropped[reason]), "uplink", st.Name, "reason", reason)
 		}
 	}

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/leafbox/leafbox/core/clock"
@@ -132,8 +131,6 @@ type forwarder struct {
 	stream *filestore.Stream
 	ob     *outbox.Outbox
 	sched  *outbox.Scheduler // shared by all forwarders
-	// dirty is set by a capture and cleared by the sync that covers it.
-	dirty atomic.Bool
 }
 
 // outboxSyncInterval bounds how long a capture may wait for its fsync
@@ -141,16 +138,13 @@ type forwarder struct {
 const outboxSyncInterval = time.Second
 
 // syncCaptures makes every capture so far durable: it fsyncs each outbox
-// written since its last sync. The server runs it before answering a
-// PING, so a publisher's PONG means its captured messages are on disk,
-// and a burst of captures shares one fsync instead of one each.
+// written since its last sync (outbox.Outbox.Sync). The server runs it
+// before answering a PING, so a publisher's PONG means its captured
+// messages are on disk, and a burst of captures shares one fsync instead
+// of one each.
 func syncCaptures(fs []*forwarder, log *slog.Logger) {
 	for _, f := range fs {
-		if !f.dirty.Swap(false) {
-			continue
-		}
-		if err := f.stream.Sync(); err != nil && !errors.Is(err, store.ErrClosed) {
-			f.dirty.Store(true)
+		if err := f.ob.Sync(); err != nil && !errors.Is(err, store.ErrClosed) {
 			log.Error("uplink outbox sync failed", "subsystem", "uplink", "uplink", f.name, "err", err)
 		}
 	}
@@ -227,6 +221,7 @@ func startForwarder(cfg *Config, u *UplinkConfig, srv *server.Server, account st
 			Logger:     flog,
 			Clock:      clk,
 			MaxAge:     time.Duration(u.MaxAge),
+			Syncer:     stream, // Store does not sync: see syncCaptures
 		}
 		scheduleConfig(cfg, u, sched, &oc)
 		f.ob, err = outbox.New(stream, hub, oc)
@@ -243,9 +238,7 @@ func startForwarder(cfg *Config, u *UplinkConfig, srv *server.Server, account st
 		// Runs on the publisher's read goroutine, before its next PING
 		// is answered (syncCaptures).
 		_, err = conn.Subscribe(s, "", func(m server.Msg) {
-			if f.ob.Capture(string(m.Subject), m.Header, m.Data) == nil {
-				f.dirty.Store(true)
-			}
+			_ = f.ob.Capture(string(m.Subject), m.Header, m.Data)
 		})
 	}
 	if err == nil {
