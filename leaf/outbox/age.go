@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/leafbox/leafbox/core/clock"
+	"github.com/leafbox/leafbox/leaf/clock"
 	"github.com/leafbox/leafbox/store"
 )
 

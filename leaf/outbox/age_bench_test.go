@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leafbox/leafbox/core/clock"
+	"github.com/leafbox/leafbox/leaf/clock"
 	"github.com/leafbox/leafbox/store"
 	"github.com/leafbox/leafbox/store/memstore"
 )

@@ -6,7 +6,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/leafbox/leafbox/core/clock"
+	"github.com/leafbox/leafbox/leaf/clock"
 	"github.com/leafbox/leafbox/store"
 )
 

@@ -78,7 +78,7 @@
 // A gateway without a battery-backed clock boots at 1970. Aging its
 // backlog by the wall clock (a stream MaxAge) would wipe it the moment
 // NTP sets the clock to today. So the stream gets no MaxAge; the outbox
-// ages messages itself, with Config.Clock (core/clock). Capture stamps
+// ages messages itself, with Config.Clock (leaf/clock). Capture stamps
 // every message with headers, which travel to the hub with the original
 // subject and payload: while the clock is not trusted
 //

@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/leafbox/leafbox/core/clock"
+	"github.com/leafbox/leafbox/leaf/clock"
 	"github.com/leafbox/leafbox/core/monitor"
 	"github.com/leafbox/leafbox/core/server"
 )

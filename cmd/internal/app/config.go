@@ -379,7 +379,7 @@ type UplinkConfig struct {
 	// <stream> whenever it connects, to trust its clock without NTP.
 	HubDomain string `yaml:"hub_domain,omitempty"`
 	// MaxBytes, MaxMsgs and MaxAge bound the outbox; 0 is unlimited.
-	// MaxAge is measured on the monotonic clock (core/clock), so a clock
+	// MaxAge is measured on the monotonic clock (leaf/clock), so a clock
 	// set from 1970 to today expires nothing.
 	MaxBytes Size     `yaml:"max_bytes,omitempty"`
 	MaxMsgs  int64    `yaml:"max_msgs,omitempty"`

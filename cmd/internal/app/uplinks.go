@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/leafbox/leafbox/core/clock"
+	"github.com/leafbox/leafbox/leaf/clock"
 	"github.com/leafbox/leafbox/core/server"
 	"github.com/leafbox/leafbox/core/subject"
 	"github.com/leafbox/leafbox/leaf"
