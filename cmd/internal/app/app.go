@@ -12,10 +12,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/leafbox/leafbox/leaf/clock"
 	"github.com/leafbox/leafbox/core/monitor"
 	"github.com/leafbox/leafbox/core/server"
 	"github.com/leafbox/leafbox/leaf"
+	"github.com/leafbox/leafbox/leaf/clock"
 	"github.com/leafbox/leafbox/store/jetstream"
 )
 

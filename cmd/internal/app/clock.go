@@ -10,9 +10,9 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/leafbox/leafbox/leaf/clock"
 	"github.com/leafbox/leafbox/core/monitor"
 	"github.com/leafbox/leafbox/core/server"
+	"github.com/leafbox/leafbox/leaf/clock"
 )
 
 // clockStateFile is the name of the clock's state file in the state

@@ -12,8 +12,8 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/leafbox/leafbox/leaf/clock"
 	"github.com/leafbox/leafbox/core/monitor"
+	"github.com/leafbox/leafbox/leaf/clock"
 	"github.com/leafbox/leafbox/leaf/leaftest"
 	"github.com/leafbox/leafbox/leaf/outbox"
 )

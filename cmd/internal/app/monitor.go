@@ -5,10 +5,10 @@ import (
 	"net"
 	"strconv"
 
-	"github.com/leafbox/leafbox/leaf/clock"
 	"github.com/leafbox/leafbox/core/monitor"
 	"github.com/leafbox/leafbox/core/server"
 	"github.com/leafbox/leafbox/leaf"
+	"github.com/leafbox/leafbox/leaf/clock"
 	"github.com/leafbox/leafbox/leaf/outbox"
 	"github.com/leafbox/leafbox/store/jetstream"
 )

@@ -9,10 +9,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/leafbox/leafbox/leaf/clock"
 	"github.com/leafbox/leafbox/core/server"
 	"github.com/leafbox/leafbox/core/subject"
 	"github.com/leafbox/leafbox/leaf"
+	"github.com/leafbox/leafbox/leaf/clock"
 	"github.com/leafbox/leafbox/leaf/outbox"
 	"github.com/leafbox/leafbox/store"
 	"github.com/leafbox/leafbox/store/filestore"
