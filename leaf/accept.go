@@ -114,8 +114,10 @@ func (c *AcceptConfig) validate() error {
 // adapts *server.Server to it.
 type AcceptLocal interface {
 	// Connect returns a new no-echo in-process connection bound to
-	// account, one per accepted leaf, closed when the leaf goes.
-	Connect(account string) (LocalConn, error)
+	// account, one per accepted leaf, closed when the leaf goes. Every
+	// local message that its subscriptions take reaches deliver once, on
+	// the publisher's goroutine; deliver must not block.
+	Connect(account string, deliver func(Delivery)) (AcceptConn, error)
 
 	// WatchInterest is Local.WatchInterest with the origin of each change:
 	// From is the LocalConn (returned by Connect) whose subscription
@@ -127,7 +129,35 @@ type AcceptLocal interface {
 // AcceptInterest is one local subscription change with its origin.
 type AcceptInterest struct {
 	Interest
-	From LocalConn
+	From AcceptConn
+}
+
+// AcceptConn is an attached leaf's in-process connection, safe for
+// concurrent use. Its subscriptions stand for the leaf's interest: a
+// queue subscription is a member of the local queue group like any other
+// (so a solicited link announces it to its hub as queue interest), except
+// that the broker prefers local members over it, as nats-server prefers
+// local queue subscribers over a leafnode.
+type AcceptConn interface {
+	// Subscribe adds one subscription on subject (wildcards allowed), a
+	// member of queue group queue when queue is not "". Messages it takes
+	// reach the deliver function given to Connect.
+	Subscribe(subject, queue string) (Subscription, error)
+
+	QueueFilterPublisher
+
+	// Close removes every subscription of the connection.
+	Close()
+}
+
+// Delivery is one local message for an attached leaf: the message, whether
+// a plain subscription took it, and the queue groups in which one of the
+// leaf's members was chosen. Msg's slices and Queues are borrowed: valid
+// only while the deliver function runs.
+type Delivery struct {
+	Msg
+	Plain  bool
+	Queues []string
 }
 
 // Listener accepts leafnode connections: the hub side of the protocol that
@@ -149,18 +179,23 @@ type AcceptInterest struct {
 // with queue weights as on a Link. The interest of the account's other
 // attached leafs is relayed as they announced it (queue groups and
 // weights included), and that of solicited links' hubs as plain
-// interest, so messages flow between leafs through this server. The leaf's LS+ subscribe locally (plain
-// subscriptions through a no-echo connection, one per subject); a literal
-// LS+ in the deny set, or an LMSG there, ends the connection with -ERR
-// 'Permissions Violation ...'. An LS+ carrying our own loop-detection
-// subject ends it with -ERR 'Loop detected ...'.
+// interest, so messages flow between leafs through this server. The
+// leaf's LS+ subscribe locally through its AcceptConn: plain interest as
+// one subscription, a queue group of weight w as min(w, 128) members of
+// that local queue group, so a solicited link of this server announces
+// the group, with that weight, to its hub. A literal LS+ in the deny set,
+// or an LMSG there, ends the connection with -ERR 'Permissions Violation
+// ...'. An LS+ carrying our own loop-detection subject ends it with -ERR
+// 'Loop detected ...'.
 //
-// Messages: a local message matching the leaf's interest is sent once per
-// leaf, naming the leaf's queue groups that have no local member; when
-// several leafs of an account have members of one group and no local
-// member exists, the one registered first serves it. LMSG/HMSG from the
+// Messages: the broker chooses where a local message goes; the leaf gets
+// it once (one LMSG), naming the queue groups in which the leaf's member
+// was chosen. Local queue members are preferred over a leaf's; among
+// leafs, members are picked at random. A JetStream delivery carries the
+// stored subject after '@' in the reply, as on a Link. LMSG/HMSG from the
 // leaf are published locally with nats-server's queue rule (only the
-// named groups receive them).
+// named groups receive them); an '@' in a JetStream ack reply is stripped
+// and shows the stored subject to the local subscriber.
 //
 // Goroutines and locks: an accept goroutine, and per connection a reader
 // and a writer. Lock order: broker locks (interest watch) → peer.mu;
@@ -380,26 +415,6 @@ func (l *Listener) forget(p *peer) {
 func (l *Listener) notifyLocked() {
 	close(l.changed)
 	l.changed = make(chan struct{})
-}
-
-// queueOwner reports whether p is the leaf that serves queue group queue
-// for a local message on subj when several registered leafs of its
-// account have members: the one registered first. So a message reaches
-// one member of the group, never one per leaf.
-func (l *Listener) queueOwner(p *peer, subj []byte, queue string) bool {
-	for _, o := range *l.registered.Load() {
-		if o.account != p.account || o.gone.Load() {
-			continue
-		}
-		if o == p {
-			return true
-		}
-		res := o.remote.sl.MatchBytes(subj)
-		if hasQueue(res.Queues, queue) {
-			return false
-		}
-	}
-	return true
 }
 
 // AcceptedStatus is a snapshot of one registered leaf, for /leafz.

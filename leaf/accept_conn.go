@@ -20,7 +20,6 @@ import (
 	"github.com/leafbox/leafbox/core/auth"
 	"github.com/leafbox/leafbox/core/proto"
 	"github.com/leafbox/leafbox/core/subject"
-	"github.com/leafbox/leafbox/core/sublist"
 )
 
 // Texts of the -ERR lines an accepting side sends, as nats-server words
@@ -58,7 +57,7 @@ type peer struct {
 	rest    []byte
 	nonce   string
 	started time.Time
-	subs    map[string]Subscription // local subscriptions per leaf subject
+	subs    map[interestKey][]Subscription // local subscriptions per leaf interest: one, or one per queue member
 
 	// Set by the handshake, read-only afterwards.
 	name          string // the leaf's server name (CONNECT name)
@@ -68,11 +67,10 @@ type peer struct {
 	headers       bool
 	compression   string
 	comp          *compressor // writer-owned after the handshake
-	local         LocalConn
+	local         AcceptConn
 	perms         *perms
 	lds           string       // our loop-detection subject for account
 	remote        *hubInterest // the leaf's interest; maps reader-owned
-	localQueues   *sublist.Sublist[struct{}]
 	cancelWatch   func()
 
 	inMsgs, inBytes   atomic.Int64
@@ -102,21 +100,20 @@ type peer struct {
 
 func newPeer(l *Listener, id uint64, conn net.Conn) *peer {
 	return &peer{
-		l:           l,
-		id:          id,
-		raw:         conn,
-		conn:        conn,
-		rd:          conn,
-		parser:      proto.NewParser(proto.LeafOps, proto.Limits{MaxControlLine: proto.LeafControlLineFactor * proto.DefaultMaxControlLine, MaxPayload: -1}),
-		buf:         make([]byte, readBufferSize),
-		started:     time.Now(),
-		subs:        make(map[string]Subscription),
-		remote:      newHubInterest(),
-		localQueues: sublist.New[struct{}](),
-		interest:    newLocalInterest(),
-		wake:        make(chan struct{}, 1),
-		done:        make(chan struct{}),
-		writerDone:  make(chan struct{}),
+		l:          l,
+		id:         id,
+		raw:        conn,
+		conn:       conn,
+		rd:         conn,
+		parser:     proto.NewParser(proto.LeafOps, proto.Limits{MaxControlLine: proto.LeafControlLineFactor * proto.DefaultMaxControlLine, MaxPayload: -1}),
+		buf:        make([]byte, readBufferSize),
+		started:    time.Now(),
+		subs:       make(map[interestKey][]Subscription),
+		remote:     newHubInterest(),
+		interest:   newLocalInterest(),
+		wake:       make(chan struct{}, 1),
+		done:       make(chan struct{}),
+		writerDone: make(chan struct{}),
 	}
 }
 
@@ -125,7 +122,7 @@ func (p *peer) run() {
 	defer p.l.forget(p)
 	err := p.handshake()
 	if err == nil {
-		p.local, err = p.l.local.Connect(p.account)
+		p.local, err = p.l.local.Connect(p.account, p.forward)
 		if err != nil {
 			p.writeNow(proto.AppendErr(nil, errTextAuthorization))
 		}
@@ -148,8 +145,10 @@ func (p *peer) run() {
 	p.l.leaveRelay(p)
 	<-p.writerDone
 	p.cancelWatch()
-	for _, sub := range p.subs {
-		sub.Unsubscribe()
+	for _, subs := range p.subs {
+		for _, sub := range subs {
+			sub.Unsubscribe()
+		}
 	}
 	p.local.Close()
 	err = p.reason(readErr)
@@ -334,6 +333,12 @@ func (p *peer) connect(arg []byte) error {
 			pr.pubDeny = append(pr.pubDeny, s)
 		}
 	}
+	if cfg := &p.l.cfg; cfg.JetStream && cfg.Domain != "" {
+		// Requests for our own domain are served here and never go to a
+		// leaf (nats-server's blockMappingOutgoing: we share no system
+		// account with a leaf, so it applies whatever the leaf's domain).
+		pr.pubDeny = append(pr.pubDeny, "$JS."+cfg.Domain+".API.>")
+	}
 	p.perms = pr
 	p.lds = loopSubject(p.l.cfg.ServerID, account)
 	return nil
@@ -398,19 +403,7 @@ func (p *peer) applyLocked(ev AcceptInterest) {
 	if ev.From != nil {
 		return
 	}
-	key := interestKey{ev.Subject, ev.Queue}
-	delta := int32(1)
-	if !ev.Added {
-		delta = -1
-	}
-	if ev.Queue != "" {
-		if ev.Added {
-			_ = p.localQueues.Insert(ev.Subject, ev.Queue, struct{}{})
-		} else {
-			_ = p.localQueues.Remove(ev.Subject, ev.Queue, struct{}{})
-		}
-	}
-	count, notify := p.interest.change(key, delta)
+	key, count, notify := p.interest.apply(ev.Interest, nil)
 	if notify && p.announce && !p.ended && p.perms.canSubscribe(key.subject) {
 		p.out = appendInterest(p.out, key, count)
 	}
@@ -490,36 +483,57 @@ func (p *peer) leafSubscribe(op *proto.Op) error {
 	if queue != "" {
 		weight = max(op.Weight, 1)
 	}
-	first, err := p.remote.add(subj, queue, weight)
-	if err != nil {
+	if _, err := p.remote.add(subj, queue, weight); err != nil {
 		p.l.log.Warn("leaf: ignoring invalid leaf interest", "subject", subj, "queue", queue)
 		return nil
 	}
-	p.l.relayInterest(p, interestKey{subj, queue}, weight)
-	if first {
-		sub, err := p.local.Subscribe(subj, func(m Msg) { p.forward(subj, m) })
-		if err != nil {
-			p.l.log.Warn("leaf: cannot subscribe locally for leaf interest", "subject", subj, "error", err)
-		} else {
-			p.subs[subj] = sub
-		}
-	}
+	key := interestKey{subj, queue}
+	p.l.relayInterest(p, key, weight)
+	p.subscribeLocally(key, weight)
 	p.setSubjects()
 	return nil
 }
 
+// maxQueueMembers caps the local members that stand for one queue group of
+// a leaf. The local broker has no weights: a leaf's queue interest of
+// weight w becomes min(w, maxQueueMembers) members, so a solicited link
+// announces that weight to its hub.
+const maxQueueMembers = 128
+
+// subscribeLocally makes the leaf's local subscriptions for key match
+// weight: one plain subscription, or one queue member per unit of weight
+// (capped); weight 0 removes them.
+func (p *peer) subscribeLocally(key interestKey, weight int32) {
+	want := int(min(weight, maxQueueMembers))
+	if key.queue == "" {
+		want = min(want, 1)
+	}
+	subs := p.subs[key]
+	for len(subs) < want {
+		sub, err := p.local.Subscribe(key.subject, key.queue)
+		if err != nil {
+			p.l.log.Warn("leaf: cannot subscribe locally for leaf interest", "subject", key.subject, "queue", key.queue, "error", err)
+			break
+		}
+		subs = append(subs, sub)
+	}
+	for len(subs) > want {
+		subs[len(subs)-1].Unsubscribe()
+		subs = subs[:len(subs)-1]
+	}
+	if len(subs) == 0 {
+		delete(p.subs, key)
+	} else {
+		p.subs[key] = subs
+	}
+}
+
 // leafUnsubscribe handles LS-.
 func (p *peer) leafUnsubscribe(op *proto.Op) {
-	subj := string(op.Subject)
-	p.l.relayInterest(p, interestKey{subj, string(op.Queue)}, 0)
-	if !p.remote.remove(subj, string(op.Queue)) {
-		p.setSubjects()
-		return
-	}
-	if sub, ok := p.subs[subj]; ok {
-		delete(p.subs, subj)
-		sub.Unsubscribe()
-	}
+	key := interestKey{string(op.Subject), string(op.Queue)}
+	p.l.relayInterest(p, key, 0)
+	p.remote.remove(key.subject, key.queue)
+	p.subscribeLocally(key, 0)
 	p.setSubjects()
 }
 
@@ -554,58 +568,52 @@ func (p *peer) deliver(op *proto.Op) error {
 	if i := jsAckDeliverIndex(reply); i >= 0 && i < len(reply)-1 {
 		shown, reply = reply[i+1:], reply[:i]
 	}
-	if qp, ok := p.local.(QueueFilterPublisher); ok {
-		qp.PublishQueues(subj, shown, reply, op.Queues, hdr, data)
-		return nil
-	}
-	p.local.Publish(subj, shown, reply, hdr, data)
+	p.local.PublishQueues(subj, shown, reply, op.Queues, hdr, data)
 	return nil
 }
 
-// forward sends a local message to the leaf: the handler of the local
-// subscription made for the leaf's interest in pattern, on the publisher's
-// goroutine. As on a session, only the smallest matching pattern sends, so
-// the leaf gets one LMSG per message, naming the leaf's queue groups that
-// have no local member (local members are preferred) and that no earlier
-// registered leaf of the account serves.
-func (p *peer) forward(pattern string, m Msg) {
-	var inline [maxInlineQueues]string
-	r := p.remote.match(m.Subject, inline[:0])
-	if r.canonical != pattern {
-		return
+// forward sends a local message to the leaf, once, as the broker chose it
+// for the leaf's subscriptions: on the publisher's goroutine, naming the
+// leaf's queue groups in which the broker chose the leaf's member. The
+// LMSG goes to the subject the broker routed by: for a JetStream delivery
+// (to a deliver subject or pull inbox) the stored message's subject rides
+// after '@' in the ack reply, as nats-server encodes it, and the leaf
+// shows it to its subscriber.
+func (p *peer) forward(d Delivery) {
+	route := d.Route
+	if len(route) == 0 {
+		route = d.Subject
 	}
-	if !p.perms.canPublish(unsafe.String(unsafe.SliceData(m.Subject), len(m.Subject))) {
+	if !p.perms.canPublish(unsafe.String(unsafe.SliceData(route), len(route))) {
 		return
 	}
 	var queueBuf [maxInlineQueues][]byte
 	queues := queueBuf[:0]
-	if len(r.queues) > 0 {
-		local := p.localQueues.MatchBytes(m.Subject)
-		for _, name := range r.queues {
-			if !hasQueue(local.Queues, name) && p.l.queueOwner(p, m.Subject, name) {
-				queues = append(queues, []byte(name))
-			}
-		}
+	for _, name := range d.Queues {
+		// A read-only view: AppendLeafMsg only copies it.
+		queues = append(queues, unsafe.Slice(unsafe.StringData(name), len(name)))
 	}
-	if !r.plain && len(queues) == 0 {
+	if !d.Plain && len(queues) == 0 {
 		return
 	}
-	hdr := m.Header
+	var replyBuf [256]byte
+	reply := jsDeliveryReply(replyBuf[:0], route, d.Subject, d.Reply)
+	hdr := d.Header
 	hdrLen := -1
 	if len(hdr) > 0 && p.headers {
 		hdrLen = len(hdr)
 	} else {
 		hdr = nil
 	}
-	size := len(hdr) + len(m.Data)
+	size := len(hdr) + len(d.Data)
 	p.mu.Lock()
 	if p.ended {
 		p.mu.Unlock()
 		return
 	}
-	p.out = proto.AppendLeafMsg(p.out, m.Subject, m.Reply, queues, hdrLen, size)
+	p.out = proto.AppendLeafMsg(p.out, route, reply, queues, hdrLen, size)
 	p.out = append(p.out, hdr...)
-	p.out = append(p.out, m.Data...)
+	p.out = append(p.out, d.Data...)
 	p.out = append(p.out, '\r', '\n')
 	ok := len(p.out)+p.inFlight <= p.l.cfg.MaxPending
 	if !ok {

@@ -19,18 +19,30 @@ import (
 // hubLocal adapts *server.Server to leaf.AcceptLocal, as cmd/internal/app
 // does: it reports which attached leaf made a subscription.
 type hubLocal struct {
-	*serverLocal
+	srv    *server.Server
 	byConn sync.Map // *server.Conn → *hubConn
 }
 
-type hubConn struct{ *localConn }
+type hubConn struct{ c *server.Conn }
 
-func (h *hubLocal) Connect(account string) (leaf.LocalConn, error) {
-	lc, _ := h.serverLocal.Connect(account)
-	c := &hubConn{lc.(*localConn)}
+func (h *hubLocal) Connect(account string, deliver func(leaf.Delivery)) (leaf.AcceptConn, error) {
+	c := &hubConn{h.srv.InProcessCombined(account, func(m server.Msg, plain bool, queues []string) {
+		deliver(leaf.Delivery{Msg: leaf.Msg(m), Plain: plain, Queues: queues})
+	})}
+	c.c.SetNoEcho()
 	h.byConn.Store(c.c, c)
 	return c, nil
 }
+
+func (c *hubConn) Subscribe(subj, queue string) (leaf.Subscription, error) {
+	return c.c.Subscribe(subj, queue, nil)
+}
+
+func (c *hubConn) PublishQueues(route, shown, reply []byte, queues [][]byte, hdr, data []byte) {
+	c.c.PublishQueues(string(route), string(shown), string(reply), queues, hdr, data)
+}
+
+func (c *hubConn) Close() { c.c.Close() }
 
 func (h *hubLocal) WatchInterest(account string, fn func(leaf.AcceptInterest)) ([]leaf.AcceptInterest, func()) {
 	conv := func(ev server.InterestEvent) leaf.AcceptInterest {
@@ -53,7 +65,7 @@ func startListener(t *testing.T, cfg leaf.AcceptConfig) (*server.Server, *leaf.L
 	t.Helper()
 	srv := servertest.Start(t, server.Options{})
 	cfg.Addr = "127.0.0.1:0"
-	l, err := leaf.NewListener(cfg, &hubLocal{serverLocal: newServerLocal(srv)}, nil)
+	l, err := leaf.NewListener(cfg, &hubLocal{srv: srv}, nil)
 	mustNoErr(t, err)
 	mustNoErr(t, l.Start())
 	t.Cleanup(func() { _ = l.Close() })

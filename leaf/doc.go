@@ -66,6 +66,20 @@
 // the stream subject after '@' in the ack reply; it is shown to the local
 // subscriber and stripped from the reply.
 //
+// # Accepting leafs
+//
+// Listener is the other side of the protocol: leafs (other leafbox
+// gateways, nats-server leafnode remotes) attach to it. Each leaf gets an
+// AcceptConn, a combined in-process connection: its subscriptions stand
+// for the leaf's LS+ (a queue group of weight w as min(w, 128) local
+// members), and the broker hands it each message once with the queue
+// groups it chose the leaf for, which the LMSG names. So a solicited Link
+// of the same server announces an attached leaf's queue groups to its hub
+// as queue interest with that weight, and a queue group spanning hub,
+// this server and the leaf delivers each message once. JetStream
+// deliveries cross with the '@' reply encoding both ways, and requests
+// for our own domain are never sent to a leaf.
+//
 // # Reconnect
 //
 // After a failure the link waits ReconnectMin·2^n, capped at ReconnectMax,

@@ -53,15 +53,8 @@ func (s *session) forward(pattern string, m Msg) {
 	if !r.plain && len(queues) == 0 {
 		return
 	}
-	reply := m.Reply
 	var replyBuf [256]byte
-	if len(reply) > 0 && !bytes.Equal(route, m.Subject) && jsAckDeliverIndex(reply) < 0 {
-		// A JetStream delivery: the LMSG goes to the deliver subject and
-		// the reply carries the stored message's subject after '@', as
-		// nats-server encodes it (client.go processMsgResults); the hub
-		// shows that subject to its subscriber.
-		reply = append(append(append(replyBuf[:0], reply...), '@'), m.Subject...)
-	}
+	reply := jsDeliveryReply(replyBuf[:0], route, m.Subject, m.Reply)
 	s.send(route, reply, queues, m.Header, m.Data)
 }
 
@@ -131,6 +124,19 @@ func (s *session) deliver(op *proto.Op) {
 		return
 	}
 	s.local.Publish(subj, shown, reply, hdr, data)
+}
+
+// jsDeliveryReply returns the reply to forward a message with that the
+// local broker routed by route and shows as subj. For a JetStream delivery
+// (route is the deliver subject or pull inbox, subj the stored message's
+// subject) it is reply+"@"+subj, built in buf, as nats-server encodes it
+// (client.go processMsgResults): the other side routes by the deliver
+// subject and shows subj to its subscriber. Otherwise it is reply.
+func jsDeliveryReply(buf, route, subj, reply []byte) []byte {
+	if len(reply) == 0 || bytes.Equal(route, subj) || jsAckDeliverIndex(reply) >= 0 {
+		return reply
+	}
+	return append(append(append(buf, reply...), '@'), subj...)
 }
 
 // jsAckDeliverIndex returns the index of the '@' that nats-server appends

@@ -54,6 +54,27 @@ func (t *localInterest) change(key interestKey, delta int32) (count int32, notif
 	return count, (old <= 0) != (count <= 0)
 }
 
+// apply applies one local subscription change: it keeps queues (when not
+// nil) holding the local queue groups with a member, and returns the
+// change's key, the key's new count and whether the other side must be
+// told (see change).
+func (t *localInterest) apply(ev Interest, queues *sublist.Sublist[struct{}]) (key interestKey, count int32, notify bool) {
+	key = interestKey{ev.Subject, ev.Queue}
+	delta := int32(1)
+	if !ev.Added {
+		delta = -1
+	}
+	if ev.Queue != "" && queues != nil {
+		if ev.Added {
+			_ = queues.Insert(ev.Subject, ev.Queue, struct{}{})
+		} else {
+			_ = queues.Remove(ev.Subject, ev.Queue, struct{}{})
+		}
+	}
+	count, notify = t.change(key, delta)
+	return key, count, notify
+}
+
 // len returns the number of keys.
 func (t *localInterest) len() int { return len(t.counts) }
 

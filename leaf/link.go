@@ -287,19 +287,7 @@ func (l *Link) applyLocked(ev Interest) {
 	if ev.Leaf {
 		return
 	}
-	key := interestKey{ev.Subject, ev.Queue}
-	delta := int32(1)
-	if !ev.Added {
-		delta = -1
-	}
-	if ev.Queue != "" {
-		if ev.Added {
-			_ = l.localQueues.Insert(ev.Subject, ev.Queue, struct{}{})
-		} else {
-			_ = l.localQueues.Remove(ev.Subject, ev.Queue, struct{}{})
-		}
-	}
-	count, notify := l.interest.change(key, delta)
+	key, count, notify := l.interest.apply(ev, l.localQueues)
 	if s := l.sess; notify && s != nil && s.perms.Load().canSubscribe(key.subject) {
 		s.mu.Lock()
 		if !s.ended {

@@ -43,6 +43,9 @@ type Conn struct {
 	// noEcho keeps the connection's own publishes from its own
 	// subscriptions (a leaf link must not loop remote messages back).
 	noEcho bool
+	// combined, when set, receives every message for the connection's
+	// subscriptions once (InProcessCombined); set before subscribing.
+	combined CombinedHandler
 
 	mu     sync.Mutex
 	subs   map[*subscription]struct{}
@@ -73,6 +76,9 @@ func (ic *Conn) SetNoEcho() { ic.noEcho = true }
 func (ic *Conn) Subscribe(subj, queue string, h MsgHandler) (*Subscription, error) {
 	if !subject.Valid(subj) || (queue != "" && !subject.ValidQueue(queue)) {
 		return nil, ErrInvalidSubject
+	}
+	if ic.combined != nil {
+		h = combinedSub
 	}
 	sub := &subscription{handler: h, conn: ic, subject: subj, queue: queue}
 	ic.mu.Lock()
@@ -137,7 +143,15 @@ func (ic *Conn) PublishQueues(route, shown, reply string, queues [][]byte, hdr, 
 	res := ic.acc.sl.Match(route)
 	rt, subj, rep := unsafeBytes(route), unsafeBytes(shown), unsafeBytes(reply)
 	delivered := 0
+	var batch *combineBatch
 	for _, sub := range res.Plain {
+		if combined, takes := sub.combinedTakes(ic); combined {
+			if takes {
+				batch = batch.add(sub.conn, "")
+				delivered++
+			}
+			continue
+		}
 		if sub.deliver(nil, ic, rt, subj, rep, hdr, data) {
 			delivered++
 		}
@@ -147,8 +161,9 @@ func (ic *Conn) PublishQueues(route, shown, reply string, queues [][]byte, hdr, 
 		if !containsQueue(queues, q.Name) {
 			continue
 		}
-		delivered += deliverToOne(nil, ic, q.Members, rt, subj, rep, hdr, data)
+		delivered += deliverToOne(nil, ic, q.Members, rt, subj, rep, hdr, data, &batch)
 	}
+	batch.flush(rt, subj, rep, hdr, data)
 	return delivered
 }
 

@@ -173,31 +173,55 @@ func splitPayload(op *proto.Op) (hdr, data []byte) {
 // publishing connection, nil for an in-process publisher.
 func deliverResult(c *client, ic *Conn, res *sublist.Result[*subscription], route, subj, reply, hdr, data []byte) int {
 	delivered := 0
+	var batch *combineBatch // combined connections' deliveries, sent once each at the end
 	for _, sub := range res.Plain {
+		if combined, takes := sub.combinedTakes(ic); combined {
+			if takes {
+				batch = batch.add(sub.conn, "")
+				delivered++
+			}
+			continue
+		}
 		if sub.deliver(c, ic, route, subj, reply, hdr, data) {
 			delivered++
 		}
 	}
 	for i := range res.Queues {
-		delivered += deliverToOne(c, ic, res.Queues[i].Members, route, subj, reply, hdr, data)
+		delivered += deliverToOne(c, ic, res.Queues[i].Members, route, subj, reply, hdr, data, &batch)
 	}
+	batch.flush(route, subj, reply, hdr, data)
 	return delivered
 }
 
 // deliverToOne delivers to one member of a queue group, returning 1, or 0
 // when no member takes it. It starts at a random member and takes the
 // first that accepts, so a closing member or our own (echo off) does not
-// lose the message.
-func deliverToOne(c *client, ic *Conn, members []*subscription, route, subj, reply, hdr, data []byte) int {
+// lose the message. Members of combined connections (attached leafnodes)
+// are used only when no other member takes the message, as nats-server
+// prefers local queue subscribers over a leafnode; the chosen one is
+// recorded in batch instead of being called.
+func deliverToOne(c *client, ic *Conn, members []*subscription, route, subj, reply, hdr, data []byte, batch **combineBatch) int {
 	n := len(members)
 	if n == 0 {
 		return 0
 	}
 	start := rand.IntN(n)
+	var fallback *subscription // a combined member: used only when no other takes it
 	for j := 0; j < n; j++ {
-		if members[(start+j)%n].deliver(c, ic, route, subj, reply, hdr, data) {
+		m := members[(start+j)%n]
+		if combined, takes := m.combinedTakes(ic); combined {
+			if takes && fallback == nil {
+				fallback = m
+			}
+			continue
+		}
+		if m.deliver(c, ic, route, subj, reply, hdr, data) {
 			return 1
 		}
+	}
+	if fallback != nil {
+		*batch = (*batch).add(fallback.conn, fallback.queue)
+		return 1
 	}
 	return 0
 }

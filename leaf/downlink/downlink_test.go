@@ -269,6 +269,8 @@ func TestDownlinkMaxAckPendingOneSkipsEarlierSequences(t *testing.T) {
 	if m := recvOn(t, local.delivered, "delivery of 8"); m.Seq != 8 {
 		t.Fatalf("delivered %d, want 8", m.Seq)
 	}
+	// Counted once Deliver has returned, a moment after the delivery.
+	waitStatus(t, d, func(st Status) bool { return st.Delivered == 2 })
 	if st := d.Status(); st.Duplicates != 2 || st.Delivered != 2 {
 		t.Fatalf("status %+v", st)
 	}

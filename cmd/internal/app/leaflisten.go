@@ -209,28 +209,30 @@ func buildListener(cfg *Config, srv *server.Server, log *slog.Logger) (*leaf.Lis
 
 // acceptLocal adapts *server.Server to leaf.AcceptLocal. Its connections
 // are not in any link's leafConns set: a solicited link announces the
-// interest of attached leafs to its hub, as nats-server's spoke does for
-// leafs it is the hub of.
+// interest of attached leafs to its hub (queue groups as queue interest,
+// with the leaf's weight), as nats-server's spoke does for leafs it is the
+// hub of.
 type acceptLocal struct {
-	inner  *linkLocal
+	srv    *server.Server
 	byConn sync.Map // *server.Conn → *acceptConn
 }
 
 func newAcceptLocal(srv *server.Server) *acceptLocal {
-	return &acceptLocal{inner: &linkLocal{srv: srv, conns: &leafConns{}, open: map[*localConn]struct{}{}}}
+	return &acceptLocal{srv: srv}
 }
 
 var _ leaf.AcceptLocal = (*acceptLocal)(nil)
 
-// Connect implements leaf.AcceptLocal.
-func (a *acceptLocal) Connect(account string) (leaf.LocalConn, error) {
-	lc, err := a.inner.Connect(account)
-	if err != nil {
-		return nil, err
-	}
-	c := &acceptConn{localConn: lc.(*localConn), owner: a}
-	a.byConn.Store(c.c, c)
-	return c, nil
+// Connect implements leaf.AcceptLocal: a no-echo combined in-process
+// connection, which gets each message once for all its subscriptions.
+func (a *acceptLocal) Connect(account string, deliver func(leaf.Delivery)) (leaf.AcceptConn, error) {
+	c := a.srv.InProcessCombined(account, func(m server.Msg, plain bool, queues []string) {
+		deliver(leaf.Delivery{Msg: leaf.Msg(m), Plain: plain, Queues: queues})
+	})
+	c.SetNoEcho()
+	ac := &acceptConn{c: c, owner: a}
+	a.byConn.Store(c, ac)
+	return ac, nil
 }
 
 // WatchInterest implements leaf.AcceptLocal.
@@ -244,7 +246,7 @@ func (a *acceptLocal) WatchInterest(account string, fn func(leaf.AcceptInterest)
 		}
 		return out
 	}
-	existing, cancel := a.inner.srv.WatchInterest(account, func(ev server.InterestEvent) { fn(conv(ev)) })
+	existing, cancel := a.srv.WatchInterest(account, func(ev server.InterestEvent) { fn(conv(ev)) })
 	out := make([]leaf.AcceptInterest, len(existing))
 	for i, ev := range existing {
 		out[i] = conv(ev)
@@ -254,13 +256,26 @@ func (a *acceptLocal) WatchInterest(account string, fn func(leaf.AcceptInterest)
 
 // acceptConn is an attached leaf's in-process connection.
 type acceptConn struct {
-	*localConn
+	c     *server.Conn
 	owner *acceptLocal
 }
 
-// Close implements leaf.LocalConn.
+var _ leaf.AcceptConn = (*acceptConn)(nil)
+
+// Subscribe implements leaf.AcceptConn.
+func (c *acceptConn) Subscribe(subj, queue string) (leaf.Subscription, error) {
+	return c.c.Subscribe(subj, queue, nil)
+}
+
+// PublishQueues implements leaf.QueueFilterPublisher.
+func (c *acceptConn) PublishQueues(route, shown, reply []byte, queues [][]byte, hdr, data []byte) {
+	r, s := routeAndShown(route, shown)
+	c.c.PublishQueues(r, s, string(reply), queues, hdr, data)
+}
+
+// Close implements leaf.AcceptConn.
 func (c *acceptConn) Close() {
-	c.localConn.Close()
+	c.c.Close()
 	c.owner.byConn.Delete(c.c)
 }
 

@@ -52,7 +52,7 @@ func TestUplinkRemoteSelection(t *testing.T) {
 	}
 	cloud, plant := start("cloud"), start("plant")
 
-	c := mustParse(t, "server_name: gw1\n"+
+	c := mustParse(t, "http_port: -1\nserver_name: gw1\n"+
 		"leafnodes: {remotes: [{name: cloud, url: '"+cloud.hub.LeafURL()+"'}, {name: plant, url: '"+plant.hub.LeafURL()+"'}]}\n"+
 		"uplinks:\n"+
 		"  - {name: tel, subjects: [telemetry.>], hub_subject_prefix: site1., stream: SITE, drain_jitter: 0s}\n"+

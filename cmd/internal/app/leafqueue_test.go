@@ -1,0 +1,156 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/leafbox/leafbox/core/monitor"
+	"github.com/leafbox/leafbox/leaf"
+	"github.com/leafbox/leafbox/leaf/leaftest"
+)
+
+// threeLevels is a real nats-server hub, a leafbox App in the middle (a
+// leaf of the hub that also accepts leafs) and a real nats-server leaf
+// attached below it.
+type threeLevels struct {
+	hub, bottom *leaftest.Hub
+	mid         *App
+}
+
+// startThreeLevels starts the chain and waits until both links are up.
+// hubConfig and bottomConfig are extra top-level nats-server
+// configuration; midConfig extra leafbox YAML.
+func startThreeLevels(t *testing.T, hubConfig, midConfig, bottomConfig string) *threeLevels {
+	t.Helper()
+	hub := leaftest.StartHub(t, leaftest.HubOptions{Name: "top", Config: hubConfig})
+	mid := startApp(t, fmt.Sprintf("http_port: -1\nserver_name: mid\n%s"+
+		"leafnodes: {listen: '127.0.0.1:-1', remotes: [{url: '%s'}]}\n", midConfig, hub.LeafURL()), Flags{})
+	bottom := leaftest.StartHub(t, leaftest.HubOptions{Name: "bottom", Config: bottomConfig,
+		Leaf: fmt.Sprintf(`remotes: [{url: "nats-leaf://%s"}]`, mid.LeafListener().Addr())})
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	requireNoError(t, mid.uplinks[0].link.WaitConnected(ctx))
+	waitLeafs(t, mid, "the bottom leaf", func(ls []leaf.AcceptedStatus) bool { return len(ls) == 1 })
+	return &threeLevels{hub: hub, bottom: bottom, mid: mid}
+}
+
+// sync waits until what the clients sent has crossed both links, both
+// ways, and reached the clients.
+func (c *threeLevels) sync(t *testing.T, conns ...*nats.Conn) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	for range 2 {
+		for _, nc := range conns {
+			requireNoError(t, nc.Flush())
+		}
+		requireNoError(t, c.mid.uplinks[0].link.Flush(ctx))
+		requireNoError(t, c.mid.LeafListener().Flush(ctx))
+	}
+	for _, nc := range conns {
+		requireNoError(t, nc.Flush())
+	}
+}
+
+// TestLeafQueueAcrossThreeLevels: a queue group with members on the hub
+// and on a nats-server leaf attached to leafbox, which is itself the hub's
+// leaf. The attached leaf's members become local queue members (one per
+// unit of weight), so leafbox announces "job workers" to the hub as queue
+// interest, and every message published on any level reaches exactly one
+// member.
+func TestLeafQueueAcrossThreeLevels(t *testing.T) {
+	c := startThreeLevels(t, "", "", "")
+	hubNC := natsConnect(t, c.hub.ClientURL())
+	midNC := natsConnect(t, "nats://"+c.mid.Addr().String())
+	bottomNC := natsConnect(t, c.bottom.ClientURL())
+
+	hubWorker, err := hubNC.QueueSubscribeSync("job", "workers")
+	requireNoError(t, err)
+	var bottomWorkers []*nats.Subscription
+	for range 2 {
+		s, err := bottomNC.QueueSubscribeSync("job", "workers")
+		requireNoError(t, err)
+		bottomWorkers = append(bottomWorkers, s)
+	}
+	requireNoError(t, bottomNC.Flush())
+	waitLeafs(t, c.mid, "LS+ job workers", hasLeafSubject("job workers", true))
+	c.sync(t, hubNC, midNC, bottomNC)
+
+	// The bottom leaf's weight 2 is two local members of "workers".
+	members := 0
+	for _, d := range c.mid.srv.Subscriptions("$G") {
+		if d.Subject == "job" && d.Queue == "workers" {
+			members++
+		}
+	}
+	requireEqual(t, members, 2)
+
+	const n = 200
+	want := make([]string, 0, 3*n)
+	for i := range n {
+		for level, nc := range map[string]*nats.Conn{"hub": hubNC, "mid": midNC, "bottom": bottomNC} {
+			p := fmt.Sprint(level, "-", i)
+			want = append(want, p)
+			requireNoError(t, nc.Publish("job", []byte(p)))
+		}
+	}
+	got := receiveAll(t, len(want), append([]*nats.Subscription{hubWorker}, bottomWorkers...)...)
+	c.sync(t, hubNC, midNC, bottomNC)
+	for _, s := range append([]*nats.Subscription{hubWorker}, bottomWorkers...) {
+		if k, _, _ := s.Pending(); k != 0 {
+			t.Fatalf("a member holds %d more messages: duplicates", k)
+		}
+	}
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Fatalf("the members got %d messages, want each of %d once", len(got), len(want))
+	}
+
+	// Without members on the bottom leaf, the hub's member serves every
+	// level.
+	for _, s := range bottomWorkers {
+		requireNoError(t, s.Unsubscribe())
+	}
+	requireNoError(t, bottomNC.Flush())
+	waitLeafs(t, c.mid, "LS- job workers", hasLeafSubject("job workers", false))
+	c.sync(t, hubNC, midNC, bottomNC)
+	if slices.ContainsFunc(c.mid.srv.Subscriptions("$G"), func(d monitor.SubDetail) bool { return d.Queue == "workers" }) {
+		t.Fatal("the bottom leaf's members outlived its LS-")
+	}
+	for _, nc := range []*nats.Conn{hubNC, midNC, bottomNC} {
+		requireNoError(t, nc.Publish("job", []byte("last")))
+	}
+	receiveAll(t, 3, hubWorker)
+	c.sync(t, hubNC, midNC, bottomNC)
+	if k, _, _ := hubWorker.Pending(); k != 0 {
+		t.Fatalf("the hub's member holds %d more messages: duplicates", k)
+	}
+}
+
+// receiveAll receives n messages from subs and returns their payloads.
+func receiveAll(t *testing.T, n int, subs ...*nats.Subscription) []string {
+	t.Helper()
+	var got []string
+	deadline := time.Now().Add(testTimeout)
+	for len(got) < n && time.Now().Before(deadline) {
+		for _, s := range subs {
+			for {
+				m, err := s.NextMsg(5 * time.Millisecond)
+				if err != nil {
+					break
+				}
+				got = append(got, string(m.Data))
+			}
+		}
+	}
+	if len(got) != n {
+		t.Fatalf("received %d messages, want %d", len(got), n)
+	}
+	return got
+}
