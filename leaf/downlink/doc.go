@@ -56,14 +56,25 @@
 // ack floor) as delivered: that covers a hub that crashed before it
 // persisted an ack. MaxAckPending above 1 is faster over slow links, but
 // when the link drops with messages in transit the hub sends those after
-// ack wait, behind later ones: the local order then differs from the
-// stream's for them.
+// ack wait, behind later ones: each is still delivered once, but at most
+// MaxAckPending of them per drop arrive after later messages of the
+// stream. With MaxAckPending 1 the order is the stream's through any
+// number of drops.
 //
 // # Failures
 //
-// A missing heartbeat (two intervals), an API error, or a request the
-// hub cannot receive ends the session: after a backoff the downlink
-// waits for the hub, binds the consumer again and pulls anew. The
-// consumer is durable, so neither a gateway restart nor a hub restart
-// loses the position: what was acked is never sent again.
+// A missing heartbeat (two intervals: how a blackholed link that still
+// looks connected shows), an API error, a request the hub cannot
+// receive, or, with a Hub that is a LinkWatcher, the drop of its
+// connection ends the session: after a backoff the downlink waits for
+// the hub, binds the consumer again and pulls anew. The backoff grows
+// with failed sessions only, not with the waits for an unreachable hub,
+// so a long outage does not delay the restart after it. With
+// MaxAckPending 1, a new session that finds a message outstanding (sent
+// into the dropped link) asks the hub to send it again at once with
+// $JS.<domain>.API.CONSUMER.RESET.<stream>.<durable> and {} (back to the
+// ack floor; nats-server 2.14 or later), instead of waiting the ack
+// wait; the message's delivery count starts over, which MaxDeliver
+// counts from. The consumer is durable, so neither a gateway restart nor
+// a hub restart loses the position: what was acked is never sent again.
 package downlink

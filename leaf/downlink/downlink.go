@@ -55,6 +55,9 @@ var (
 	ErrNoHeartbeat = errors.New("downlink: no heartbeat from the hub")
 	// ErrRequestTimeout means a JetStream API request went unanswered.
 	ErrRequestTimeout = errors.New("downlink: hub API request timed out")
+	// ErrLinkLost means the connection to the hub dropped, as the Hub
+	// (a LinkWatcher) reported.
+	ErrLinkLost = errors.New("downlink: the connection to the hub dropped")
 	// ErrClosed is returned by Start after Close.
 	ErrClosed = errors.New("downlink: closed")
 )
@@ -69,6 +72,16 @@ type Hub interface {
 	// the message cannot be sent now. The slices are borrowed for the
 	// call.
 	Publish(subject, reply string, hdr, data []byte) error
+}
+
+// LinkWatcher is implemented by a Hub that knows when its connection to
+// the hub drops. The downlink then ends its session at once, instead of
+// after a missing heartbeat, and starts a new one when the hub is back.
+type LinkWatcher interface {
+	// Lost returns a channel closed when the connection to the hub that
+	// is up at the call is gone (at once when none is up). Watching ends
+	// with ctx.
+	Lost(ctx context.Context) <-chan struct{}
 }
 
 // Msg is a hub message to deliver locally. Its slices belong to the
@@ -168,6 +181,9 @@ type Status struct {
 	Failed, Skipped uint64
 	// Pulls counts pull requests; Sessions consumer bindings.
 	Pulls, Sessions uint64
+	// Resends counts bindings after which the hub was asked to send its
+	// outstanding message again at once (max ack pending 1 only).
+	Resends uint64
 	// Pending is the number of hub messages after the last one received,
 	// as the hub reported it.
 	Pending uint64
@@ -191,6 +207,7 @@ type Downlink struct {
 
 	delivered, acked, redelivered, duplicates atomic.Uint64
 	failed, skipped, pulls, sessions          atomic.Uint64
+	resets                                    atomic.Uint64
 	pending, lastSeq                          atomic.Uint64
 
 	evSig  chan struct{}
@@ -206,6 +223,7 @@ type Downlink struct {
 	waiting     map[uint64]waiter    // nak'ed, not delivered since: later ones wait
 	holdDelay   time.Duration        // the nak delay of messages waiting behind others
 	localFails  int
+	lost        <-chan struct{} // closed when the session's connection drops
 
 	mu        sync.Mutex
 	state     State
@@ -415,6 +433,7 @@ func (d *Downlink) Status() Status {
 		Skipped:     d.skipped.Load(),
 		Pulls:       d.pulls.Load(),
 		Sessions:    d.sessions.Load(),
+		Resends:     d.resets.Load(),
 		Pending:     d.pending.Load(),
 		LastSeq:     d.lastSeq.Load(),
 	}
@@ -445,9 +464,13 @@ func (d *Downlink) run(ctx context.Context) {
 	for {
 		d.setState(StateWaiting)
 		err := d.hub.WaitReady(ctx)
-		if err == nil {
+		ready := err == nil
+		if ready {
+			sctx, cancel := context.WithCancel(ctx)
+			d.lost = d.watchLink(sctx)
 			var progress bool
 			progress, err = d.session(ctx)
+			cancel()
 			if progress {
 				failures = 0
 			}
@@ -457,8 +480,11 @@ func (d *Downlink) run(ctx context.Context) {
 		}
 		d.setError(err)
 		d.log.Warn("downlink session ended; retrying", "downlink", d.cfg.Name, "error", err)
-		wait := d.backoff(failures)
-		failures++
+		wait := d.backoff(0)
+		if ready {
+			wait = d.backoff(failures)
+			failures++
+		} // else WaitReady waits for the hub itself: a long outage must not stretch the wait after it
 		d.setState(StateBackoff)
 		t := time.NewTimer(wait)
 		select {
@@ -468,6 +494,15 @@ func (d *Downlink) run(ctx context.Context) {
 		case <-t.C:
 		}
 	}
+}
+
+// watchLink returns a channel closed when the hub's connection up now
+// drops, or nil when the Hub cannot tell.
+func (d *Downlink) watchLink(ctx context.Context) <-chan struct{} {
+	if w, ok := d.hub.(LinkWatcher); ok {
+		return w.Lost(ctx)
+	}
+	return nil
 }
 
 // backoff returns the wait after n consecutive failures: RetryMin·2^n,
@@ -492,6 +527,9 @@ func (d *Downlink) session(ctx context.Context) (progress bool, err error) {
 	d.log.Info("downlink bound", "downlink", d.cfg.Name, "stream", d.cfg.Stream, "durable", d.cfg.Durable,
 		"num_pending", info.NumPending, "num_ack_pending", info.NumAckPending)
 	d.highWater = max(d.highWater, info.AckFloor.StreamSeq)
+	if d.cfg.MaxAckPending == 1 && info.NumAckPending > 0 {
+		d.resend(ctx)
+	}
 	d.setState(StatePulling)
 
 	current, err := d.pull()
@@ -507,6 +545,8 @@ func (d *Downlink) session(ctx context.Context) (progress bool, err error) {
 		case <-ctx.Done():
 			d.drain()
 			return progress, ctx.Err()
+		case <-d.lost:
+			return progress, ErrLinkLost
 		case <-timer.C:
 			if left := d.hbLimit - time.Since(lastHeard); left > 0 || d.queued() {
 				// Messages waiting behind a slow local delivery count as
@@ -684,6 +724,34 @@ func (d *Downlink) bind(ctx context.Context) (*consumerInfo, error) {
 	return &info, nil
 }
 
+// resend asks the hub to send again, at once, the message it has
+// outstanding toward the gateway: one lost with the link would otherwise
+// wait for the ack wait. The consumer goes back to its ack floor (with
+// max ack pending 1 nothing above it was acked), so the message comes
+// first, with its delivery count starting over. A hub without the reset
+// API (before nats-server 2.14) leaves it to the ack wait.
+func (d *Downlink) resend(ctx context.Context) {
+	subj := d.api + "CONSUMER.RESET." + d.cfg.Stream + "." + d.cfg.Durable
+	resp, err := d.request(ctx, subj, []byte("{}"))
+	if err == nil {
+		var answer struct {
+			Error *apiError `json:"error"`
+		}
+		switch uerr := json.Unmarshal(resp, &answer); {
+		case uerr != nil:
+			err = fmt.Errorf("invalid answer %q", truncate(resp))
+		case answer.Error != nil:
+			err = fmt.Errorf("hub error %d (%d): %s", answer.Error.Code, answer.Error.ErrCode, answer.Error.Description)
+		}
+	}
+	if err != nil {
+		d.log.Warn("downlink: the hub did not resend its outstanding message; it comes after the ack wait",
+			"downlink", d.cfg.Name, "ack_wait", d.cfg.AckWait, "error", err)
+		return
+	}
+	d.resets.Add(1)
+}
+
 // request sends an API request and waits for its answer; other inbox
 // messages received meanwhile are kept for the session.
 func (d *Downlink) request(ctx context.Context, subj string, body []byte) ([]byte, error) {
@@ -700,6 +768,8 @@ func (d *Downlink) request(ctx context.Context, subj string, body []byte) ([]byt
 			return nil, ctx.Err()
 		case <-timer.C:
 			return nil, fmt.Errorf("%w: %s after %v", ErrRequestTimeout, subj, d.cfg.RequestTimeout)
+		case <-d.lost:
+			return nil, fmt.Errorf("%w: %s unanswered", ErrLinkLost, subj)
 		case <-d.evSig:
 		}
 		var keep []event

@@ -58,7 +58,9 @@ type DownlinkConfig struct {
 	// LocalSubjectPrefix is prepended to the local subject, such as "cmd.".
 	LocalSubjectPrefix string `yaml:"local_subject_prefix,omitempty"`
 	// MaxAckPending bounds the messages outstanding toward the gateway
-	// (default 1, which keeps the stream's order through link losses).
+	// (default 1, which keeps the stream's order through link losses;
+	// above 1, the messages in transit at a drop, at most this many, are
+	// delivered after ack_wait, behind later ones, each still once).
 	MaxAckPending int `yaml:"max_ack_pending,omitempty"`
 	// Batch is the number of messages one pull request asks for
 	// (default 100).
@@ -662,4 +664,10 @@ func writeDownlinkMetrics(mw *monitor.MetricWriter, sts []DownlinkStatus) {
 		func(st DownlinkStatus) float64 { return float64(st.Failed) })
 	family("leafbox_downlink_pending_messages", monitor.Gauge, "Hub messages after the last one received, as the hub reported.",
 		func(st DownlinkStatus) float64 { return float64(st.Pending) })
+}
+
+// Lost implements downlink.LinkWatcher: the channel is closed when the
+// link's connection up at the call drops.
+func (h linkHub) Lost(ctx context.Context) <-chan struct{} {
+	return h.link.Lost(ctx)
 }
