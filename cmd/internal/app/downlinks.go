@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -32,9 +33,10 @@ const localPubAckTimeout = 5 * time.Second
 // is delivered when a local stream stored it (its PubAck) or, for a
 // subject no local stream captures, when at least one subscriber got it;
 // otherwise the hub sends it again later. The consumed hub subjects
-// (filter_subjects) reach the gateway only through the downlink, and the
-// local subjects it delivers on never go back to the hub: they are added
-// to every leafnode remote's deny_imports and deny_exports.
+// (filter_subjects) and the local subjects it delivers on reach the
+// gateway only through the downlink (deny_imports of every leafnode
+// remote), and the local subjects never go back to the hub
+// (deny_exports).
 type DownlinkConfig struct {
 	// Name identifies the downlink (logs, /uplinkz, the default durable).
 	Name string `yaml:"name,omitempty"`
@@ -614,14 +616,21 @@ func (c *Config) downlinkExports() []string {
 	return out
 }
 
-// downlinkImports returns the hub subjects the downlinks consume, which
-// arrive only through them: they are added to every leafnode remote's
-// deny_imports, so that a hub publish is not also routed to local
-// subscribers by plain interest.
+// downlinkImports returns the hub subjects the downlinks consume and the
+// local subjects they deliver on, which arrive only through them: they are
+// added to every leafnode remote's deny_imports, so that a hub publish is
+// not also routed to local subscribers by plain interest, and another
+// site's commands on the hub never reach a local subscriber of the
+// downlink's subjects.
 func (c *Config) downlinkImports() []string {
 	var out []string
 	for _, d := range c.Downlinks {
 		out = append(out, d.FilterSubjects...)
+		for _, p := range d.localSubjects() {
+			if p != ">" && !slices.Contains(out, p) {
+				out = append(out, p)
+			}
+		}
 	}
 	return out
 }

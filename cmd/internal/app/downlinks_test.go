@@ -22,6 +22,12 @@ func TestValidateDownlinks(t *testing.T) {
 		"downlinks: [{name: cmds, stream: CMDS, filter_subjects: [cmd.site1.>], hub_subject_prefix: cmd.site1., local_subject_prefix: cmd.}]\n")
 	requireEqual(t, c.Downlinks[0].HubDomain, "hub")
 	requireEqual(t, c.Downlinks[0].Durable, "gw_1_cmds")
+	// Hub and local subjects arrive only through the downlink (another
+	// site's cmd.site2.x never reaches a local cmd.> subscriber), and the
+	// local ones never go back up.
+	lc := c.leafConfig(&c.LeafNodes.Remotes[0])
+	requireEqual(t, lc.DenyImports, []string{"cmd.site1.>", "cmd.>"})
+	requireEqual(t, lc.DenyExports, []string{"cmd.>"})
 
 	_, err := Parse([]byte("downlinks:\n  - name: a\n    stream: S\n    bogus: 1\n"))
 	requireErrorContains(t, err, `line 4: downlinks[0].bogus: unknown key "bogus"`)
