@@ -307,7 +307,7 @@ func New(hub Hub, local Local, cfg Config) (*Downlink, error) {
 		cfg:         cfg,
 		hub:         hub,
 		local:       local,
-		log:         log,
+		log:         log.With("downlink", cfg.Name),
 		inbox:       "_INBOX.DL." + hex.EncodeToString(rnd[:]) + ".",
 		api:         "$JS." + cfg.Domain + ".API.",
 		evSig:       make(chan struct{}, 1),
@@ -479,7 +479,7 @@ func (d *Downlink) run(ctx context.Context) {
 			return
 		}
 		d.setError(err)
-		d.log.Warn("downlink session ended; retrying", "downlink", d.cfg.Name, "error", err)
+		d.log.Warn("downlink session ended; retrying", "error", err)
 		wait := d.backoff(0)
 		if ready {
 			wait = d.backoff(failures)
@@ -524,7 +524,7 @@ func (d *Downlink) session(ctx context.Context) (progress bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	d.log.Info("downlink bound", "downlink", d.cfg.Name, "stream", d.cfg.Stream, "durable", d.cfg.Durable,
+	d.log.Info("downlink bound", "stream", d.cfg.Stream, "durable", d.cfg.Durable,
 		"num_pending", info.NumPending, "num_ack_pending", info.NumAckPending)
 	d.highWater = max(d.highWater, info.AckFloor.StreamSeq)
 	if d.cfg.MaxAckPending == 1 && info.NumAckPending > 0 {
@@ -590,7 +590,7 @@ func (d *Downlink) session(ctx context.Context) (progress bool, err error) {
 				case code == 404 || code == 408 || (code == 409 && strings.Contains(desc, "Batch Completed")):
 					renew = true
 				case code == 0:
-					d.log.Debug("downlink: message without ack subject ignored", "downlink", d.cfg.Name)
+					d.log.Debug("downlink: message without ack subject ignored")
 				default:
 					return progress, fmt.Errorf("downlink: pull answered %d %s", code, desc)
 				}
@@ -626,8 +626,7 @@ func (d *Downlink) drain() {
 	for recent() > 0 {
 		select {
 		case <-timer.C:
-			d.log.Warn("downlink stopped with acks unconfirmed; the hub may send those messages again",
-				"downlink", d.cfg.Name, "unconfirmed", recent())
+			d.log.Warn("downlink stopped with acks unconfirmed; the hub may send those messages again", "unconfirmed", recent())
 			return
 		case <-d.evSig:
 		}
@@ -745,8 +744,7 @@ func (d *Downlink) resend(ctx context.Context) {
 		}
 	}
 	if err != nil {
-		d.log.Warn("downlink: the hub did not resend its outstanding message; it comes after the ack wait",
-			"downlink", d.cfg.Name, "ack_wait", d.cfg.AckWait, "error", err)
+		d.log.Warn("downlink: the hub did not resend its outstanding message; it comes after the ack wait", "ack_wait", d.cfg.AckWait, "error", err)
 		return
 	}
 	d.resets.Add(1)
@@ -818,7 +816,7 @@ func (d *Downlink) pull() (string, error) {
 func (d *Downlink) handle(ctx context.Context, ev event) (bool, error) {
 	meta, ok := parseAck(ev.reply)
 	if !ok {
-		d.log.Warn("downlink: unexpected ack subject; message ignored", "downlink", d.cfg.Name, "reply", ev.reply)
+		d.log.Warn("downlink: unexpected ack subject; message ignored", "reply", ev.reply)
 		return false, nil
 	}
 	d.pending.Store(meta.pending)
@@ -861,14 +859,14 @@ func (d *Downlink) handle(ctx context.Context, ev event) (bool, error) {
 		d.setError(err)
 		if d.cfg.MaxDeliver > 0 && meta.delivered >= uint64(d.cfg.MaxDeliver) {
 			// The hub sends it no more: later ones go on.
-			d.log.Error("downlink: message failed its last delivery; skipped", "downlink", d.cfg.Name,
+			d.log.Error("downlink: message failed its last delivery; skipped",
 				"seq", meta.streamSeq, "deliveries", meta.delivered, "error", err)
 			d.skipped.Add(1)
 			d.localFails = 0
 			delete(d.waiting, meta.streamSeq)
 			return false, d.nak(ev.reply, 0)
 		}
-		d.log.Warn("downlink delivery failed; the hub sends it again", "downlink", d.cfg.Name, "error", err, "delay", delay)
+		d.log.Warn("downlink delivery failed; the hub sends it again", "error", err, "delay", delay)
 		return false, d.nak(ev.reply, delay)
 	}
 	d.localFails = 0
@@ -891,7 +889,7 @@ func (d *Downlink) blocked(seq uint64) bool {
 		if now.After(w.until) {
 			delete(d.waiting, s)
 			if w.failed {
-				d.log.Error("downlink: a failed message did not come back; later ones go on", "downlink", d.cfg.Name, "seq", s)
+				d.log.Error("downlink: a failed message did not come back; later ones go on", "seq", s)
 				d.skipped.Add(1)
 			}
 			continue

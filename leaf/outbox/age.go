@@ -193,7 +193,7 @@ func (o *Outbox) expireAged() (uint64, error) {
 		return n, fmt.Errorf("outbox: age: %w", err)
 	}
 	if n > 0 {
-		o.log.Warn("uplink messages expired by max_age", "uplink", o.cfg.Name, "count", n,
+		o.log.Warn("uplink messages expired by max_age", "count", n,
 			"max_age", o.cfg.MaxAge, "below_seq", expireBelow)
 	}
 	return n, nil

@@ -116,8 +116,7 @@ func (o *Outbox) noteHubSeq(stream string, seq uint64) {
 	m.mu.Unlock()
 	if seen && seq <= last {
 		m.resets.Add(1)
-		o.log.Warn("hub stream recreated: PubAck sequence went back; forwarding continues, but the new stream's duplicate window is empty, so a retried message may be stored twice",
-			"uplink", o.cfg.Name, "stream", stream, "seq", seq, "last_seq", last)
+		o.log.Warn("hub stream recreated: PubAck sequence went back; forwarding continues, but the new stream's duplicate window is empty, so a retried message may be stored twice", "stream", stream, "seq", seq, "last_seq", last)
 	}
 }
 
@@ -129,7 +128,7 @@ func (o *Outbox) drainDelay(ctx context.Context) bool {
 	}
 	d := time.Duration(mathrand.Int64N(int64(o.cfg.DrainJitter) + 1))
 	o.setState(StateDelay)
-	o.log.Info("uplink backlog drain starts after a jittered delay", "uplink", o.cfg.Name, "delay", d)
+	o.log.Info("uplink backlog drain starts after a jittered delay", "delay", d)
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
@@ -188,7 +187,7 @@ func (o *Outbox) tick(now time.Time) {
 	m.mu.Unlock()
 	o.watchdog(now)
 	if err := m.save(o.cfg.StateFile, false); err != nil {
-		o.log.Warn("uplink state not saved", "uplink", o.cfg.Name, "error", err)
+		o.log.Warn("uplink state not saved", "error", err)
 	}
 	if err := o.sched.maybeSave(false); err != nil {
 		o.log.Warn("uplink scheduler state not saved", "error", err)
@@ -225,8 +224,7 @@ func (o *Outbox) watchdog(now time.Time) {
 		return
 	}
 	m.rearms.Add(1)
-	o.log.Warn("uplink backlog stuck: no publish or ack while the link is ready; restarting the round",
-		"uplink", o.cfg.Name, "idle", idle.Round(time.Millisecond), "in_flight", o.inFlight.Load())
+	o.log.Warn("uplink backlog stuck: no publish or ack while the link is ready; restarting the round", "idle", idle.Round(time.Millisecond), "in_flight", o.inFlight.Load())
 	cancel()
 }
 

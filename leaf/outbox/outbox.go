@@ -302,7 +302,7 @@ func New(stream store.Stream, hub Hub, cfg Config) (*Outbox, error) {
 		cfg:    cfg,
 		stream: stream,
 		hub:    hub,
-		log:    log,
+		log:    log.With("uplink", cfg.Name),
 		inbox:  "_INBOX.OB." + hex.EncodeToString(rnd[:]) + ".",
 		idBase: server + "." + cfg.Name + ".",
 		base:   stream.State().Msgs,
@@ -570,7 +570,7 @@ func (o *Outbox) run(ctx context.Context) {
 			if progress {
 				failures = 0
 			}
-			o.log.Warn("uplink round failed; retrying", "uplink", o.cfg.Name, "error", err)
+			o.log.Warn("uplink round failed; retrying", "error", err)
 		}
 		d := o.backoff(failures)
 		failures++
@@ -756,7 +756,7 @@ func (o *Outbox) processReplies(pending map[uint64]int) (int, error) {
 			continue
 		case o.cfg.Stream != "" && ack.Stream != o.cfg.Stream:
 			o.wrongStream.Add(1)
-			o.log.Error("uplink PubAck from an unexpected stream; message kept", "uplink", o.cfg.Name,
+			o.log.Error("uplink PubAck from an unexpected stream; message kept",
 				"seq", r.seq, "stream", ack.Stream, "want", o.cfg.Stream)
 			fail(fmt.Errorf("%w: sequence %d stored in %q, want %q", ErrWrongStream, r.seq, ack.Stream, o.cfg.Stream))
 			continue

@@ -269,7 +269,7 @@ func startDownlink(srv *server.Server, d *DownlinkConfig, account string, js *je
 		AckWait:        time.Duration(d.AckWait),
 		MaxDeliver:     d.MaxDeliver,
 		Expires:        time.Duration(d.Expires),
-		Logger:         log.With("subsystem", "downlink", "downlink", d.Name),
+		Logger:         log.With("subsystem", "downlink"),
 	})
 	if err == nil {
 		_, err = conn.Subscribe(c.dl.InboxPrefix()+">", "", func(m server.Msg) {

@@ -218,7 +218,7 @@ func startForwarder(cfg *Config, u *UplinkConfig, srv *server.Server, account st
 			ServerName: srv.Name(),
 			HubPrefix:  u.HubSubjectPrefix,
 			Stream:     u.Stream,
-			Logger:     flog,
+			Logger:     log.With("subsystem", "uplink"), // the outbox adds uplink=<name>
 			Clock:      clk,
 			MaxAge:     time.Duration(u.MaxAge),
 			Syncer:     stream, // Store does not sync: see syncCaptures
