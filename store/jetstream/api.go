@@ -152,16 +152,26 @@ func (e *Engine) dispatch(subj, reply string, hdr, data []byte) {
 	}
 }
 
+// maxRequiredLevel is the highest Nats-Required-Api-Level a request may
+// carry. Clients (jsm.go, so the nats CLI) derive it from the fields a
+// request sets: `nats bench js pub --create` asks for 3. Up to 3 every
+// field is one the wire types know, so the strict decoder and the
+// validation serve what leafbox implements and refuse the rest (counters,
+// batches, schedules) with an error naming it. Levels 4 and 5 carry
+// behaviour no field shows (durable sourcing, consumer reset, stream
+// identity), so they get 10185, and a nats-server hub sourcing one of our
+// streams retries without them.
+const maxRequiredLevel = 3
+
 // levelSupported reports whether a request's Nats-Required-Api-Level
-// header, if any, is within the API level leafbox serves; otherwise it
-// answers 10185, as nats-server does (a nats-server hub sourcing one of our
-// streams then retries with a lower level).
+// header, if any, is at most maxRequiredLevel; otherwise it answers 10185,
+// as nats-server does for a level above its own.
 func (e *Engine) levelSupported(hdr []byte, reply, typ string) bool {
 	v := proto.HeaderValue(hdr, jsapi.HeaderRequiredAPILevel)
 	if len(v) == 0 {
 		return true
 	}
-	if level, err := strconv.Atoi(string(v)); err == nil && level <= apiLevel {
+	if level, err := strconv.Atoi(string(v)); err == nil && level <= maxRequiredLevel {
 		return true
 	}
 	e.respondError(reply, typ, jsapi.NewRequiredAPILevelError())

@@ -2,6 +2,7 @@ package jetstream
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -75,9 +76,19 @@ func TestRequiredAPILevel(t *testing.T) {
 	if resp := request(""); resp["error"] != nil || resp["config"] == nil {
 		t.Fatalf("direct consumer create: %v", resp)
 	}
+	// Up to level 3 the request is served by its fields (the nats CLI
+	// asks for 3 to create a plain stream).
+	m := nats.NewMsg("$JS.API.STREAM.CREATE.Y")
+	m.Data = []byte(`{"name":"Y","subjects":["y.>"]}`)
+	m.Header.Set("Nats-Required-Api-Level", "3")
+	resp, err := env.nc.RequestMsg(m, 5*time.Second)
+	mustNoErr(t, err)
+	if !strings.Contains(string(resp.Data), `"config"`) || strings.Contains(string(resp.Data), `"error"`) {
+		t.Fatalf("stream create at level 3: %s", resp.Data)
+	}
 	_, err = env.js.Publish(ctx, "x.1", []byte("hello"))
 	mustNoErr(t, err)
-	m, err := deliveries.NextMsg(5 * time.Second)
+	m, err = deliveries.NextMsg(5 * time.Second)
 	mustNoErr(t, err)
 	if m.Subject != "x.1" || string(m.Data) != "hello" {
 		t.Fatalf("delivery %q %q", m.Subject, m.Data)
