@@ -231,7 +231,7 @@ func consumerIOError(op string, err error) error {
 func (c *ConsumerStore) compact() error {
 	snap := appendFrame(nil, frameSnapshot, appendSnapshot(nil, &c.state))
 	name := filepath.Join(c.dir, consumerLogName)
-	if err := writeFileAtomic(c.fsys, name, snap); err != nil {
+	if err := vfs.WriteFile(c.fsys, name, snap); err != nil {
 		return consumerIOError("compact", err)
 	}
 	f, err := c.fsys.OpenFile(name, os.O_RDWR, 0)

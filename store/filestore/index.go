@@ -396,31 +396,7 @@ func parseIndex(b []byte, intern func([]byte) string) (indexMeta, blockScan, err
 // file, fsync, then rename (the FS makes the rename durable).
 func writeIndex(fsys vfs.FS, dir string, meta indexMeta, sc *blockScan) error {
 	name := indexName(dir, meta.id)
-	return writeFileAtomic(fsys, name, appendIndex(nil, meta, sc))
-}
-
-// writeFileAtomic replaces name with data through a synced temporary
-// file and a rename.
-func writeFileAtomic(fsys vfs.FS, name string, data []byte) error {
-	tmp := name + tmpExt
-	f, err := fsys.Create(tmp)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = fsys.Rename(tmp, name)
-	}
-	if err != nil {
-		_ = fsys.Remove(tmp)
-	}
-	return err
+	return vfs.WriteFile(fsys, name, appendIndex(nil, meta, sc))
 }
 
 // readFile reads a whole file.
