@@ -24,15 +24,9 @@ import (
 // stream's duplicate window (Nats-Msg-Id <downlink>.<stream>.<seq>).
 func TestDownlinkSurvivesKill9(t *testing.T) {
 	const n = 500
-	hub := leaftest.StartHub(t, leaftest.HubOptions{
-		Name:   "hub-dl",
-		Config: fmt.Sprintf("jetstream { store_dir: %q, domain: hub }", t.TempDir()),
-	})
 	ctx := testContext(t)
-	hjs, err := jetstream.New(natsConnect(t, hub.ClientURL()))
-	mustNoErr(t, err)
-	_, err = hjs.CreateStream(ctx, jetstream.StreamConfig{Name: "CMDS", Subjects: []string{"cmd.>"}, Storage: jetstream.FileStorage})
-	mustNoErr(t, err)
+	hub, hjs, _ := startJSHub(t, ctx, leaftest.HubOptions{Name: "hub-dl"},
+		jetstream.StreamConfig{Name: "CMDS", Subjects: []string{"cmd.>"}, Storage: jetstream.FileStorage})
 	for i := range n {
 		_, err := hjs.PublishAsync("cmd.site1.c"+strconv.Itoa(i%5), []byte(strconv.Itoa(i)))
 		mustNoErr(t, err)

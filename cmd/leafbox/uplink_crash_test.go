@@ -4,9 +4,6 @@ package main
 
 import (
 	"encoding/json"
-	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
@@ -72,42 +69,14 @@ func TestUplinkSurvivesKill9(t *testing.T) {
 		n     = 2000
 		batch = 100
 	)
-	hub := leaftest.StartHub(t, leaftest.HubOptions{
-		Name:   "hub-crash",
-		Config: fmt.Sprintf("jetstream { store_dir: %q, domain: hub }", t.TempDir()),
-	})
 	ctx := testContext(t)
-	hc := natsConnect(t, hub.ClientURL())
-	hjs, err := jetstream.New(hc)
-	mustNoErr(t, err)
-	stream, err := hjs.CreateStream(ctx, jetstream.StreamConfig{
+	hub, _, stream := startJSHub(t, ctx, leaftest.HubOptions{Name: "hub-crash"}, jetstream.StreamConfig{
 		Name: "SITE", Subjects: []string{"site1.>"}, Storage: jetstream.FileStorage, Duplicates: 10 * time.Minute,
 	})
-	mustNoErr(t, err)
-	hubMsgs := func() uint64 {
-		t.Helper()
-		info, err := stream.Info(ctx)
-		mustNoErr(t, err)
-		return info.State.Msgs
-	}
+	hubMsgs := func() uint64 { return streamMsgs(t, ctx, stream) }
 
 	dir := t.TempDir()
-	cfg := filepath.Join(dir, "leafbox.yaml")
-	mustNoErr(t, os.WriteFile(cfg, fmt.Appendf(nil, `server_name: gw1
-listen: 127.0.0.1
-port: -1
-http_port: -1
-jetstream:
-  store_dir: %q
-leafnodes:
-  remotes:
-    - url: %q
-uplinks:
-  - name: tel
-    subjects: [telemetry.>]
-    hub_subject_prefix: site1.
-    stream: SITE
-`, filepath.Join(dir, "state"), hub.LeafURL()), 0o600))
+	cfg := writeUplinkConfig(t, dir, hub.LeafURL())
 
 	p, gwURL := startJS(t, cfg, dir)
 	pf, _ := p.waitPorts(dir)
@@ -136,20 +105,7 @@ uplinks:
 	mon = loopbackURL(t, pf.Monitoring).String()
 	t.Logf("outbox after restart: %+v", getUplinkz(t, mon))
 
-	deadline := time.After(waitTimeout)
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for got := hubMsgs(); got != n; got = hubMsgs() {
-		if got > n {
-			t.Fatalf("hub stream holds %d messages, want %d", got, n)
-		}
-		select {
-		case <-deadline:
-			t.Fatalf("hub stream holds %d messages after %v, want %d; /uplinkz %+v; log:\n%s",
-				got, waitTimeout, n, getUplinkz(t, mon), p.log())
-		case <-tick.C:
-		}
-	}
+	awaitHubMsgs(t, ctx, stream, n, p, mon)
 
 	// Exactly once and in order: hub sequence i+1 holds message i.
 	for i := range n {

@@ -5,8 +5,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -71,44 +69,15 @@ func TestUplinkKill9WithLinkCuts(t *testing.T) {
 	)
 	// no_advertise: a hub tells leaf nodes its leafnode URLs, which the
 	// link would fail over to, around the proxy.
-	hub := leaftest.StartHub(t, leaftest.HubOptions{
-		Name:   "hub-faults",
-		Leaf:   "no_advertise: true",
-		Config: fmt.Sprintf("jetstream { store_dir: %q, domain: hub }", t.TempDir()),
-	})
 	ctx := testContext(t)
-	hc := natsConnect(t, hub.ClientURL())
-	hjs, err := jetstream.New(hc)
-	mustNoErr(t, err)
-	stream, err := hjs.CreateStream(ctx, jetstream.StreamConfig{
+	hub, _, stream := startJSHub(t, ctx, leaftest.HubOptions{Name: "hub-faults", Leaf: "no_advertise: true"}, jetstream.StreamConfig{
 		Name: "SITE", Subjects: []string{"site1.>"}, Storage: jetstream.FileStorage, Duplicates: 10 * time.Minute,
 	})
-	mustNoErr(t, err)
-	hubMsgs := func() uint64 {
-		t.Helper()
-		info, err := stream.Info(ctx)
-		mustNoErr(t, err)
-		return info.State.Msgs
-	}
+	hubMsgs := func() uint64 { return streamMsgs(t, ctx, stream) }
 	proxy := leaftest.StartProxy(t, fmt.Sprintf("127.0.0.1:%d", hub.LeafPort))
 
 	dir := t.TempDir()
-	cfg := filepath.Join(dir, "leafbox.yaml")
-	mustNoErr(t, os.WriteFile(cfg, fmt.Appendf(nil, `server_name: gw1
-listen: 127.0.0.1
-port: -1
-http_port: -1
-jetstream:
-  store_dir: %q
-leafnodes:
-  remotes:
-    - url: %q
-uplinks:
-  - name: tel
-    subjects: [telemetry.>]
-    hub_subject_prefix: site1.
-    stream: SITE
-`, filepath.Join(dir, "state"), proxy.LeafURL()), 0o600))
+	cfg := writeUplinkConfig(t, dir, proxy.LeafURL())
 
 	start := time.Now()
 	var (
@@ -176,20 +145,7 @@ uplinks:
 
 	t.Logf("%v: phase 3 published", time.Since(start).Round(time.Millisecond))
 	total := uint64(pubs * phases * perPhase)
-	deadline := time.After(waitTimeout)
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for got := hubMsgs(); got != total; got = hubMsgs() {
-		if got > total {
-			t.Fatalf("hub stream holds %d messages, want %d", got, total)
-		}
-		select {
-		case <-deadline:
-			t.Fatalf("hub stream holds %d messages after %v, want %d; /uplinkz %+v; log:\n%s",
-				got, waitTimeout, total, getUplinkz(t, mon), p.log())
-		case <-tick.C:
-		}
-	}
+	awaitHubMsgs(t, ctx, stream, total, p, mon)
 
 	t.Logf("%v: hub complete", time.Since(start).Round(time.Millisecond))
 	// Exactly once, in per-publisher order.

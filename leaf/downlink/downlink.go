@@ -8,12 +8,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	mathrand "math/rand/v2"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/leafbox/leafbox/leaf/internal/runstate"
 )
 
 // Defaults applied to zero Config fields.
@@ -225,14 +226,12 @@ type Downlink struct {
 	localFails  int
 	lost        <-chan struct{} // closed when the session's connection drops
 
-	mu        sync.Mutex
-	state     State
-	lastErr   string
-	lastErrAt time.Time
-	started   bool
-	closed    bool
-	cancel    context.CancelFunc
-	done      chan struct{}
+	rs      runstate.Tracker[State]
+	mu      sync.Mutex
+	started bool
+	closed  bool
+	cancel  context.CancelFunc
+	done    chan struct{}
 }
 
 // waiter is a message the downlink nak'ed and waits for: one that failed
@@ -313,9 +312,9 @@ func New(hub Hub, local Local, cfg Config) (*Downlink, error) {
 		evSig:       make(chan struct{}, 1),
 		unconfirmed: map[uint64]time.Time{},
 		waiting:     map[uint64]waiter{},
-		state:       StateIdle,
 		done:        make(chan struct{}),
 	}
+	d.rs.Set(StateIdle)
 	d.hbLimit = 2 * d.heartbeat()
 	return d, nil
 }
@@ -354,10 +353,7 @@ func (d *Downlink) HandleMsg(subject, reply string, hdr, data []byte) {
 	d.evMu.Lock()
 	d.events = append(d.events, ev)
 	d.evMu.Unlock()
-	select {
-	case d.evSig <- struct{}{}:
-	default:
-	}
+	runstate.Signal(d.evSig)
 }
 
 // queued reports whether received events wait to be taken.
@@ -393,7 +389,7 @@ func (d *Downlink) Start(ctx context.Context) error {
 	}
 	d.started = true
 	ctx, d.cancel = context.WithCancel(ctx)
-	d.state = StateWaiting
+	d.rs.Set(StateWaiting)
 	go d.run(ctx)
 	return nil
 }
@@ -411,7 +407,7 @@ func (d *Downlink) Close() error {
 	if d.cancel != nil {
 		d.cancel()
 	}
-	d.state = StateClosed
+	d.rs.Close(StateClosed)
 	d.mu.Unlock()
 	if started {
 		<-d.done
@@ -437,24 +433,8 @@ func (d *Downlink) Status() Status {
 		Pending:     d.pending.Load(),
 		LastSeq:     d.lastSeq.Load(),
 	}
-	d.mu.Lock()
-	s.State, s.LastError, s.LastErrorAt = d.state, d.lastErr, d.lastErrAt
-	d.mu.Unlock()
+	s.State, s.LastError, s.LastErrorAt = d.rs.Snapshot()
 	return s
-}
-
-func (d *Downlink) setState(st State) {
-	d.mu.Lock()
-	if d.state != StateClosed {
-		d.state = st
-	}
-	d.mu.Unlock()
-}
-
-func (d *Downlink) setError(err error) {
-	d.mu.Lock()
-	d.lastErr, d.lastErrAt = err.Error(), time.Now()
-	d.mu.Unlock()
 }
 
 // run runs sessions until ctx ends, backing off after each failure.
@@ -462,7 +442,7 @@ func (d *Downlink) run(ctx context.Context) {
 	defer close(d.done)
 	failures := 0
 	for {
-		d.setState(StateWaiting)
+		d.rs.Set(StateWaiting)
 		err := d.hub.WaitReady(ctx)
 		ready := err == nil
 		if ready {
@@ -478,20 +458,16 @@ func (d *Downlink) run(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		d.setError(err)
+		d.rs.SetError(err)
 		d.log.Warn("downlink session ended; retrying", "error", err)
 		wait := d.backoff(0)
 		if ready {
 			wait = d.backoff(failures)
 			failures++
 		} // else WaitReady waits for the hub itself: a long outage must not stretch the wait after it
-		d.setState(StateBackoff)
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		d.rs.Set(StateBackoff)
+		if !runstate.Sleep(ctx, wait) {
 			return
-		case <-t.C:
 		}
 	}
 }
@@ -505,21 +481,17 @@ func (d *Downlink) watchLink(ctx context.Context) <-chan struct{} {
 	return nil
 }
 
-// backoff returns the wait after n consecutive failures: RetryMin·2^n,
-// capped at RetryMax, the upper half of it randomised.
+// backoff returns the wait after n consecutive failures (runstate.Backoff
+// between RetryMin and RetryMax).
 func (d *Downlink) backoff(n int) time.Duration {
-	w := d.cfg.RetryMax
-	if n < 30 {
-		w = min(d.cfg.RetryMin<<n, d.cfg.RetryMax)
-	}
-	return w/2 + time.Duration(mathrand.Int64N(int64(w/2)+1))
+	return runstate.Backoff(n, d.cfg.RetryMin, d.cfg.RetryMax)
 }
 
 // session binds the consumer and pulls until something fails or ctx
 // ends; it reports whether any message was delivered.
 func (d *Downlink) session(ctx context.Context) (progress bool, err error) {
 	d.sessions.Add(1)
-	d.setState(StateBinding)
+	d.rs.Set(StateBinding)
 	info, err := d.bind(ctx)
 	if err != nil {
 		return false, err
@@ -530,7 +502,7 @@ func (d *Downlink) session(ctx context.Context) (progress bool, err error) {
 	if d.cfg.MaxAckPending == 1 && info.NumAckPending > 0 {
 		d.resend(ctx)
 	}
-	d.setState(StatePulling)
+	d.rs.Set(StatePulling)
 
 	current, err := d.pull()
 	if err != nil {
@@ -856,7 +828,7 @@ func (d *Downlink) handle(ctx context.Context, ev event) (bool, error) {
 		d.holdDelay = delay
 		d.waiting[meta.streamSeq] = waiter{until: time.Now().Add(2 * (delay + d.cfg.AckWait)), failed: true}
 		err = fmt.Errorf("downlink: deliver %s (hub seq %d): %w", m.Subject, meta.streamSeq, err)
-		d.setError(err)
+		d.rs.SetError(err)
 		if d.cfg.MaxDeliver > 0 && meta.delivered >= uint64(d.cfg.MaxDeliver) {
 			// The hub sends it no more: later ones go on.
 			d.log.Error("downlink: message failed its last delivery; skipped",

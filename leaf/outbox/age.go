@@ -228,7 +228,7 @@ func (o *Outbox) ageLoop(ctx context.Context) {
 	defer t.Stop()
 	for {
 		if _, err := o.expireAged(); err != nil {
-			o.setError(err)
+			o.rs.SetError(err)
 		}
 		select {
 		case <-ctx.Done():

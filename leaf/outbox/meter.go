@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/leafbox/leafbox/leaf/internal/runstate"
 	"github.com/leafbox/leafbox/store/vfs"
 )
 
@@ -127,16 +128,9 @@ func (o *Outbox) drainDelay(ctx context.Context) bool {
 		return true
 	}
 	d := time.Duration(mathrand.Int64N(int64(o.cfg.DrainJitter) + 1))
-	o.setState(StateDelay)
+	o.rs.Set(StateDelay)
 	o.log.Info("uplink backlog drain starts after a jittered delay", "delay", d)
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
+	return runstate.Sleep(ctx, d)
 }
 
 // tickInterval is how often the meter runs: each second, or more often
@@ -199,9 +193,7 @@ func (o *Outbox) tick(now time.Time) {
 // ack) for WatchdogAfter.
 func (o *Outbox) watchdog(now time.Time) {
 	m := &o.meter
-	o.mu.Lock()
-	state := o.state
-	o.mu.Unlock()
+	state := o.rs.State()
 	if reason, _ := o.sched.slotStatus(o.slot); state != StateForwarding || reason != "" {
 		m.touch() // only time spent forwarding unheld counts
 		return

@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	mathrand "math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/leafbox/leafbox/leaf/internal/runstate"
 	"github.com/leafbox/leafbox/store"
 )
 
@@ -241,14 +241,12 @@ type Outbox struct {
 	ageSkipTrusted, ageSkipUntrusted uint64
 	ageDone                          chan struct{} // closed when the age loop ends; nil without MaxAge
 
-	mu        sync.Mutex
-	state     State
-	lastErr   string
-	lastErrAt time.Time
-	started   bool
-	closed    bool
-	cancel    context.CancelFunc
-	done      chan struct{}
+	rs      runstate.Tracker[State]
+	mu      sync.Mutex
+	started bool
+	closed  bool
+	cancel  context.CancelFunc
+	done    chan struct{}
 }
 
 // reply is a PubAck received for a sequence in a round.
@@ -306,11 +304,11 @@ func New(stream store.Stream, hub Hub, cfg Config) (*Outbox, error) {
 		inbox:  "_INBOX.OB." + hex.EncodeToString(rnd[:]) + ".",
 		idBase: server + "." + cfg.Name + ".",
 		base:   stream.State().Msgs,
-		state:  StateIdle,
 		newMsg: make(chan struct{}, 1),
 		ackSig: make(chan struct{}, 1),
 		done:   make(chan struct{}),
 	}
+	o.rs.Set(StateIdle)
 	if err := o.meter.load(cfg.StateFile); err != nil {
 		return nil, err
 	}
@@ -356,7 +354,7 @@ func (o *Outbox) Capture(subject string, hdr, data []byte) error {
 		default:
 			o.storeErrors.Add(1)
 		}
-		o.setError(fmt.Errorf("outbox: capture %s: %w", subject, err))
+		o.rs.SetError(fmt.Errorf("outbox: capture %s: %w", subject, err))
 		return err
 	}
 	o.stored.Add(1)
@@ -365,7 +363,7 @@ func (o *Outbox) Capture(subject string, hdr, data []byte) error {
 	} else {
 		raise(&o.durable, seq)
 	}
-	signal(o.newMsg)
+	runstate.Signal(o.newMsg)
 	return nil
 }
 
@@ -393,11 +391,11 @@ func (o *Outbox) Sync() error {
 	}
 	if err := o.cfg.Syncer.Sync(); err != nil {
 		err = fmt.Errorf("outbox: sync: %w", err)
-		o.setError(err)
+		o.rs.SetError(err)
 		return err
 	}
 	raise(&o.durable, upto)
-	signal(o.newMsg)
+	runstate.Signal(o.newMsg)
 	return nil
 }
 
@@ -420,15 +418,7 @@ func (o *Outbox) HandleReply(subject string, data []byte) {
 	o.ackMu.Lock()
 	o.ackList = append(o.ackList, reply{round: round, seq: seq, data: append([]byte(nil), data...)})
 	o.ackMu.Unlock()
-	signal(o.ackSig)
-}
-
-// signal wakes a waiter on ch without blocking.
-func signal(ch chan struct{}) {
-	select {
-	case ch <- struct{}{}:
-	default:
-	}
+	runstate.Signal(o.ackSig)
 }
 
 // Start launches the forwarder; it returns at once. Cancelling ctx stops
@@ -444,7 +434,7 @@ func (o *Outbox) Start(ctx context.Context) error {
 	}
 	o.started = true
 	ctx, o.cancel = context.WithCancel(ctx)
-	o.state = StateWaiting
+	o.rs.Set(StateWaiting)
 	go o.run(ctx)
 	if o.cfg.MaxAge > 0 {
 		o.ageDone = make(chan struct{})
@@ -466,7 +456,7 @@ func (o *Outbox) Close() error {
 	if o.cancel != nil {
 		o.cancel()
 	}
-	o.state = StateClosed
+	o.rs.Close(StateClosed)
 	o.mu.Unlock()
 	if started {
 		<-o.done
@@ -515,25 +505,9 @@ func (o *Outbox) Status() Status {
 	if n := o.storeFull.Load(); n > 0 {
 		s.Dropped[DropStoreFull] = n
 	}
-	o.mu.Lock()
-	s.State, s.LastError, s.LastErrorAt = o.state, o.lastErr, o.lastErrAt
-	o.mu.Unlock()
+	s.State, s.LastError, s.LastErrorAt = o.rs.Snapshot()
 	o.meterStatus(&s)
 	return s
-}
-
-func (o *Outbox) setState(st State) {
-	o.mu.Lock()
-	if o.state != StateClosed {
-		o.state = st
-	}
-	o.mu.Unlock()
-}
-
-func (o *Outbox) setError(err error) {
-	o.mu.Lock()
-	o.lastErr, o.lastErrAt = err.Error(), time.Now()
-	o.mu.Unlock()
 }
 
 // run forwards rounds until ctx ends, backing off after each failure.
@@ -543,19 +517,19 @@ func (o *Outbox) run(ctx context.Context) {
 	defer stopMeter()
 	failures := 0
 	for {
-		o.setState(StateWaiting)
+		o.rs.Set(StateWaiting)
 		if err := o.hub.WaitReady(ctx); err != nil {
 			if ctx.Err() != nil {
 				return
 			}
-			o.setError(err)
+			o.rs.SetError(err)
 		} else {
 			if !o.drainDelay(ctx) {
 				return
 			}
 			rctx, rcancel := context.WithCancel(ctx)
 			o.meter.armRound(rcancel)
-			o.setState(StateForwarding)
+			o.rs.Set(StateForwarding)
 			progress, err := o.round(rctx)
 			rcancel()
 			o.inFlight.Store(0)
@@ -566,33 +540,19 @@ func (o *Outbox) run(ctx context.Context) {
 				err = fmt.Errorf("%w: %v", ErrStuck, err)
 			}
 			o.retries.Add(1)
-			o.setError(err)
+			o.rs.SetError(err)
 			if progress {
 				failures = 0
 			}
 			o.log.Warn("uplink round failed; retrying", "error", err)
 		}
-		d := o.backoff(failures)
+		d := runstate.Backoff(failures, o.cfg.RetryMin, o.cfg.RetryMax)
 		failures++
-		o.setState(StateBackoff)
-		t := time.NewTimer(d)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		o.rs.Set(StateBackoff)
+		if !runstate.Sleep(ctx, d) {
 			return
-		case <-t.C:
 		}
 	}
-}
-
-// backoff returns the wait after n consecutive failures: RetryMin·2^n,
-// capped at RetryMax, the upper half of it randomised.
-func (o *Outbox) backoff(n int) time.Duration {
-	d := o.cfg.RetryMax
-	if n < 30 {
-		d = min(o.cfg.RetryMin<<n, o.cfg.RetryMax)
-	}
-	return d/2 + time.Duration(mathrand.Int64N(int64(d/2)+1))
 }
 
 // inflight is one message awaiting its PubAck.

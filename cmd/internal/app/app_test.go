@@ -27,22 +27,7 @@ func TestBuildRejectsInvalidConfig(t *testing.T) {
 // it down in t.Cleanup.
 func startApp(t *testing.T, src string, flags Flags) *App {
 	t.Helper()
-	c := mustParse(t, src)
-	Overrides{Host: ptr("127.0.0.1"), Port: ptr(-1)}.Apply(c)
-	c.SetDefaults(testEnv)
-	a, err := Build(c, flags)
-	requireNoError(t, err)
-	if err := a.Start(); err != nil {
-		t.Fatalf("start: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
-		defer cancel()
-		if err := a.Shutdown(ctx); err != nil {
-			t.Errorf("shutdown: %v", err)
-		}
-	})
-	return a
+	return startConfig(t, loopbackConfig(t, src, testEnv), flags)
 }
 
 // readInfo dials addr and returns the first protocol line, which must be
@@ -87,9 +72,7 @@ func TestAppStartServesClientsAndMonitoring(t *testing.T) {
 }
 
 func TestAppShutdownRemovesPortsFileAndStopsListening(t *testing.T) {
-	c := mustParse(t, "http_port: -1")
-	Overrides{Host: ptr("127.0.0.1"), Port: ptr(-1)}.Apply(c)
-	c.SetDefaults(testEnv)
+	c := loopbackConfig(t, "http_port: -1", testEnv)
 	a, err := Build(c, Flags{PortsFileDir: t.TempDir()})
 	requireNoError(t, err)
 	requireNoError(t, a.Start())
@@ -121,9 +104,7 @@ func TestAppStartFailsWhenMonitorPortIsTaken(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	requireNoError(t, err)
 	defer ln.Close()
-	c := mustParse(t, "http_port: "+strconv.Itoa(ln.Addr().(*net.TCPAddr).Port))
-	Overrides{Host: ptr("127.0.0.1"), Port: ptr(-1)}.Apply(c)
-	c.SetDefaults(testEnv)
+	c := loopbackConfig(t, "http_port: "+strconv.Itoa(ln.Addr().(*net.TCPAddr).Port), testEnv)
 	a, err := Build(c, Flags{})
 	requireNoError(t, err)
 	requireErrorContains(t, a.Start(), "monitoring:", "address already in use")
@@ -132,22 +113,16 @@ func TestAppStartFailsWhenMonitorPortIsTaken(t *testing.T) {
 func TestAppReload(t *testing.T) {
 	a := startApp(t, "http_port: -1\nmax_payload: 1MB", Flags{})
 
-	next := mustParse(t, "http_port: -1\nmax_payload: 2MB")
-	Overrides{Host: ptr("127.0.0.1"), Port: ptr(-1)}.Apply(next)
-	next.SetDefaults(testEnv)
+	next := loopbackConfig(t, "http_port: -1\nmax_payload: 2MB", testEnv)
 	requireNoError(t, a.Reload(next))
 
-	moved := mustParse(t, "http_port: 9999")
-	Overrides{Host: ptr("127.0.0.1"), Port: ptr(-1)}.Apply(moved)
-	moved.SetDefaults(testEnv)
+	moved := loopbackConfig(t, "http_port: 9999", testEnv)
 	requireErrorContains(t, a.Reload(moved), "monitoring address needs a restart")
 
 }
 
 func TestAppStartFailsWhenPortsFileCannotBeWritten(t *testing.T) {
-	c := mustParse(t, "http_port: -1")
-	Overrides{Host: ptr("127.0.0.1"), Port: ptr(-1)}.Apply(c)
-	c.SetDefaults(testEnv)
+	c := loopbackConfig(t, "http_port: -1", testEnv)
 	a, err := Build(c, Flags{PortsFileDir: "/nonexistent/ports"})
 	requireNoError(t, err)
 	requireErrorContains(t, a.Start(), "ports file:")

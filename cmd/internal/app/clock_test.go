@@ -50,24 +50,15 @@ func TestBuildRefusesBadClockState(t *testing.T) {
 // /healthz and /uplinkz report the clock, nothing expires by max_age, and
 // the last known-good time is saved at shutdown.
 func TestUplinkClock(t *testing.T) {
-	hub := leaftest.StartHub(t, leaftest.HubOptions{
-		Name:   "hub-clock",
-		Config: fmt.Sprintf("jetstream { store_dir: %q, domain: hub }", t.TempDir()),
-	})
 	ctx, cancel := context.WithTimeout(context.Background(), 4*testTimeout)
 	defer cancel()
-	hc := natsConnect(t, hub.ClientURL())
-	js, err := jetstream.New(hc)
-	requireNoError(t, err)
-	stream, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "SITE", Subjects: []string{"site1.>"}})
-	requireNoError(t, err)
+	hub, _, stream := startJSHub(t, ctx, leaftest.HubOptions{Name: "hub-clock"}, "hub",
+		jetstream.StreamConfig{Name: "SITE", Subjects: []string{"site1.>"}})
 
 	stateDir := t.TempDir()
-	c := mustParse(t, "http_port: -1\nserver_name: gw1\n"+
+	c := loopbackConfig(t, "http_port: -1\nserver_name: gw1\n"+
 		"leafnodes: {remotes: [{url: '"+hub.LeafURL()+"'}]}\n"+
-		"uplinks: [{name: tel, subjects: [telemetry.>], hub_subject_prefix: site1., stream: SITE, hub_domain: hub, max_age: 1h}]\n")
-	Overrides{Host: ptr("127.0.0.1"), Port: ptr(-1)}.Apply(c)
-	c.SetDefaults(Env{StateDirectory: stateDir})
+		"uplinks: [{name: tel, subjects: [telemetry.>], hub_subject_prefix: site1., stream: SITE, hub_domain: hub, max_age: 1h}]\n", Env{StateDirectory: stateDir})
 	requireNoError(t, c.Validate())
 	a, err := Build(c, Flags{})
 	requireNoError(t, err)
@@ -94,13 +85,10 @@ func TestUplinkClock(t *testing.T) {
 
 	// The hub's time arrives once the uplink is ready.
 	before := time.Now()
-	for a.clock.Status().HubTime.IsZero() {
-		select {
-		case <-ctx.Done():
-			t.Fatalf("no hub time observed; clock %+v", a.clock.Status())
-		case <-time.After(10 * time.Millisecond): // poll interval
-		}
-	}
+	awaitCond(t, ctx, "the hub time is observed", func() (bool, string) {
+		st := a.clock.Status()
+		return !st.HubTime.IsZero(), fmt.Sprintf("clock %+v", st)
+	})
 	if ht := a.clock.Status().HubTime; ht.Before(before.Add(-time.Minute)) || ht.After(time.Now().Add(time.Minute)) {
 		t.Fatalf("hub time %v, local %v", ht, time.Now())
 	}
@@ -122,18 +110,7 @@ func TestUplinkClock(t *testing.T) {
 		requireNoError(t, gw.Publish("telemetry.t", []byte(strconv.Itoa(i))))
 	}
 	requireNoError(t, gw.Flush())
-	for {
-		info, err := stream.Info(ctx)
-		requireNoError(t, err)
-		if info.State.Msgs == 3 {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("hub stream holds %d, want 3; uplink %+v", info.State.Msgs, a.UplinkStatus()[0])
-		case <-time.After(20 * time.Millisecond): // poll interval
-		}
-	}
+	awaitStreamMsgs(t, ctx, stream, 3, func() string { return fmt.Sprintf("uplink %+v", a.UplinkStatus()[0]) })
 	var last time.Time
 	for seq := uint64(1); seq <= 3; seq++ {
 		m, err := stream.GetMsg(ctx, seq)
@@ -152,13 +129,7 @@ func TestUplinkClock(t *testing.T) {
 		last = wall
 	}
 
-	for st := a.UplinkStatus()[0]; st.Acked != 3 || st.BacklogMsgs != 0; st = a.UplinkStatus()[0] {
-		select {
-		case <-ctx.Done():
-			t.Fatalf("outbox not drained: %+v", st)
-		case <-time.After(10 * time.Millisecond): // poll interval
-		}
-	}
+	awaitUplinkAcked(t, ctx, a, 3)
 	if d := a.UplinkStatus()[0].Dropped; len(d) != 0 {
 		t.Fatalf("dropped %v", d)
 	}

@@ -93,15 +93,8 @@ func (p *hubPublisher) wait(t *testing.T) {
 // fail over to around a proxy.
 func dlFaultHub(t *testing.T, ctx context.Context) (*leaftest.Hub, *hubPublisher) {
 	t.Helper()
-	hub := leaftest.StartHub(t, leaftest.HubOptions{
-		Name:   "hub-dl",
-		Leaf:   "no_advertise: true",
-		Config: fmt.Sprintf("jetstream { store_dir: %q, domain: hub }", t.TempDir()),
-	})
-	js, err := jetstream.New(natsConnect(t, hub.ClientURL()))
-	requireNoError(t, err)
-	_, err = js.CreateStream(ctx, jetstream.StreamConfig{Name: "CMDS", Subjects: []string{"cmd.>"}, Duplicates: time.Minute})
-	requireNoError(t, err)
+	hub, js, _ := startJSHub(t, ctx, leaftest.HubOptions{Name: "hub-dl", Leaf: "no_advertise: true"}, "hub",
+		jetstream.StreamConfig{Name: "CMDS", Subjects: []string{"cmd.>"}, Duplicates: time.Minute})
 	return hub, &hubPublisher{js: js}
 }
 
@@ -110,21 +103,29 @@ func dlFaultHub(t *testing.T, ctx context.Context) (*leaftest.Hub, *hubPublisher
 // entries, and returns it with the link they consume over.
 func startDownlinkGateway(t *testing.T, urls []string, downlinks ...string) (*App, *leaf.Link) {
 	t.Helper()
-	c := mustParse(t, fmt.Sprintf("http_port: -1\nserver_name: gw\njetstream: {store_dir: %q, domain: edge}\n", t.TempDir())+
+	a := startGateway(t, fmt.Sprintf("http_port: -1\nserver_name: gw\njetstream: {store_dir: %q, domain: edge}\n", t.TempDir())+
 		"leafnodes: {remotes: [{urls: ['"+strings.Join(urls, "', '")+"']}]}\n"+
-		"downlinks: ["+strings.Join(downlinks, ", ")+"]\n")
-	Overrides{Host: ptr("127.0.0.1"), Port: ptr(-1)}.Apply(c)
-	c.SetDefaults(Env{StateDirectory: t.TempDir()})
-	requireNoError(t, c.Validate())
-	a, err := Build(c, Flags{Logger: slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))})
-	requireNoError(t, err)
-	requireNoError(t, a.Start())
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
-		defer cancel()
-		requireNoError(t, a.Shutdown(ctx))
-	})
+		"downlinks: ["+strings.Join(downlinks, ", ")+"]\n",
+		Flags{Logger: slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	return a, a.consumers[0].link
+}
+
+// subDownlink is the downlink "sub" of the fault tests: the hub's
+// cmd.site1.> commands to local subscribers on sub.>.
+const subDownlink = "{name: sub, stream: CMDS, filter_subjects: [cmd.site1.>], hub_subject_prefix: cmd.site1.," +
+	" local_subject_prefix: sub., ack_wait: 2s, expires: 2s}"
+
+// gatewaySubscriber connects a client to the gateway a (closed in
+// t.Cleanup) and subscribes it to subject with no pending limits; the
+// subscription is known to the gateway on return.
+func gatewaySubscriber(t *testing.T, a *App, subject string) (*nats.Conn, *nats.Subscription) {
+	t.Helper()
+	gw := natsConnect(t, "nats://"+a.Addr().String())
+	sub, err := gw.SubscribeSync(subject)
+	requireNoError(t, err)
+	requireNoError(t, sub.SetPendingLimits(-1, -1))
+	requireNoError(t, gw.Flush())
+	return gw, sub
 }
 
 // dlStatus returns the status of the downlink named name.
@@ -261,11 +262,7 @@ func testDownlinkFlapping(t *testing.T, maxAckPending int) {
 	a, link := startDownlinkGateway(t, []string{proxy.LeafURL()},
 		"{name: sub, stream: CMDS, local_subject_prefix: sub., "+opts+"}",
 		"{name: st, stream: CMDS, local_subject_prefix: st., "+opts+"}")
-	gw := natsConnect(t, "nats://"+a.Addr().String())
-	sub, err := gw.SubscribeSync("sub.>")
-	requireNoError(t, err)
-	requireNoError(t, sub.SetPendingLimits(-1, -1))
-	requireNoError(t, gw.Flush())
+	gw, sub := gatewaySubscriber(t, a, "sub.>")
 	ljs, err := jetstream.New(gw)
 	requireNoError(t, err)
 	local, err := ljs.CreateStream(ctx, jetstream.StreamConfig{Name: "LOCAL", Subjects: []string{"st.>"}})
@@ -333,23 +330,12 @@ func TestDownlinkFaultHubNodeLoss(t *testing.T) {
 	hc := natsConnect(t, cluster.ClientURLs())
 	hjs, err := jetstream.New(hc)
 	requireNoError(t, err)
-	awaitCond(t, ctx, "the R3 hub stream is created", func() (bool, string) {
-		actx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		defer cancel()
-		_, err := hjs.CreateStream(actx, jetstream.StreamConfig{Name: "CMDS", Subjects: []string{"cmd.>"},
-			Replicas: 3, Duplicates: time.Minute})
-		return err == nil, fmt.Sprint(err)
-	})
+	createClusterStream(t, ctx, hjs, jetstream.StreamConfig{Name: "CMDS", Subjects: []string{"cmd.>"},
+		Replicas: 3, Duplicates: time.Minute})
 	pub := &hubPublisher{js: hjs}
 	pub.publish(ctx, n/2)
-	a, link := startDownlinkGateway(t, cluster.LeafURLs(),
-		"{name: sub, stream: CMDS, filter_subjects: [cmd.site1.>], hub_subject_prefix: cmd.site1., local_subject_prefix: sub.,"+
-			" ack_wait: 2s, expires: 2s}")
-	gw := natsConnect(t, "nats://"+a.Addr().String())
-	sub, err := gw.SubscribeSync("sub.>")
-	requireNoError(t, err)
-	requireNoError(t, sub.SetPendingLimits(-1, -1))
-	requireNoError(t, gw.Flush())
+	a, link := startDownlinkGateway(t, cluster.LeafURLs(), subDownlink)
+	_, sub := gatewaySubscriber(t, a, "sub.>")
 	first := awaitLink(t, ctx, link, leaf.StateConnected, false)
 	start := time.Now()
 	awaitCond(t, ctx, "the downlink delivers", func() (bool, string) {
@@ -392,14 +378,8 @@ func TestDownlinkFaultBlackhole(t *testing.T) {
 	defer cancel()
 	hub, pub := dlFaultHub(t, ctx)
 	proxy := leaftest.StartProxy(t, fmt.Sprintf("127.0.0.1:%d", hub.LeafPort))
-	a, link := startDownlinkGateway(t, []string{proxy.LeafURL()},
-		"{name: sub, stream: CMDS, filter_subjects: [cmd.site1.>], hub_subject_prefix: cmd.site1., local_subject_prefix: sub.,"+
-			" ack_wait: 2s, expires: 2s}")
-	gw := natsConnect(t, "nats://"+a.Addr().String())
-	sub, err := gw.SubscribeSync("sub.>")
-	requireNoError(t, err)
-	requireNoError(t, sub.SetPendingLimits(-1, -1))
-	requireNoError(t, gw.Flush())
+	a, link := startDownlinkGateway(t, []string{proxy.LeafURL()}, subDownlink)
+	_, sub := gatewaySubscriber(t, a, "sub.>")
 	awaitLink(t, ctx, link, leaf.StateConnected, false)
 	awaitCond(t, ctx, "the downlink pulls", func() (bool, string) {
 		st := dlStatus(t, a, "sub")

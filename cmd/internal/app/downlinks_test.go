@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -50,27 +49,15 @@ func TestValidateDownlinks(t *testing.T) {
 // a client connection.
 func downlinkHub(t *testing.T, ctx context.Context) (*leaftest.Hub, jetstream.JetStream) {
 	t.Helper()
-	hub := leaftest.StartHub(t, leaftest.HubOptions{
-		Name:   "hub-js",
-		Config: fmt.Sprintf("jetstream { store_dir: %q, domain: hub }", t.TempDir()),
-	})
-	js, err := jetstream.New(natsConnect(t, hub.ClientURL()))
-	requireNoError(t, err)
-	_, err = js.CreateStream(ctx, jetstream.StreamConfig{Name: "CMDS", Subjects: []string{"cmd.>"}})
-	requireNoError(t, err)
+	hub, js, _ := startJSHub(t, ctx, leaftest.HubOptions{Name: "hub-js"}, "hub",
+		jetstream.StreamConfig{Name: "CMDS", Subjects: []string{"cmd.>"}})
 	return hub, js
 }
 
-// waitFor polls cond until it holds or ctx ends.
+// waitFor is awaitCond for a condition that has no state to report.
 func waitFor(t *testing.T, ctx context.Context, what string, cond func() bool) {
 	t.Helper()
-	for !cond() {
-		select {
-		case <-ctx.Done():
-			t.Fatalf("timed out waiting for %s", what)
-		case <-time.After(10 * time.Millisecond): // poll interval
-		}
-	}
+	awaitCond(t, ctx, what, func() (bool, string) { return cond(), "" })
 }
 
 // TestDownlinkDeliversOfflineCommands runs a gateway App with a downlink
@@ -93,24 +80,13 @@ func TestDownlinkDeliversOfflineCommands(t *testing.T) {
 	}
 	publish(0, 20) // before the gateway exists
 
-	c := mustParse(t, "http_port: -1\nserver_name: gw1\n"+
+	c := gatewayConfig(t, "http_port: -1\nserver_name: gw1\n"+
 		"leafnodes: {remotes: [{url: '"+hub.LeafURL()+"'}]}\n"+
 		"downlinks: [{name: cmds, stream: CMDS, filter_subjects: [cmd.site1.>], hub_subject_prefix: cmd.site1.,"+
 		" local_subject_prefix: cmd., batch: 10, ack_wait: 2s, expires: 2s}]\n")
-	Overrides{Host: ptr("127.0.0.1"), Port: ptr(-1)}.Apply(c)
-	c.SetDefaults(Env{StateDirectory: t.TempDir()})
-	requireNoError(t, c.Validate())
 	start := func() *App {
 		t.Helper()
-		a, err := Build(c, Flags{Logger: slog.New(slog.NewTextHandler(t.Output(), nil))})
-		requireNoError(t, err)
-		requireNoError(t, a.Start())
-		t.Cleanup(func() {
-			sctx, scancel := context.WithTimeout(context.Background(), testTimeout)
-			defer scancel()
-			requireNoError(t, a.Shutdown(sctx))
-		})
-		return a
+		return startConfig(t, c, Flags{Logger: slog.New(slog.NewTextHandler(t.Output(), nil))})
 	}
 	status := func(a *App) DownlinkStatus {
 		sts := a.DownlinkStatus()

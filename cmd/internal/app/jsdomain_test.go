@@ -5,14 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -25,11 +22,11 @@ import (
 
 // jsDomainPair is a real nats-server hub with JetStream in domain "hub" and
 // a gateway App with JetStream in domain "edge", linked as a leaf through
-// a proxy that can cut the link.
+// a leaftest.Proxy that can cut the link.
 type jsDomainPair struct {
 	hub       *leaftest.Hub
 	app       *App
-	proxy     *cutProxy
+	proxy     *leaftest.Proxy
 	clientURL string // the hub's client URL, with credentials when bound
 }
 
@@ -45,10 +42,10 @@ func startJSDomainPair(t *testing.T, bound bool) *jsDomainPair {
 	}
 	// no_advertise: the link knows only the proxy, so a cut holds.
 	hub := leaftest.StartHub(t, leaftest.HubOptions{Name: "hub-jsd", Config: conf, Leaf: "no_advertise: true"})
-	proxy := newCutProxy(t, fmt.Sprintf("127.0.0.1:%d", hub.LeafPort))
-	leafURL, clientURL := "nats-leaf://"+proxy.addr(), hub.ClientURL()
+	proxy := leaftest.StartProxy(t, fmt.Sprintf("127.0.0.1:%d", hub.LeafPort))
+	leafURL, clientURL := "nats-leaf://"+proxy.Addr(), hub.ClientURL()
 	if bound {
-		leafURL = "nats-leaf://leaf:s3cret@" + proxy.addr()
+		leafURL = "nats-leaf://leaf:s3cret@" + proxy.Addr()
 		clientURL = fmt.Sprintf("nats://app:app@127.0.0.1:%d", hub.ClientPort)
 	}
 	a := startApp(t, fmt.Sprintf("http_port: -1\nserver_name: gw-jsd\njetstream: {store_dir: %q, domain: edge}\n"+
@@ -86,84 +83,6 @@ func jsCtx(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*testTimeout)
 	t.Cleanup(cancel)
 	return ctx
-}
-
-// cutProxy forwards TCP connections to a target until cut: then it closes
-// them and refuses new ones until resumed.
-type cutProxy struct {
-	t      *testing.T
-	ln     net.Listener
-	target string
-
-	mu    sync.Mutex
-	cut   bool
-	conns map[net.Conn]struct{}
-}
-
-func newCutProxy(t *testing.T, target string) *cutProxy {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	requireNoError(t, err)
-	p := &cutProxy{t: t, ln: ln, target: target, conns: map[net.Conn]struct{}{}}
-	t.Cleanup(func() {
-		ln.Close()
-		p.setCut(true)
-	})
-	go p.accept()
-	return p
-}
-
-func (p *cutProxy) addr() string { return p.ln.Addr().String() }
-
-func (p *cutProxy) accept() {
-	for {
-		c, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		p.mu.Lock()
-		cut := p.cut
-		p.mu.Unlock()
-		if cut {
-			c.Close()
-			continue
-		}
-		u, err := net.DialTimeout("tcp", p.target, testTimeout)
-		if err != nil {
-			c.Close()
-			continue
-		}
-		p.mu.Lock()
-		if p.cut { // cut while dialing
-			p.mu.Unlock()
-			c.Close()
-			u.Close()
-			continue
-		}
-		p.conns[c], p.conns[u] = struct{}{}, struct{}{}
-		p.mu.Unlock()
-		go p.pipe(c, u)
-		go p.pipe(u, c)
-	}
-}
-
-func (p *cutProxy) pipe(dst, src net.Conn) {
-	_, _ = io.Copy(dst, src)
-	dst.Close()
-	src.Close()
-}
-
-// setCut cuts (closing every forwarded connection) or resumes the link.
-func (p *cutProxy) setCut(cut bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.cut = cut
-	if cut {
-		for c := range p.conns {
-			c.Close()
-		}
-		clear(p.conns)
-	}
 }
 
 // TestJSDomainHubUsesGatewayJetStream: a hub client reaches the gateway's
@@ -348,15 +267,13 @@ func testHubSourcesGatewayStream(t *testing.T, p *jsDomainPair) {
 
 	// The link goes down; the gateway keeps accepting messages.
 	link := p.app.uplinks[0].link
-	p.proxy.setCut(true)
-	for link.Status().State == leaf.StateConnected {
-		time.Sleep(10 * time.Millisecond) // polling the link state
-	}
+	p.proxy.Cut()
+	awaitLink(t, ctx, link, leaf.StateConnected, true)
 	publish(n/3, n)
 	if st := link.Status(); st.State == leaf.StateConnected {
 		t.Fatalf("the link came back during the cut: %+v", st)
 	}
-	p.proxy.setCut(false)
+	p.proxy.Restore()
 	p.sync(t)
 	waitHubMsgs(n)
 
@@ -391,23 +308,20 @@ func testHubSourcesGatewayStream(t *testing.T, p *jsDomainPair) {
 func waitStreamMsgs(t *testing.T, js jetstream.JetStream, name string, want uint64, p *jsDomainPair) {
 	t.Helper()
 	ctx := jsCtx(t)
-	deadline := time.Now().Add(3 * testTimeout)
-	for {
+	awaitCond(t, ctx, fmt.Sprintf("hub stream %s holds %d messages", name, want), func() (bool, string) {
 		s, err := js.Stream(ctx, name)
-		if err == nil {
-			info, err := s.Info(ctx)
-			if err == nil && info.State.Msgs == want {
-				return
-			}
-			if err == nil && info.State.Msgs > want {
-				t.Fatalf("hub stream %s holds %d messages, want %d", name, info.State.Msgs, want)
-			}
+		if err != nil {
+			return false, fmt.Sprintf("%v\n%s", err, p.hub.Logs())
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("hub stream %s did not reach %d messages: %v\n%s", name, want, err, p.hub.Logs())
+		info, err := s.Info(ctx)
+		if err != nil {
+			return false, fmt.Sprintf("%v\n%s", err, p.hub.Logs())
 		}
-		time.Sleep(50 * time.Millisecond) // polling the hub's stream state
-	}
+		if info.State.Msgs > want {
+			t.Fatalf("hub stream %s holds %d messages, want %d", name, info.State.Msgs, want)
+		}
+		return info.State.Msgs == want, fmt.Sprintf("holds %d\n%s", info.State.Msgs, p.hub.Logs())
+	})
 }
 
 // TestJSDomainGatewayReadsHubStream: a gateway client reaches the hub's

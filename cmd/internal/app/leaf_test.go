@@ -152,9 +152,7 @@ func TestAppReloadLeafRemotes(t *testing.T) {
 	const base = "http_port: 0\nserver_name: gw\nleafnodes: {remotes: [{url: 'nats://127.0.0.1:1'}]}\n"
 	a := startApp(t, base, Flags{})
 	reload := func(src string) error {
-		c := mustParse(t, src)
-		Overrides{Host: ptr("127.0.0.1"), Port: ptr(-1)}.Apply(c)
-		c.SetDefaults(testEnv)
+		c := loopbackConfig(t, src, testEnv)
 		return a.Reload(c)
 	}
 	requireNoError(t, reload(base+"max_payload: 2MB\n"))
@@ -167,9 +165,7 @@ func TestAppReloadLeafRemotes(t *testing.T) {
 
 func TestAppReloadCannotAddRemotes(t *testing.T) {
 	a := startApp(t, "http_port: 0", Flags{})
-	c := mustParse(t, "http_port: 0\nleafnodes: {remotes: [{url: nats://h:1}]}")
-	Overrides{Host: ptr("127.0.0.1"), Port: ptr(-1)}.Apply(c)
-	c.SetDefaults(testEnv)
+	c := loopbackConfig(t, "http_port: 0\nleafnodes: {remotes: [{url: nats://h:1}]}", testEnv)
 	requireErrorContains(t, a.Reload(c), "leafnodes: changing leafnode remotes needs a restart")
 }
 
@@ -344,10 +340,8 @@ func TestLeafInfoFromStatus(t *testing.T) {
 }
 
 func TestAppLameDuckClosesLinksFirst(t *testing.T) {
-	c := mustParse(t, "http_port: 0\nlame_duck_duration: 200ms\nlame_duck_grace_period: 10ms\n"+
-		"leafnodes: {remotes: [{url: 'nats://127.0.0.1:1'}]}\n")
-	Overrides{Host: ptr("127.0.0.1"), Port: ptr(-1)}.Apply(c)
-	c.SetDefaults(testEnv)
+	c := loopbackConfig(t, "http_port: 0\nlame_duck_duration: 200ms\nlame_duck_grace_period: 10ms\n"+
+		"leafnodes: {remotes: [{url: 'nats://127.0.0.1:1'}]}\n", testEnv)
 	a, err := Build(c, Flags{})
 	requireNoError(t, err)
 	requireNoError(t, a.Start())

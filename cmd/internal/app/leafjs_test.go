@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"testing"
-	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -134,16 +133,10 @@ func TestLeafListenJetStreamDomains(t *testing.T) {
 // of n messages acknowledged.
 func waitAcked(ctx context.Context, t *testing.T, name string, n uint64, info func() (*jetstream.ConsumerInfo, error)) {
 	t.Helper()
-	for {
+	awaitCond(t, ctx, fmt.Sprintf("consumer %s acked %d", name, n), func() (bool, string) {
 		ci, err := info()
 		requireNoError(t, err)
-		if ci.AckFloor.Stream == n && ci.NumAckPending == 0 {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("consumer %s: ack floor %d, %d pending; want %d acked", name, ci.AckFloor.Stream, ci.NumAckPending, n)
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
+		return ci.AckFloor.Stream == n && ci.NumAckPending == 0,
+			fmt.Sprintf("consumer %s: ack floor %d, %d pending; want %d acked", name, ci.AckFloor.Stream, ci.NumAckPending, n)
+	})
 }

@@ -402,9 +402,7 @@ func TestAppReloadLeafListen(t *testing.T) {
 	const base = "http_port: 0\nleafnodes: {listen: '127.0.0.1:-1'}\n"
 	a := startApp(t, base, Flags{})
 	reload := func(src string) error {
-		c := mustParse(t, src)
-		Overrides{Host: ptr("127.0.0.1"), Port: ptr(-1)}.Apply(c)
-		c.SetDefaults(testEnv)
+		c := loopbackConfig(t, src, testEnv)
 		return a.Reload(c)
 	}
 	requireNoError(t, reload(base+"max_payload: 2MB\n"))

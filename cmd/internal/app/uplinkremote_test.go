@@ -40,34 +40,17 @@ func TestUplinkRemoteSelection(t *testing.T) {
 		stream jetstream.Stream
 	}
 	start := func(name string) hubSide {
-		hub := leaftest.StartHub(t, leaftest.HubOptions{
-			Name:   name,
-			Config: fmt.Sprintf("jetstream { store_dir: %q, domain: %s }", t.TempDir(), name),
-		})
-		js, err := jetstream.New(natsConnect(t, hub.ClientURL()))
-		requireNoError(t, err)
-		s, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "SITE", Subjects: []string{"site1.>"}, Duplicates: time.Minute})
-		requireNoError(t, err)
+		hub, _, s := startJSHub(t, ctx, leaftest.HubOptions{Name: name}, name,
+			jetstream.StreamConfig{Name: "SITE", Subjects: []string{"site1.>"}, Duplicates: time.Minute})
 		return hubSide{hub, s}
 	}
 	cloud, plant := start("cloud"), start("plant")
 
-	c := mustParse(t, "http_port: -1\nserver_name: gw1\n"+
+	a := startGateway(t, "http_port: -1\nserver_name: gw1\n"+
 		"leafnodes: {remotes: [{name: cloud, url: '"+cloud.hub.LeafURL()+"'}, {name: plant, url: '"+plant.hub.LeafURL()+"'}]}\n"+
 		"uplinks:\n"+
 		"  - {name: tel, subjects: [telemetry.>], hub_subject_prefix: site1., stream: SITE, drain_jitter: 0s}\n"+
-		"  - {name: alarms, subjects: [alarm.>], hub_subject_prefix: site1., stream: SITE, remote: plant, drain_jitter: 0s}\n")
-	Overrides{Host: ptr("127.0.0.1"), Port: ptr(-1)}.Apply(c)
-	c.SetDefaults(Env{StateDirectory: t.TempDir()})
-	requireNoError(t, c.Validate())
-	a, err := Build(c, Flags{})
-	requireNoError(t, err)
-	requireNoError(t, a.Start())
-	t.Cleanup(func() {
-		sctx, scancel := context.WithTimeout(context.Background(), testTimeout)
-		defer scancel()
-		requireNoError(t, a.Shutdown(sctx))
-	})
+		"  - {name: alarms, subjects: [alarm.>], hub_subject_prefix: site1., stream: SITE, remote: plant, drain_jitter: 0s}\n", Flags{})
 
 	gw := natsConnect(t, "nats://"+a.Addr().String())
 	for i := range n {
@@ -80,18 +63,7 @@ func TestUplinkRemoteSelection(t *testing.T) {
 		side    hubSide
 		subject string
 	}{{cloud, "site1.telemetry.t"}, {plant, "site1.alarm.a"}} {
-		for {
-			info, err := want.side.stream.Info(ctx)
-			requireNoError(t, err)
-			if info.State.Msgs >= n {
-				break
-			}
-			select {
-			case <-ctx.Done():
-				t.Fatalf("%s: hub stream holds %d of %d; uplinks %+v", want.subject, info.State.Msgs, n, a.UplinkStatus())
-			case <-time.After(20 * time.Millisecond): // poll interval
-			}
-		}
+		awaitStreamMsgs(t, ctx, want.side.stream, n, func() string { return fmt.Sprintf("%s: uplinks %+v", want.subject, a.UplinkStatus()) })
 		for seq := uint64(1); seq <= n; seq++ {
 			m, err := want.side.stream.GetMsg(ctx, seq)
 			requireNoError(t, err)

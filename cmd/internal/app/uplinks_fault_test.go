@@ -34,11 +34,17 @@ func createHubStream(t *testing.T, ctx context.Context, cluster *leaftest.Cluste
 	defer hc.Close()
 	js, err := jetstream.New(hc)
 	requireNoError(t, err)
-	cfg := jetstream.StreamConfig{
+	createClusterStream(t, ctx, js, jetstream.StreamConfig{
 		Name: "SITE", Subjects: []string{"site1.>"}, Storage: jetstream.FileStorage,
 		Replicas: 3, Duplicates: 10 * time.Minute,
-	}
-	awaitCond(t, ctx, "the R3 hub stream is created", func() (bool, string) {
+	})
+}
+
+// createClusterStream creates the stream cfg through js, retrying while
+// the cluster is still placing peers.
+func createClusterStream(t *testing.T, ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamConfig) {
+	t.Helper()
+	awaitCond(t, ctx, "the hub stream "+cfg.Name+" is created", func() (bool, string) {
 		actx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		defer cancel()
 		_, err := js.CreateStream(actx, cfg)
@@ -62,44 +68,14 @@ func hubStream(t *testing.T, ctx context.Context, cluster *leaftest.Cluster) jet
 	return s
 }
 
-// awaitCond polls cond every 20 ms until it holds, failing the test with
-// cond's description of the state when ctx ends.
-func awaitCond(t *testing.T, ctx context.Context, what string, cond func() (bool, string)) {
-	t.Helper()
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		ok, state := cond()
-		if ok {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("timed out waiting until %s: %s", what, state)
-		case <-tick.C:
-		}
-	}
-}
-
 // startFaultGateway starts a gateway App whose one leafnode remote lists
 // urls and whose uplink "tel" forwards telemetry.> to the hub stream SITE
 // as site1.telemetry.>.
 func startFaultGateway(t *testing.T, urls []string) (*App, *leaf.Link) {
 	t.Helper()
-	c := mustParse(t, "http_port: -1\nserver_name: gw1\n"+
+	a := startGateway(t, "http_port: -1\nserver_name: gw1\n"+
 		"leafnodes: {remotes: [{urls: ['"+strings.Join(urls, "', '")+"']}]}\n"+
-		"uplinks: [{name: tel, subjects: [telemetry.>], hub_subject_prefix: site1., stream: SITE}]\n")
-	Overrides{Host: ptr("127.0.0.1"), Port: ptr(-1)}.Apply(c)
-	c.SetDefaults(Env{StateDirectory: t.TempDir()})
-	requireNoError(t, c.Validate())
-	a, err := Build(c, Flags{})
-	requireNoError(t, err)
-	requireNoError(t, a.Start())
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
-		defer cancel()
-		requireNoError(t, a.Shutdown(ctx))
-	})
+		"uplinks: [{name: tel, subjects: [telemetry.>], hub_subject_prefix: site1., stream: SITE}]\n", Flags{})
 	return a, a.uplinks[0].link
 }
 
@@ -190,18 +166,7 @@ func (p *publishers) finish(t *testing.T) {
 func checkHubStream(t *testing.T, ctx context.Context, stream jetstream.Stream, a *App, p *publishers) {
 	t.Helper()
 	want := uint64(p.total())
-	awaitCond(t, ctx, fmt.Sprintf("the hub stream holds %d messages", want), func() (bool, string) {
-		actx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		defer cancel()
-		info, err := stream.Info(actx)
-		if err != nil {
-			return false, err.Error()
-		}
-		if info.State.Msgs > want {
-			t.Fatalf("hub stream holds %d messages, want %d", info.State.Msgs, want)
-		}
-		return info.State.Msgs == want, fmt.Sprintf("hub holds %d; uplink %+v", info.State.Msgs, a.UplinkStatus()[0])
-	})
+	awaitStreamMsgs(t, ctx, stream, want, func() string { return fmt.Sprintf("uplink %+v", a.UplinkStatus()[0]) })
 	cons, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{})
 	requireNoError(t, err)
 	next := make([]int, p.n)

@@ -39,39 +39,17 @@ func TestValidateUplinks(t *testing.T) {
 // each exactly once, in order, and never through plain interest routing.
 func TestUplinkStoreAndForward(t *testing.T) {
 	const n = 500
-	hub := leaftest.StartHub(t, leaftest.HubOptions{
-		Name:   "hub-js",
-		Config: fmt.Sprintf("jetstream { store_dir: %q, domain: hub }", t.TempDir()),
-	})
 	ctx, cancel := context.WithTimeout(context.Background(), 4*testTimeout)
 	defer cancel()
-	hc := natsConnect(t, hub.ClientURL())
-	js, err := jetstream.New(hc)
-	requireNoError(t, err)
-	_, err = js.CreateStream(ctx, jetstream.StreamConfig{Name: "SITE", Subjects: []string{"site1.>"}, Duplicates: 10 * time.Minute})
-	requireNoError(t, err)
-	hc.Close()
+	hub, hjs, _ := startJSHub(t, ctx, leaftest.HubOptions{Name: "hub-js"}, "hub",
+		jetstream.StreamConfig{Name: "SITE", Subjects: []string{"site1.>"}, Duplicates: 10 * time.Minute})
+	hjs.Conn().Close()
 	hub.Kill()
 
-	c := mustParse(t, "http_port: -1\nserver_name: gw1\n"+
+	c := gatewayConfig(t, "http_port: -1\nserver_name: gw1\n"+
 		"leafnodes: {remotes: [{url: '"+hub.LeafURL()+"'}]}\n"+
 		"uplinks: [{name: tel, subjects: [telemetry.>], hub_subject_prefix: site1., stream: SITE}]\n")
-	Overrides{Host: ptr("127.0.0.1"), Port: ptr(-1)}.Apply(c)
-	c.SetDefaults(Env{StateDirectory: t.TempDir()})
-	requireNoError(t, c.Validate())
-	start := func() *App {
-		t.Helper()
-		a, err := Build(c, Flags{})
-		requireNoError(t, err)
-		requireNoError(t, a.Start())
-		t.Cleanup(func() {
-			sctx, scancel := context.WithTimeout(context.Background(), testTimeout)
-			defer scancel()
-			requireNoError(t, a.Shutdown(sctx)) // again: harmless
-		})
-		return a
-	}
-	a := start()
+	a := startConfig(t, c, Flags{})
 
 	gw := natsConnect(t, "nats://"+a.Addr().String())
 	local, err := gw.SubscribeSync("telemetry.>")
@@ -106,32 +84,15 @@ func TestUplinkStoreAndForward(t *testing.T) {
 	}
 
 	hub.Restart()
-	hc = natsConnect(t, hub.ClientURL())
+	hjs, stream := hubJetStream(t, ctx, hub, "SITE")
+	hc := hjs.Conn()
 	plain, err := hc.SubscribeSync("telemetry.>") // plain routing would feed it
 	requireNoError(t, err)
 	requireNoError(t, hc.Flush())
-	js, err = jetstream.New(hc)
-	requireNoError(t, err)
-	stream, err := js.Stream(ctx, "SITE")
-	requireNoError(t, err)
 
 	waitStream := func(want uint64) {
 		t.Helper()
-		for {
-			info, err := stream.Info(ctx)
-			requireNoError(t, err)
-			if info.State.Msgs == want {
-				return
-			}
-			if info.State.Msgs > want {
-				t.Fatalf("hub stream holds %d messages, want %d", info.State.Msgs, want)
-			}
-			select {
-			case <-ctx.Done():
-				t.Fatalf("hub stream holds %d messages, want %d; uplink %+v", info.State.Msgs, want, a.UplinkStatus()[0])
-			case <-time.After(20 * time.Millisecond): // poll interval
-			}
-		}
+		awaitStreamMsgs(t, ctx, stream, want, func() string { return fmt.Sprintf("uplink %+v", a.UplinkStatus()[0]) })
 	}
 	waitStream(n)
 
@@ -153,7 +114,7 @@ func TestUplinkStoreAndForward(t *testing.T) {
 	sctx, scancel := context.WithTimeout(ctx, testTimeout)
 	requireNoError(t, a.Shutdown(sctx))
 	scancel()
-	a = start()
+	a = startConfig(t, c, Flags{})
 	// The 200 new messages, and any earlier ones whose PubAck had not
 	// come back before the hub went down: the hub stored those already,
 	// and its duplicate window drops their second copy.
@@ -163,11 +124,7 @@ func TestUplinkStoreAndForward(t *testing.T) {
 		t.Fatalf("after restart the outbox holds %d, want 200 to 300", backlog)
 	}
 	hub.Restart()
-	hc = natsConnect(t, hub.ClientURL())
-	js, err = jetstream.New(hc)
-	requireNoError(t, err)
-	stream, err = js.Stream(ctx, "SITE")
-	requireNoError(t, err)
+	_, stream = hubJetStream(t, ctx, hub, "SITE")
 	waitStream(n + 300)
 
 	// Exactly once and in order: hub sequence i+1 holds message i.
@@ -181,14 +138,7 @@ func TestUplinkStoreAndForward(t *testing.T) {
 			t.Fatalf("hub seq %d: Nats-Msg-Id %q", i+1, id)
 		}
 	}
-	var st UplinkStatus
-	for st = a.UplinkStatus()[0]; st.BacklogMsgs != 0 || st.Acked != backlog; st = a.UplinkStatus()[0] {
-		select {
-		case <-ctx.Done():
-			t.Fatalf("outbox not drained: %+v", st)
-		case <-time.After(10 * time.Millisecond): // poll interval
-		}
-	}
+	st := awaitUplinkAcked(t, ctx, a, backlog)
 	if len(st.Dropped) != 0 || st.WrongStream != 0 {
 		t.Fatalf("uplink status %+v", st)
 	}

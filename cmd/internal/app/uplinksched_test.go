@@ -47,37 +47,19 @@ func TestUplinkPriorityAndRateCap(t *testing.T) {
 		rateCap        = 150_000 // bytes/s: ~2 s for the ~320 KB below
 		maxInterleaved = 2       // bulk messages the hub may store among the alarms
 	)
-	hub := leaftest.StartHub(t, leaftest.HubOptions{
-		Name:   "hub-sched",
-		Config: fmt.Sprintf("jetstream { store_dir: %q }", t.TempDir()),
-	})
 	ctx, cancel := context.WithTimeout(context.Background(), 4*testTimeout)
 	defer cancel()
-	hc := natsConnect(t, hub.ClientURL())
-	js, err := jetstream.New(hc)
-	requireNoError(t, err)
-	_, err = js.CreateStream(ctx, jetstream.StreamConfig{Name: "SITE", Subjects: []string{"site1.>"}})
-	requireNoError(t, err)
-	hc.Close()
+	hub, hjs, _ := startJSHub(t, ctx, leaftest.HubOptions{Name: "hub-sched"}, "",
+		jetstream.StreamConfig{Name: "SITE", Subjects: []string{"site1.>"}})
+	hjs.Conn().Close()
 	hub.Kill()
 
-	c := mustParse(t, "http_port: -1\nserver_name: gw1\n"+
+	a := startGateway(t, "http_port: -1\nserver_name: gw1\n"+
 		"leafnodes: {remotes: [{url: '"+hub.LeafURL()+"'}]}\n"+
 		fmt.Sprintf("uplink_limits: {max_rate: %d}\n", rateCap)+
 		"uplinks:\n"+
 		"  - {name: bulk, subjects: [bulk.>], hub_subject_prefix: site1., stream: SITE, drain_jitter: 0s}\n"+
-		"  - {name: alarms, subjects: [alarm.>], hub_subject_prefix: site1., stream: SITE, priority: 10, drain_jitter: 0s}\n")
-	Overrides{Host: ptr("127.0.0.1"), Port: ptr(-1)}.Apply(c)
-	c.SetDefaults(Env{StateDirectory: t.TempDir()})
-	requireNoError(t, c.Validate())
-	a, err := Build(c, Flags{})
-	requireNoError(t, err)
-	requireNoError(t, a.Start())
-	t.Cleanup(func() {
-		sctx, scancel := context.WithTimeout(context.Background(), testTimeout)
-		defer scancel()
-		requireNoError(t, a.Shutdown(sctx))
-	})
+		"  - {name: alarms, subjects: [alarm.>], hub_subject_prefix: site1., stream: SITE, priority: 10, drain_jitter: 0s}\n", Flags{})
 
 	gw := natsConnect(t, "nats://"+a.Addr().String())
 	data := make([]byte, payload)
@@ -90,23 +72,8 @@ func TestUplinkPriorityAndRateCap(t *testing.T) {
 	requireNoError(t, gw.Flush())
 
 	hub.Restart()
-	hc = natsConnect(t, hub.ClientURL())
-	js, err = jetstream.New(hc)
-	requireNoError(t, err)
-	stream, err := js.Stream(ctx, "SITE")
-	requireNoError(t, err)
-	for {
-		info, err := stream.Info(ctx)
-		requireNoError(t, err)
-		if info.State.Msgs == nAlarms+nBulk {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("hub stream holds %d messages; uplinks %+v", info.State.Msgs, a.UplinkStatus())
-		case <-time.After(50 * time.Millisecond): // poll interval
-		}
-	}
+	_, stream := hubJetStream(t, ctx, hub, "SITE")
+	awaitStreamMsgs(t, ctx, stream, nAlarms+nBulk, func() string { return fmt.Sprintf("uplinks %+v", a.UplinkStatus()) })
 
 	// Order on the hub: once the alarms uplink is ready (its first
 	// message is stored), its backlog goes before the bulk one: at most
@@ -209,47 +176,18 @@ func TestUplinkScheduleMetrics(t *testing.T) {
 // again while the gateway forwards; the uplink counts the reset from the
 // PubAck sequences and keeps forwarding into the new stream.
 func TestUplinkDetectsRecreatedStream(t *testing.T) {
-	hub := leaftest.StartHub(t, leaftest.HubOptions{
-		Name:   "hub-reset",
-		Config: fmt.Sprintf("jetstream { store_dir: %q }", t.TempDir()),
-	})
 	ctx, cancel := context.WithTimeout(context.Background(), 4*testTimeout)
 	defer cancel()
-	hc := natsConnect(t, hub.ClientURL())
-	js, err := jetstream.New(hc)
-	requireNoError(t, err)
 	cfg := jetstream.StreamConfig{Name: "SITE", Subjects: []string{"site1.>"}}
-	_, err = js.CreateStream(ctx, cfg)
-	requireNoError(t, err)
+	hub, js, _ := startJSHub(t, ctx, leaftest.HubOptions{Name: "hub-reset"}, "", cfg)
 
-	c := mustParse(t, "http_port: -1\nserver_name: gw1\n"+
+	a := startGateway(t, "http_port: -1\nserver_name: gw1\n"+
 		"leafnodes: {remotes: [{url: '"+hub.LeafURL()+"'}]}\n"+
-		"uplinks: [{name: tel, subjects: [tel.>], hub_subject_prefix: site1., stream: SITE}]\n")
-	Overrides{Host: ptr("127.0.0.1"), Port: ptr(-1)}.Apply(c)
-	c.SetDefaults(Env{StateDirectory: t.TempDir()})
-	requireNoError(t, c.Validate())
-	a, err := Build(c, Flags{})
-	requireNoError(t, err)
-	requireNoError(t, a.Start())
-	t.Cleanup(func() {
-		sctx, scancel := context.WithTimeout(context.Background(), testTimeout)
-		defer scancel()
-		requireNoError(t, a.Shutdown(sctx))
-	})
+		"uplinks: [{name: tel, subjects: [tel.>], hub_subject_prefix: site1., stream: SITE}]\n", Flags{})
 	gw := natsConnect(t, "nats://"+a.Addr().String())
 	waitAcked := func(want uint64) UplinkStatus {
 		t.Helper()
-		for {
-			st := a.UplinkStatus()[0]
-			if st.Acked == want && st.BacklogMsgs == 0 {
-				return st
-			}
-			select {
-			case <-ctx.Done():
-				t.Fatalf("uplink %+v, want %d acked", st, want)
-			case <-time.After(20 * time.Millisecond): // poll interval
-			}
-		}
+		return awaitUplinkAcked(t, ctx, a, want)
 	}
 	for i := range 5 {
 		requireNoError(t, gw.Publish("tel.x", []byte{byte(i)}))
@@ -260,7 +198,7 @@ func TestUplinkDetectsRecreatedStream(t *testing.T) {
 	}
 
 	requireNoError(t, js.DeleteStream(ctx, "SITE"))
-	_, err = js.CreateStream(ctx, cfg)
+	_, err := js.CreateStream(ctx, cfg)
 	requireNoError(t, err)
 	for i := range 3 {
 		requireNoError(t, gw.Publish("tel.x", []byte{byte(i)}))

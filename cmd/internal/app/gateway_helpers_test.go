@@ -1,0 +1,136 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/leafbox/leafbox/leaf/leaftest"
+)
+
+// loopbackConfig parses src as a gateway config listening on 127.0.0.1 on
+// free ports and fills its defaults from env.
+func loopbackConfig(t testing.TB, src string, env Env) *Config {
+	t.Helper()
+	c := mustParse(t, src)
+	Overrides{Host: ptr("127.0.0.1"), Port: ptr(-1)}.Apply(c)
+	c.SetDefaults(env)
+	return c
+}
+
+// gatewayConfig is loopbackConfig with a fresh state directory, validated.
+func gatewayConfig(t testing.TB, src string) *Config {
+	t.Helper()
+	c := loopbackConfig(t, src, Env{StateDirectory: t.TempDir()})
+	requireNoError(t, c.Validate())
+	return c
+}
+
+// startConfig builds and starts an App from c and shuts it down in
+// t.Cleanup (after an earlier Shutdown, harmlessly again).
+func startConfig(t testing.TB, c *Config, flags Flags) *App {
+	t.Helper()
+	a, err := Build(c, flags)
+	requireNoError(t, err)
+	if err := a.Start(); err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+		defer cancel()
+		if err := a.Shutdown(ctx); err != nil {
+			t.Errorf("shutdown: %v", err)
+		}
+	})
+	return a
+}
+
+// startGateway starts a gateway App from src on loopback with free ports
+// and its own state directory, and shuts it down in t.Cleanup.
+func startGateway(t testing.TB, src string, flags Flags) *App {
+	t.Helper()
+	return startConfig(t, gatewayConfig(t, src), flags)
+}
+
+// startJSHub starts a real nats-server hub with opts plus JetStream (in
+// domain, unless it is ""), and creates the stream cfg on it. It returns
+// the hub, a JetStream context on a client connection of the hub (closed
+// in t.Cleanup) and the stream.
+func startJSHub(t *testing.T, ctx context.Context, opts leaftest.HubOptions, domain string, cfg jetstream.StreamConfig) (*leaftest.Hub, jetstream.JetStream, jetstream.Stream) {
+	t.Helper()
+	js := fmt.Sprintf("jetstream { store_dir: %q", t.TempDir())
+	if domain != "" {
+		js += ", domain: " + domain
+	}
+	opts.Config = js + " }\n" + opts.Config
+	hub := leaftest.StartHub(t, opts)
+	hjs, err := jetstream.New(natsConnect(t, hub.ClientURL()))
+	requireNoError(t, err)
+	stream, err := hjs.CreateStream(ctx, cfg)
+	requireNoError(t, err)
+	return hub, hjs, stream
+}
+
+// hubJetStream connects a client to hub (closed in t.Cleanup) and returns
+// its JetStream context and the stream name.
+func hubJetStream(t *testing.T, ctx context.Context, hub *leaftest.Hub, name string) (jetstream.JetStream, jetstream.Stream) {
+	t.Helper()
+	hjs, err := jetstream.New(natsConnect(t, hub.ClientURL()))
+	requireNoError(t, err)
+	stream, err := hjs.Stream(ctx, name)
+	requireNoError(t, err)
+	return hjs, stream
+}
+
+// awaitCond polls cond every 20 ms until it holds, failing the test with
+// cond's description of the state when ctx ends.
+func awaitCond(t testing.TB, ctx context.Context, what string, cond func() (bool, string)) {
+	t.Helper()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		ok, state := cond()
+		if ok {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("timed out waiting until %s: %s", what, state)
+		case <-tick.C:
+		}
+	}
+}
+
+// awaitUplinkAcked waits until the first uplink of a has an empty
+// backlog and want messages acked, and returns its status then.
+func awaitUplinkAcked(t testing.TB, ctx context.Context, a *App, want uint64) UplinkStatus {
+	t.Helper()
+	var st UplinkStatus
+	awaitCond(t, ctx, fmt.Sprintf("the outbox drains with %d acked", want), func() (bool, string) {
+		st = a.UplinkStatus()[0]
+		return st.Acked == want && st.BacklogMsgs == 0, fmt.Sprintf("uplink %+v", st)
+	})
+	return st
+}
+
+// awaitStreamMsgs waits until stream holds want messages, failing the
+// test if it ever holds more; state describes the gateway for the failure
+// message.
+func awaitStreamMsgs(t testing.TB, ctx context.Context, stream jetstream.Stream, want uint64, state func() string) {
+	t.Helper()
+	awaitCond(t, ctx, fmt.Sprintf("the hub stream %s holds %d messages", stream.CachedInfo().Config.Name, want), func() (bool, string) {
+		actx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		info, err := stream.Info(actx)
+		if err != nil {
+			return false, err.Error()
+		}
+		if info.State.Msgs > want {
+			t.Fatalf("hub stream %s holds %d messages, want %d", info.Config.Name, info.State.Msgs, want)
+		}
+		return info.State.Msgs == want, fmt.Sprintf("hub holds %d; %s", info.State.Msgs, state())
+	})
+}
