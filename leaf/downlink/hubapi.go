@@ -173,4 +173,3 @@ func (d *Downlink) pull() (string, error) {
 	d.pulls.Add(1)
 	return id, nil
 }
-
