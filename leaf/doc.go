@@ -1,6 +1,8 @@
-// Package leaf connects the local broker to a nats-server hub as a
-// solicited leafnode ("spoke"), speaking the leafnode protocol as
-// nats-server v2.15.2 does (server/leafnode.go).
+// Package leaf speaks the leafnode protocol as nats-server v2.15.2 does
+// (server/leafnode.go) on both sides: a Link connects the local broker to
+// a nats-server hub as a solicited leafnode ("spoke"), and a Listener
+// accepts leafs (other gateways, nats-server leafnode remotes). Link.Publish
+// sends to one hub only, for the uplinks and downlinks.
 //
 // # Use
 //
