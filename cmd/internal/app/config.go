@@ -345,6 +345,12 @@ type RemoteConfig struct {
 	DenyImports StringList `yaml:"deny_imports,omitempty"`
 	// DenyExports lists subjects this gateway never sends to the hub.
 	DenyExports StringList `yaml:"deny_exports,omitempty"`
+	// PingInterval is how often the link PINGs the hub (default 30s); a
+	// link that misses MaxPingsOut PONGs in a row (default 2) is closed as
+	// stale and reconnected. Shorten them to notice a dead mobile link (a
+	// blackhole that keeps the TCP connection open) sooner.
+	PingInterval Duration `yaml:"ping_interval,omitempty"`
+	MaxPingsOut  int      `yaml:"max_pings_out,omitempty"`
 }
 
 // UplinkConfig is one entry of uplinks: local subjects whose messages are

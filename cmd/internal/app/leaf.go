@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/leafbox/leafbox/core/auth"
 	"github.com/leafbox/leafbox/core/monitor"
@@ -30,6 +31,8 @@ func (c *Config) leafConfig(r *RemoteConfig) leaf.Config {
 		DenyImports:  slices.Clone([]string(r.DenyImports)),
 		DenyExports:  slices.Clone([]string(r.DenyExports)),
 		Name:         c.ServerName,
+		PingInterval: time.Duration(r.PingInterval),
+		MaxPingsOut:  r.MaxPingsOut,
 	}
 	// What uplinks capture reaches the hub only through them.
 	for _, u := range c.Uplinks {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/nats-io/nkeys"
 
@@ -369,6 +370,12 @@ func (v *validator) leafNodes() {
 			v.errf(path+".name", "%q is used twice", r.Name)
 		}
 		names[r.Name] = true
+		if r.PingInterval != 0 && time.Duration(r.PingInterval) < 100*time.Millisecond {
+			v.errf(path+".ping_interval", "%v is too short: at least 100ms", time.Duration(r.PingInterval))
+		}
+		if r.MaxPingsOut < 0 {
+			v.errf(path+".max_pings_out", "must not be negative")
+		}
 		if r.URL == "" && len(r.URLs) == 0 {
 			v.errf(path, "needs url or urls")
 		}
