@@ -25,6 +25,7 @@ type DownlinkInfo struct {
 	Duplicates  uint64     `json:"duplicates"`              // Duplicates counts redeliveries of messages delivered already, not delivered again.
 	Failed      uint64     `json:"failed"`                  // Failed counts local deliveries that failed and were left to the hub to resend.
 	Skipped     uint64     `json:"skipped,omitempty"`       // Skipped counts failed messages the hub gave up on (max_deliver).
+	Resends     uint64     `json:"resends,omitempty"`       // Resends counts times the hub was asked to resend at once after a link loss.
 	Pending     uint64     `json:"pending"`                 // Pending is the hub's count of messages after the last one received.
 	LastSeq     uint64     `json:"last_seq"`                // LastSeq is the hub stream sequence last delivered.
 	LastError   string     `json:"last_error,omitempty"`    // LastError is the last failure.

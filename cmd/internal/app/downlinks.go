@@ -492,6 +492,7 @@ func downlinkInfo(st DownlinkStatus) monitor.DownlinkInfo {
 		Duplicates:  st.Duplicates,
 		Failed:      st.Failed,
 		Skipped:     st.Skipped,
+		Resends:     st.Resends,
 		Pending:     st.Pending,
 		LastSeq:     st.LastSeq,
 		LastError:   st.LastError,
@@ -671,6 +672,8 @@ func writeDownlinkMetrics(mw *monitor.MetricWriter, sts []DownlinkStatus) {
 		func(st DownlinkStatus) float64 { return float64(st.Redelivered) })
 	family("leafbox_downlink_failed_total", monitor.Counter, "Local deliveries that failed and were left to the hub to resend.",
 		func(st DownlinkStatus) float64 { return float64(st.Failed) })
+	family("leafbox_downlink_resends_total", monitor.Counter, "Times the hub was asked to resend at once after a link loss.",
+		func(st DownlinkStatus) float64 { return float64(st.Resends) })
 	family("leafbox_downlink_pending_messages", monitor.Gauge, "Hub messages after the last one received, as the hub reported.",
 		func(st DownlinkStatus) float64 { return float64(st.Pending) })
 }

@@ -145,7 +145,7 @@ func TestDownlinkDeliversOfflineCommands(t *testing.T) {
 	var metrics strings.Builder
 	writeDownlinkMetrics(monitor.NewMetricWriter(&metrics), a.DownlinkStatus())
 	for _, want := range []string{"# TYPE leafbox_downlink_delivered_total counter\n", `leafbox_downlink_delivered_total{downlink="cmds"} 30`,
-		`leafbox_downlink_acked_total{downlink="cmds"} 30`, `leafbox_downlink_pending_messages{downlink="cmds"} 0`} {
+		`leafbox_downlink_acked_total{downlink="cmds"} 30`, `leafbox_downlink_resends_total{downlink="cmds"} `, `leafbox_downlink_pending_messages{downlink="cmds"} 0`} {
 		if !strings.Contains(metrics.String(), want) {
 			t.Errorf("metrics lack %q:\n%s", want, metrics.String())
 		}
