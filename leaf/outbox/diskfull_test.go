@@ -125,3 +125,45 @@ func TestDiskFull(t *testing.T) {
 	}
 	t.Logf("status: %+v", st)
 }
+
+// TestDiskLowDropsOldest: while Config.DiskLow reports a low disk, each
+// capture first drops the backlog's oldest message (counted as disk_low),
+// so the newest messages are kept and the hub receives them in order once
+// it is reachable; with enough space nothing more is dropped.
+func TestDiskLowDropsOldest(t *testing.T) {
+	var low atomic.Bool
+	s, err := filestore.Open(vfs.NewMem(), "outbox/tel", filestore.Config{Config: store.Config{Name: "tel"}})
+	requireNoError(t, err)
+	defer s.Close()
+	hub := &gatedHub{dedupHub: newDedupHub(), open: make(chan struct{})}
+	ob := newOutbox(t, s, hub, Config{Name: "tel", ServerName: "gw", Stream: "S", DiskLow: low.Load})
+	hub.attach(ob)
+	requireNoError(t, ob.Start(context.Background()))
+	capture := func(from, to int) {
+		t.Helper()
+		for i := from; i < to; i++ {
+			requireNoError(t, ob.Capture("telemetry.p0", nil, []byte(strconv.Itoa(i))))
+		}
+	}
+	capture(0, 10)
+	low.Store(true)
+	capture(10, 15) // drops 0..4
+	low.Store(false)
+	capture(15, 20)
+	st := ob.Status()
+	if st.BacklogMsgs != 15 || st.Dropped[DropDiskLow] != 5 || len(st.Dropped) != 1 {
+		t.Fatalf("after 5 captures on a low disk: backlog %d, dropped %v", st.BacklogMsgs, st.Dropped)
+	}
+	close(hub.open)
+	eventually(t, "the outbox drains", func() bool { return s.State().Msgs == 0 })
+	var want []int
+	for i := 5; i < 20; i++ {
+		want = append(want, i)
+	}
+	if got := hub.perProducer(t, 1)[0]; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("hub holds %v, want %v", got, want)
+	}
+	if st := ob.Status(); st.Dropped[DropDiskLow] != 5 || st.Acked != 15 || len(st.Dropped) != 1 {
+		t.Fatalf("after draining: %+v", st)
+	}
+}

@@ -45,6 +45,7 @@ const (
 	DropRejected   = "rejected"    // refused by a full stream under discard new
 	DropStoreError = "store_error" // the store failed
 	DropStoreFull  = "store_full"  // the disk (or the store's capacity) was full
+	DropDiskLow    = "disk_low"    // the oldest, dropped to make room while the disk ran low (Config.DiskLow)
 )
 
 // Errors the forwarder records in Status.LastError.
@@ -120,6 +121,13 @@ type Config struct {
 	// publish and no ack before the watchdog restarts the round
 	// (3×AckTimeout when 0).
 	WatchdogAfter time.Duration
+	// DiskLow, when set, reports whether the disk under the stream is
+	// running low on space. While it does, Capture drops the oldest
+	// message before it stores a new one (counted as DropDiskLow), so a
+	// discard-old outbox makes room by policy before the disk is full,
+	// instead of refusing new messages (DropStoreFull) once it is. Leave
+	// it nil for a discard-new outbox.
+	DiskLow func() bool
 	// Syncer, when set, is the stream's fsync (a *filestore.Stream opened
 	// with a SyncInterval, whose Store does not wait for the disk):
 	// captures become durable, and forwardable, at the next Sync, which
@@ -213,7 +221,7 @@ type Outbox struct {
 
 	captured, stored, forwarded, acked atomic.Uint64
 	rejected, storeErrors, aged        atomic.Uint64
-	storeFull                          atomic.Uint64
+	storeFull, diskLow                 atomic.Uint64
 	retries, wrongStream               atomic.Uint64
 	inFlight                           atomic.Int64
 	rounds                             uint64 // the forwarder's current round; only it uses it
@@ -344,6 +352,9 @@ func (o *Outbox) Capture(subject string, hdr, data []byte) error {
 	if o.cfg.Clock != nil {
 		hdr = stampHeader(hdr, o.cfg.Clock.Stamp())
 	}
+	if o.cfg.DiskLow != nil && o.cfg.DiskLow() {
+		o.dropOldest()
+	}
 	seq, _, err := o.stream.Store(subject, hdr, data, 0)
 	if err != nil {
 		switch {
@@ -365,6 +376,24 @@ func (o *Outbox) Capture(subject string, hdr, data []byte) error {
 	}
 	runstate.Signal(o.newMsg)
 	return nil
+}
+
+// dropOldest removes the backlog's oldest message to make room on a disk
+// running low (Config.DiskLow). A message the forwarder has in flight may
+// be the one: its PubAck then finds nothing to remove.
+func (o *Outbox) dropOldest() {
+	st := o.stream.State()
+	if st.Msgs == 0 {
+		return
+	}
+	o.diskLow.Add(1) // counted first, as acks are: Status never sees it unaccounted
+	n, err := o.stream.Purge(store.PurgeOptions{Sequence: st.FirstSeq + 1})
+	if n == 0 {
+		o.diskLow.Add(^uint64(0)) // an ack or the age limit took it first
+	}
+	if err != nil {
+		o.rs.SetError(fmt.Errorf("outbox: drop oldest on a low disk: %w", err))
+	}
 }
 
 // raise sets v to seq unless it is already higher.
@@ -489,8 +518,8 @@ func (o *Outbox) Status() Status {
 	// What entered the stream and did not leave through an ack was
 	// evicted by its limits. A Store that returned but is not counted
 	// yet can make the difference negative for a moment.
-	aged := o.aged.Load()
-	if in, out := o.base+s.Stored, acked+st.Msgs+aged; in > out {
+	aged, low := o.aged.Load(), o.diskLow.Load()
+	if in, out := o.base+s.Stored, acked+st.Msgs+aged+low; in > out {
 		s.Dropped[DropLimits] = in - out
 	}
 	if aged > 0 {
@@ -504,6 +533,9 @@ func (o *Outbox) Status() Status {
 	}
 	if n := o.storeFull.Load(); n > 0 {
 		s.Dropped[DropStoreFull] = n
+	}
+	if low > 0 {
+		s.Dropped[DropDiskLow] = low
 	}
 	s.State, s.LastError, s.LastErrorAt = o.rs.Snapshot()
 	o.meterStatus(&s)

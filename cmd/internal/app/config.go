@@ -393,6 +393,11 @@ type UplinkConfig struct {
 	// Discard is what a full outbox does: "old" (the default) drops the
 	// oldest messages, "new" refuses new ones. Both are counted.
 	Discard string `yaml:"discard,omitempty"`
+	// MinFreeDisk is the free space (default 32MB) below which a
+	// discard-old outbox drops its oldest message for each new one
+	// (counted as disk_low), so the disk never fills up; a discard-new
+	// outbox refuses new messages once the disk is full (store_full).
+	MinFreeDisk Size `yaml:"min_free_disk,omitempty"`
 	// Priority orders the uplinks toward the hub: a higher class with
 	// messages ready is sent first; equal classes take turns. 0 to 1000.
 	Priority int `yaml:"priority,omitempty"`

@@ -84,6 +84,9 @@ func (v *validator) uplinks() {
 		if u.MaxBytes < 0 {
 			v.errf(path+".max_bytes", "must not be negative")
 		}
+		if u.MinFreeDisk < 0 {
+			v.errf(path+".min_free_disk", "must not be negative")
+		}
 		if u.MaxMsgs < 0 {
 			v.errf(path+".max_msgs", "must not be negative")
 		}
@@ -222,6 +225,9 @@ func startForwarder(cfg *Config, u *UplinkConfig, srv *server.Server, account st
 			Clock:      clk,
 			MaxAge:     time.Duration(u.MaxAge),
 			Syncer:     stream, // Store does not sync: see syncCaptures
+		}
+		if discard == store.DiscardOld {
+			oc.DiskLow = diskLow(cfg.outboxDir(u), int64(u.MinFreeDisk))
 		}
 		scheduleConfig(cfg, u, sched, &oc)
 		f.ob, err = outbox.New(stream, hub, oc)
