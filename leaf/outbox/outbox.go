@@ -48,6 +48,10 @@ const (
 	DropDiskLow    = "disk_low"    // the oldest, dropped to make room while the disk ran low (Config.DiskLow)
 )
 
+// DropReasons lists every reason Status.Dropped can hold, for monitoring
+// that reports each one, zero included.
+var DropReasons = []string{DropLimits, DropAge, DropRejected, DropDiskLow, DropStoreFull, DropStoreError}
+
 // Errors the forwarder records in Status.LastError.
 var (
 	// ErrAckTimeout means a PubAck did not arrive within AckTimeout.

@@ -658,12 +658,7 @@ func writeDownlinkMetrics(mw *monitor.MetricWriter, sts []DownlinkStatus) {
 	if len(sts) == 0 {
 		return
 	}
-	family := func(name, typ, help string, value func(DownlinkStatus) float64) {
-		mw.Family(name, typ, help)
-		for _, st := range sts {
-			mw.Sample(name, value(st), "downlink", st.Name)
-		}
-	}
+	family := perItemFamily(mw, sts, "downlink", func(st DownlinkStatus) string { return st.Name })
 	family("leafbox_downlink_delivered_total", monitor.Counter, "Hub messages delivered locally.",
 		func(st DownlinkStatus) float64 { return float64(st.Delivered) })
 	family("leafbox_downlink_acked_total", monitor.Counter, "Acks the hub confirmed.",

@@ -207,12 +207,7 @@ func writeUplinkMetrics(mw *monitor.MetricWriter, sts []UplinkStatus) {
 	if len(sts) == 0 {
 		return
 	}
-	family := func(name, typ, help string, value func(UplinkStatus) float64) {
-		mw.Family(name, typ, help)
-		for _, st := range sts {
-			mw.Sample(name, value(st), "uplink", st.Name)
-		}
-	}
+	family := perItemFamily(mw, sts, "uplink", func(st UplinkStatus) string { return st.Name })
 	family("leafbox_uplink_captured_total", monitor.Counter, "Messages captured for the uplink.",
 		func(st UplinkStatus) float64 { return float64(st.Captured) })
 	family("leafbox_uplink_forwarded_total", monitor.Counter, "Publishes toward the hub, retries included.",
@@ -221,7 +216,7 @@ func writeUplinkMetrics(mw *monitor.MetricWriter, sts []UplinkStatus) {
 		func(st UplinkStatus) float64 { return float64(st.Acked) })
 	mw.Family("leafbox_uplink_dropped_total", monitor.Counter, "Messages lost, by reason.")
 	for _, st := range sts {
-		for _, reason := range []string{outbox.DropLimits, outbox.DropAge, outbox.DropRejected, outbox.DropStoreError, outbox.DropStoreFull} {
+		for _, reason := range outbox.DropReasons {
 			mw.Sample("leafbox_uplink_dropped_total", float64(st.Dropped[reason]), "uplink", st.Name, "reason", reason)
 		}
 	}
@@ -239,4 +234,15 @@ func writeUplinkMetrics(mw *monitor.MetricWriter, sts []UplinkStatus) {
 			return 0
 		})
 	writeUplinkScheduleMetrics(mw, sts)
+}
+
+// perItemFamily returns a function that writes one metric family with a
+// sample per item of items, labelled label="<its name>".
+func perItemFamily[T any](mw *monitor.MetricWriter, items []T, label string, name func(T) string) func(family, typ, help string, value func(T) float64) {
+	return func(family, typ, help string, value func(T) float64) {
+		mw.Family(family, typ, help)
+		for _, it := range items {
+			mw.Sample(family, value(it), label, name(it))
+		}
+	}
 }

@@ -149,7 +149,7 @@ func TestUplinkStoreAndForward(t *testing.T) {
 func TestUplinkMetrics(t *testing.T) {
 	st := UplinkStatus{LinkState: "connected"}
 	st.Name, st.Captured, st.Forwarded, st.Acked = "tel", 10, 7, 6
-	st.Dropped = map[string]uint64{outbox.DropLimits: 2}
+	st.Dropped = map[string]uint64{outbox.DropLimits: 2, outbox.DropDiskLow: 3}
 	st.BacklogMsgs, st.BacklogBytes, st.OldestAge = 2, 300, 1500*time.Millisecond
 	var b strings.Builder
 	writeUplinkMetrics(monitor.NewMetricWriter(&b), []UplinkStatus{st, {Status: outbox.Status{Name: "logs"}, LinkState: "connecting"}})
@@ -160,6 +160,8 @@ func TestUplinkMetrics(t *testing.T) {
 		`leafbox_uplink_acked_total{uplink="tel"} 6` + "\n",
 		`leafbox_uplink_dropped_total{uplink="tel",reason="limits"} 2` + "\n",
 		`leafbox_uplink_dropped_total{uplink="logs",reason="rejected"} 0` + "\n",
+		`leafbox_uplink_dropped_total{uplink="tel",reason="disk_low"} 3` + "\n",
+		`leafbox_uplink_dropped_total{uplink="logs",reason="store_full"} 0` + "\n",
 		"# TYPE leafbox_uplink_backlog_messages gauge\n",
 		`leafbox_uplink_backlog_messages{uplink="tel"} 2` + "\n",
 		`leafbox_uplink_backlog_bytes{uplink="tel"} 300` + "\n",
