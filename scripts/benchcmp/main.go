@@ -286,6 +286,10 @@ func writeReport(stdout io.Writer, path string, rep report) error {
 	if path == "" {
 		return nil
 	}
+	if len(rep.Errors) > 0 {
+		// FILE is what gets published; a run with failures is not.
+		return fmt.Errorf("benchcmp: %d harness failures: not writing %s (the table above is not for publication)", len(rep.Errors), path)
+	}
 	f, err := os.Create(path)
 	if err != nil {
 		return fmt.Errorf("benchcmp: %w", err)

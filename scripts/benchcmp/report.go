@@ -125,6 +125,10 @@ func renderMarkdown(w io.Writer, r report) error {
 	var b strings.Builder
 	subject, reference := r.Labels[sideSubject], r.Labels[sideReference]
 	fmt.Fprintf(&b, "### %s vs %s\n\n", subject, reference)
+	if len(r.Errors) > 0 {
+		fmt.Fprintf(&b, "**Not for publication: %d harness failures (listed under Failures); rows with a failed round show no figure.**\n\n",
+			len(r.Errors))
+	}
 	fmt.Fprintf(&b, "- Date: %s\n", r.Date.UTC().Format("2006-01-02 15:04 MST"))
 	m := r.Machine
 	machine := fmt.Sprintf("%d CPUs, %s, %s", m.CPUs, m.CPUModel, m.Platform)
@@ -156,6 +160,11 @@ func renderMarkdown(w io.Writer, r report) error {
 		var ok [2]bool
 		for side := range 2 {
 			medians[side], ok[side] = median(mr.Values[side])
+			if mr.Failed[side] != "" {
+				// A median over the rounds that happened to pass would
+				// read as a figure; a failed round voids the cell.
+				ok[side] = false
+			}
 			cells[side] = cellText(medians[side], ok[side], mr, side, r.Rounds)
 		}
 		fmt.Fprintf(&b, "| %s, %s | %s | %s | %s | %s |\n", mr.Name, mr.Unit, cells[0], cells[1],
@@ -177,20 +186,19 @@ func renderMarkdown(w io.Writer, r report) error {
 	return err
 }
 
-// cellText formats one side's median, marking rows where some rounds
-// failed.
+// cellText formats one side's median; a side with a failed round shows
+// "failed" and how many rounds passed, never a figure.
 func cellText(v float64, ok bool, mr metricResult, side, rounds int) string {
-	if !ok {
-		if mr.Failed[side] != "" {
-			return "failed"
+	if mr.Failed[side] != "" {
+		if n := len(mr.Values[side]); n > 0 {
+			return fmt.Sprintf("failed (%d/%d rounds passed)", n, rounds)
 		}
+		return "failed"
+	}
+	if !ok {
 		return "n/a"
 	}
-	s := formatValue(v, mr.Unit)
-	if mr.Failed[side] != "" {
-		s += fmt.Sprintf(" (%d/%d rounds)", len(mr.Values[side]), rounds)
-	}
-	return s
+	return formatValue(v, mr.Unit)
 }
 
 // writeRounds writes every round's values in a collapsed section, so a

@@ -1,6 +1,11 @@
 package main
 
 import (
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -63,7 +68,8 @@ func TestRenderMarkdownTable(t *testing.T) {
 		"| Row | leafbox | nats-server | leafbox/nats-server | Better |\n|---|--:|--:|--:|---|\n",
 		"| publish-only 16 B, msgs/s | 2,200,000 | 2,000,000 | 1.10× | higher |\n",
 		"| request-reply p99 latency, µs | 450.0 | 500.0 | 0.90× | lower |\n",
-		"| 1 publisher → 4 subscribers 16 B, msgs/s | 100 (1/3 rounds) | 200 | 0.50× | higher |\n",
+		"**Not for publication: 1 harness failures (listed under Failures); rows with a failed round show no figure.**\n\n",
+		"| 1 publisher → 4 subscribers 16 B, msgs/s | failed (1/3 rounds passed) | 200 | n/a | higher |\n",
 		"| request-reply, req/s | failed | 3,900 | n/a | higher |\n",
 		"| idle RSS, MiB | 9.5 | 14.9 | 0.64× | lower |\n",
 		"Ratio is leafbox ÷ nats-server",
@@ -90,7 +96,7 @@ func TestRenderMarkdownWithoutFailures(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := b.String()
-	for _, unwanted := range []string{"Failures", "kernel", "expect noise"} {
+	for _, unwanted := range []string{"Failures", "Not for publication", "kernel", "expect noise"} {
 		if strings.Contains(out, unwanted) {
 			t.Errorf("output contains %q:\n%s", unwanted, out)
 		}
@@ -107,8 +113,8 @@ func TestCellText(t *testing.T) {
 	}
 	mr.Failed[1] = "boom"
 	mr.Values[1] = []float64{1, 2}
-	if got := cellText(1.5, true, mr, 1, 5); got != "2 (2/5 rounds)" {
-		t.Errorf("partial: %q, want %q", got, "2 (2/5 rounds)")
+	if got := cellText(1.5, true, mr, 1, 5); got != "failed (2/5 rounds passed)" {
+		t.Errorf("partial: %q, want %q", got, "failed (2/5 rounds passed)")
 	}
 }
 
@@ -125,5 +131,28 @@ func TestTableOrderIsStable(t *testing.T) {
 	}
 	if strings.Join(got, ",") != "c,a1,a2,b" {
 		t.Errorf("tableOrder = %v, want c,a1,a2,b", got)
+	}
+}
+
+func TestWriteReportWithFailuresIsNotPublished(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "table.md")
+	var stdout strings.Builder
+	err := writeReport(&stdout, path, testReport())
+	if err == nil || !strings.Contains(err.Error(), "not writing "+path) {
+		t.Fatalf("writeReport with failures: err = %v, want a refusal naming %s", err, path)
+	}
+	if _, statErr := os.Stat(path); !errors.Is(statErr, fs.ErrNotExist) {
+		t.Fatalf("%s was written (stat: %v)", path, statErr)
+	}
+	if !strings.Contains(stdout.String(), "Not for publication") {
+		t.Fatalf("stdout lacks the banner:\n%s", stdout.String())
+	}
+	clean := testReport()
+	clean.Errors = nil
+	if err := writeReport(io.Discard, path, clean); err != nil {
+		t.Fatalf("writeReport without failures: %v", err)
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("clean run not written: %v", err)
 	}
 }

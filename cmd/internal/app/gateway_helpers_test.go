@@ -17,6 +17,15 @@ func loopbackConfig(t testing.TB, src string, env Env) *Config {
 	t.Helper()
 	c := mustParse(t, src)
 	Overrides{Host: ptr("127.0.0.1"), Port: ptr(-1)}.Apply(c)
+	// Every listener the source leaves on its default port gets a free
+	// one instead, so tests pass beside a leafbox running on its
+	// defaults (4222, 8222, 7422).
+	if c.HTTPPort == nil && c.HTTP.Port == nil {
+		c.HTTPPort = ptr(-1)
+	}
+	if ln := c.LeafNodes; ln != nil && ln.Listen.Port == nil && ln.Listen.Host != "" {
+		ln.Listen.Port = ptr(-1)
+	}
 	c.SetDefaults(env)
 	return c
 }
