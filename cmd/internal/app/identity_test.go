@@ -24,7 +24,7 @@ import (
 // same store directory is the same gateway.
 func TestGatewayIdentity(t *testing.T) {
 	dir := t.TempDir()
-	src := "http_port: -1\njetstream: {enabled: true}\n"
+	src := "http_port: -1\njetstream: {enabled: true}\nleafnodes: {remotes: [{url: 'nats://127.0.0.1:1'}]}\n"
 	start := func() (*App, monitor.Varz) {
 		t.Helper()
 		c := loopbackConfig(t, src, Env{StateDirectory: dir})
@@ -45,10 +45,13 @@ func TestGatewayIdentity(t *testing.T) {
 	}
 	requireNoError(t, a.Shutdown(context.Background()))
 
-	_, again := start()
+	a, again := start()
 	if again.Name != v.Name || again.PublicKey != v.PublicKey {
 		t.Fatalf("after a restart /varz server_name %q public_key %q, want %q %q", again.Name, again.PublicKey, v.Name, v.PublicKey)
 	}
+	// A reload keeps the derived name the links announce.
+	requireNoError(t, a.Reload(loopbackConfig(t, src, Env{StateDirectory: dir})))
+	requireEqual(t, a.srv.Name(), v.Name)
 	if again.ID == v.ID {
 		t.Fatalf("server_id %q did not change across restarts; it is the per-start id", v.ID)
 	}
