@@ -243,8 +243,8 @@ type Outbox struct {
 	// Store, or that a Sync covered, with Config.Syncer. The forwarder
 	// sends nothing beyond it, so a message a power cut can still lose
 	// (and whose sequence the next message would reuse) never reaches the
-	// hub. written is the highest sequence whose Store
-	// returned; syncMu serializes Syncs.
+	// hub. written is the highest sequence whose Store returned; syncMu
+	// serializes Syncs.
 	durable, written atomic.Uint64
 	syncMu           sync.Mutex
 
