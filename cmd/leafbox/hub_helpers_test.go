@@ -65,9 +65,15 @@ func awaitHubMsgs(t *testing.T, ctx context.Context, stream jetstream.Stream, wa
 // as site1.telemetry.>, and returns its path.
 func writeUplinkConfig(t *testing.T, dir, leafURL string) string {
 	t.Helper()
+	return writeUplinkConfigNamed(t, dir, leafURL, "server_name: gw1\n")
+}
+
+// writeUplinkConfigNamed is writeUplinkConfig with the server_name line
+// given ("" leaves the name to the gateway's identity).
+func writeUplinkConfigNamed(t *testing.T, dir, leafURL, serverName string) string {
+	t.Helper()
 	cfg := filepath.Join(dir, "leafbox.yaml")
-	mustNoErr(t, os.WriteFile(cfg, fmt.Appendf(nil, `server_name: gw1
-listen: 127.0.0.1
+	mustNoErr(t, os.WriteFile(cfg, fmt.Appendf(nil, serverName+`listen: 127.0.0.1
 port: -1
 http_port: -1
 jetstream:

@@ -5,6 +5,7 @@ package main
 import (
 	"encoding/json"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -65,6 +66,39 @@ func waitUplinkz(t *testing.T, mon string, cond func(uplinkzEntry) bool) uplinkz
 // Messages the hub stored but whose PubAck the dead process never
 // recorded are sent again and dropped by the hub's duplicate window.
 func TestUplinkSurvivesKill9(t *testing.T) {
+	uplinkSurvivesKill9(t, "server_name: gw1\n")
+}
+
+// TestUplinkSurvivesKill9WithoutServerName is TestUplinkSurvivesKill9 for
+// a gateway without server_name: its name, and so the prefix of its
+// Nats-Msg-Ids, comes from the identity it generated at its first start,
+// the same after the restart. With a name that changes on every start
+// (the random server id) the resent messages carry new ids and the hub
+// stores them twice.
+func TestUplinkSurvivesKill9WithoutServerName(t *testing.T) {
+	uplinkSurvivesKill9(t, "")
+}
+
+// varzIdentity is the part of /varz that names the gateway.
+type varzIdentity struct {
+	ServerID   string `json:"server_id"`
+	ServerName string `json:"server_name"`
+	PublicKey  string `json:"public_key"`
+}
+
+func getVarzIdentity(t *testing.T, mon string) varzIdentity {
+	t.Helper()
+	body := get(t, mon+"/varz")
+	var v varzIdentity
+	if err := json.Unmarshal([]byte(body), &v); err != nil {
+		t.Fatalf("/varz: %v\n%s", err, body)
+	}
+	return v
+}
+
+// uplinkSurvivesKill9 runs TestUplinkSurvivesKill9 with the server_name
+// line serverName ("" for none).
+func uplinkSurvivesKill9(t *testing.T, serverName string) {
 	const (
 		n     = 2000
 		batch = 100
@@ -76,12 +110,20 @@ func TestUplinkSurvivesKill9(t *testing.T) {
 	hubMsgs := func() uint64 { return streamMsgs(t, ctx, stream) }
 
 	dir := t.TempDir()
-	cfg := writeUplinkConfig(t, dir, hub.LeafURL())
+	cfg := writeUplinkConfigNamed(t, dir, hub.LeafURL(), serverName)
 
 	p, gwURL := startJS(t, cfg, dir)
 	pf, _ := p.waitPorts(dir)
 	mon := loopbackURL(t, pf.Monitoring).String()
 	waitUplinkz(t, mon, func(u uplinkzEntry) bool { return u.LinkState == "connected" })
+	first := getVarzIdentity(t, mon)
+	wantName := "gw1"
+	if serverName == "" {
+		wantName = first.ServerName
+		if !strings.HasPrefix(wantName, "lb-") || !strings.HasPrefix(first.PublicKey, "N") || len(first.PublicKey) != 56 {
+			t.Fatalf("/varz of a gateway without server_name: %+v", first)
+		}
+	}
 
 	gw, err := nats.Connect(gwURL.String(), nats.Timeout(waitTimeout), nats.NoReconnect())
 	mustNoErr(t, err)
@@ -104,19 +146,26 @@ func TestUplinkSurvivesKill9(t *testing.T) {
 	pf, _ = p.waitPorts(dir)
 	mon = loopbackURL(t, pf.Monitoring).String()
 	t.Logf("outbox after restart: %+v", getUplinkz(t, mon))
+	if again := getVarzIdentity(t, mon); again.ServerName != wantName || again.PublicKey != first.PublicKey || again.ServerID == first.ServerID {
+		t.Fatalf("/varz after the restart %+v, before %+v: want the same server_name and public_key, a new server_id", again, first)
+	}
 
 	awaitHubMsgs(t, ctx, stream, n, p, mon)
 
 	// Exactly once and in order: hub sequence i+1 holds message i.
+	ids := map[string]bool{}
 	for i := range n {
 		m, err := stream.GetMsg(ctx, uint64(i+1))
 		mustNoErr(t, err)
 		if string(m.Data) != strconv.Itoa(i) || m.Subject != "site1.telemetry.t"+strconv.Itoa(i%7) {
 			t.Fatalf("hub seq %d: %q %q, want message %d", i+1, m.Subject, m.Data, i)
 		}
-		if id := m.Header.Get(nats.MsgIdHdr); id != "gw1.tel."+strconv.Itoa(i+1) {
+		// <server>.<uplink>.<epoch>.<n>: fixed at capture, once per message.
+		id := m.Header.Get(nats.MsgIdHdr)
+		if !strings.HasPrefix(id, wantName+".tel.") || len(strings.Split(id, ".")) != 4 || ids[id] {
 			t.Fatalf("hub seq %d: Nats-Msg-Id %q", i+1, id)
 		}
+		ids[id] = true
 	}
 
 	// The restarted gateway's outbox drains completely: the resent

@@ -80,6 +80,7 @@ type Varz struct {
 	StaleConnectionStats *StaleConnectionStats `json:"stale_connection_stats,omitempty"` // StaleConnectionStats splits StaleConnections by connection kind.
 	TLSCertNotAfter      time.Time             `json:"tls_cert_not_after,omitzero"`      // TLSCertNotAfter is when the client TLS certificate expires.
 	Clock                *ClockInfo            `json:"clock,omitempty"`                  // Clock is the wall clock's trust (leafbox extension); the monitor sets it.
+	PublicKey            string                `json:"public_key,omitempty"`             // PublicKey is the gateway identity's NKey public key, stable across restarts unlike ID (leafbox extension).
 }
 
 // ClusterVarz is the cluster object of /varz.

@@ -41,18 +41,17 @@ type Clock interface {
 	Stamp() clock.Stamp
 }
 
-// stampHeader returns hdr with the capture stamp added: the wall-clock
-// time when the clock is trusted, else the boot id and monotonic time
-// (enough to date the message later, from a trusted message of the same
-// boot). Stamp headers the publisher set already are kept as they are.
-func stampHeader(hdr []byte, s clock.Stamp) []byte {
-	if len(hdr) > 0 && (hasHeader(hdr, HeaderBootID) || hasHeader(hdr, HeaderMono) || hasHeader(hdr, HeaderTime)) {
-		return hdr
-	}
-	add := make([]byte, 0, 160)
-	if len(hdr) == 0 { // build the whole block in one buffer
-		add = append(add, "NATS/1.0\r\n"...)
-	}
+// hasStamp reports whether hdr has a capture stamp header already.
+func hasStamp(hdr []byte) bool {
+	return len(hdr) > 0 && (hasHeader(hdr, HeaderBootID) || hasHeader(hdr, HeaderMono) || hasHeader(hdr, HeaderTime))
+}
+
+// appendStamp appends the header lines of the capture stamp s to add: the
+// wall-clock time when the clock is trusted, else the boot id and
+// monotonic time (enough to date the message later, from a trusted
+// message of the same boot). Capture adds it unless the publisher stamped
+// the message already (hasStamp).
+func appendStamp(add []byte, s clock.Stamp) []byte {
 	if s.Trusted {
 		add = append(add, HeaderTime+": "...)
 		add = s.Wall.UTC().AppendFormat(add, time.RFC3339Nano)
@@ -65,10 +64,7 @@ func stampHeader(hdr []byte, s clock.Stamp) []byte {
 		add = strconv.AppendInt(add, int64(s.Mono), 10)
 		add = append(add, "\r\n"...)
 	}
-	if len(hdr) == 0 {
-		return append(add, "\r\n"...)
-	}
-	return mergeHeader(hdr, add)
+	return add
 }
 
 // headerValue returns the value of the first header line for name

@@ -33,13 +33,11 @@
 // One goroutine forwards. It waits for Hub.WaitReady, then reads the
 // stream from its first message in sequence order, up to the last durable
 // message (a message still awaiting its fsync could be lost by a power
-// cut, and its sequence, so its Nats-Msg-Id, reused; with a Syncer the
-// forwarder runs Sync itself when it reaches such messages), and
-// publishes each
-// message toward the hub as a JetStream publish request: the subject
-// prefixed with HubPrefix, the header extended with
+// cut; with a Syncer the forwarder runs Sync itself when it reaches such
+// messages), and publishes each message toward the hub as a JetStream
+// publish request: the subject prefixed with HubPrefix, the header
+// extended with
 //
-//	Nats-Msg-Id: <server name>.<uplink name>.<outbox sequence>
 //	Nats-Expected-Stream: <stream>            (when Config.Stream is set)
 //
 // and the reply subject InboxPrefix()+<round>.<sequence>. Up to Window messages
@@ -52,6 +50,42 @@
 // so the hub stream's duplicate window stores them once. A PubAck that
 // arrives late, from an earlier round, still removes its message: the hub
 // has stored it.
+//
+// # Message ids
+//
+// Capture fixes each message's id and stores it with the message, unless
+// the publisher set a Nats-Msg-Id of its own (kept as it is):
+//
+//	Nats-Msg-Id: <server name>.<uplink name>.<epoch>.<n>
+//
+// The epoch is 10 random characters (lowercase base32, 50 bits) chosen
+// by New, each time the outbox is opened; n counts that Outbox's captures
+// from 1 (IDPrefix is everything before n). The hub's duplicate window
+// drops a second message with an id it holds, so an id must be sent again
+// exactly when its message is, and never with another message:
+//
+//   - A message re-sent after a failed round, a restart or kill -9 is
+//     read back from the stream with the id it was stored with.
+//   - A wiped outbox (a re-imaged or swapped SD card, a changed store
+//     directory) starts again at sequence 1, and an outbox restored from
+//     an old copy re-uses the sequences after the copy's last one, which
+//     the hub may hold for later messages. An id made from the sequence
+//     alone, as it was before, repeats in both cases and the hub drops
+//     the new messages while acknowledging them. The epoch is new with
+//     every opening, so new captures never repeat an id, while the
+//     messages the old copy still holds keep theirs: those the hub stored
+//     already are dropped as duplicates, as they must be.
+//   - An epoch kept with the outbox would be restored with an old copy
+//     too and repeat its ids; a random one made at each opening needs no
+//     state. Storing the id costs some 50 bytes per message on disk and
+//     none on the wire, where it travelled anyway.
+//
+// A message stored without a Nats-Msg-Id (captured by a leafbox before
+// ids were fixed at capture) is sent with its old id,
+// <server name>.<uplink name>.<outbox sequence>, so its copies are still
+// dropped. The server name is the gateway's own (server_name, by default
+// derived from its identity, leaf/identity), stable across restarts: the
+// random server id of each start would change the old ids.
 //
 // Order on the hub is the outbox's order as long as the hub stores what it
 // receives in the order received; a retried round resends from the oldest

@@ -116,7 +116,7 @@ func TestRateCapDrainRateAndETA(t *testing.T) {
 		for range 300 {
 			requireNoError(t, ob.Capture("t.x", nil, payload))
 		}
-		perMsg := len("t.x") + len(payload) + len("NATS/1.0\r\nNats-Msg-Id: gw.up.100\r\n\r\n") // ±1 digit
+		perMsg := len("t.x") + len(payload) + len("NATS/1.0\r\nNats-Msg-Id: "+ob.IDPrefix()+"100\r\n\r\n") // ±1 digit
 		start := time.Now()
 		requireNoError(t, ob.Start(context.Background()))
 		time.Sleep(2 * time.Second)

@@ -1,6 +1,7 @@
 package outbox
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"crypto/rand"
@@ -220,8 +221,15 @@ type Outbox struct {
 	hub    Hub
 	log    *slog.Logger
 	inbox  string // reply prefix, ending in '.'
-	idBase string // "<server>.<name>."
 	base   uint64 // messages in the stream at New
+
+	// idBase ("<server>.<name>.<epoch>.") and ids, the last number used,
+	// make the Nats-Msg-Id Capture fixes for each message; legacyBase
+	// ("<server>.<name>.") is the prefix sent with a message stored
+	// without one (captured before ids were fixed at capture), with its
+	// sequence, as it was sent then.
+	idBase, legacyBase string
+	ids                atomic.Uint64
 
 	captured, stored, forwarded, acked atomic.Uint64
 	rejected, storeErrors, aged        atomic.Uint64
@@ -234,9 +242,9 @@ type Outbox struct {
 	// earlier one: whose Store returned, with a stream that syncs in
 	// Store, or that a Sync covered, with Config.Syncer. The forwarder
 	// sends nothing beyond it, so a message a power cut can still lose
-	// (and whose sequence, so Nats-Msg-Id, the next message would reuse)
-	// never reaches the hub. written is the highest sequence whose Store
-	// returned; syncMu serializes Syncs.
+	// (and whose sequence the next message would reuse) never reaches the
+	// hub. written is the highest sequence whose Store returned; syncMu
+	// serializes Syncs.
 	durable, written atomic.Uint64
 	syncMu           sync.Mutex
 
@@ -309,16 +317,17 @@ func New(stream store.Stream, hub Hub, cfg Config) (*Outbox, error) {
 		server = "leafbox"
 	}
 	o := &Outbox{
-		cfg:    cfg,
-		stream: stream,
-		hub:    hub,
-		log:    log.With("uplink", cfg.Name),
-		inbox:  "_INBOX.OB." + hex.EncodeToString(rnd[:]) + ".",
-		idBase: server + "." + cfg.Name + ".",
-		base:   stream.State().Msgs,
-		newMsg: make(chan struct{}, 1),
-		ackSig: make(chan struct{}, 1),
-		done:   make(chan struct{}),
+		cfg:        cfg,
+		stream:     stream,
+		hub:        hub,
+		log:        log.With("uplink", cfg.Name),
+		inbox:      "_INBOX.OB." + hex.EncodeToString(rnd[:]) + ".",
+		idBase:     server + "." + cfg.Name + "." + newEpoch() + ".",
+		legacyBase: server + "." + cfg.Name + ".",
+		base:       stream.State().Msgs,
+		newMsg:     make(chan struct{}, 1),
+		ackSig:     make(chan struct{}, 1),
+		done:       make(chan struct{}),
 	}
 	o.rs.Set(StateIdle)
 	if err := o.meter.load(cfg.StateFile); err != nil {
@@ -338,6 +347,28 @@ func New(stream store.Stream, hub Hub, cfg Config) (*Outbox, error) {
 	return o, nil
 }
 
+// epochChars is the length of an epoch: 50 random bits.
+const epochChars = 10
+
+// epochAlphabet is lowercase base32 (RFC 4648).
+const epochAlphabet = "abcdefghijklmnopqrstuvwxyz234567"
+
+// newEpoch returns a random epoch for the ids of an Outbox's captures.
+func newEpoch() string {
+	var b [epochChars]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
+	for i := range b {
+		b[i] = epochAlphabet[b[i]&31]
+	}
+	return string(b[:])
+}
+
+// IDPrefix returns the prefix of the Nats-Msg-Id Capture gives each
+// message, "<server>.<uplink>.<epoch>.", followed by a number counting
+// this Outbox's captures from 1. The epoch is new for each Outbox, so two
+// openings of one outbox never share an id.
+func (o *Outbox) IDPrefix() string { return o.idBase }
+
 // InboxPrefix is the prefix of every reply subject the forwarder uses,
 // ending in '.'. The caller subscribes InboxPrefix()+">" where the hub's
 // replies arrive and passes them to HandleReply.
@@ -348,14 +379,14 @@ func (o *Outbox) InboxPrefix() string { return o.inbox }
 func (o *Outbox) HubSubject(subject string) string { return o.cfg.HubPrefix + subject }
 
 // Capture stores a message (copying the slices) and returns once the
-// stream holds it, durably when the stream syncs before returning. A
+// stream holds it, durably when the stream syncs before returning. It
+// stores the message with its Nats-Msg-Id (IDPrefix and a number), unless
+// the publisher gave one, and with Config.Clock its capture stamp. A
 // message the stream refuses is counted as dropped and the error
 // returned.
 func (o *Outbox) Capture(subject string, hdr, data []byte) error {
 	o.captured.Add(1)
-	if o.cfg.Clock != nil {
-		hdr = stampHeader(hdr, o.cfg.Clock.Stamp())
-	}
+	hdr = o.captureHeader(hdr)
 	if o.cfg.DiskLow != nil && o.cfg.DiskLow() {
 		o.dropOldest()
 	}
@@ -837,13 +868,43 @@ func truncate(b []byte) string {
 	return string(b)
 }
 
-// header returns hdr with Nats-Msg-Id (unless the publisher set one) and,
-// when Config.Stream is set, Nats-Expected-Stream added.
+// captureHeader returns hdr with what Capture stores with a message: a
+// Nats-Msg-Id unless hdr has one, and with Config.Clock the capture stamp
+// unless hdr has one. It builds the additions in one buffer, which is the
+// whole header block when hdr is empty.
+func (o *Outbox) captureHeader(hdr []byte) []byte {
+	addID := !hasHeader(hdr, HeaderMsgID)
+	addStamp := o.cfg.Clock != nil && !hasStamp(hdr)
+	if !addID && !addStamp {
+		return hdr
+	}
+	add := make([]byte, 0, 128+len(o.idBase)) // the stamp, the number and the framing fit in 128
+	if len(hdr) == 0 {
+		add = append(add, "NATS/1.0\r\n"...)
+	}
+	if addID {
+		add = append(add, HeaderMsgID+": "...)
+		add = append(add, o.idBase...)
+		add = strconv.AppendUint(add, o.ids.Add(1), 10)
+		add = append(add, "\r\n"...)
+	}
+	if addStamp {
+		add = appendStamp(add, o.cfg.Clock.Stamp())
+	}
+	if len(hdr) == 0 {
+		return append(add, "\r\n"...)
+	}
+	return mergeHeader(hdr, add)
+}
+
+// header returns hdr as published toward the hub: with Nats-Msg-Id added
+// when the message has none (stored before Capture fixed the ids: it gets
+// the id it was sent with then, "<server>.<uplink>.<sequence>") and, when
+// Config.Stream is set, Nats-Expected-Stream.
 func (o *Outbox) header(hdr []byte, seq uint64) []byte {
-	id := o.idBase + strconv.FormatUint(seq, 10)
 	var add []byte
 	if !hasHeader(hdr, HeaderMsgID) {
-		add = append(add, HeaderMsgID+": "+id+"\r\n"...)
+		add = append(add, HeaderMsgID+": "+o.legacyBase+strconv.FormatUint(seq, 10)+"\r\n"...)
 	}
 	if o.cfg.Stream != "" && !hasHeader(hdr, HeaderExpectedStream) {
 		add = append(add, HeaderExpectedStream+": "+o.cfg.Stream+"\r\n"...)
@@ -869,12 +930,38 @@ func mergeHeader(hdr, add []byte) []byte {
 }
 
 // hasHeader reports whether the header block hdr has a line for name
-// (case-insensitive).
+// (ASCII case-insensitive, blanks around the key ignored). It does not
+// allocate: Capture calls it on the publisher's read goroutine.
 func hasHeader(hdr []byte, name string) bool {
-	for _, line := range strings.Split(string(hdr), "\r\n")[1:] {
-		if k, _, ok := strings.Cut(line, ":"); ok && strings.EqualFold(strings.TrimSpace(k), name) {
+	_, rest, ok := bytes.Cut(hdr, crlf) // the NATS/1.0 line
+	for ok && len(rest) > 0 {
+		var line []byte
+		line, rest, ok = bytes.Cut(rest, crlf)
+		if k, _, found := bytes.Cut(line, colon); found && equalFoldASCII(bytes.TrimSpace(k), name) {
 			return true
 		}
 	}
 	return false
+}
+
+var crlf, colon = []byte("\r\n"), []byte(":")
+
+// equalFoldASCII reports whether b equals s, ignoring ASCII case.
+func equalFoldASCII(b []byte, s string) bool {
+	if len(b) != len(s) {
+		return false
+	}
+	for i := range b {
+		x, y := b[i], s[i]
+		if 'A' <= x && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if 'A' <= y && y <= 'Z' {
+			y += 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
 }

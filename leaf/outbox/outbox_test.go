@@ -145,7 +145,7 @@ func TestForwardInOrderWithinWindow(t *testing.T) {
 		if want := fmt.Sprintf("site1.telemetry.%d", i); p.subject != want {
 			t.Fatalf("publish %d on %q, want %q", i, p.subject, want)
 		}
-		wantHdr := fmt.Sprintf("NATS/1.0\r\nNats-Msg-Id: gw.up.%d\r\nNats-Expected-Stream: HUB\r\n\r\n", i+1)
+		wantHdr := fmt.Sprintf("NATS/1.0\r\nNats-Msg-Id: %s%d\r\nNats-Expected-Stream: HUB\r\n\r\n", ob.IDPrefix(), i+1)
 		if string(p.hdr) != wantHdr {
 			t.Fatalf("header %q, want %q", p.hdr, wantHdr)
 		}
@@ -196,8 +196,8 @@ func TestRetryAfterErrorAck(t *testing.T) {
 	_ = p3
 	// The round ends; the next starts from the oldest unacknowledged.
 	r1 := hub.next(t)
-	if r1.subject != "telemetry.1" || string(r1.hdr) != "NATS/1.0\r\nNats-Msg-Id: gw.up.2\r\n\r\n" {
-		t.Fatalf("retry sent %q %q, want telemetry.1 with id gw.up.2", r1.subject, r1.hdr)
+	if want := "NATS/1.0\r\nNats-Msg-Id: " + ob.IDPrefix() + "2\r\n\r\n"; r1.subject != "telemetry.1" || string(r1.hdr) != want {
+		t.Fatalf("retry sent %q %q, want telemetry.1 %q", r1.subject, r1.hdr, want)
 	}
 	r2 := hub.next(t)
 	if r2.subject != "telemetry.2" {
@@ -275,20 +275,25 @@ func TestResumeAfterReopen(t *testing.T) {
 	s = open()
 	defer s.Close()
 	hub = newFakeHub(true)
+	first := ob.IDPrefix()
 	ob = newOutbox(t, s, hub, Config{})
+	if ob.IDPrefix() == first || !strings.HasPrefix(first, "gw.up.") || !strings.HasPrefix(ob.IDPrefix(), "gw.up.") {
+		t.Fatalf("id prefixes %q then %q: want gw.up.<epoch>. with a new epoch", first, ob.IDPrefix())
+	}
 	requireNoError(t, ob.Start(context.Background()))
+	// The backlog is re-sent with the ids it was captured with.
 	for i := 4; i < 10; i++ {
 		p := hub.next(t)
-		want := fmt.Sprintf("NATS/1.0\r\nNats-Msg-Id: gw.up.%d\r\n\r\n", i+1)
+		want := fmt.Sprintf("NATS/1.0\r\nNats-Msg-Id: %s%d\r\n\r\n", first, i+1)
 		if p.subject != fmt.Sprintf("telemetry.%d", i) || string(p.hdr) != want {
 			t.Fatalf("after reopen sent %q %q, want telemetry.%d %q", p.subject, p.hdr, i, want)
 		}
 		ack(ob, p, "S")
 	}
 	eventually(t, "empty outbox", func() bool { return s.State().Msgs == 0 })
-	// Sequences never repeat, so new messages get new ids.
+	// New captures get ids of the new epoch.
 	capture(t, ob, 1, 10)
-	if p := hub.next(t); string(p.hdr) != "NATS/1.0\r\nNats-Msg-Id: gw.up.11\r\n\r\n" {
+	if p := hub.next(t); string(p.hdr) != "NATS/1.0\r\nNats-Msg-Id: "+ob.IDPrefix()+"1\r\n\r\n" {
 		t.Fatalf("new message header %q", p.hdr)
 	}
 }
@@ -308,6 +313,9 @@ func TestDropsCounted(t *testing.T) {
 	}
 }
 
+// TestHeaderMerge: what the forwarder adds to a stored message's header;
+// a message stored without a Nats-Msg-Id (captured before Capture fixed
+// the ids) is sent with "<server>.<uplink>.<sequence>", as it was then.
 func TestHeaderMerge(t *testing.T) {
 	ob := newOutbox(t, newMem(t, store.Config{}), newFakeHub(false), Config{Stream: "S"})
 	cases := []struct{ in, want string }{

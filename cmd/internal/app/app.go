@@ -69,6 +69,11 @@ func Build(cfg *Config, flags Flags) (*App, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	// The identity first: unless configured, the server name, which the
+	// links announce and the outboxes' ids carry, derives from it.
+	if _, err := cfg.ApplyIdentity(true); err != nil {
+		return nil, err
+	}
 	opts, err := cfg.ServerOptions()
 	if err != nil {
 		return nil, err
@@ -126,6 +131,10 @@ func (a *App) Start() error {
 		scheme = "tls"
 	}
 	ports := Ports{Nats: URLs(scheme, a.srv.Addr())}
+	if id := cfg.Identity(); id != nil {
+		a.log.Info("gateway identity", "public_key", id.PublicKey(), "server_name", a.srv.Name(),
+			"path", id.Path(), "generated", id.Generated())
+	}
 	a.log.Info("ready for clients", "url", ports.Nats[0])
 
 	if port := httpPort(cfg); port != 0 {
@@ -346,6 +355,10 @@ func (a *App) stopAux(ctx context.Context) error {
 // need a restart (listen address, monitoring address, TLS handshake mode,
 // leafnode remotes) are rejected, and the configuration in force stays.
 func (a *App) Reload(cfg *Config) error {
+	// The identity stays, and so does the server name derived from it.
+	a.mu.Lock()
+	cfg.adoptIdentity(a.cfg.Identity())
+	a.mu.Unlock()
 	opts, err := cfg.ServerOptions()
 	if err != nil {
 		return err

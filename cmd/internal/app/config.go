@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/leafbox/leafbox/leaf/identity"
 )
 
 // Config is leafbox's configuration file. Keys are named like nats-server's
@@ -25,7 +27,9 @@ type Config struct {
 	// HTTPPort is the monitoring port: unset means 8222, 0 turns monitoring
 	// off, -1 picks a free port.
 	HTTPPort *int `yaml:"http_port,omitempty"`
-	// ServerName is reported in INFO and in monitoring.
+	// ServerName is reported in INFO and in monitoring, and prefixes the
+	// uplinks' Nats-Msg-Id. Unset, it is derived from the gateway's
+	// identity (ApplyIdentity), else it is the random server id.
 	ServerName string `yaml:"server_name,omitempty"`
 
 	// MaxPayload bounds a message's size, headers included (default 1MiB).
@@ -81,6 +85,9 @@ type Config struct {
 	// the JetStream store directory, else the default state directory.
 	// SetDefaults sets it when there are uplinks.
 	stateDir string
+	// identity is the gateway's identity, once ApplyIdentity found or
+	// made it; server_name defaults to its ServerName.
+	identity *identity.Identity
 
 	file  string     // the file parsed, for error messages; "" if none
 	dir   string     // base for relative paths; "" is the working directory

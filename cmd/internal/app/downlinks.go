@@ -49,7 +49,8 @@ type DownlinkConfig struct {
 	// go to $JS.<hub_domain>.API over the downlink's remote.
 	HubDomain string `yaml:"hub_domain,omitempty"`
 	// Durable is the hub consumer's durable name (default
-	// "<server_name>_<name>").
+	// "<server_name>_<name>", with the server name derived from the
+	// gateway's identity when server_name is unset).
 	Durable string `yaml:"durable,omitempty"`
 	// FilterSubjects restrict the consumer to these hub subjects; empty
 	// consumes the whole stream.
@@ -130,14 +131,18 @@ func (v *validator) downlinks() {
 			v.errf(path+".stream", "%q is not a stream name", d.Stream)
 		}
 		switch {
+		case d.Durable == "" && c.identityPath() == "":
+			v.errf(path+".durable", "is required without server_name or a store directory (for the gateway's identity): the hub keeps the position under this name")
 		case d.Durable == "":
-			v.errf(path+".durable", "is required without server_name: the hub keeps the position under this name")
+			// Derived from the identity's server name at start.
 		case badName(d.Durable):
 			v.errf(path+".durable", "%q is not a consumer name", d.Durable)
 		case durables[d.Stream+" "+d.Durable]:
 			v.errf(path+".durable", "%q on stream %q is used twice", d.Durable, d.Stream)
 		}
-		durables[d.Stream+" "+d.Durable] = true
+		if d.Durable != "" {
+			durables[d.Stream+" "+d.Durable] = true
+		}
 		if badName(d.HubDomain) {
 			v.errf(path+".hub_domain", "%q is not a JetStream domain", d.HubDomain)
 		} else if js := c.JetStream; js != nil && js.Enabled && js.Domain == d.HubDomain {

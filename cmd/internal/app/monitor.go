@@ -25,6 +25,9 @@ func startMonitor(addr string, p monitor.Provider) (*monitor.HTTPServer, error) 
 func (a *App) monitorProvider() monitor.Provider {
 	m := appMonitor{Server: a.srv, uplinks: a.uplinks, listener: a.listener, js: a.js, uplinkStatus: a.UplinkStatus,
 		downlinkStatus: a.DownlinkStatus, clock: a.clock}
+	if id := a.cfg.Identity(); id != nil {
+		m.publicKey = id.PublicKey()
+	}
 	if js := a.cfg.JetStream; js != nil {
 		m.jsConfig = *js
 	}
@@ -49,6 +52,8 @@ type appMonitor struct {
 	clock        *clock.Clock // reported by ClockStatus (clock.go)
 	// downlinkStatus reports the downlinks, listed in /uplinkz.
 	downlinkStatus func() []DownlinkStatus
+	// publicKey is the gateway identity's public key, shown in /varz.
+	publicKey string
 }
 
 var (
@@ -167,6 +172,7 @@ func (m appMonitor) Varz() *monitor.Varz {
 		return nil
 	}
 	v := *bv // the broker's value is only read
+	v.PublicKey = m.publicKey
 	if m.js != nil {
 		st := m.js.Stats()
 		v.JetStream = monitor.JetStreamVarz{Config: m.jetStreamConfig(st), Stats: jetStreamStats(st)}

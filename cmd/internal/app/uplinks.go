@@ -256,7 +256,8 @@ func startForwarder(cfg *Config, u *UplinkConfig, srv *server.Server, account st
 	}
 	st := f.ob.Status()
 	flog.Info("uplink started", "dir", cfg.outboxDir(u), "subjects", []string(u.Subjects),
-		"hub_prefix", u.HubSubjectPrefix, "backlog_msgs", st.BacklogMsgs, "backlog_bytes", st.BacklogBytes)
+		"hub_prefix", u.HubSubjectPrefix, "backlog_msgs", st.BacklogMsgs, "backlog_bytes", st.BacklogBytes,
+		"msg_id_prefix", f.ob.IDPrefix())
 	return f, nil
 }
 

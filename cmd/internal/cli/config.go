@@ -78,12 +78,27 @@ func printConfig(w io.Writer, file string, cfg *app.Config) error {
 		file = "the built-in default"
 	}
 	fmt.Fprintf(w, "# effective configuration of %s (secrets redacted)\n", file)
+	if line := identityLine(cfg); line != "" {
+		fmt.Fprintf(w, "# %s\n", line)
+	}
 	enc := yaml.NewEncoder(w)
 	enc.SetIndent(2)
 	if err := enc.Encode(cfg.Redacted()); err != nil {
 		return err
 	}
 	return enc.Close()
+}
+
+// identityLine describes the gateway identity of cfg, or "" when it has
+// no store directory to keep one in.
+func identityLine(cfg *app.Config) string {
+	if id := cfg.Identity(); id != nil {
+		return "identity: " + id.PublicKey() + " (" + id.Path() + ")"
+	}
+	if path := cfg.IdentityPath(); path != "" {
+		return "identity: none yet; the first run generates " + path + " and, without server_name, derives the server name from it"
+	}
+	return ""
 }
 
 // summary describes cfg in one line for config check.
@@ -122,6 +137,11 @@ func summary(cfg *app.Config) string {
 		parts = append(parts, "jetstream requested (store "+cfg.JetStream.StoreDir+")")
 	} else {
 		parts = append(parts, "jetstream off")
+	}
+	if id := cfg.Identity(); id != nil {
+		parts = append(parts, "identity "+id.PublicKey())
+	} else if cfg.IdentityPath() != "" {
+		parts = append(parts, "identity generated on first run")
 	}
 	if cfg.LeafNodes != nil && len(cfg.LeafNodes.Remotes) > 0 {
 		parts = append(parts, plural(len(cfg.LeafNodes.Remotes), "leafnode remote"))

@@ -71,7 +71,8 @@ func (f *configFlags) overrides(fs *pflag.FlagSet) (app.Overrides, error) {
 }
 
 // loadConfig reads file (or the embedded default when file is ""), applies
-// the overrides and the defaults, and validates the result.
+// the overrides, the defaults and the gateway identity, when it exists,
+// and validates the result.
 func loadConfig(file string, o app.Overrides) (*app.Config, error) {
 	cfg := app.Default()
 	if file != "" {
@@ -82,6 +83,10 @@ func loadConfig(file string, o app.Overrides) (*app.Config, error) {
 	}
 	o.Apply(cfg)
 	cfg.SetDefaults(app.OSEnv())
+	// Read only: run generates a missing identity when it starts.
+	if _, err := cfg.ApplyIdentity(false); err != nil {
+		return nil, err
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
