@@ -122,7 +122,7 @@ func discardPolicy(s string) (store.DiscardPolicy, bool) {
 
 // outboxDir is where uplink u keeps its outbox.
 func (c *Config) outboxDir(u *UplinkConfig) string {
-	return filepath.Join(c.stateDir, "outbox", u.Name)
+	return filepath.Join(c.outboxesDir(), u.Name)
 }
 
 // forwarder is one running uplink: its outbox stream, the in-process

@@ -29,7 +29,8 @@ func newConfigCheckCmd() *cobra.Command {
 ranges, users and permissions, leafnode remotes, and the files it names
 (certificates, CA, credentials, NKey seeds). Every problem is printed as
 FILE:LINE: KEY.PATH: PROBLEM and the exit status is 1; a valid file prints
-an "ok" summary.`,
+an "ok" summary with where streams and outboxes will live and the
+JetStream limits.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := loadConfig(args[0], app.Overrides{})
@@ -39,6 +40,9 @@ an "ok" summary.`,
 			}
 			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "ok: %s: %s\n", args[0], summary(cfg))
+			for _, line := range cfg.StorageSummary() {
+				fmt.Fprintf(out, "  %s\n", line)
+			}
 			return nil
 		},
 	}
@@ -78,6 +82,9 @@ func printConfig(w io.Writer, file string, cfg *app.Config) error {
 		file = "the built-in default"
 	}
 	fmt.Fprintf(w, "# effective configuration of %s (secrets redacted)\n", file)
+	for _, line := range cfg.StorageSummary() {
+		fmt.Fprintf(w, "# %s\n", line)
+	}
 	enc := yaml.NewEncoder(w)
 	enc.SetIndent(2)
 	if err := enc.Encode(cfg.Redacted()); err != nil {
@@ -119,7 +126,7 @@ func summary(cfg *app.Config) string {
 		parts = append(parts, "tls off")
 	}
 	if cfg.JetStream != nil && cfg.JetStream.Enabled {
-		parts = append(parts, "jetstream requested (store "+cfg.JetStream.StoreDir+")")
+		parts = append(parts, "jetstream on (store "+cfg.JetStream.StoreDir+")")
 	} else {
 		parts = append(parts, "jetstream off")
 	}
