@@ -62,8 +62,8 @@ type App struct {
 	stopped   bool
 }
 
-// Build validates cfg (after SetDefaults) and builds the broker, without
-// binding anything yet.
+// Build validates cfg (after SetDefaults), checks it against the machine
+// (Preflight), and builds the broker, without binding anything yet.
 func Build(cfg *Config, flags Flags) (*App, error) {
 	log := flags.Logger
 	if log == nil {
@@ -71,6 +71,11 @@ func Build(cfg *Config, flags Flags) (*App, error) {
 	}
 	opts, err := cfg.ServerOptions()
 	if err != nil {
+		return nil, err
+	}
+	// Before anything opens the store directory, so that its problems
+	// are named as such, not as the first file that fails in it.
+	if err := cfg.Preflight(); err != nil {
 		return nil, err
 	}
 	opts.Logger = log
@@ -104,7 +109,7 @@ func Build(cfg *Config, flags Flags) (*App, error) {
 			Logger:       log.With("subsystem", "jetstream"),
 		}, busConn{a.jsBus})
 		if err != nil {
-			return nil, fmt.Errorf("jetstream: %w", err)
+			return nil, withPrefix("jetstream", err)
 		}
 	}
 	return a, nil
@@ -142,7 +147,7 @@ func (a *App) Start() error {
 	if a.js != nil {
 		if err := a.js.Start(); err != nil {
 			a.abortStart()
-			return fmt.Errorf("jetstream: %w", err)
+			return withPrefix("jetstream", err)
 		}
 		a.log.Info("jetstream enabled", "store_dir", cfg.JetStream.StoreDir, "domain", cfg.JetStream.Domain)
 	}

@@ -163,7 +163,7 @@ func (o Overrides) Apply(c *Config) {
 	}
 	if o.JetStream != nil || o.StoreDir != nil {
 		if c.JetStream == nil {
-			c.JetStream = &JetStreamConfig{}
+			c.JetStream = &JetStreamConfig{Enabled: true} // on without the block
 		}
 		if o.JetStream != nil {
 			c.JetStream.Enabled = *o.JetStream

@@ -52,6 +52,13 @@ func TestJetStreamOnWithoutTheBlock(t *testing.T) {
 		requireEqual(t, c.JetStream.Enabled, true)
 		requireEqual(t, c.JetStream.StoreDir, testEnv.DefaultStoreDir())
 	})
+	t.Run("store dir flag keeps it on", func(t *testing.T) {
+		c := mustParse(t, "port: 4333\n")
+		Overrides{StoreDir: ptr("/flag/js")}.Apply(c)
+		c.SetDefaults(testEnv)
+		requireEqual(t, c.JetStream.Enabled, true)
+		requireEqual(t, c.JetStream.StoreDir, "/flag/js")
+	})
 	t.Run("flag turns it off", func(t *testing.T) {
 		c := mustParse(t, "port: 4333\n")
 		Overrides{JetStream: ptr(false)}.Apply(c)

@@ -293,3 +293,27 @@ func TestConfigCheckSaysWhereDataLives(t *testing.T) {
 	requireCode(t, code, 0, stderr)
 	requireContains(t, "stdout", stdout, ", jetstream off\n  jetstream off\n")
 }
+
+// config check catches what run would fail on, at file:line; run names
+// the store directory's problem, not the first file that fails in it.
+func TestConfigCheckCatchesWhatRunFailsOn(t *testing.T) {
+	file := writeFile(t, "afile", "x")
+	path := writeFile(t, "gw.yaml", "listen: 192.0.2.1\njetstream:\n  store_dir: '"+file+"'\n")
+	_, stderr, code := runCLI(t, "config", "check", path)
+	requireCode(t, code, 1, stderr)
+	requireContains(t, "stderr", stderr,
+		path+":1: listen: 192.0.2.1 is not an address of this machine\n",
+		path+":3: jetstream.store_dir: "+file+" is not a directory\n")
+
+	typo := writeFile(t, "typo.yaml", "max_paylod: 1MB\n")
+	_, stderr, code = runCLI(t, "config", "check", typo)
+	requireCode(t, code, 1, stderr)
+	requireContains(t, "stderr", stderr, typo+`:1: max_paylod: unknown key "max_paylod" (did you mean "max_payload"?)`)
+
+	_, stderr, code = runCLI(t, "run", "--addr", "127.0.0.1", "--port", "-1", "--http-port", "0", "--store-dir", file)
+	requireCode(t, code, 1, stderr)
+	requireContains(t, "stderr", stderr, "flag --store-dir: jetstream.store_dir: "+file+" is not a directory")
+	if strings.Contains(stderr, "clock") {
+		t.Fatalf("run names the clock:\n%s", stderr)
+	}
+}

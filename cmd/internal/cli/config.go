@@ -27,13 +27,19 @@ func newConfigCheckCmd() *cobra.Command {
 		Short: "Validate a configuration file",
 		Long: `Validate a configuration file: YAML syntax, unknown keys, value types and
 ranges, users and permissions, leafnode remotes, and the files it names
-(certificates, CA, credentials, NKey seeds). Every problem is printed as
+(certificates, CA, credentials, NKey seeds), and what 'leafbox run' would
+fail on: listen hosts that are no address of this machine or do not
+resolve (nothing is bound), and a store directory that is not a writable
+directory (nothing is created). Every problem is printed as
 FILE:LINE: KEY.PATH: PROBLEM and the exit status is 1; a valid file prints
 an "ok" summary with where streams and outboxes will live and the
 JetStream limits.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := loadConfig(args[0], app.Overrides{})
+			if err == nil {
+				err = cfg.Preflight() // what run would fail on later
+			}
 			if err != nil {
 				fmt.Fprintln(cmd.ErrOrStderr(), err)
 				return &exitError{code: 1}
