@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/leafbox/leafbox/core/monitor"
@@ -55,6 +56,11 @@ type App struct {
 	forwarders []*forwarder // one per uplinks entry, while running
 	consumers  []*consumer  // one per downlinks entry, while running
 
+	// health is the healthz block in force (Reload replaces it); probe
+	// checks that the store directories take writes.
+	health atomic.Pointer[HealthzConfig]
+	probe  *storeProbe
+
 	mu        sync.Mutex
 	cfg       *Config // the configuration in force
 	mon       *monitor.HTTPServer
@@ -98,7 +104,10 @@ func Build(cfg *Config, flags Flags) (*App, error) {
 		return nil, err
 	}
 	a := &App{flags: flags, log: log, srv: srv, cfg: cfg, uplinks: uplinks, clock: clk, listener: listener}
-	if js := cfg.JetStream; js != nil && js.Enabled {
+	a.health.Store(cfg.Healthz)
+	js := cfg.JetStream
+	a.probe = newStoreProbe(cfg, js != nil && js.Enabled)
+	if js != nil && js.Enabled {
 		a.jsBus = srv.InProcess("")
 		a.js, err = jetstream.New(jetstream.Config{
 			StoreDir:     js.StoreDir,
@@ -378,6 +387,7 @@ func (a *App) Reload(cfg *Config) error {
 		return err
 	}
 	a.cfg = cfg
+	a.health.Store(cfg.Healthz)
 	return nil
 }
 

@@ -76,6 +76,9 @@ type Config struct {
 	// Downlinks are durable consumers on hub JetStream streams that
 	// deliver into local subjects over the first leafnode remote.
 	Downlinks []DownlinkConfig `yaml:"downlinks,omitempty"`
+	// Healthz sets when /healthz reports uplinks and downlinks as
+	// degraded, and whether that fails it.
+	Healthz *HealthzConfig `yaml:"healthz,omitempty"`
 
 	// stateDir is where uplinks keep their outboxes (under outbox/<name>):
 	// the JetStream store directory, else the default state directory.

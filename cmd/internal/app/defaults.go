@@ -104,6 +104,7 @@ func (c *Config) SetDefaults(env Env) {
 		}
 	}
 	c.setStorageDefaults(env.Machine)
+	c.setHealthzDefaults()
 }
 
 func setDefault[T comparable](v *T, def T) {

@@ -32,6 +32,7 @@ func TestSetDefaults(t *testing.T) {
 		// (testEnv reads none: nats-server's fallbacks).
 		JetStream: &JetStreamConfig{Enabled: true, StoreDir: "/home/test/.local/state/leafbox",
 			MaxMemoryStore: fallbackMaxMemory, MaxFileStore: fallbackMaxFile},
+		Healthz: &HealthzConfig{LinkDown: Duration(DefaultHealthLinkDown), BacklogAge: Duration(DefaultHealthBacklogAge)},
 	}
 	requireEqual(t, exported(c), want)
 }

@@ -261,7 +261,7 @@ var knownKeys = func() map[string][]string {
 		Config{}, AuthorizationConfig{}, UserConfig{}, AccountConfig{}, PermissionsConfig{},
 		subjectPermissionFields{}, responsePermissionFields{}, TLSConfig{}, jetStreamFields{},
 		LeafNodesConfig{}, RemoteConfig{}, RemoteTLSConfig{}, LeafAuthorizationConfig{},
-		UplinkConfig{}, UplinkLimitsConfig{}, DownlinkConfig{},
+		UplinkConfig{}, UplinkLimitsConfig{}, DownlinkConfig{}, HealthzConfig{},
 	} {
 		t := reflect.TypeOf(v)
 		var keys []string
