@@ -50,8 +50,8 @@ type Link struct {
 	sess        *session // the registered connection, or nil
 	state       State
 	stateSince  time.Time // when state was entered
-	learned     []remote // leafnode_urls announced by the hub
-	next        int      // rotation index over remotes and learned
+	learned     []remote  // leafnode_urls announced by the hub
+	next        int       // rotation index over remotes and learned
 	connects    uint64
 	lastErr     error
 	lastErrAt   time.Time
