@@ -321,7 +321,8 @@ func (a *App) startListener() ([]string, error) {
 	}
 	urls := URLs("nats-leaf", a.listener.Addr())
 	a.log.Info("listening for leafnode connections", "url", urls[0])
-	if a.cfg.leafAuthConfig() == nil {
+	// Client certificates verified against a CA authenticate too.
+	if lt := a.cfg.LeafNodes.TLS; a.cfg.leafAuthConfig() == nil && (lt == nil || !lt.Verify) {
 		a.log.Warn("leafnode listener has no authorization: any leaf that reaches it may attach and exchange messages; set leafnodes.authorization",
 			"addr", a.listener.Addr().String())
 	}
