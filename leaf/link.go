@@ -49,8 +49,9 @@ type Link struct {
 	cancelWatch func()
 	sess        *session // the registered connection, or nil
 	state       State
-	learned     []remote // leafnode_urls announced by the hub
-	next        int      // rotation index over remotes and learned
+	stateSince  time.Time // when state was entered
+	learned     []remote  // leafnode_urls announced by the hub
+	next        int       // rotation index over remotes and learned
 	connects    uint64
 	lastErr     error
 	lastErrAt   time.Time
@@ -239,6 +240,7 @@ func (l *Link) Status() Status {
 		Connects:      l.connects,
 		SlowConsumers: l.slowConsumers.Load(),
 		LastErrorAt:   l.lastErrAt,
+		StateSince:    l.stateSince,
 	}
 	if l.state == StateConnecting {
 		st.RetryAt = l.retryAt
@@ -468,7 +470,7 @@ func (l *Link) setStateLocked(st State) {
 	if l.state == st || l.state == StateClosed {
 		return
 	}
-	l.state = st
+	l.state, l.stateSince = st, time.Now()
 	l.notifyLocked()
 }
 

@@ -43,6 +43,9 @@ func (s State) String() string {
 // are zero while disconnected.
 type Status struct {
 	State State
+	// StateSince is when the link entered State (zero while idle): for a
+	// link that is not connected, since when it has been down.
+	StateSince time.Time
 	// URL is the hub URL of the current connection, without password.
 	URL string
 	// RemoteAddr is the hub's address (ip:port) on the current connection.

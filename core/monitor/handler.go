@@ -233,6 +233,7 @@ func (h *handler) serveHealthz(w http.ResponseWriter, r *http.Request) {
 		Account:       q.v.Get("account"),
 		Stream:        q.v.Get("stream"),
 		Consumer:      q.v.Get("consumer"),
+		Uplinks:       q.bool("uplinks"),
 	}
 	if q.err != nil {
 		writeError(w, q.err)

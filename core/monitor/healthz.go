@@ -24,7 +24,11 @@ type Healthz struct {
 	Status string         `json:"status"`           // Status is "ok", "error" or "unavailable".
 	Error  string         `json:"error,omitempty"`  // Error describes the first problem (without details).
 	Errors []HealthzError `json:"errors,omitempty"` // Errors lists every problem (details=true).
-	Clock  *ClockInfo     `json:"clock,omitempty"`  // Clock is the wall clock's trust (leafbox extension; never a failure).
+	// Degraded lists trouble that does not fail the check unless asked
+	// to (uplinks=true): an uplink or downlink whose link is down, whose
+	// backlog is old, or that dead-lettered messages (leafbox extension).
+	Degraded []HealthzError `json:"degraded,omitempty"`
+	Clock    *ClockInfo     `json:"clock,omitempty"` // Clock is the wall clock's trust (leafbox extension; never a failure).
 }
 
 // HealthzOptions are the /healthz query parameters.
@@ -36,6 +40,9 @@ type HealthzOptions struct {
 	Stream        string // Stream restricts them to one stream; needs Account (stream).
 	Consumer      string // Consumer restricts them to one consumer; needs Stream (consumer).
 	Details       bool   // Details lists every problem (details).
+	// Uplinks makes the degraded conditions fatal: 503 while any is
+	// present (uplinks; leafbox extension).
+	Uplinks bool
 }
 
 // HealthzError is one problem found by a health check.
@@ -44,6 +51,8 @@ type HealthzError struct {
 	Account  string           `json:"account,omitempty"`  // Account is the account concerned, if any.
 	Stream   string           `json:"stream,omitempty"`   // Stream is the stream concerned, if any.
 	Consumer string           `json:"consumer,omitempty"` // Consumer is the consumer concerned, if any.
+	Uplink   string           `json:"uplink,omitempty"`   // Uplink is the uplink concerned, if any (leafbox extension).
+	Downlink string           `json:"downlink,omitempty"` // Downlink is the downlink concerned, if any (leafbox extension).
 	Error    string           `json:"error,omitempty"`    // Error describes the problem.
 }
 
@@ -59,6 +68,9 @@ const (
 	HealthzErrorAccount                            // HealthzErrorAccount: an account is missing or broken ("ACCOUNT").
 	HealthzErrorStream                             // HealthzErrorStream: a stream is missing or broken ("STREAM").
 	HealthzErrorConsumer                           // HealthzErrorConsumer: a consumer is missing or broken ("CONSUMER").
+	HealthzErrorStore                              // HealthzErrorStore: the store directory is unusable ("STORE"; leafbox extension).
+	HealthzErrorUplink                             // HealthzErrorUplink: an uplink is in trouble ("UPLINK"; leafbox extension).
+	HealthzErrorDownlink                           // HealthzErrorDownlink: a downlink is in trouble ("DOWNLINK"; leafbox extension).
 )
 
 var healthzErrorNames = [...]string{
@@ -68,6 +80,9 @@ var healthzErrorNames = [...]string{
 	HealthzErrorAccount:    "ACCOUNT",
 	HealthzErrorStream:     "STREAM",
 	HealthzErrorConsumer:   "CONSUMER",
+	HealthzErrorStore:      "STORE",
+	HealthzErrorUplink:     "UPLINK",
+	HealthzErrorDownlink:   "DOWNLINK",
 }
 
 // String returns the type's wire name, or "unknown".
@@ -120,15 +135,32 @@ func checkHealth(p Provider, opts HealthzOptions) (*Healthz, int) {
 	if opts.JSServerOnly {
 		return &Healthz{Status: healthOK}, http.StatusOK
 	}
+	var degraded []HealthzError
+	fatal := opts.Uplinks
+	if dc, ok := p.(DegradationChecker); ok && !opts.JSEnabledOnly {
+		var always bool
+		degraded, always = dc.CheckDegraded(opts)
+		fatal = fatal || always
+	}
 	if hc, ok := p.(HealthChecker); ok {
 		if code, problems := hc.CheckHealth(opts); len(problems) > 0 {
 			if code == 0 {
 				code = http.StatusServiceUnavailable
 			}
-			return unhealthy(opts, healthUnavailable, code, problems)
+			if fatal {
+				problems = append(problems, degraded...)
+			}
+			hz, code := unhealthy(opts, healthUnavailable, code, problems)
+			if !fatal {
+				hz.Degraded = degraded
+			}
+			return hz, code
 		}
 	}
-	return &Healthz{Status: healthOK}, http.StatusOK
+	if fatal && len(degraded) > 0 {
+		return unhealthy(opts, healthUnavailable, http.StatusServiceUnavailable, degraded)
+	}
+	return &Healthz{Status: healthOK, Degraded: degraded}, http.StatusOK
 }
 
 // unhealthy shapes failed checks: the first problem under status, or every

@@ -113,7 +113,7 @@ func TestHealthzBadParams(t *testing.T) {
 }
 
 func TestHealthzErrorTypeJSON(t *testing.T) {
-	for typ := HealthzErrorConn; typ <= HealthzErrorConsumer; typ++ {
+	for typ := HealthzErrorConn; typ <= HealthzErrorDownlink; typ++ {
 		b, err := json.Marshal(typ)
 		if err != nil {
 			t.Fatal(err)
@@ -132,4 +132,57 @@ func TestHealthzErrorTypeJSON(t *testing.T) {
 		t.Fatal("unknown type decoded")
 	}
 	requireEqual(t, "out of range", HealthzErrorType(42).String(), "unknown")
+}
+
+// degradingProvider reports fixed degraded conditions.
+type degradingProvider struct {
+	*checkingProvider
+	degraded []HealthzError
+	fatal    bool
+}
+
+func (d *degradingProvider) CheckDegraded(HealthzOptions) ([]HealthzError, bool) {
+	return d.degraded, d.fatal
+}
+
+func TestHealthzDegraded(t *testing.T) {
+	down := []HealthzError{{Type: HealthzErrorUplink, Uplink: "tel", Error: "link down for 20m0s"}}
+	degrading := func(fatal bool) *degradingProvider {
+		return &degradingProvider{checkingProvider: &checkingProvider{fakeProvider: newFixture()}, degraded: down, fatal: fatal}
+	}
+	storeBroken := &degradingProvider{
+		checkingProvider: &checkingProvider{fakeProvider: newFixture(),
+			problems: []HealthzError{{Type: HealthzErrorStore, Error: "store_dir /x is not writable"}}},
+		degraded: down,
+	}
+	tests := []struct {
+		name   string
+		p      Provider
+		query  string
+		status int
+		body   string
+	}{
+		{"degraded is 200", degrading(false), "", 200,
+			`{"status":"ok","degraded":[{"type":"UPLINK","uplink":"tel","error":"link down for 20m0s"}]}`},
+		{"uplinks=true makes it fatal", degrading(false), "?uplinks=true", 503,
+			`{"status":"unavailable","error":"link down for 20m0s"}`},
+		{"fatal with details", degrading(false), "?uplinks=true&details=true", 503,
+			`{"status":"error","errors":[{"type":"UPLINK","uplink":"tel","error":"link down for 20m0s"}]}`},
+		{"fatal by configuration", degrading(true), "", 503,
+			`{"status":"unavailable","error":"link down for 20m0s"}`},
+		{"js-enabled-only skips it", degrading(true), "?js-enabled-only=true", 200, `{"status":"ok"}`},
+		{"js-server-only skips it", degrading(true), "?js-server-only=true", 200, `{"status":"ok"}`},
+		{"unhealthy and degraded", storeBroken, "?details=true", 503,
+			`{"status":"error","errors":[{"type":"STORE","error":"store_dir /x is not writable"}],"degraded":[{"type":"UPLINK","uplink":"tel","error":"link down for 20m0s"}]}`},
+		{"unhealthy and degraded, fatal", storeBroken, "?details=true&uplinks=1", 503,
+			`{"status":"error","errors":[{"type":"STORE","error":"store_dir /x is not writable"},{"type":"UPLINK","uplink":"tel","error":"link down for 20m0s"}]}`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			res, body := get(t, newTestHandler(t, tc.p), "/healthz"+tc.query)
+			requireEqual(t, "status", res.StatusCode, tc.status)
+			requireEqual(t, "body", string(body), tc.body)
+		})
+	}
+	require400(t, newTestHandler(t, degrading(false)), "/healthz?uplinks=perhaps", "Error decoding boolean for 'uplinks'")
 }

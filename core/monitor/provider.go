@@ -84,6 +84,19 @@ type HealthChecker interface {
 	CheckHealth(opts HealthzOptions) (status int, problems []HealthzError)
 }
 
+// DegradationChecker is implemented by a Provider with conditions worth
+// reporting that do not make the server unhealthy by default, such as an
+// uplink whose link has been down for long. /healthz lists them under
+// degraded with status 200, or fails with 503 when the query has
+// uplinks=true or CheckDegraded says they are always fatal. js-enabled-only
+// and js-server-only skip them.
+type DegradationChecker interface {
+	// CheckDegraded returns the conditions found, in order of
+	// importance, and whether they are fatal whatever the query says (a
+	// configuration option).
+	CheckDegraded(opts HealthzOptions) (degraded []HealthzError, fatal bool)
+}
+
 // MetricsSource is implemented by a Provider with metrics beyond those the
 // monitor derives from Varz; a composition root can add collectors by
 // wrapping its Provider in a type that also implements MetricsSource. The

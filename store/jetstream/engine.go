@@ -72,8 +72,10 @@ type Engine struct {
 	mu      sync.RWMutex
 	streams map[string]*stream
 	unsubs  []func()
-	started bool
-	closed  bool
+	// failures are the streams and consumers restore skipped.
+	failures []RestoreFailure
+	started  bool
+	closed   bool
 
 	apiTotal  atomic.Uint64
 	apiErrors atomic.Uint64

@@ -84,18 +84,48 @@ func (e *Engine) restore() error {
 		if err := e.readMeta(dir, &meta); err != nil {
 			if !errors.Is(err, fs.ErrNotExist) {
 				e.log.Error("jetstream: skipping stream", "dir", dir, "err", err)
+				e.restoreFailed(ent.Name(), "", fmt.Errorf("%s: %w", metaFile, err))
 			}
 			continue
 		}
 		if meta.Config.Name != ent.Name() {
 			e.log.Error("jetstream: skipping stream with mismatched name", "dir", dir, "name", meta.Config.Name)
+			e.restoreFailed(ent.Name(), "", fmt.Errorf("%s names stream %q", metaFile, meta.Config.Name))
 			continue
 		}
 		if err := e.restoreStream(dir, meta); err != nil {
 			e.log.Error("jetstream: skipping stream", "stream", meta.Config.Name, "err", err)
+			e.restoreFailed(meta.Config.Name, "", err)
 		}
 	}
 	return nil
+}
+
+// RestoreFailure is a stream, or a consumer, that Start found in the store
+// but could not load: it was skipped so that the rest runs.
+type RestoreFailure struct {
+	// Stream is the stream's name (its directory's, when its meta.json
+	// is unreadable).
+	Stream string
+	// Consumer is the consumer's name, or "" for the stream itself.
+	Consumer string
+	// Err is why it did not load.
+	Err error
+}
+
+// restoreFailed records a stream or consumer that Start skipped.
+func (e *Engine) restoreFailed(stream, consumer string, err error) {
+	e.mu.Lock()
+	e.failures = append(e.failures, RestoreFailure{Stream: stream, Consumer: consumer, Err: err})
+	e.mu.Unlock()
+}
+
+// RestoreFailures returns the streams and consumers that Start skipped
+// because they failed to load, in the order met; nil when all loaded.
+func (e *Engine) RestoreFailures() []RestoreFailure {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	return append([]RestoreFailure(nil), e.failures...)
 }
 
 // restoreStream opens one file stream and its consumers.
@@ -123,10 +153,12 @@ func (e *Engine) restoreStream(dir string, meta streamMeta) error {
 		var cm consumerMeta
 		if err := e.readMeta(cdir, &cm); err != nil {
 			e.log.Error("jetstream: skipping consumer", "dir", cdir, "err", err)
+			e.restoreFailed(s.name, ent.Name(), fmt.Errorf("%s: %w", metaFile, err))
 			continue
 		}
 		if err := s.restoreConsumer(cm); err != nil {
 			e.log.Error("jetstream: skipping consumer", "stream", s.name, "consumer", cm.Name, "err", err)
+			e.restoreFailed(s.name, cm.Name, err)
 		}
 	}
 	return nil

@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/leafbox/leafbox/core/monitor"
@@ -55,6 +56,11 @@ type App struct {
 	forwarders []*forwarder // one per uplinks entry, while running
 	consumers  []*consumer  // one per downlinks entry, while running
 
+	// health is the healthz block in force (Reload replaces it); probe
+	// checks that the store directories take writes.
+	health atomic.Pointer[HealthzConfig]
+	probe  *storeProbe
+
 	mu        sync.Mutex
 	cfg       *Config // the configuration in force
 	mon       *monitor.HTTPServer
@@ -62,8 +68,8 @@ type App struct {
 	stopped   bool
 }
 
-// Build validates cfg (after SetDefaults) and builds the broker, without
-// binding anything yet.
+// Build validates cfg (after SetDefaults), checks it against the machine
+// (Preflight), and builds the broker, without binding anything yet.
 func Build(cfg *Config, flags Flags) (*App, error) {
 	log := flags.Logger
 	if log == nil {
@@ -76,6 +82,11 @@ func Build(cfg *Config, flags Flags) (*App, error) {
 	}
 	opts, err := cfg.ServerOptions()
 	if err != nil {
+		return nil, err
+	}
+	// Before anything opens the store directory, so that its problems
+	// are named as such, not as the first file that fails in it.
+	if err := cfg.Preflight(); err != nil {
 		return nil, err
 	}
 	opts.Logger = log
@@ -98,7 +109,10 @@ func Build(cfg *Config, flags Flags) (*App, error) {
 		return nil, err
 	}
 	a := &App{flags: flags, log: log, srv: srv, cfg: cfg, uplinks: uplinks, clock: clk, listener: listener}
-	if js := cfg.JetStream; js != nil && js.Enabled {
+	a.health.Store(cfg.Healthz)
+	js := cfg.JetStream
+	a.probe = newStoreProbe(cfg, js != nil && js.Enabled)
+	if js != nil && js.Enabled {
 		a.jsBus = srv.InProcess("")
 		a.js, err = jetstream.New(jetstream.Config{
 			StoreDir:     js.StoreDir,
@@ -109,7 +123,7 @@ func Build(cfg *Config, flags Flags) (*App, error) {
 			Logger:       log.With("subsystem", "jetstream"),
 		}, busConn{a.jsBus})
 		if err != nil {
-			return nil, fmt.Errorf("jetstream: %w", err)
+			return nil, withPrefix("jetstream", err)
 		}
 	}
 	return a, nil
@@ -151,7 +165,7 @@ func (a *App) Start() error {
 	if a.js != nil {
 		if err := a.js.Start(); err != nil {
 			a.abortStart()
-			return fmt.Errorf("jetstream: %w", err)
+			return withPrefix("jetstream", err)
 		}
 		a.log.Info("jetstream enabled", "store_dir", cfg.JetStream.StoreDir, "domain", cfg.JetStream.Domain)
 	}
@@ -386,6 +400,7 @@ func (a *App) Reload(cfg *Config) error {
 		return err
 	}
 	a.cfg = cfg
+	a.health.Store(cfg.Healthz)
 	return nil
 }
 

@@ -27,7 +27,7 @@ func TestBuildRejectsInvalidConfig(t *testing.T) {
 // it down in t.Cleanup.
 func startApp(t *testing.T, src string, flags Flags) *App {
 	t.Helper()
-	return startConfig(t, loopbackConfig(t, src, testEnv), flags)
+	return startConfig(t, loopbackConfig(t, src, tempEnv(t)), flags)
 }
 
 // readInfo dials addr and returns the first protocol line, which must be
@@ -72,7 +72,7 @@ func TestAppStartServesClientsAndMonitoring(t *testing.T) {
 }
 
 func TestAppShutdownRemovesPortsFileAndStopsListening(t *testing.T) {
-	c := loopbackConfig(t, "http_port: -1", testEnv)
+	c := loopbackConfig(t, "http_port: -1", tempEnv(t))
 	a, err := Build(c, Flags{PortsFileDir: t.TempDir()})
 	requireNoError(t, err)
 	requireNoError(t, a.Start())
@@ -104,7 +104,7 @@ func TestAppStartFailsWhenMonitorPortIsTaken(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	requireNoError(t, err)
 	defer ln.Close()
-	c := loopbackConfig(t, "http_port: "+strconv.Itoa(ln.Addr().(*net.TCPAddr).Port), testEnv)
+	c := loopbackConfig(t, "http_port: "+strconv.Itoa(ln.Addr().(*net.TCPAddr).Port), tempEnv(t))
 	a, err := Build(c, Flags{})
 	requireNoError(t, err)
 	requireErrorContains(t, a.Start(), "monitoring:", "address already in use")
@@ -113,16 +113,16 @@ func TestAppStartFailsWhenMonitorPortIsTaken(t *testing.T) {
 func TestAppReload(t *testing.T) {
 	a := startApp(t, "http_port: -1\nmax_payload: 1MB", Flags{})
 
-	next := loopbackConfig(t, "http_port: -1\nmax_payload: 2MB", testEnv)
+	next := loopbackConfig(t, "http_port: -1\nmax_payload: 2MB", tempEnv(t))
 	requireNoError(t, a.Reload(next))
 
-	moved := loopbackConfig(t, "http_port: 9999", testEnv)
+	moved := loopbackConfig(t, "http_port: 9999", tempEnv(t))
 	requireErrorContains(t, a.Reload(moved), "monitoring address needs a restart")
 
 }
 
 func TestAppStartFailsWhenPortsFileCannotBeWritten(t *testing.T) {
-	c := loopbackConfig(t, "http_port: -1", testEnv)
+	c := loopbackConfig(t, "http_port: -1", tempEnv(t))
 	a, err := Build(c, Flags{PortsFileDir: "/nonexistent/ports"})
 	requireNoError(t, err)
 	requireErrorContains(t, a.Start(), "ports file:")

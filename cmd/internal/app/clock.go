@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"log/slog"
 	"path/filepath"
 	"time"
@@ -37,7 +36,7 @@ func (c *Config) clockStatePath() string {
 func openClock(cfg *Config) (*clock.Clock, error) {
 	c, err := clock.Open(clock.Config{StatePath: cfg.clockStatePath()})
 	if err != nil {
-		return nil, fmt.Errorf("clock: %w", err)
+		return nil, withPrefix("clock", err)
 	}
 	return c, nil
 }

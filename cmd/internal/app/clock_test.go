@@ -38,7 +38,10 @@ func TestBuildRefusesBadClockState(t *testing.T) {
 	c.SetDefaults(Env{StateDirectory: dir})
 	requireNoError(t, c.Validate())
 	_, err := Build(c, Flags{})
-	requireErrorContains(t, err, "clock: clock: state file "+path)
+	requireErrorContains(t, err, "clock: state file "+path)
+	if strings.Contains(err.Error(), "clock: clock:") {
+		t.Fatalf("prefix doubled: %v", err)
+	}
 	b, _ := os.ReadFile(path)
 	requireEqual(t, string(b), "{garbage")
 }

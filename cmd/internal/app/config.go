@@ -80,6 +80,9 @@ type Config struct {
 	// Downlinks are durable consumers on hub JetStream streams that
 	// deliver into local subjects over the first leafnode remote.
 	Downlinks []DownlinkConfig `yaml:"downlinks,omitempty"`
+	// Healthz sets when /healthz reports uplinks and downlinks as
+	// degraded, and whether that fails it.
+	Healthz *HealthzConfig `yaml:"healthz,omitempty"`
 
 	// stateDir is where uplinks keep their outboxes (under outbox/<name>):
 	// the JetStream store directory, else the default state directory.
@@ -88,6 +91,9 @@ type Config struct {
 	// identity is the gateway's identity, once ApplyIdentity found or
 	// made it; server_name defaults to its ServerName.
 	identity *identity.Identity
+	// storageNotes say how SetDefaults reached the JetStream limits
+	// (StorageSummary).
+	storageNotes []string
 
 	file  string     // the file parsed, for error messages; "" if none
 	dir   string     // base for relative paths; "" is the working directory
@@ -253,16 +259,20 @@ type TLSConfig struct {
 	Timeout Duration `yaml:"timeout,omitempty"`
 }
 
-// JetStreamConfig is the jetstream block. In YAML it is true or false, or a
-// mapping; a mapping without enabled means enabled, as in nats-server.
+// JetStreamConfig is the jetstream block. In YAML it is true or false,
+// "enabled" or "disabled", or a mapping; a mapping without enabled means
+// enabled, as in nats-server. Without the block JetStream is on.
 type JetStreamConfig struct {
-	// Enabled turns JetStream on.
+	// Enabled turns JetStream on; false (jetstream: false, disabled or
+	// {enabled: false}) turns it off.
 	Enabled bool `yaml:"enabled"`
 	// StoreDir holds the file store; it defaults to $STATE_DIRECTORY (set
 	// by systemd) or else ~/.local/state/leafbox.
 	StoreDir string `yaml:"store_dir,omitempty"`
-	// MaxMemoryStore and MaxFileStore bound the storage used; 0 means no
-	// bound of the server's own.
+	// MaxMemoryStore and MaxFileStore bound the storage used. Unset, they
+	// default from the machine as in nats-server: 75% of the memory (or
+	// GOMEMLIMIT), and 75% of the store's file system space at start less
+	// the uplinks' min_free_disk reserve (StorageSummary says how).
 	MaxMemoryStore Size `yaml:"max_memory_store,omitempty"`
 	MaxFileStore   Size `yaml:"max_file_store,omitempty"`
 	// Domain is the JetStream domain.
@@ -284,7 +294,22 @@ type jetStreamFields struct {
 
 // UnmarshalYAML implements the callback form of yaml's unmarshaler.
 func (j *JetStreamConfig) UnmarshalYAML(unmarshal func(any) error) error {
-	on, f, err := boolOrMapping[jetStreamFields](unmarshal, "invalid jetstream: want true, false or a mapping")
+	var c nodeCapture
+	if err := unmarshal(&c); err != nil {
+		return err
+	}
+	if c.node.Kind == yaml.ScalarNode && c.node.ShortTag() == "!!str" {
+		// nats-server's string forms.
+		switch strings.ToLower(c.node.Value) {
+		case "enabled", "enable":
+			*j = JetStreamConfig{Enabled: true}
+			return nil
+		case "disabled", "disable":
+			*j = JetStreamConfig{}
+			return nil
+		}
+	}
+	on, f, err := boolOrMapping[jetStreamFields](unmarshal, "invalid jetstream: want true, false, enabled, disabled or a mapping")
 	switch {
 	case err != nil:
 		return err
@@ -309,8 +334,9 @@ type LeafNodesConfig struct {
 	// Remotes are the hubs to connect to, one link each.
 	Remotes []RemoteConfig `yaml:"remotes,omitempty"`
 	// Listen accepts leaf connections (nats-server or leafbox remotes) on
-	// "host:port", "host" or a port; the host defaults to 0.0.0.0, the
-	// port to 7422, and -1 picks a free port.
+	// "host:port", "host" or a port; the host defaults to the client
+	// listener's (listen, --addr), the port to 7422, and -1 picks a free
+	// port.
 	Listen HostPort `yaml:"listen,omitempty"`
 	// Authorization is what attaching leafs must present.
 	Authorization *LeafAuthorizationConfig `yaml:"authorization,omitempty"`

@@ -28,12 +28,14 @@ type Env struct {
 	StateDirectory string
 	// Home is the user's home directory.
 	Home string
+	// Machine is read for the JetStream limits' defaults.
+	Machine Machine
 }
 
-// OSEnv reads Env from the process environment.
+// OSEnv reads Env from the process environment and the machine.
 func OSEnv() Env {
 	home, _ := os.UserHomeDir()
-	return Env{StateDirectory: os.Getenv("STATE_DIRECTORY"), Home: home}
+	return Env{StateDirectory: os.Getenv("STATE_DIRECTORY"), Home: home, Machine: OSMachine()}
 }
 
 // DefaultStoreDir is the JetStream store directory used when neither a
@@ -56,6 +58,11 @@ func (c *Config) SetDefaults(env Env) {
 	}
 	if c.Port == 0 {
 		c.Port = server.DefaultPort
+	}
+	if ln := c.LeafNodes; ln != nil && !ln.Listen.IsZero() && ln.Listen.Host == "" {
+		// A listener given only a port (--leaf-port) follows the client
+		// listener's host: --addr 127.0.0.1 keeps leafs on loopback too.
+		ln.Listen.Host = c.Listen.Host
 	}
 	if c.HTTP.Host == "" {
 		c.HTTP.Host = DefaultHTTPHost
@@ -80,7 +87,9 @@ func (c *Config) SetDefaults(env Env) {
 		setDefault(&c.TLS.Timeout, Duration(server.DefaultTLSTimeout))
 	}
 	if c.JetStream == nil {
-		c.JetStream = &JetStreamConfig{}
+		// On whether or not a file is given: a file without a jetstream
+		// block runs it as the built-in configuration does.
+		c.JetStream = &JetStreamConfig{Enabled: true}
 	}
 	if c.JetStream.Enabled && c.JetStream.StoreDir == "" {
 		c.JetStream.StoreDir = env.DefaultStoreDir()
@@ -94,6 +103,8 @@ func (c *Config) SetDefaults(env Env) {
 			c.stateDir = env.DefaultStoreDir()
 		}
 	}
+	c.setStorageDefaults(env.Machine)
+	c.setHealthzDefaults()
 }
 
 func setDefault[T comparable](v *T, def T) {
@@ -153,7 +164,7 @@ func (o Overrides) Apply(c *Config) {
 	}
 	if o.JetStream != nil || o.StoreDir != nil {
 		if c.JetStream == nil {
-			c.JetStream = &JetStreamConfig{}
+			c.JetStream = &JetStreamConfig{Enabled: true} // on without the block
 		}
 		if o.JetStream != nil {
 			c.JetStream.Enabled = *o.JetStream

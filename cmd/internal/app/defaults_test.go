@@ -28,7 +28,11 @@ func TestSetDefaults(t *testing.T) {
 		WriteDeadline:       Duration(server.DefaultWriteDeadline),
 		LameDuckDuration:    Duration(server.DefaultLameDuckDuration),
 		LameDuckGracePeriod: Duration(server.DefaultLameDuckGrace),
-		JetStream:           &JetStreamConfig{},
+		// On without a jetstream block, with the machine's limits
+		// (testEnv reads none: nats-server's fallbacks).
+		JetStream: &JetStreamConfig{Enabled: true, StoreDir: "/home/test/.local/state/leafbox",
+			MaxMemoryStore: fallbackMaxMemory, MaxFileStore: fallbackMaxFile},
+		Healthz: &HealthzConfig{LinkDown: Duration(DefaultHealthLinkDown), BacklogAge: Duration(DefaultHealthBacklogAge)},
 	}
 	requireEqual(t, exported(c), want)
 }

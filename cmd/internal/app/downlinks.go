@@ -211,8 +211,10 @@ type consumer struct {
 // DownlinkStatus is a downlink's counters with the state of its link.
 type DownlinkStatus struct {
 	downlink.Status
-	// LinkState is the state of the leafnode link it consumes over.
+	// LinkState is the state of the leafnode link it consumes over, and
+	// LinkSince when the link entered it.
 	LinkState string
+	LinkSince time.Time
 }
 
 // startDownlinks starts every downlink over the link of its leafnode
@@ -317,7 +319,8 @@ func stopDownlinks(cs []*consumer) {
 
 // status returns the downlink's counters with its link's state.
 func (c *consumer) status() DownlinkStatus {
-	return DownlinkStatus{Status: c.dl.Status(), LinkState: c.link.Status().State.String()}
+	ls := c.link.Status()
+	return DownlinkStatus{Status: c.dl.Status(), LinkState: ls.State.String(), LinkSince: ls.StateSince}
 }
 
 // errNoReceiver means no local subscriber or stream took a message.

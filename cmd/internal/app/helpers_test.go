@@ -58,6 +58,15 @@ func mustParse(t testing.TB, src string) *Config {
 // testEnv is a fixed environment, so tests never depend on the real one.
 var testEnv = Env{Home: "/home/test"}
 
+// tempEnv is an environment whose state directory (the default store
+// directory, where JetStream runs by default) is a fresh temporary one,
+// for tests that start an App. Its machine has 16GiB of memory, so the
+// default limits (12GiB memory, 1TiB file) are never in a test's way.
+func tempEnv(t testing.TB) Env {
+	t.Helper()
+	return Env{StateDirectory: t.TempDir(), Machine: Machine{Memory: 16 << 30}}
+}
+
 // mustValidate parses src, fills defaults and validates, or fails.
 func mustValidate(t testing.TB, src string) *Config {
 	t.Helper()
@@ -88,7 +97,7 @@ func problems(t testing.TB, err error) []*FieldError {
 // exported returns c without its unexported bookkeeping, for comparisons.
 func exported(c *Config) Config {
 	out := *c
-	out.file, out.dir, out.index, out.flags = "", "", nil, nil
+	out.file, out.dir, out.index, out.flags, out.storageNotes = "", "", nil, nil, nil
 	return out
 }
 

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"fmt"
 	"io"
 	"time"
 
@@ -87,12 +88,31 @@ func (m appMonitor) Jsz(opts monitor.JszOptions) (*monitor.Jsz, error) {
 const globalAccount = "$G"
 
 // CheckHealth implements monitor.HealthChecker: a server configured for
-// JetStream that does not run it is unhealthy.
+// JetStream that does not run it is unhealthy; so is one whose store
+// directory (or outbox directory) takes no writes, or one that skipped a
+// stream or consumer it could not load at start. js-enabled-only checks
+// only the first.
 func (m appMonitor) CheckHealth(opts monitor.HealthzOptions) (int, []monitor.HealthzError) {
 	if m.jsConfig.Enabled && m.js == nil {
 		return 0, []monitor.HealthzError{{Type: monitor.HealthzErrorJetStream, Error: monitor.JetStreamNotEnabled}}
 	}
-	return 0, nil
+	if opts.JSEnabledOnly {
+		return 0, nil
+	}
+	problems := append([]monitor.HealthzError(nil), m.probe.check()...)
+	if m.js != nil {
+		for _, f := range m.js.RestoreFailures() {
+			if f.Consumer == "" {
+				problems = append(problems, monitor.HealthzError{Type: monitor.HealthzErrorStream, Account: globalAccount,
+					Stream: f.Stream, Error: fmt.Sprintf("JetStream stream %q failed to load at start: %v", f.Stream, f.Err)})
+			} else {
+				problems = append(problems, monitor.HealthzError{Type: monitor.HealthzErrorConsumer, Account: globalAccount,
+					Stream: f.Stream, Consumer: f.Consumer,
+					Error: fmt.Sprintf("JetStream consumer %q of stream %q failed to load at start: %v", f.Consumer, f.Stream, f.Err)})
+			}
+		}
+	}
+	return 0, problems
 }
 
 // WriteMetrics implements monitor.MetricsSource with JetStream's and the

@@ -152,7 +152,7 @@ func TestAppReloadLeafRemotes(t *testing.T) {
 	const base = "http_port: 0\nserver_name: gw\nleafnodes: {remotes: [{url: 'nats://127.0.0.1:1'}]}\n"
 	a := startApp(t, base, Flags{})
 	reload := func(src string) error {
-		c := loopbackConfig(t, src, testEnv)
+		c := loopbackConfig(t, src, tempEnv(t))
 		return a.Reload(c)
 	}
 	requireNoError(t, reload(base+"max_payload: 2MB\n"))
@@ -165,7 +165,7 @@ func TestAppReloadLeafRemotes(t *testing.T) {
 
 func TestAppReloadCannotAddRemotes(t *testing.T) {
 	a := startApp(t, "http_port: 0", Flags{})
-	c := loopbackConfig(t, "http_port: 0\nleafnodes: {remotes: [{url: nats://h:1}]}", testEnv)
+	c := loopbackConfig(t, "http_port: 0\nleafnodes: {remotes: [{url: nats://h:1}]}", tempEnv(t))
 	requireErrorContains(t, a.Reload(c), "leafnodes: changing leafnode remotes needs a restart")
 }
 
@@ -341,7 +341,7 @@ func TestLeafInfoFromStatus(t *testing.T) {
 
 func TestAppLameDuckClosesLinksFirst(t *testing.T) {
 	c := loopbackConfig(t, "http_port: 0\nlame_duck_duration: 200ms\nlame_duck_grace_period: 10ms\n"+
-		"leafnodes: {remotes: [{url: 'nats://127.0.0.1:1'}]}\n", testEnv)
+		"leafnodes: {remotes: [{url: 'nats://127.0.0.1:1'}]}\n", tempEnv(t))
 	a, err := Build(c, Flags{})
 	requireNoError(t, err)
 	requireNoError(t, a.Start())

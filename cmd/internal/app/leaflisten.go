@@ -22,7 +22,8 @@ import (
 const DefaultLeafPort = 7422
 
 // DefaultLeafHost is the leafnode listen host when leafnodes.listen gives
-// only a port.
+// only a port and no client host is known; SetDefaults makes such a
+// listener follow the client listener's host instead.
 const DefaultLeafHost = "0.0.0.0"
 
 // LeafAuthorizationConfig is the authorization block of leafnodes: what an
@@ -320,6 +321,11 @@ func (a *App) startListener() ([]string, error) {
 	}
 	urls := URLs("nats-leaf", a.listener.Addr())
 	a.log.Info("listening for leafnode connections", "url", urls[0])
+	// Client certificates verified against a CA authenticate too.
+	if lt := a.cfg.LeafNodes.TLS; a.cfg.leafAuthConfig() == nil && (lt == nil || !lt.Verify) {
+		a.log.Warn("leafnode listener has no authorization: any leaf that reaches it may attach and exchange messages; set leafnodes.authorization",
+			"addr", a.listener.Addr().String())
+	}
 	return urls, nil
 }
 

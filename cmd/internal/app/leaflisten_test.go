@@ -402,7 +402,7 @@ func TestAppReloadLeafListen(t *testing.T) {
 	const base = "http_port: 0\nleafnodes: {listen: '127.0.0.1:-1'}\n"
 	a := startApp(t, base, Flags{})
 	reload := func(src string) error {
-		c := loopbackConfig(t, src, testEnv)
+		c := loopbackConfig(t, src, tempEnv(t))
 		return a.Reload(c)
 	}
 	requireNoError(t, reload(base+"max_payload: 2MB\n"))
@@ -651,7 +651,7 @@ func BenchmarkLeafListenForward(b *testing.B) {
 
 // benchApp builds and starts an App on free ports.
 func benchApp(src string) (*App, error) {
-	c, err := Parse([]byte(src))
+	c, err := Parse([]byte("jetstream: false\n" + src))
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,8 @@ import (
 	"maps"
 	"net"
 	"strconv"
+	"sync/atomic"
+	"time"
 
 	"github.com/leafbox/leafbox/core/monitor"
 	"github.com/leafbox/leafbox/core/server"
@@ -24,7 +26,7 @@ func startMonitor(addr string, p monitor.Provider) (*monitor.HTTPServer, error) 
 // leafnode links and JetStream added.
 func (a *App) monitorProvider() monitor.Provider {
 	m := appMonitor{Server: a.srv, uplinks: a.uplinks, listener: a.listener, js: a.js, uplinkStatus: a.UplinkStatus,
-		downlinkStatus: a.DownlinkStatus, clock: a.clock}
+		downlinkStatus: a.DownlinkStatus, clock: a.clock, health: &a.health, probe: a.probe}
 	if id := a.cfg.Identity(); id != nil {
 		m.publicKey = id.PublicKey()
 	}
@@ -54,6 +56,12 @@ type appMonitor struct {
 	downlinkStatus func() []DownlinkStatus
 	// publicKey is the gateway identity's public key, shown in /varz.
 	publicKey string
+	// health is the healthz block in force; probe checks the store
+	// directories (nil: none); now is the time degraded conditions are
+	// measured at (nil: time.Now). See health.go.
+	health *atomic.Pointer[HealthzConfig]
+	probe  *storeProbe
+	now    func() time.Time
 }
 
 var (

@@ -243,7 +243,10 @@ func typeProblem(ix *posIndex, msg string) *FieldError {
 	text := m[2]
 	if u := unknownRE.FindStringSubmatch(text); u != nil {
 		text = fmt.Sprintf("unknown key %q", u[1])
-		if keys := knownKeys[u[2]]; len(keys) > 0 {
+		keys := knownKeys[u[2]]
+		if near := nearestKey(u[1], keys); near != "" {
+			text += fmt.Sprintf(" (did you mean %q?)", near)
+		} else if len(keys) > 0 {
 			text += " (known keys: " + strings.Join(keys, ", ") + ")"
 		}
 	}
@@ -258,6 +261,7 @@ var knownKeys = func() map[string][]string {
 		Config{}, AuthorizationConfig{}, UserConfig{}, AccountConfig{}, PermissionsConfig{},
 		subjectPermissionFields{}, responsePermissionFields{}, TLSConfig{}, jetStreamFields{},
 		LeafNodesConfig{}, RemoteConfig{}, RemoteTLSConfig{}, LeafAuthorizationConfig{},
+		UplinkConfig{}, UplinkLimitsConfig{}, DownlinkConfig{}, HealthzConfig{},
 	} {
 		t := reflect.TypeOf(v)
 		var keys []string
@@ -271,6 +275,53 @@ var knownKeys = func() map[string][]string {
 	}
 	return m
 }()
+
+// nearestKey returns the key of keys nearest to the unknown key, when it
+// is near enough to be a typo (at most a third of its letters edited, at
+// most 3, and one key is nearest); "" otherwise.
+func nearestKey(key string, keys []string) string {
+	limit := min(max(len(key)/3, 1), 3)
+	best, bestDist, ties := "", limit+1, 0
+	for _, k := range keys {
+		switch d := editDistance(strings.ToLower(key), k); {
+		case d < bestDist:
+			best, bestDist, ties = k, d, 1
+		case d == bestDist:
+			ties++
+		}
+	}
+	if ties != 1 {
+		return ""
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance between a and b, counted in
+// bytes (config keys are ASCII), with an adjacent swap counting as one
+// edit.
+func editDistance(a, b string) int {
+	prev2 := make([]int, len(b)+1)
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				cur[j] = min(cur[j], prev2[j-2]+1)
+			}
+		}
+		prev2, prev, cur = prev, cur, prev2
+	}
+	return prev[len(b)]
+}
 
 // normalize moves ports given in listen and http to port and http_port,
 // rejecting a file that gives two different ports.

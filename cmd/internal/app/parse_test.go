@@ -279,10 +279,11 @@ func TestParseUnknownKeys(t *testing.T) {
 		want      []string
 	}{
 		{"top level", "port: 1\nfoo: 2\n", []string{`line 2: foo: unknown key "foo"`, "known keys: listen, port,"}},
-		{"nested", "authorization:\n  user: a\n  tokn: x\n", []string{`line 3: authorization.tokn: unknown key "tokn"`, "known keys: token, user, password, users, timeout"}},
+		{"nested", "authorization:\n  user: a\n  tokn: x\n", []string{`line 3: authorization.tokn: unknown key "tokn" (did you mean "token"?)`}},
+		{"nothing near", "authorization:\n  user: a\n  secret: x\n", []string{`line 3: authorization.secret: unknown key "secret"`, "known keys: token, user, password, users, timeout"}},
 		{"in a user", "authorization:\n  users:\n    - user: a\n      pasword: b\n", []string{`line 4: authorization.users[0].pasword: unknown key "pasword"`}},
-		{"in a permission mapping", "authorization:\n  users:\n    - user: a\n      permissions:\n        publish:\n          alow: [x]\n", []string{`line 6: authorization.users[0].permissions.publish.alow: unknown key "alow"`, "known keys: allow, deny"}},
-		{"in allow_responses", "authorization:\n  users:\n    - user: a\n      permissions:\n        allow_responses: {max: 1, expire: 2s}\n", []string{`line 5:`, `unknown key "expire"`, "known keys: max, expires"}},
+		{"in a permission mapping", "authorization:\n  users:\n    - user: a\n      permissions:\n        publish:\n          alow: [x]\n", []string{`line 6: authorization.users[0].permissions.publish.alow: unknown key "alow" (did you mean "allow"?)`}},
+		{"in allow_responses", "authorization:\n  users:\n    - user: a\n      permissions:\n        allow_responses: {max: 1, expire: 2s}\n", []string{`line 5:`, `unknown key "expire" (did you mean "expires"?)`}},
 		{"in jetstream", "jetstream:\n  store: /x\n", []string{`line 2: jetstream.store: unknown key "store"`, "store_dir"}},
 		{"in tls", "tls:\n  cert: x\n", []string{`line 2: tls.cert: unknown key "cert"`}},
 		{"in a leaf remote", "leafnodes:\n  remotes:\n    - url: nats://h:1\n      hub: true\n", []string{`line 4: leafnodes.remotes[0].hub: unknown key "hub"`}},

@@ -122,7 +122,7 @@ func discardPolicy(s string) (store.DiscardPolicy, bool) {
 
 // outboxDir is where uplink u keeps its outbox.
 func (c *Config) outboxDir(u *UplinkConfig) string {
-	return filepath.Join(c.stateDir, "outbox", u.Name)
+	return filepath.Join(c.outboxesDir(), u.Name)
 }
 
 // forwarder is one running uplink: its outbox stream, the in-process
@@ -156,8 +156,10 @@ func syncCaptures(fs []*forwarder, log *slog.Logger) {
 // UplinkStatus is an uplink's counters with the state of its link.
 type UplinkStatus struct {
 	outbox.Status
-	// LinkState is the state of the leafnode link it forwards over.
+	// LinkState is the state of the leafnode link it forwards over, and
+	// LinkSince when the link entered it.
 	LinkState string
+	LinkSince time.Time
 	// Limits are the caps and usage shared by all uplinks.
 	Limits outbox.SchedulerStatus
 }
@@ -295,7 +297,8 @@ func stopForwarders(fs []*forwarder, log *slog.Logger) error {
 
 // status returns the forwarder's counters with its link's state.
 func (f *forwarder) status() UplinkStatus {
-	return UplinkStatus{Status: f.ob.Status(), LinkState: f.link.Status().State.String(), Limits: f.sched.Status()}
+	ls := f.link.Status()
+	return UplinkStatus{Status: f.ob.Status(), LinkState: ls.State.String(), LinkSince: ls.StateSince, Limits: f.sched.Status()}
 }
 
 // linkHub is the path toward the hub an outbox uses: publishes through the

@@ -53,6 +53,7 @@ func (c *Config) Validate() error {
 	v.leafNodes()
 	v.uplinks()
 	v.downlinks()
+	v.healthz()
 	if len(v.problems) == 0 {
 		v.authPackage()
 	}

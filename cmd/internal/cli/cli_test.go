@@ -49,7 +49,7 @@ func TestConfigCheckGood(t *testing.T) {
 	path := writeFile(t, "good.yaml", "port: 4333\nauthorization: {users: [{user: a, password: b}]}\njetstream: true\n")
 	stdout, stderr, code := runCLI(t, "config", "check", path)
 	requireCode(t, code, 0, stderr)
-	requireContains(t, "stdout", stdout, "ok: "+path+": clients 0.0.0.0:4333, monitoring 127.0.0.1:8222, 1 user, 0 accounts, tls off, jetstream requested")
+	requireContains(t, "stdout", stdout, "ok: "+path+": clients 0.0.0.0:4333, monitoring 127.0.0.1:8222, 1 user, 0 accounts, tls off, jetstream on")
 	if stderr != "" {
 		t.Fatalf("stderr not empty: %s", stderr)
 	}
@@ -264,4 +264,56 @@ func TestHelpListsCommands(t *testing.T) {
 	stdout, _, _ = runCLI(t, "run", "--help")
 	requireContains(t, "run help", stdout, "--config", "--addr", "--port", "--http-port", "--server-name",
 		"--jetstream", "--store-dir", "--leaf-remote", "--log-level", "--ports-file-dir", "SIGUSR2", "SIGHUP")
+}
+
+// config check and config print say where streams and outboxes will live
+// and the JetStream limits, also for files without a jetstream block.
+func TestConfigCheckSaysWhereDataLives(t *testing.T) {
+	state := t.TempDir()
+	t.Setenv("STATE_DIRECTORY", state)
+	auth := filepath.Join("..", "..", "..", "deploy", "examples", "auth.yaml")
+	empty := writeFile(t, "empty.yaml", "")
+	gw := writeFile(t, "gw.yaml", "leafnodes: {remotes: [{url: nats://hub}]}\nuplinks: [{name: t, subjects: [t.>], hub_subject_prefix: s.}]\n")
+	off := writeFile(t, "off.yaml", "jetstream: {enabled: false}\n")
+	streams := "jetstream on: streams in " + filepath.Join(state, "streams") + "\n"
+	for _, path := range []string{auth, empty} {
+		stdout, stderr, code := runCLI(t, "config", "check", path)
+		requireCode(t, code, 0, stderr)
+		requireContains(t, "stdout", stdout, "jetstream on (store "+state+")", "\n  "+streams,
+			"\n  max_memory_store ", ": default, 75% of ", "\n  max_file_store ")
+		stdout, stderr, code = runCLI(t, "config", "print", path)
+		requireCode(t, code, 0, stderr)
+		requireContains(t, "stdout", stdout, "\n# "+streams, "\n# max_file_store ")
+	}
+	stdout, stderr, code := runCLI(t, "config", "check", gw)
+	requireCode(t, code, 0, stderr)
+	requireContains(t, "stdout", stdout, "\n  uplink outboxes in "+filepath.Join(state, "outbox")+"\n",
+		"less the 32MiB the uplinks' min_free_disk keeps free")
+	stdout, stderr, code = runCLI(t, "config", "check", off)
+	requireCode(t, code, 0, stderr)
+	requireContains(t, "stdout", stdout, ", jetstream off\n  jetstream off\n")
+}
+
+// config check catches what run would fail on, at file:line; run names
+// the store directory's problem, not the first file that fails in it.
+func TestConfigCheckCatchesWhatRunFailsOn(t *testing.T) {
+	file := writeFile(t, "afile", "x")
+	path := writeFile(t, "gw.yaml", "listen: 192.0.2.1\njetstream:\n  store_dir: '"+file+"'\n")
+	_, stderr, code := runCLI(t, "config", "check", path)
+	requireCode(t, code, 1, stderr)
+	requireContains(t, "stderr", stderr,
+		path+":1: listen: 192.0.2.1 is not an address of this machine\n",
+		path+":3: jetstream.store_dir: "+file+" is not a directory\n")
+
+	typo := writeFile(t, "typo.yaml", "max_paylod: 1MB\n")
+	_, stderr, code = runCLI(t, "config", "check", typo)
+	requireCode(t, code, 1, stderr)
+	requireContains(t, "stderr", stderr, typo+`:1: max_paylod: unknown key "max_paylod" (did you mean "max_payload"?)`)
+
+	_, stderr, code = runCLI(t, "run", "--addr", "127.0.0.1", "--port", "-1", "--http-port", "0", "--store-dir", file)
+	requireCode(t, code, 1, stderr)
+	requireContains(t, "stderr", stderr, "flag --store-dir: jetstream.store_dir: "+file+" is not a directory")
+	if strings.Contains(stderr, "clock") {
+		t.Fatalf("run names the clock:\n%s", stderr)
+	}
 }

@@ -27,18 +27,28 @@ func newConfigCheckCmd() *cobra.Command {
 		Short: "Validate a configuration file",
 		Long: `Validate a configuration file: YAML syntax, unknown keys, value types and
 ranges, users and permissions, leafnode remotes, and the files it names
-(certificates, CA, credentials, NKey seeds). Every problem is printed as
+(certificates, CA, credentials, NKey seeds), and what 'leafbox run' would
+fail on: listen hosts that are no address of this machine or do not
+resolve (nothing is bound), and a store directory that is not a writable
+directory (nothing is created). Every problem is printed as
 FILE:LINE: KEY.PATH: PROBLEM and the exit status is 1; a valid file prints
-an "ok" summary.`,
+an "ok" summary with where streams and outboxes will live and the
+JetStream limits.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := loadConfig(args[0], app.Overrides{})
+			if err == nil {
+				err = cfg.Preflight() // what run would fail on later
+			}
 			if err != nil {
 				fmt.Fprintln(cmd.ErrOrStderr(), err)
 				return &exitError{code: 1}
 			}
 			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "ok: %s: %s\n", args[0], summary(cfg))
+			for _, line := range cfg.StorageSummary() {
+				fmt.Fprintf(out, "  %s\n", line)
+			}
 			return nil
 		},
 	}
@@ -79,6 +89,9 @@ func printConfig(w io.Writer, file string, cfg *app.Config) error {
 	}
 	fmt.Fprintf(w, "# effective configuration of %s (secrets redacted)\n", file)
 	if line := identityLine(cfg); line != "" {
+		fmt.Fprintf(w, "# %s\n", line)
+	}
+	for _, line := range cfg.StorageSummary() {
 		fmt.Fprintf(w, "# %s\n", line)
 	}
 	enc := yaml.NewEncoder(w)
@@ -134,7 +147,7 @@ func summary(cfg *app.Config) string {
 		parts = append(parts, "tls off")
 	}
 	if cfg.JetStream != nil && cfg.JetStream.Enabled {
-		parts = append(parts, "jetstream requested (store "+cfg.JetStream.StoreDir+")")
+		parts = append(parts, "jetstream on (store "+cfg.JetStream.StoreDir+")")
 	} else {
 		parts = append(parts, "jetstream off")
 	}

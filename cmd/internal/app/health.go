@@ -1,0 +1,204 @@
+package app
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/leafbox/leafbox/core/monitor"
+	"github.com/leafbox/leafbox/leaf"
+)
+
+// Defaults of the healthz block.
+const (
+	// DefaultHealthLinkDown is how long an uplink's or downlink's link may
+	// be down before /healthz reports it as degraded.
+	DefaultHealthLinkDown = 15 * time.Minute
+	// DefaultHealthBacklogAge is how old an uplink's oldest waiting
+	// message may be before /healthz reports it as degraded.
+	DefaultHealthBacklogAge = time.Hour
+)
+
+// storeProbeEvery is how long a store directory probe's result is reused,
+// so that frequent /healthz requests write nothing most of the time.
+const storeProbeEvery = 10 * time.Second
+
+// HealthzConfig is the healthz block: when /healthz reports an uplink or a
+// downlink as degraded. Degraded conditions are listed with status 200;
+// /healthz?uplinks=true, or uplinks_fatal, makes them fail with 503.
+type HealthzConfig struct {
+	// LinkDown is how long a link may be down (default 15m).
+	LinkDown Duration `yaml:"link_down,omitempty"`
+	// BacklogAge is how old an uplink's oldest waiting message may be
+	// (default 1h).
+	BacklogAge Duration `yaml:"backlog_age,omitempty"`
+	// UplinksFatal makes every degraded condition fail /healthz, as
+	// ?uplinks=true does, for probes that cannot pass a query.
+	UplinksFatal bool `yaml:"uplinks_fatal,omitempty"`
+}
+
+// setHealthzDefaults fills the healthz block's defaults.
+func (c *Config) setHealthzDefaults() {
+	if c.Healthz == nil {
+		c.Healthz = &HealthzConfig{}
+	}
+	setDefault(&c.Healthz.LinkDown, Duration(DefaultHealthLinkDown))
+	setDefault(&c.Healthz.BacklogAge, Duration(DefaultHealthBacklogAge))
+}
+
+// healthz checks the healthz block.
+func (v *validator) healthz() {
+	h := v.c.Healthz
+	if h == nil {
+		return
+	}
+	if h.LinkDown < 0 {
+		v.errf("healthz.link_down", "must not be negative")
+	}
+	if h.BacklogAge < 0 {
+		v.errf("healthz.backlog_age", "must not be negative")
+	}
+}
+
+// storeProbe tells whether the directories leafbox writes to still take
+// writes, by creating and removing a small file in each; the result is
+// reused for every (storeProbeEvery).
+type storeProbe struct {
+	dirs  []probedDir
+	every time.Duration
+	now   func() time.Time
+
+	mu       sync.Mutex
+	checked  time.Time
+	problems []monitor.HealthzError
+}
+
+// probedDir is one directory a storeProbe checks, with the name problems
+// give it.
+type probedDir struct{ name, dir string }
+
+// newStoreProbe probes the JetStream store directory when JetStream runs
+// and the outboxes' directory when there are uplinks; nil when neither.
+func newStoreProbe(c *Config, jetStream bool) *storeProbe {
+	p := &storeProbe{every: storeProbeEvery, now: time.Now}
+	if jetStream {
+		p.dirs = append(p.dirs, probedDir{"store_dir", c.JetStream.StoreDir})
+	}
+	if len(c.Uplinks) > 0 {
+		p.dirs = append(p.dirs, probedDir{"outbox directory", c.outboxesDir()})
+	}
+	if len(p.dirs) == 0 {
+		return nil
+	}
+	return p
+}
+
+// check returns the directories that do not take writes. A success is
+// reused for p.every; a failure is not (a failed probe writes nothing, and
+// a repaired directory is reported at once).
+func (p *storeProbe) check() []monitor.HealthzError {
+	if p == nil {
+		return nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if now := p.now(); p.checked.IsZero() || now.Sub(p.checked) >= p.every {
+		p.problems = nil
+		for _, d := range p.dirs {
+			if err := probeWrite(d.dir); err != nil {
+				p.problems = append(p.problems, monitor.HealthzError{Type: monitor.HealthzErrorStore,
+					Error: fmt.Sprintf("%s %s is not writable: %v", d.name, d.dir, err)})
+			}
+		}
+		p.checked = now
+		if len(p.problems) > 0 {
+			p.checked = time.Time{}
+		}
+	}
+	return p.problems
+}
+
+// probeWrite creates, writes, closes and removes a small file in dir.
+func probeWrite(dir string) error {
+	f, err := os.CreateTemp(dir, ".healthz-*")
+	if err != nil {
+		return unwrapPathError(err)
+	}
+	_, werr := f.Write([]byte("ok\n"))
+	cerr := f.Close()
+	rerr := os.Remove(f.Name())
+	return errors.Join(werr, cerr, rerr)
+}
+
+// deadLetterReason is the uplink drop reason counting messages moved to
+// the dead-letter stream after the hub refused them for good.
+//
+// deadLettered is the hook /healthz reads the dead-letter count through:
+// the dead-letter change adds its own counter to the outbox status; point
+// this at it when they meet.
+const deadLetterReason = "rejected_by_hub"
+
+func deadLettered(st UplinkStatus) uint64 { return st.Dropped[deadLetterReason] }
+
+// degraded lists the uplinks and downlinks in trouble at now, as cfg
+// measures it.
+func degraded(cfg HealthzConfig, now time.Time, ups []UplinkStatus, downs []DownlinkStatus) []monitor.HealthzError {
+	var out []monitor.HealthzError
+	linkDown := func(state string, since time.Time) (time.Duration, bool) {
+		if state == leaf.StateConnected.String() || since.IsZero() {
+			return 0, false
+		}
+		d := now.Sub(since)
+		return d.Round(time.Second), d > time.Duration(cfg.LinkDown)
+	}
+	for _, st := range ups {
+		if d, bad := linkDown(st.LinkState, st.LinkSince); bad {
+			out = append(out, monitor.HealthzError{Type: monitor.HealthzErrorUplink, Uplink: st.Name,
+				Error: fmt.Sprintf("uplink %s: link %s for %v (healthz.link_down %v)", st.Name, st.LinkState, d, cfg.LinkDown)})
+		}
+		if st.BacklogMsgs > 0 && st.OldestAge > time.Duration(cfg.BacklogAge) {
+			out = append(out, monitor.HealthzError{Type: monitor.HealthzErrorUplink, Uplink: st.Name,
+				Error: fmt.Sprintf("uplink %s: oldest of %d waiting messages is %v old (healthz.backlog_age %v)",
+					st.Name, st.BacklogMsgs, st.OldestAge.Round(time.Second), cfg.BacklogAge)})
+		}
+		if n := deadLettered(st); n > 0 {
+			out = append(out, monitor.HealthzError{Type: monitor.HealthzErrorUplink, Uplink: st.Name,
+				Error: fmt.Sprintf("uplink %s: %d messages dead-lettered (the hub refused them)", st.Name, n)})
+		}
+	}
+	for _, st := range downs {
+		if d, bad := linkDown(st.LinkState, st.LinkSince); bad {
+			out = append(out, monitor.HealthzError{Type: monitor.HealthzErrorDownlink, Downlink: st.Name,
+				Error: fmt.Sprintf("downlink %s: link %s for %v (healthz.link_down %v)", st.Name, st.LinkState, d, cfg.LinkDown)})
+		}
+	}
+	return out
+}
+
+var _ monitor.DegradationChecker = appMonitor{}
+
+// CheckDegraded implements monitor.DegradationChecker with the uplinks'
+// and downlinks' trouble.
+func (m appMonitor) CheckDegraded(monitor.HealthzOptions) ([]monitor.HealthzError, bool) {
+	cfg := HealthzConfig{LinkDown: Duration(DefaultHealthLinkDown), BacklogAge: Duration(DefaultHealthBacklogAge)}
+	if m.health != nil {
+		if h := m.health.Load(); h != nil {
+			cfg = *h
+		}
+	}
+	var ups []UplinkStatus
+	var downs []DownlinkStatus
+	if m.uplinkStatus != nil {
+		ups = m.uplinkStatus()
+	}
+	if m.downlinkStatus != nil {
+		downs = m.downlinkStatus()
+	}
+	now := time.Now()
+	if m.now != nil {
+		now = m.now()
+	}
+	return degraded(cfg, now, ups, downs), cfg.UplinksFatal
+}

@@ -1,0 +1,237 @@
+package app
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/leafbox/leafbox/core/monitor"
+	"github.com/leafbox/leafbox/leaf"
+)
+
+// healthz GETs /healthz with query from a and returns the status code
+// and the decoded document.
+func healthz(t *testing.T, a *App, query string) (int, monitor.Healthz) {
+	t.Helper()
+	client := &http.Client{Timeout: testTimeout}
+	resp, err := client.Get("http://" + a.MonitorAddr().String() + "/healthz" + query)
+	requireNoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	requireNoError(t, err)
+	var hz monitor.Healthz
+	if err := json.Unmarshal(body, &hz); err != nil {
+		t.Fatalf("/healthz%s: %v\n%s", query, err, body)
+	}
+	return resp.StatusCode, hz
+}
+
+// startProbed builds and starts c with a store probe that never reuses a
+// result, so each /healthz sees the directory as it is.
+func startProbed(t *testing.T, c *Config) *App {
+	t.Helper()
+	a, err := Build(c, Flags{})
+	requireNoError(t, err)
+	a.probe.every = 0 // before Start: nothing reads it yet
+	requireNoError(t, a.Start())
+	t.Cleanup(func() { _ = a.Shutdown(t.Context()) })
+	return a
+}
+
+// /healthz is unhealthy (503, the cause named) while the store directory
+// takes no writes, and healthy again once it does.
+func TestHealthzUnhealthyWhileTheStoreIsUnwritable(t *testing.T) {
+	env := tempEnv(t)
+	c := loopbackConfig(t, "http_port: -1\n", env)
+	a := startProbed(t, c)
+	store := c.JetStream.StoreDir
+
+	code, hz := healthz(t, a, "")
+	requireEqual(t, code, http.StatusOK)
+	requireEqual(t, hz.Status, "ok")
+
+	// The store directory is replaced by a file (a card remounted, a
+	// directory deleted and a file written in its place).
+	requireNoError(t, os.RemoveAll(store))
+	writeFile(t, filepath.Dir(store), filepath.Base(store), "x")
+	code, hz = healthz(t, a, "")
+	requireEqual(t, code, http.StatusServiceUnavailable)
+	requireEqual(t, hz.Status, "unavailable")
+	requireEqual(t, hz.Error, "store_dir "+store+" is not writable: not a directory")
+	code, hz = healthz(t, a, "?details=true")
+	requireEqual(t, code, http.StatusServiceUnavailable)
+	requireEqual(t, hz.Errors[0].Type, monitor.HealthzErrorStore)
+	// js-enabled-only asks only whether JetStream runs.
+	code, _ = healthz(t, a, "?js-enabled-only=true")
+	requireEqual(t, code, http.StatusOK)
+
+	requireNoError(t, os.Remove(store))
+	requireNoError(t, os.Mkdir(store, 0o750))
+	code, _ = healthz(t, a, "")
+	requireEqual(t, code, http.StatusOK)
+}
+
+func TestHealthzUnhealthyOnAReadOnlyStore(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("root writes to read-only directories")
+	}
+	c := loopbackConfig(t, "http_port: -1\n", tempEnv(t))
+	a := startProbed(t, c)
+	store := c.JetStream.StoreDir
+	requireNoError(t, os.Chmod(store, 0o500))
+	t.Cleanup(func() { _ = os.Chmod(store, 0o750) })
+	code, hz := healthz(t, a, "")
+	requireEqual(t, code, http.StatusServiceUnavailable)
+	requireEqual(t, hz.Error, "store_dir "+store+" is not writable: permission denied")
+}
+
+// A success is reused for every; a failure is not.
+func TestStoreProbeCachesSuccess(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "store")
+	requireNoError(t, os.Mkdir(dir, 0o750))
+	now := time.Unix(1000, 0)
+	p := &storeProbe{dirs: []probedDir{{"store_dir", dir}}, every: 10 * time.Second, now: func() time.Time { return now }}
+	requireEqual(t, len(p.check()), 0)
+	requireNoError(t, os.Remove(dir))
+	requireEqual(t, len(p.check()), 0) // reused
+	now = now.Add(10 * time.Second)
+	problems := p.check()
+	requireEqual(t, len(problems), 1)
+	requireErrorContains(t, errorOf(problems[0]), "store_dir "+dir+" is not writable: no such file or directory")
+	requireNoError(t, os.Mkdir(dir, 0o750))
+	requireEqual(t, len(p.check()), 0) // a failure was not reused
+	entries, err := os.ReadDir(dir)
+	requireNoError(t, err)
+	requireEqual(t, len(entries), 0) // the probe leaves nothing behind
+}
+
+func errorOf(e monitor.HealthzError) error { return errString(e.Error) }
+
+type errString string
+
+func (e errString) Error() string { return string(e) }
+
+// A stream that failed to load at start is skipped, the rest runs, and
+// /healthz reports it.
+func TestHealthzReportsAStreamThatFailedToLoad(t *testing.T) {
+	env := tempEnv(t)
+	c := loopbackConfig(t, "http_port: -1\n", env)
+	a := startConfig(t, c, Flags{})
+	js, err := jetstream.New(natsConnect(t, "nats://"+a.Addr().String()))
+	requireNoError(t, err)
+	for _, name := range []string{"GOOD", "BAD"} {
+		_, err := js.CreateStream(testContext(t), jetstream.StreamConfig{Name: name, Subjects: []string{strings.ToLower(name)}, Storage: jetstream.FileStorage})
+		requireNoError(t, err)
+	}
+	requireNoError(t, a.Shutdown(t.Context()))
+	var meta string
+	_ = filepath.WalkDir(c.JetStream.StoreDir, func(path string, d os.DirEntry, err error) error {
+		if err == nil && d.Name() == "meta.json" && filepath.Base(filepath.Dir(path)) == "BAD" {
+			meta = path
+		}
+		return nil
+	})
+	if meta == "" {
+		t.Fatal("no meta.json for BAD")
+	}
+	requireNoError(t, os.WriteFile(meta, []byte("{garbage"), 0o640))
+
+	c = loopbackConfig(t, "http_port: -1\n", env)
+	a = startConfig(t, c, Flags{})
+	code, hz := healthz(t, a, "")
+	requireEqual(t, code, http.StatusServiceUnavailable)
+	requireErrorContains(t, errString(hz.Error), `JetStream stream "BAD" failed to load at start: meta.json: invalid character`)
+	_, hz = healthz(t, a, "?details=true")
+	requireEqual(t, hz.Errors[0].Type, monitor.HealthzErrorStream)
+	requireEqual(t, hz.Errors[0].Stream, "BAD")
+	// The rest runs.
+	js, err = jetstream.New(natsConnect(t, "nats://"+a.Addr().String()))
+	requireNoError(t, err)
+	_, err = js.Stream(testContext(t), "GOOD")
+	requireNoError(t, err)
+}
+
+func TestDegraded(t *testing.T) {
+	now := time.Unix(100000, 0)
+	cfg := HealthzConfig{LinkDown: Duration(15 * time.Minute), BacklogAge: Duration(time.Hour)}
+	connecting, connected := leaf.StateConnecting.String(), leaf.StateConnected.String()
+	up := func(name, state string, down time.Duration) UplinkStatus {
+		st := UplinkStatus{LinkState: state, LinkSince: now.Add(-down)}
+		st.Name = name
+		return st
+	}
+	old := up("old", connected, time.Hour)
+	old.BacklogMsgs, old.OldestAge = 30000, 3*time.Hour
+	young := up("young", connected, time.Hour)
+	young.BacklogMsgs, young.OldestAge = 5, time.Minute
+	dead := up("dead", connected, time.Hour)
+	dead.Dropped = map[string]uint64{deadLetterReason: 2}
+	down := DownlinkStatus{LinkState: connecting, LinkSince: now.Add(-time.Hour)}
+	down.Name = "cmds"
+	got := degraded(cfg, now, []UplinkStatus{
+		up("down", connecting, 20*time.Minute),
+		up("blip", connecting, 5*time.Minute),
+		up("fine", connected, 20*time.Minute),
+		old, young, dead,
+	}, []DownlinkStatus{down})
+	want := []monitor.HealthzError{
+		{Type: monitor.HealthzErrorUplink, Uplink: "down", Error: "uplink down: link connecting for 20m0s (healthz.link_down 15m0s)"},
+		{Type: monitor.HealthzErrorUplink, Uplink: "old", Error: "uplink old: oldest of 30000 waiting messages is 3h0m0s old (healthz.backlog_age 1h0m0s)"},
+		{Type: monitor.HealthzErrorUplink, Uplink: "dead", Error: "uplink dead: 2 messages dead-lettered (the hub refused them)"},
+		{Type: monitor.HealthzErrorDownlink, Downlink: "cmds", Error: "downlink cmds: link connecting for 1h0m0s (healthz.link_down 15m0s)"},
+	}
+	requireEqual(t, got, want)
+}
+
+// An uplink whose link stays down is a degraded detail (200) unless
+// ?uplinks=true or healthz.uplinks_fatal makes it fatal (503).
+func TestHealthzDegradedUplink(t *testing.T) {
+	src := "http_port: -1\nserver_name: gw\nleafnodes: {remotes: [{url: 'nats://127.0.0.1:1'}]}\n" +
+		"uplinks: [{name: tel, subjects: [t.>], hub_subject_prefix: s.}]\n" +
+		"downlinks: [{name: cmds, stream: CMDS, hub_subject_prefix: c., local_subject_prefix: cmd.}]\n"
+	a := startConfig(t, loopbackConfig(t, src+"healthz: {link_down: 1ms}\n", tempEnv(t)), Flags{})
+	deadline := time.Now().Add(testTimeout)
+	var hz monitor.Healthz
+	var code int
+	for {
+		code, hz = healthz(t, a, "")
+		if len(hz.Degraded) == 2 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond) // no event tells when the threshold passes
+	}
+	requireEqual(t, code, http.StatusOK)
+	requireEqual(t, hz.Status, "ok")
+	if len(hz.Degraded) != 2 || hz.Degraded[0].Uplink != "tel" || hz.Degraded[1].Downlink != "cmds" {
+		t.Fatalf("degraded %+v", hz.Degraded)
+	}
+	requireErrorContains(t, errString(hz.Degraded[0].Error), "uplink tel: link connecting for")
+	code, hz = healthz(t, a, "?uplinks=true")
+	requireEqual(t, code, http.StatusServiceUnavailable)
+	requireEqual(t, hz.Status, "unavailable")
+	requireErrorContains(t, errString(hz.Error), "uplink tel: link connecting for")
+
+	fatal := startConfig(t, loopbackConfig(t, src+"healthz: {link_down: 1ms, uplinks_fatal: true}\n", tempEnv(t)), Flags{})
+	deadline = time.Now().Add(testTimeout)
+	for {
+		code, _ = healthz(t, fatal, "")
+		if code != http.StatusOK || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	requireEqual(t, code, http.StatusServiceUnavailable)
+
+	// With the default threshold a fresh link is not degraded.
+	calm := startConfig(t, loopbackConfig(t, src, tempEnv(t)), Flags{})
+	code, hz = healthz(t, calm, "?uplinks=true")
+	requireEqual(t, code, http.StatusOK)
+	requireEqual(t, len(hz.Degraded), 0)
+}
