@@ -81,4 +81,3 @@ func TestOpenCreatesPrivateLayout(t *testing.T) {
 		t.Errorf("LOCK: mode %o, want 640", m)
 	}
 }
-
