@@ -17,6 +17,7 @@ import (
 	"github.com/leafbox/leafbox/leaf"
 	"github.com/leafbox/leafbox/leaf/clock"
 	"github.com/leafbox/leafbox/store/jetstream"
+	"github.com/leafbox/leafbox/store/storedir"
 )
 
 // abortTimeout bounds stopping what a failed Start had started.
@@ -45,6 +46,7 @@ type App struct {
 	jsBus   *server.Conn
 	uplinks []*uplink // one per leafnodes.remotes entry
 	clock   *clock.Clock
+	store   *storedir.Dir // the locked store directory; nil when nothing is kept on disk
 
 	clockStop context.CancelFunc // stops the clock's loop; nil before Start
 	clockDone chan struct{}
@@ -63,7 +65,9 @@ type App struct {
 }
 
 // Build validates cfg (after SetDefaults) and builds the broker, without
-// binding anything yet.
+// binding anything yet. It takes the store directory (store/storedir),
+// migrating an older layout, and holds it until Shutdown, LameDuck or a
+// failed Start; another leafbox on the same directory is refused.
 func Build(cfg *Config, flags Flags) (*App, error) {
 	log := flags.Logger
 	if log == nil {
@@ -84,19 +88,26 @@ func Build(cfg *Config, flags Flags) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
+	sd, err := openStore(cfg, log)
+	if err != nil {
+		return nil, err
+	}
 	clk, err := openClock(cfg)
 	if err != nil {
+		_ = sd.Close()
 		return nil, err
 	}
 	listener, err := buildListener(cfg, srv, log)
 	if err != nil {
+		_ = clk.Close()
+		_ = sd.Close()
 		return nil, err
 	}
-	a := &App{flags: flags, log: log, srv: srv, cfg: cfg, uplinks: uplinks, clock: clk, listener: listener}
+	a := &App{flags: flags, log: log, srv: srv, cfg: cfg, uplinks: uplinks, clock: clk, store: sd, listener: listener}
 	if js := cfg.JetStream; js != nil && js.Enabled {
 		a.jsBus = srv.InProcess("")
 		a.js, err = jetstream.New(jetstream.Config{
-			StoreDir:     js.StoreDir,
+			StoreDir:     cfg.layout().Streams(),
 			MaxMemory:    int64(js.MaxMemoryStore),
 			MaxStore:     int64(js.MaxFileStore),
 			Domain:       js.Domain,
@@ -104,6 +115,9 @@ func Build(cfg *Config, flags Flags) (*App, error) {
 			Logger:       log.With("subsystem", "jetstream"),
 		}, busConn{a.jsBus})
 		if err != nil {
+			a.closeListener()
+			_ = clk.Close()
+			_ = sd.Close()
 			return nil, fmt.Errorf("jetstream: %w", err)
 		}
 	}
@@ -207,6 +221,7 @@ func (a *App) abortStart() {
 	_ = a.stopForwarders()
 	a.closeJetStream()
 	_ = a.closeClock()
+	_ = a.store.Close()
 }
 
 // stopForwarders stops the uplinks' forwarders and closes their outboxes,
@@ -301,7 +316,8 @@ func (a *App) Shutdown(ctx context.Context) error {
 	errFwd := a.stopForwarders()
 	errJS := a.closeJetStream()
 	errClk := a.closeClock()
-	return errors.Join(errLeaf, errSrv, errMon, errFwd, errJS, errClk)
+	errStore := a.store.Close()
+	return errors.Join(errLeaf, errSrv, errMon, errFwd, errJS, errClk, errStore)
 }
 
 // LameDuck closes the leafnode links, puts the broker in lame duck mode
@@ -316,7 +332,8 @@ func (a *App) LameDuck(ctx context.Context) error {
 	errFwd := a.stopForwarders()
 	errJS := a.closeJetStream()
 	errClk := a.closeClock()
-	return errors.Join(errLeaf, errSrv, errMon, errFwd, errJS, errClk)
+	errStore := a.store.Close()
+	return errors.Join(errLeaf, errSrv, errMon, errFwd, errJS, errClk, errStore)
 }
 
 // stopAux stops the monitoring server and removes the ports file, once.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -121,9 +120,7 @@ func discardPolicy(s string) (store.DiscardPolicy, bool) {
 }
 
 // outboxDir is where uplink u keeps its outbox.
-func (c *Config) outboxDir(u *UplinkConfig) string {
-	return filepath.Join(c.stateDir, "outbox", u.Name)
-}
+func (c *Config) outboxDir(u *UplinkConfig) string { return c.layout().Outbox(u.Name) }
 
 // forwarder is one running uplink: its outbox stream, the in-process
 // connection that captures and forwards, and the outbox over them.
