@@ -27,6 +27,11 @@ const (
 	stateSuffix   = ".state.json"
 )
 
+// MaxUplinkNameLen bounds an uplink's name so that its state file's
+// temporary name, "uplink-<name>.state.json.tmp", fits the 255 bytes a
+// file name may have.
+const MaxUplinkNameLen = 255 - len("uplink-") - len(stateSuffix+".tmp")
+
 // Layout computes the paths of a store directory; it opens nothing, so
 // configuration checks can show where things will live.
 type Layout struct {
