@@ -115,6 +115,7 @@ func Build(cfg *Config, flags Flags) (*App, error) {
 			Logger:       log.With("subsystem", "jetstream"),
 		}, busConn{a.jsBus})
 		if err != nil {
+			a.jsBus.Close()
 			a.closeListener()
 			_ = clk.Close()
 			_ = sd.Close()

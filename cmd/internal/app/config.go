@@ -77,8 +77,9 @@ type Config struct {
 	// deliver into local subjects over the first leafnode remote.
 	Downlinks []DownlinkConfig `yaml:"downlinks,omitempty"`
 
-	// stateDir is where uplinks keep their outboxes (under outbox/<name>):
-	// the JetStream store directory, else the default state directory.
+	// stateDir is the store directory when there are uplinks (their
+	// outboxes and state files live in its layout, storeRoot): the
+	// JetStream store directory, else the default state directory.
 	// SetDefaults sets it when there are uplinks.
 	stateDir string
 
