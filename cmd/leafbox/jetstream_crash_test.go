@@ -402,7 +402,7 @@ func TestJetStreamRecoversDamagedBlocks(t *testing.T) {
 	stopJS(t, p)
 	copyTree(t, stores["truncated"], stores["flipped"])
 	copyTree(t, stores["truncated"], stores["flipped-indexed"])
-	msgsDir := func(name string) string { return filepath.Join(stores[name], "DMG", "msgs") }
+	msgsDir := func(name string) string { return filepath.Join(stores[name], "streams", "DMG", "msgs") }
 
 	// (a) The last block loses the end of its last record.
 	blk := lastBlock(t, msgsDir("truncated"))

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/leafbox/leafbox/leaf/internal/runstate"
+	"github.com/leafbox/leafbox/store/jsapi"
 )
 
 // Defaults applied to zero Config fields.
@@ -258,16 +259,16 @@ func New(hub Hub, local Local, cfg Config) (*Downlink, error) {
 	if cfg.Name == "" {
 		return nil, errors.New("downlink: name is required")
 	}
-	if !validName(cfg.Stream) {
+	if !jsapi.ValidName(cfg.Stream) {
 		return nil, fmt.Errorf("downlink: invalid stream name %q", cfg.Stream)
 	}
-	if !validName(cfg.Durable) {
+	if !jsapi.ValidName(cfg.Durable) {
 		return nil, fmt.Errorf("downlink: invalid durable name %q", cfg.Durable)
 	}
 	if cfg.Domain == "" {
 		cfg.Domain = DefaultDomain
 	}
-	if !validName(cfg.Domain) {
+	if !jsapi.ValidName(cfg.Domain) {
 		return nil, fmt.Errorf("downlink: invalid domain %q", cfg.Domain)
 	}
 	if cfg.MaxAckPending <= 0 {
@@ -316,11 +317,6 @@ func New(hub Hub, local Local, cfg Config) (*Downlink, error) {
 	d.rs.Set(StateIdle)
 	d.hbLimit = 2 * d.heartbeat()
 	return d, nil
-}
-
-// validName reports whether s can be a stream, consumer or domain name.
-func validName(s string) bool {
-	return s != "" && !strings.ContainsAny(s, " \t\r\n.*>/\\")
 }
 
 // heartbeat is the idle heartbeat asked for in pull requests: a quarter

@@ -19,6 +19,7 @@ import (
 
 	"github.com/leafbox/leafbox/leaf/internal/runstate"
 	"github.com/leafbox/leafbox/store"
+	"github.com/leafbox/leafbox/store/jsapi"
 )
 
 // Defaults applied to zero Config fields.
@@ -282,7 +283,7 @@ func New(stream store.Stream, hub Hub, cfg Config) (*Outbox, error) {
 	if stream == nil || hub == nil {
 		return nil, errors.New("outbox: stream and hub are required")
 	}
-	if cfg.Name == "" || strings.ContainsAny(cfg.Name, " \t\r\n.*>") {
+	if !jsapi.ValidName(cfg.Name) {
 		return nil, fmt.Errorf("outbox: invalid name %q", cfg.Name)
 	}
 	if strings.ContainsAny(cfg.ServerName, " \t\r\n") {

@@ -100,13 +100,13 @@ func OpenConsumerStoreConfig(fsys vfs.FS, dir string, cfg ConsumerConfig) (*Cons
 	if cfg.CompactSize == 0 {
 		cfg.CompactSize = DefaultConsumerCompactSize
 	}
-	if err := fsys.MkdirAll(dir, 0o755); err != nil {
+	if err := fsys.MkdirAll(dir, vfs.PermDir); err != nil {
 		return nil, fmt.Errorf("filestore: %w", err)
 	}
 	c := &ConsumerStore{fsys: fsys, dir: dir, cfg: cfg}
 	name := filepath.Join(dir, consumerLogName)
 	_ = removeIfExists(fsys, name+tmpExt)
-	f, err := fsys.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := fsys.OpenFile(name, os.O_RDWR|os.O_CREATE, vfs.PermFile)
 	if err != nil {
 		return nil, fmt.Errorf("filestore: %w", err)
 	}

@@ -97,7 +97,7 @@ func Open(fsys vfs.FS, dir string, cfg Config) (*Stream, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	if err := fsys.MkdirAll(dir, 0o755); err != nil {
+	if err := fsys.MkdirAll(dir, vfs.PermDir); err != nil {
 		return nil, fmt.Errorf("filestore: %w", err)
 	}
 	s := &Stream{
@@ -324,7 +324,7 @@ func (s *Stream) seal(b *block) {
 // holds both or is an empty file that recovery removes.
 func (s *Stream) createBlock(id uint32, baseSeq uint64, baseTime int64, initial []byte) (*block, error) {
 	name := blockName(s.dir, id)
-	f, err := s.fsys.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := s.fsys.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_TRUNC, vfs.PermFile)
 	if err != nil {
 		return nil, ioError("create", id, err)
 	}

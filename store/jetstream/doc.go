@@ -67,7 +67,8 @@
 //
 // # On disk
 //
-// File streams live under Config.StoreDir:
+// File streams live under Config.StoreDir (in leafbox, the streams/
+// subtree of the store directory: store/storedir):
 //
 //	<StoreDir>/<stream>/meta.json                  stream config + created time
 //	<StoreDir>/<stream>/msgs/                      filestore blocks

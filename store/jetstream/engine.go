@@ -43,7 +43,9 @@ type Bus interface {
 // Config configures an Engine. The zero value runs memory streams only,
 // without limits.
 type Config struct {
-	// StoreDir holds file streams; empty refuses file storage.
+	// StoreDir holds file streams, one directory per stream named after
+	// it (store/storedir's Layout.Streams in leafbox); empty refuses file
+	// storage.
 	StoreDir string
 	// MaxMemory and MaxStore bound the bytes of memory and file streams;
 	// 0 or negative is unlimited.

@@ -68,7 +68,7 @@ func (e *Engine) restore() error {
 	if e.cfg.StoreDir == "" {
 		return nil
 	}
-	if err := e.fs.MkdirAll(e.cfg.StoreDir, 0o755); err != nil {
+	if err := e.fs.MkdirAll(e.cfg.StoreDir, vfs.PermDir); err != nil {
 		return fmt.Errorf("jetstream: store dir: %w", err)
 	}
 	entries, err := e.fs.ReadDir(e.cfg.StoreDir)

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/leafbox/leafbox/core/subject"
 	"github.com/leafbox/leafbox/store"
@@ -15,7 +17,8 @@ import (
 
 // Limits and defaults nats-server applies to configurations.
 const (
-	// MaxNameLen bounds stream and consumer names.
+	// MaxNameLen bounds every name (ValidName), as nats-server bounds
+	// stream and consumer names.
 	MaxNameLen = 255
 	// MaxDescriptionLen bounds descriptions.
 	MaxDescriptionLen = 4 * 1024
@@ -73,11 +76,45 @@ type Options struct {
 	StoreMaxStreamBytes int64
 }
 
-// ValidName reports whether name is a valid stream or consumer name, as
-// nats-server's isValidAssetName: non-empty, without whitespace, '.', '*',
-// '>', '/' or '\'. The length limit (MaxNameLen) is checked separately.
-func ValidName(name string) bool {
-	return name != "" && !strings.ContainsAny(name, " \t\r\n\f.*>\\/")
+// ValidName reports whether name is a valid name for anything leafbox
+// turns into a subject token or a file name: a stream, consumer, durable,
+// uplink, downlink or JetStream domain. CheckName says why not.
+func ValidName(name string) bool { return CheckName(name) == nil }
+
+// CheckName returns why name cannot be a stream, consumer, durable,
+// uplink, downlink or JetStream domain name, or nil. A name is 1 to
+// MaxNameLen bytes (nats-server's bound for file-backed names) without
+// whitespace, '.', '*', '>', '/', '\\' or control characters (NUL
+// among them): nats-server's isValidName and its path separator rule,
+// plus what makes a safe file name, so "." and "..", a leading '.', and a
+// name that splits into two path elements are all refused. The error
+// quotes nothing but the offending character and has no package prefix,
+// for callers to prefix with the name's place.
+func CheckName(name string) error {
+	if len(name) > MaxNameLen {
+		return fmt.Errorf("is %d bytes long, more than %d", len(name), MaxNameLen)
+	}
+	return checkChars(name)
+}
+
+// checkChars is CheckName without the bounds on the length: the
+// JetStream API reports a name that is too long with its own error, after
+// the other checks, as nats-server does.
+func checkChars(name string) error {
+	if name == "" {
+		return errors.New("must not be empty")
+	}
+	for _, r := range name {
+		switch {
+		case r == ' ' || r == '\t' || r == '\r' || r == '\n' || r == '\f':
+			return errors.New("must not contain whitespace")
+		case r == '.' || r == '*' || r == '>' || r == '/' || r == '\\':
+			return fmt.Errorf("must not contain %q", r)
+		case unicode.IsControl(r):
+			return fmt.Errorf("must not contain the control character %U", r)
+		}
+	}
+	return nil
 }
 
 // serverMetadataPrefix marks metadata keys owned by the server.

@@ -151,10 +151,10 @@ func (c *ConsumerConfig) setDefaults(stream *StreamConfig, opts Options) *APIErr
 var validGroupName = regexp.MustCompile(`^[a-zA-Z0-9/_=-]{1,16}$`)
 
 func (c *ConsumerConfig) check(stream *StreamConfig, opts Options) *APIError {
-	if c.Name != "" && !ValidName(c.Name) {
+	if c.Name != "" && checkChars(c.Name) != nil {
 		return invalidStream(`consumer name can not contain '.', '*', '>', '\', '/'`)
 	}
-	if c.Durable != "" && !ValidName(c.Durable) {
+	if c.Durable != "" && checkChars(c.Durable) != nil {
 		return invalidStream(`consumer durable name can not contain '.', '*', '>', '\', '/'`)
 	}
 	if c.Replicas > 0 && c.Replicas > stream.Replicas {

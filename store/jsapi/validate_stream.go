@@ -59,7 +59,7 @@ func unlimitedInt64(v *int64, field string, opts Options) *APIError {
 }
 
 func (c *StreamConfig) normalize(opts Options) *APIError {
-	if !ValidName(c.Name) {
+	if checkChars(c.Name) != nil {
 		return invalidStream(`stream name is required and can not contain '.', '*', '>', '\', '/'`)
 	}
 	if len(c.Name) > MaxNameLen {

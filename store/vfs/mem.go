@@ -41,14 +41,14 @@ type memNode struct {
 
 // NewMem returns an empty in-memory file system that never loses a write.
 func NewMem() *MemFS {
-	return &MemFS{root: newDirNode(0o755)}
+	return &MemFS{root: newDirNode(PermDir)}
 }
 
 // NewStrictMem returns an empty in-memory file system that keeps file
 // contents written since the last File.Sync apart, so ResetToSyncedState
 // can discard them.
 func NewStrictMem() *MemFS {
-	return &MemFS{root: newDirNode(0o755), strict: true}
+	return &MemFS{root: newDirNode(PermDir), strict: true}
 }
 
 func newDirNode(perm fs.FileMode) *memNode {
@@ -127,7 +127,7 @@ func pathErr(op, name string, err error) error {
 
 // Create implements FS.
 func (m *MemFS) Create(name string) (File, error) {
-	return m.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	return m.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_TRUNC, PermFile)
 }
 
 // Open implements FS.

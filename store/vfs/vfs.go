@@ -53,7 +53,8 @@ type File interface {
 // FS is a file system. Paths use the host's separator; see the package
 // documentation for what each operation makes durable.
 type FS interface {
-	// Create creates or truncates the named file for reading and writing.
+	// Create creates (with mode PermFile) or truncates the named file for
+	// reading and writing.
 	Create(name string) (File, error)
 	// Open opens the named file for reading.
 	Open(name string) (File, error)
@@ -74,6 +75,19 @@ type FS interface {
 	Stat(name string) (fs.FileInfo, error)
 }
 
+// The modes leafbox gives what it stores, as nats-server does: a store
+// is readable by its owner and group, never by other local users.
+const (
+	// PermFile is the mode of a new store file (Create, WriteFile).
+	PermFile fs.FileMode = 0o640
+	// PermDir is the mode of a new store directory (WriteFile, and the
+	// engines' MkdirAll).
+	PermDir fs.FileMode = 0o750
+	// PermSecret is the mode of a file holding a secret, such as a
+	// private key (WriteFilePerm).
+	PermSecret fs.FileMode = 0o600
+)
+
 // OS is the host file system. Namespace changes fsync the parent
 // directory before they return.
 var OS FS = osFS{}
@@ -81,7 +95,7 @@ var OS FS = osFS{}
 type osFS struct{}
 
 func (osFS) Create(name string) (File, error) {
-	return osFS{}.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	return osFS{}.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_TRUNC, PermFile)
 }
 
 func (osFS) Open(name string) (File, error) { return os.Open(name) }

@@ -18,6 +18,7 @@ import (
 	"github.com/leafbox/leafbox/leaf"
 	"github.com/leafbox/leafbox/leaf/clock"
 	"github.com/leafbox/leafbox/store/jetstream"
+	"github.com/leafbox/leafbox/store/storedir"
 )
 
 // abortTimeout bounds stopping what a failed Start had started.
@@ -46,6 +47,7 @@ type App struct {
 	jsBus   *server.Conn
 	uplinks []*uplink // one per leafnodes.remotes entry
 	clock   *clock.Clock
+	store   *storedir.Dir // the locked store directory; nil when nothing is kept on disk
 
 	clockStop context.CancelFunc // stops the clock's loop; nil before Start
 	clockDone chan struct{}
@@ -69,53 +71,68 @@ type App struct {
 }
 
 // Build validates cfg (after SetDefaults), checks it against the machine
-// (Preflight), and builds the broker, without binding anything yet.
+// (Preflight), and builds the broker, without binding anything yet. It
+// takes the store directory (store/storedir), migrating an older layout,
+// and holds it until Shutdown, LameDuck or a failed Start; another leafbox
+// on the same directory is refused.
 func Build(cfg *Config, flags Flags) (*App, error) {
 	log := flags.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
-	}
-	// The identity first: unless configured, the server name, which the
-	// links announce and the outboxes' ids carry, derives from it.
-	if _, err := cfg.ApplyIdentity(true); err != nil {
-		return nil, err
-	}
-	opts, err := cfg.ServerOptions()
-	if err != nil {
-		return nil, err
 	}
 	// Before anything opens the store directory, so that its problems
 	// are named as such, not as the first file that fails in it.
 	if err := cfg.Preflight(); err != nil {
 		return nil, err
 	}
+	// The store directory next: its lock keeps a second leafbox out
+	// before anything in it is read or made (the identity included).
+	sd, err := openStore(cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	fail := func(err error) (*App, error) {
+		_ = sd.Close()
+		return nil, err
+	}
+	// Then the identity: unless configured, the server name, which the
+	// links announce and the outboxes' ids carry, derives from it.
+	if _, err := cfg.ApplyIdentity(true); err != nil {
+		return fail(err)
+	}
+	opts, err := cfg.ServerOptions()
+	if err != nil {
+		return fail(err)
+	}
 	opts.Logger = log
 	srv, err := server.New(opts)
 	if err != nil {
-		return nil, err
+		return fail(err)
 	}
 	// The links come before the JetStream engine, whose store would need
 	// closing if a later step failed; building a link opens nothing.
 	uplinks, err := buildUplinks(cfg, srv, log)
 	if err != nil {
-		return nil, err
+		return fail(err)
 	}
 	clk, err := openClock(cfg)
 	if err != nil {
-		return nil, err
+		return fail(err)
 	}
 	listener, err := buildListener(cfg, srv, log)
 	if err != nil {
+		_ = clk.Close()
+		_ = sd.Close()
 		return nil, err
 	}
-	a := &App{flags: flags, log: log, srv: srv, cfg: cfg, uplinks: uplinks, clock: clk, listener: listener}
+	a := &App{flags: flags, log: log, srv: srv, cfg: cfg, uplinks: uplinks, clock: clk, store: sd, listener: listener}
 	a.health.Store(cfg.Healthz)
 	js := cfg.JetStream
 	a.probe = newStoreProbe(cfg, js != nil && js.Enabled)
 	if js != nil && js.Enabled {
 		a.jsBus = srv.InProcess("")
 		a.js, err = jetstream.New(jetstream.Config{
-			StoreDir:     js.StoreDir,
+			StoreDir:     cfg.layout().Streams(),
 			MaxMemory:    int64(js.MaxMemoryStore),
 			MaxStore:     int64(js.MaxFileStore),
 			Domain:       js.Domain,
@@ -123,6 +140,10 @@ func Build(cfg *Config, flags Flags) (*App, error) {
 			Logger:       log.With("subsystem", "jetstream"),
 		}, busConn{a.jsBus})
 		if err != nil {
+			a.jsBus.Close()
+			a.closeListener()
+			_ = clk.Close()
+			_ = sd.Close()
 			return nil, withPrefix("jetstream", err)
 		}
 	}
@@ -230,6 +251,7 @@ func (a *App) abortStart() {
 	_ = a.stopForwarders()
 	a.closeJetStream()
 	_ = a.closeClock()
+	_ = a.store.Close()
 }
 
 // stopForwarders stops the uplinks' forwarders and closes their outboxes,
@@ -324,7 +346,8 @@ func (a *App) Shutdown(ctx context.Context) error {
 	errFwd := a.stopForwarders()
 	errJS := a.closeJetStream()
 	errClk := a.closeClock()
-	return errors.Join(errLeaf, errSrv, errMon, errFwd, errJS, errClk)
+	errStore := a.store.Close()
+	return errors.Join(errLeaf, errSrv, errMon, errFwd, errJS, errClk, errStore)
 }
 
 // LameDuck closes the leafnode links, puts the broker in lame duck mode
@@ -339,7 +362,8 @@ func (a *App) LameDuck(ctx context.Context) error {
 	errFwd := a.stopForwarders()
 	errJS := a.closeJetStream()
 	errClk := a.closeClock()
-	return errors.Join(errLeaf, errSrv, errMon, errFwd, errJS, errClk)
+	errStore := a.store.Close()
+	return errors.Join(errLeaf, errSrv, errMon, errFwd, errJS, errClk, errStore)
 }
 
 // stopAux stops the monitoring server and removes the ports file, once.

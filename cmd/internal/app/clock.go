@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"log/slog"
-	"path/filepath"
 	"time"
 
 	"github.com/leafbox/leafbox/core/monitor"
@@ -14,22 +13,13 @@ import (
 	"github.com/leafbox/leafbox/leaf/clock"
 )
 
-// clockStateFile is the name of the clock's state file in the state
-// directory.
-const clockStateFile = "clock.json"
-
-// clockStatePath is where the clock keeps its last known-good time: the
-// uplinks' state directory, else the JetStream store directory, else
-// nowhere (memory only).
+// clockStatePath is where the clock keeps its last known-good time:
+// state/clock.json in the store directory, else nowhere (memory only).
 func (c *Config) clockStatePath() string {
-	dir := c.stateDir
-	if dir == "" && c.JetStream != nil && c.JetStream.Enabled {
-		dir = c.JetStream.StoreDir
-	}
-	if dir == "" {
+	if c.storeRoot() == "" {
 		return ""
 	}
-	return filepath.Join(dir, clockStateFile)
+	return c.layout().ClockFile()
 }
 
 // openClock opens the gateway's clock with the machine's sources.

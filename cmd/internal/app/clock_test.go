@@ -30,10 +30,12 @@ func TestValidateUplinkHubDomain(t *testing.T) {
 }
 
 // TestBuildRefusesBadClockState: an unreadable state file stops the
-// gateway with a clear error and is left as it is.
+// gateway with a clear error and is left as it is (moved from the old
+// layout's place into state/).
 func TestBuildRefusesBadClockState(t *testing.T) {
 	dir := t.TempDir()
-	path := writeFile(t, dir, clockStateFile, "{garbage")
+	writeFile(t, dir, "clock.json", "{garbage")
+	path := filepath.Join(dir, "state", "clock.json")
 	c := mustParse(t, "http_port: 0\njetstream: {store_dir: '"+dir+"'}\n")
 	c.SetDefaults(Env{StateDirectory: dir})
 	requireNoError(t, c.Validate())
@@ -139,7 +141,7 @@ func TestUplinkClock(t *testing.T) {
 	sctx, scancel := context.WithTimeout(ctx, testTimeout)
 	requireNoError(t, a.Shutdown(sctx))
 	scancel()
-	b, err := os.ReadFile(filepath.Join(stateDir, clockStateFile))
+	b, err := os.ReadFile(filepath.Join(stateDir, "state", "clock.json"))
 	requireNoError(t, err)
 	if !strings.Contains(string(b), `"last_known_good":"`+time.Now().UTC().Format("2006-01-02")) {
 		t.Fatalf("clock state %s", b)

@@ -84,8 +84,9 @@ type Config struct {
 	// degraded, and whether that fails it.
 	Healthz *HealthzConfig `yaml:"healthz,omitempty"`
 
-	// stateDir is where uplinks keep their outboxes (under outbox/<name>):
-	// the JetStream store directory, else the default state directory.
+	// stateDir is the store directory when there are uplinks (their
+	// outboxes and state files live in its layout, storeRoot): the
+	// JetStream store directory, else the default state directory.
 	// SetDefaults sets it when there are uplinks.
 	stateDir string
 	// identity is the gateway's identity, once ApplyIdentity found or

@@ -20,6 +20,7 @@ import (
 	"github.com/leafbox/leafbox/leaf"
 	"github.com/leafbox/leafbox/leaf/downlink"
 	"github.com/leafbox/leafbox/store/jetstream"
+	"github.com/leafbox/leafbox/store/jsapi"
 )
 
 // localPubAckTimeout bounds the wait for a local stream's PubAck when a
@@ -113,13 +114,12 @@ func (v *validator) downlinks() {
 	if c.LeafNodes == nil || len(c.LeafNodes.Remotes) == 0 {
 		v.errf("downlinks", "need a leafnodes remote to consume over")
 	}
-	badName := func(s string) bool { return s == "" || strings.ContainsAny(s, " \t\r\n.*>/\\") }
 	names, durables := map[string]bool{}, map[string]bool{}
 	for i, d := range c.Downlinks {
 		path := fmt.Sprintf("downlinks[%d]", i)
 		switch {
-		case badName(d.Name):
-			v.errf(path+".name", "%q must be set, without whitespace, '.', '*', '>' or slashes", d.Name)
+		case !jsapi.ValidName(d.Name):
+			v.errf(path+".name", "%q is not a valid name: %v", d.Name, jsapi.CheckName(d.Name))
 		case names[d.Name]:
 			v.errf(path+".name", "%q is used twice", d.Name)
 		}
@@ -127,24 +127,24 @@ func (v *validator) downlinks() {
 		if d.Remote != "" && c.remoteIndex(d.Remote) < 0 {
 			v.errf(path+".remote", "no leafnodes remote is named %q", d.Remote)
 		}
-		if badName(d.Stream) {
-			v.errf(path+".stream", "%q is not a stream name", d.Stream)
+		if err := jsapi.CheckName(d.Stream); err != nil {
+			v.errf(path+".stream", "%q is not a stream name: %v", d.Stream, err)
 		}
 		switch {
 		case d.Durable == "" && c.identityPath() == "":
 			v.errf(path+".durable", "is required without server_name or a store directory (for the gateway's identity): the hub keeps the position under this name")
 		case d.Durable == "":
 			// Derived from the identity's server name at start.
-		case badName(d.Durable):
-			v.errf(path+".durable", "%q is not a consumer name", d.Durable)
+		case !jsapi.ValidName(d.Durable):
+			v.errf(path+".durable", "%q is not a consumer name: %v", d.Durable, jsapi.CheckName(d.Durable))
 		case durables[d.Stream+" "+d.Durable]:
 			v.errf(path+".durable", "%q on stream %q is used twice", d.Durable, d.Stream)
 		}
 		if d.Durable != "" {
 			durables[d.Stream+" "+d.Durable] = true
 		}
-		if badName(d.HubDomain) {
-			v.errf(path+".hub_domain", "%q is not a JetStream domain", d.HubDomain)
+		if err := jsapi.CheckName(d.HubDomain); err != nil {
+			v.errf(path+".hub_domain", "%q is not a JetStream domain: %v", d.HubDomain, err)
 		} else if js := c.JetStream; js != nil && js.Enabled && js.Domain == d.HubDomain {
 			v.errf(path+".hub_domain", "%q is this gateway's own JetStream domain; requests for it never leave", d.HubDomain)
 		}

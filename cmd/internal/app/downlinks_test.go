@@ -33,8 +33,11 @@ func TestValidateDownlinks(t *testing.T) {
 	err = validateErr(t, "downlinks:\n  - name: a.b\n    stream: ''\n    filter_subjects: ['a..b']\n"+
 		"    hub_subject_prefix: x\n    local_subject_prefix: '>.'\n    expires: 10ms\n    max_ack_pending: -1\n")
 	requireErrorContains(t, err, "need a leafnodes remote", "line 2: downlinks[0].name", "downlinks[0].stream",
-		"downlinks[0].durable: is required without server_name", `invalid subject "a..b"`, "hub_subject_prefix",
+		`invalid subject "a..b"`, "hub_subject_prefix",
 		"local_subject_prefix", "expires: must be at least 1s", "max_ack_pending")
+	// With nowhere to keep an identity, nothing names the hub's consumer.
+	err = validateErr(t, "jetstream: {enabled: false}\n"+remote+"downlinks: [{name: a, stream: S}]\n")
+	requireErrorContains(t, err, "downlinks[0].durable: is required without server_name or a store directory")
 	err = validateErr(t, "server_name: gw\njetstream: {enabled: true, domain: hub}\n"+remote+
 		"downlinks: [{name: a, stream: S}, {name: a, stream: S}]\n")
 	requireErrorContains(t, err, "own JetStream domain", `"a" is used twice`, `"gw_a" on stream "S" is used twice`,

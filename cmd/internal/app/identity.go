@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io/fs"
 	"path/filepath"
+	"syscall"
 
 	"github.com/leafbox/leafbox/leaf/identity"
 	"github.com/leafbox/leafbox/store/vfs"
@@ -14,14 +15,11 @@ import (
 // uplinks' state directory, else the JetStream store directory; "" when
 // there is neither, and the gateway has no stable identity.
 func (c *Config) identityPath() string {
-	dir := c.stateDir
-	if dir == "" && c.JetStream != nil && c.JetStream.Enabled {
-		dir = c.JetStream.StoreDir
-	}
-	if dir == "" {
+	l := c.layout()
+	if l.Root == "" {
 		return ""
 	}
-	return filepath.Join(dir, "state", "identity.nk")
+	return filepath.Join(l.State(), "identity.nk")
 }
 
 // IdentityPath returns the file that keeps the gateway's identity, or ""
@@ -54,7 +52,9 @@ func (c *Config) ApplyIdentity(create bool) (*identity.Identity, error) {
 		id, err = identity.Open(vfs.OS, path)
 	} else {
 		id, err = identity.Load(vfs.OS, path)
-		if errors.Is(err, fs.ErrNotExist) {
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+			// Nothing to read (a store directory that is a file is
+			// Preflight's to report, under its own name).
 			return nil, nil
 		}
 	}

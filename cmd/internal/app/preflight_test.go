@@ -122,10 +122,12 @@ func TestStartErrorHasOnePrefix(t *testing.T) {
 	c := loopbackConfig(t, "http_port: 0\njetstream: {store_dir: '"+store+"'}\n", testEnv)
 	a, err := Build(c, Flags{})
 	requireNoError(t, err)
-	// The directory turns into a file between Build and Start.
-	writeFile(t, filepath.Dir(store), "js", "x")
+	// The streams directory turns into a file between Build and Start.
+	streams := filepath.Join(store, "streams")
+	requireNoError(t, os.RemoveAll(streams))
+	writeFile(t, store, "streams", "x")
 	err = a.Start()
-	requireErrorContains(t, err, "jetstream: ", store)
+	requireErrorContains(t, err, "jetstream: ", streams)
 	if strings.Contains(err.Error(), "jetstream: jetstream:") {
 		t.Fatalf("prefix doubled: %v", err)
 	}

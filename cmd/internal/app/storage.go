@@ -185,11 +185,11 @@ func (c *Config) uplinkDiskReserve() int64 {
 
 // streamsDir is where JetStream keeps its file streams (LAYOUT:
 // <store_dir>/streams). It is the one place that names the path.
-func (c *Config) streamsDir() string { return filepath.Join(c.JetStream.StoreDir, "streams") }
+func (c *Config) streamsDir() string { return c.layout().Streams() }
 
 // outboxesDir is where the uplinks keep their outboxes (LAYOUT:
 // <store_dir>/outbox). It is the one place that names the path.
-func (c *Config) outboxesDir() string { return filepath.Join(c.stateDir, "outbox") }
+func (c *Config) outboxesDir() string { return c.layout().Outboxes() }
 
 // setStorageDefaults fills max_memory_store and max_file_store from the
 // machine when JetStream is on and they are unset, and records how.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -16,6 +15,8 @@ import (
 	"github.com/leafbox/leafbox/leaf/outbox"
 	"github.com/leafbox/leafbox/store"
 	"github.com/leafbox/leafbox/store/filestore"
+	"github.com/leafbox/leafbox/store/jsapi"
+	"github.com/leafbox/leafbox/store/storedir"
 	"github.com/leafbox/leafbox/store/vfs"
 )
 
@@ -42,8 +43,10 @@ func (v *validator) uplinks() {
 		switch {
 		case u.Name == "":
 			v.errf(path+".name", "is required")
-		case strings.ContainsAny(u.Name, " \t\r\n.*>/\\"):
-			v.errf(path+".name", "%q must not contain whitespace, '.', '*', '>' or slashes", u.Name)
+		case jsapi.CheckName(u.Name) != nil:
+			v.errf(path+".name", "%q is not a valid name: %v", u.Name, jsapi.CheckName(u.Name))
+		case len(u.Name) > storedir.MaxUplinkNameLen:
+			v.errf(path+".name", "%q is too long: at most %d bytes (it names the uplink's state file)", u.Name, storedir.MaxUplinkNameLen)
 		case names[u.Name]:
 			v.errf(path+".name", "%q is used twice", u.Name)
 		}
@@ -78,8 +81,8 @@ func (v *validator) uplinks() {
 				}
 			}
 		}
-		if strings.ContainsAny(u.Stream, " \t\r\n.*>") {
-			v.errf(path+".stream", "%q is not a stream name", u.Stream)
+		if err := jsapi.CheckName(u.Stream); u.Stream != "" && err != nil {
+			v.errf(path+".stream", "%q is not a stream name: %v", u.Stream, err)
 		}
 		if u.MaxBytes < 0 {
 			v.errf(path+".max_bytes", "must not be negative")
@@ -95,8 +98,8 @@ func (v *validator) uplinks() {
 		}
 		switch {
 		case u.HubDomain == "":
-		case strings.ContainsAny(u.HubDomain, " \t\r\n.*>"):
-			v.errf(path+".hub_domain", "%q is not a JetStream domain", u.HubDomain)
+		case !jsapi.ValidName(u.HubDomain):
+			v.errf(path+".hub_domain", "%q is not a JetStream domain: %v", u.HubDomain, jsapi.CheckName(u.HubDomain))
 		case u.Stream == "":
 			v.errf(path+".hub_domain", "needs stream: the hub's time is read from that stream's info")
 		case c.JetStream != nil && c.JetStream.Enabled && c.JetStream.Domain == u.HubDomain:
@@ -121,9 +124,7 @@ func discardPolicy(s string) (store.DiscardPolicy, bool) {
 }
 
 // outboxDir is where uplink u keeps its outbox.
-func (c *Config) outboxDir(u *UplinkConfig) string {
-	return filepath.Join(c.outboxesDir(), u.Name)
-}
+func (c *Config) outboxDir(u *UplinkConfig) string { return c.layout().Outbox(u.Name) }
 
 // forwarder is one running uplink: its outbox stream, the in-process
 // connection that captures and forwards, and the outbox over them.

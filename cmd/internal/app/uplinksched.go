@@ -1,7 +1,6 @@
 package app
 
 import (
-	"path/filepath"
 	"time"
 
 	"github.com/leafbox/leafbox/core/monitor"
@@ -59,18 +58,15 @@ func (v *validator) uplinkLimits() {
 }
 
 // outboxStateFile is where uplink u keeps its last hub sequences.
-func (c *Config) outboxStateFile(u *UplinkConfig) string {
-	return filepath.Join(c.stateDir, "outbox", u.Name+".state.json")
-}
+func (c *Config) outboxStateFile(u *UplinkConfig) string { return c.layout().UplinkStateFile(u.Name) }
 
 // openScheduler opens the scheduler shared by the uplinks, with its daily
-// usage in <state dir>/outbox/scheduler.state.json.
+// usage in <store dir>/state/scheduler.state.json.
 func openScheduler(c *Config) (*outbox.Scheduler, error) {
-	dir := filepath.Join(c.stateDir, "outbox")
-	if err := vfs.OS.MkdirAll(dir, 0o750); err != nil {
+	if err := vfs.OS.MkdirAll(c.layout().State(), vfs.PermDir); err != nil {
 		return nil, err
 	}
-	sc := outbox.SchedulerConfig{StateFile: filepath.Join(dir, "scheduler.state.json")}
+	sc := outbox.SchedulerConfig{StateFile: c.layout().SchedulerFile()}
 	if l := c.UplinkLimits; l != nil {
 		sc.MaxRate, sc.DailyBudget = int64(l.MaxRate), int64(l.DailyBudget)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/leafbox/leafbox/core/auth"
 	"github.com/leafbox/leafbox/core/subject"
 	"github.com/leafbox/leafbox/leaf"
+	"github.com/leafbox/leafbox/store/jsapi"
 )
 
 // maxPayloadLimit is nats-server's hard upper bound for max_payload.
@@ -326,8 +327,8 @@ func (v *validator) jetStream() {
 	if js.SyncInterval < 0 && js.SyncInterval != SyncAlways {
 		v.errf("jetstream.sync_interval", "must not be negative")
 	}
-	if strings.ContainsAny(js.Domain, " \t\r\n.*>") {
-		v.errf("jetstream.domain", "%q must not contain whitespace, '.', '*' or '>'", js.Domain)
+	if err := jsapi.CheckName(js.Domain); js.Domain != "" && err != nil {
+		v.errf("jetstream.domain", "%q is not a JetStream domain: %v", js.Domain, err)
 	}
 }
 

@@ -87,7 +87,7 @@ func TestValidateErrors(t *testing.T) {
 		{"tls without cert", "tls:\n  verify: true", []string{"line 1: tls.cert_file: missing"}},
 		{"tls key without cert", "tls:\n  key_file: k.pem", []string{"line 1: tls.cert_file: missing (key_file is set)"}},
 		{"tls missing file", "tls:\n  cert_file: /nonexistent/cert.pem\n  key_file: /nonexistent/key.pem", []string{"line 2: tls.cert_file: open /nonexistent/cert.pem: no such file or directory", "line 3: tls.key_file: open /nonexistent/key.pem"}},
-		{"jetstream domain", "jetstream:\n  domain: a.b", []string{`line 2: jetstream.domain: "a.b" must not contain`}},
+		{"jetstream domain", "jetstream:\n  domain: a.b", []string{`line 2: jetstream.domain: "a.b" is not a JetStream domain: must not contain '.'`}},
 		{"jetstream sizes", "jetstream:\n  max_file_store: -1", []string{"line 2: jetstream.max_file_store: must not be negative"}},
 		{"leaf without url", "leafnodes:\n  remotes:\n    - account: A", []string{"line 3: leafnodes.remotes[0]: needs url or urls"}},
 		{"leaf scheme", "leafnodes:\n  remotes:\n    - urls:\n        - nats://ok:1\n        - http://hub:7422", []string{`line 5: leafnodes.remotes[0].urls[1]: URL "http://hub:7422": scheme must be nats-leaf, nats or tls`}},

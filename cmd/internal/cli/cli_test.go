@@ -317,3 +317,34 @@ func TestConfigCheckCatchesWhatRunFailsOn(t *testing.T) {
 		t.Fatalf("run names the clock:\n%s", stderr)
 	}
 }
+
+// TestConfigCheckRejectsUnsafeNames: every name that becomes a file name
+// or a subject token follows one rule (jsapi.CheckName), so config check
+// refuses what run would fail on, with the file and line.
+func TestConfigCheckRejectsUnsafeNames(t *testing.T) {
+	t.Setenv("HOME", t.TempDir())
+	path := writeFile(t, "names.yaml", "leafnodes: {remotes: [{url: 'nats://127.0.0.1:1'}]}\n"+
+		"uplinks:\n"+
+		"  - name: tel\n"+
+		"    subjects: [t.>]\n"+
+		"    hub_subject_prefix: s.\n"+
+		"    stream: a/b\n"+
+		"  - name: ..\n"+
+		"    subjects: [u.>]\n"+
+		"    hub_subject_prefix: v.\n"+
+		"downlinks:\n"+
+		"  - name: cmd\n"+
+		"    stream: \"C\\0D\"\n"+
+		"    durable: x\\y\n"+
+		"    filter_subjects: [cmd.>]\n")
+	stdout, stderr, code := runCLI(t, "config", "check", path)
+	requireCode(t, code, 1, stderr)
+	requireContains(t, "stderr", stderr,
+		path+`:6: uplinks[0].stream: "a/b" is not a stream name: must not contain '/'`,
+		path+`:7: uplinks[1].name: ".." is not a valid name: must not contain '.'`,
+		path+`:12: downlinks[0].stream: "C\x00D" is not a stream name: must not contain the control character U+0000`,
+		path+`:13: downlinks[0].durable: "x\\y" is not a consumer name: must not contain '\\'`)
+	if stdout != "" {
+		t.Fatalf("stdout not empty: %s", stdout)
+	}
+}
