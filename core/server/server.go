@@ -56,6 +56,9 @@ type Server struct {
 
 	nextCID atomic.Uint64
 	stats   serverStats
+
+	// Rate limits of the WARN lines clients cause, one per kind.
+	authWarns, permWarns *logLimiter
 }
 
 // serverStats are the server-wide counters, read by monitoring.
@@ -79,6 +82,8 @@ func New(opts Options) (*Server, error) {
 		start:      time.Now(),
 		opts:       opts,
 		log:        opts.Logger,
+		authWarns:  newLogLimiter(warnBurst, warnRefill),
+		permWarns:  newLogLimiter(warnBurst, warnRefill),
 		clients:    make(map[uint64]*client),
 		accounts:   make(map[string]*account),
 		configTime: time.Now(),
