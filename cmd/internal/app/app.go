@@ -113,7 +113,8 @@ func Build(cfg *Config, flags Flags) (*App, error) {
 // Start binds the client listener and, unless http_port is 0, the
 // monitoring listener, starts JetStream and the leafnode links (which
 // connect in the background), writes the ports file if asked to, and logs
-// the addresses. On error everything started is stopped again.
+// the addresses; "ready for clients" comes last. On error everything
+// started is stopped again.
 func (a *App) Start() error {
 	if err := a.srv.Start(); err != nil {
 		return err
@@ -126,7 +127,6 @@ func (a *App) Start() error {
 		scheme = "tls"
 	}
 	ports := Ports{Nats: URLs(scheme, a.srv.Addr())}
-	a.log.Info("ready for clients", "url", ports.Nats[0])
 
 	if port := httpPort(cfg); port != 0 {
 		port = max(port, 0) // -1 asks for a free port
@@ -190,6 +190,9 @@ func (a *App) Start() error {
 		a.portsFile = path
 		a.log.Debug("wrote ports file", "path", path)
 	}
+	// Only now: JetStream, the uplinks and the downlinks run, so a client
+	// that acts on this line finds its streams and its store-and-forward.
+	a.log.Info("ready for clients", "url", ports.Nats[0])
 	return nil
 }
 
