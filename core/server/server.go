@@ -172,6 +172,7 @@ func (s *Server) baseInfoLocked() proto.Info {
 		ServerID:     s.id,
 		ServerName:   s.opts.ServerName,
 		Version:      Version,
+		GitCommit:    s.opts.BuildCommit,
 		Proto:        1,
 		Go:           runtime.Version(),
 		Host:         host,
@@ -399,6 +400,7 @@ func (s *Server) Reload(opts Options) error {
 	s.mu.Lock()
 	opts.Port = old.Port
 	opts.Logger = old.Logger
+	opts.BuildVersion, opts.BuildCommit = old.BuildVersion, old.BuildCommit // the binary's, fixed
 	s.opts = opts
 	s.authHandler.Store(authn)
 	s.configTime = time.Now()

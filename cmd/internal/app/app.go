@@ -31,6 +31,9 @@ type Flags struct {
 	// discards them. Configuration values are never logged, so secrets in
 	// them cannot leak into logs.
 	Logger *slog.Logger
+	// Version and Commit are leafbox's build, reported in /varz
+	// (leafbox_version, git_commit).
+	Version, Commit string
 }
 
 // App is a running leafbox: the broker, the leafnode links to hubs and the
@@ -74,6 +77,7 @@ func Build(cfg *Config, flags Flags) (*App, error) {
 		return nil, err
 	}
 	opts.Logger = log
+	opts.BuildVersion, opts.BuildCommit = flags.Version, flags.Commit
 	srv, err := server.New(opts)
 	if err != nil {
 		return nil, err

@@ -68,7 +68,12 @@ func run(cmd *cobra.Command, f *runFlags) error {
 	if err != nil {
 		return err
 	}
-	a, err := app.Build(cfg, app.Flags{PortsFileDir: f.portsFileDir, Logger: logger})
+	bi := readBuildInfo()
+	flags := app.Flags{PortsFileDir: f.portsFileDir, Logger: logger, Version: bi.Version, Commit: bi.Commit}
+	if flags.Commit == unknownCommit {
+		flags.Commit = "" // /varz omits git_commit, as nats-server does without one
+	}
+	a, err := app.Build(cfg, flags)
 	if err != nil {
 		return err
 	}
@@ -84,7 +89,7 @@ func run(cmd *cobra.Command, f *runFlags) error {
 	if f.config != "" {
 		source = f.config
 	}
-	logger.Info("starting leafbox", "version", versionString(), "config", source, "pid", os.Getpid())
+	logger.Info("starting leafbox", "version", bi.String(), "config", source, "pid", os.Getpid())
 	if err := a.Start(); err != nil {
 		return err
 	}
