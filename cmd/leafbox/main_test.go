@@ -282,6 +282,26 @@ func TestRunStopsOnSIGINT(t *testing.T) {
 	}
 }
 
+func TestRunLogFormatJSON(t *testing.T) {
+	dir := t.TempDir()
+	p := start(t, "run", "--addr", "127.0.0.1", "--port", "-1", "--http-port", "0", "--ports-file-dir", dir,
+		"--log-format", "json", "--log-level", "debug")
+	pf, _ := p.waitPorts(dir)
+	p.waitLog(`"msg":"ready for clients"`)
+	readInfo(t, loopbackURL(t, pf.Nats)) // connects and closes
+	p.waitLog(`"msg":"client connection closed"`)
+	p.signal(syscall.SIGTERM)
+	if code := p.wait(); code != 0 {
+		t.Fatalf("exit code %d after SIGTERM; log:\n%s", code, p.log())
+	}
+	for _, line := range strings.Split(strings.TrimSpace(p.log()), "\n") {
+		var rec struct{ Time, Level, Msg string }
+		if err := json.Unmarshal([]byte(line), &rec); err != nil || rec.Time == "" || rec.Level == "" || rec.Msg == "" {
+			t.Fatalf("not a JSON log record (%v): %s", err, line)
+		}
+	}
+}
+
 func TestRunReloadsOnSIGHUP(t *testing.T) {
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "leafbox.yaml")

@@ -9,16 +9,6 @@ import (
 	"time"
 )
 
-// Connection logging follows nats-server's levels: a client connection's
-// creation, CONNECT and close are DEBUG (nats-server logs client connects
-// with Debugf; leafnode connects, logged by package leaf, are INFO), so
-// `--log-level debug` shows them. What a client does wrong that an
-// operator must see, a failed authentication or a permission violation, is
-// WARN, rate limited per kind (see logLimiter) because a misconfigured
-// client can cause it thousands of times a second. Secrets never reach a
-// log line: credentials are logged through auth.Credentials' redacting
-// LogValue, and only user names, public keys and subjects are named.
-
 // Rate limits of the WARN lines clients cause: each kind may log
 // warnBurst lines at once and then one per warnRefill.
 const (
