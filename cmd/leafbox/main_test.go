@@ -4,6 +4,7 @@ package main
 
 import (
 	"bufio"
+	"debug/buildinfo"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,6 +21,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/leafbox/leafbox/core/server"
 )
 
 // End-to-end tests of the real binary: build it once, run it with free
@@ -39,7 +42,9 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binary = filepath.Join(dir, "leafbox")
-	args := []string{"build", "-o", binary}
+	// -buildvcs=auto records the commit in a git checkout even where
+	// GOFLAGS turns it off, as `go build` does by default (TestVersionCommand).
+	args := []string{"build", "-buildvcs=auto", "-o", binary}
 	if raceEnabled {
 		args = append(args, "-race")
 	}
@@ -236,8 +241,14 @@ func TestRunServesAndStopsOnSIGTERM(t *testing.T) {
 	if body := get(t, mon.String()+"/healthz"); !strings.Contains(body, `"ok"`) {
 		t.Fatalf("/healthz: %s", body)
 	}
-	if body := get(t, mon.String()+"/varz"); !strings.Contains(body, `"server_name": "e2e-box"`) {
+	body := get(t, mon.String()+"/varz")
+	if !strings.Contains(body, `"server_name": "e2e-box"`) {
 		t.Fatalf("--server-name not in /varz: %s", body)
+	}
+	// Clients detect features by the nats-server version; leafbox's own
+	// is beside it.
+	if !strings.Contains(body, `"version": "`+server.Version+`"`) || !strings.Contains(body, `"leafbox_version": "`) {
+		t.Fatalf("/varz lacks the nats-server version or leafbox_version: %s", body)
 	}
 	p.waitLog("ready for clients")
 
@@ -268,6 +279,26 @@ func TestRunStopsOnSIGINT(t *testing.T) {
 	p.signal(syscall.SIGINT)
 	if code := p.wait(); code != 0 {
 		t.Fatalf("exit code %d after SIGINT; log:\n%s", code, p.log())
+	}
+}
+
+func TestRunLogFormatJSON(t *testing.T) {
+	dir := t.TempDir()
+	p := start(t, "run", "--addr", "127.0.0.1", "--port", "-1", "--http-port", "0", "--ports-file-dir", dir,
+		"--log-format", "json", "--log-level", "debug")
+	pf, _ := p.waitPorts(dir)
+	p.waitLog(`"msg":"ready for clients"`)
+	readInfo(t, loopbackURL(t, pf.Nats)) // connects and closes
+	p.waitLog(`"msg":"client connection closed"`)
+	p.signal(syscall.SIGTERM)
+	if code := p.wait(); code != 0 {
+		t.Fatalf("exit code %d after SIGTERM; log:\n%s", code, p.log())
+	}
+	for _, line := range strings.Split(strings.TrimSpace(p.log()), "\n") {
+		var rec struct{ Time, Level, Msg string }
+		if err := json.Unmarshal([]byte(line), &rec); err != nil || rec.Time == "" || rec.Level == "" || rec.Msg == "" {
+			t.Fatalf("not a JSON log record (%v): %s", err, line)
+		}
 	}
 }
 
@@ -368,5 +399,32 @@ func TestVersionCommand(t *testing.T) {
 		if !strings.Contains(string(out), want) {
 			t.Fatalf("version output lacks %q:\n%s", want, out)
 		}
+	}
+
+	// The commit is the one the toolchain recorded in the binary.
+	info, err := buildinfo.ReadFile(binary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var revision, modified string
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			revision = s.Value
+		case "vcs.modified":
+			modified = s.Value
+		}
+	}
+	if revision == "" {
+		// go build records VCS information only where .git is a
+		// directory: not in a `git worktree` checkout, nor without git.
+		t.Skipf("the toolchain recorded no vcs.revision in this checkout; commit line: %s", out)
+	}
+	want := "commit:   " + revision
+	if modified == "true" {
+		want += "-dirty"
+	}
+	if !strings.Contains(string(out), want+"\n") {
+		t.Fatalf("version output lacks %q:\n%s", want, out)
 	}
 }

@@ -12,9 +12,10 @@ import (
 type Varz struct {
 	ID                   string                `json:"server_id"`                        // ID is the server's unique id.
 	Name                 string                `json:"server_name"`                      // Name is the configured name; it equals ID when not set.
-	Version              string                `json:"version"`                          // Version is the server's version.
+	Version              string                `json:"version"`                          // Version is the nats-server version leafbox speaks, which clients detect features by.
+	LeafboxVersion       string                `json:"leafbox_version,omitempty"`        // LeafboxVersion is leafbox's own release version (leafbox extension).
 	Proto                int                   `json:"proto"`                            // Proto is the client protocol version.
-	GitCommit            string                `json:"git_commit,omitempty"`             // GitCommit is the build's commit.
+	GitCommit            string                `json:"git_commit,omitempty"`             // GitCommit is the commit leafbox was built from, "-dirty" appended for uncommitted changes.
 	GoVersion            string                `json:"go"`                               // GoVersion is the Go toolchain version; the monitor fills it.
 	Host                 string                `json:"host"`                             // Host is the client listener's host.
 	Port                 int                   `json:"port"`                             // Port is the client listener's port.

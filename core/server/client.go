@@ -154,6 +154,7 @@ func (s *Server) serveConn(conn net.Conn) {
 		return
 	}
 	s.stats.totalConnections.Add(1)
+	c.logCreated()
 
 	c.mu.Lock()
 	c.out = c.appendInfo(c.out)
@@ -194,7 +195,7 @@ func (c *client) handshakeTLS(opts Options) bool {
 	tc := tls.Server(c.conn, opts.TLS)
 	_ = tc.SetDeadline(time.Now().Add(opts.TLSTimeout))
 	if err := tc.Handshake(); err != nil {
-		c.srv.log.Debug("tls handshake failed", "cid", c.cid, "err", err)
+		c.srv.log.Debug("tls handshake failed", "cid", c.cid, "addr", c.remoteAddr(), "err", err)
 		_ = c.conn.Close()
 		return false
 	}
@@ -272,6 +273,7 @@ func (s *Server) unregister(c *client) {
 	s.mu.Lock()
 	delete(s.clients, c.cid)
 	s.mu.Unlock()
+	c.logClosed()
 	s.recordClosed(c)
 }
 
@@ -575,14 +577,17 @@ func (c *client) closeConnection(reason closeReason) {
 	c.teardown()
 }
 
-// markClosingLocked records the first close reason and wakes writeLoop.
+// markClosingLocked records the first close reason (one setReason left
+// stands) and wakes writeLoop.
 func (c *client) markClosingLocked(reason closeReason, flush bool) {
 	if c.closing {
 		return
 	}
 	c.closing = true
 	c.flushAndClose = flush
-	c.reason = reason
+	if c.reason == reasonUnknown {
+		c.reason = reason
+	}
 	c.stop = time.Now()
 	c.cond.Signal()
 	if c.stall != nil {

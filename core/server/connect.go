@@ -44,7 +44,14 @@ func (c *client) processConnect(arg []byte) bool {
 	}
 	id, err := c.srv.authHandler.Load().Authenticate(creds, c.nonce)
 	if err != nil {
-		c.srv.log.Info("authentication failed", "cid", c.cid, "ip", c.host, "credentials", creds)
+		c.srv.warnLimited(c.srv.authWarns, "authentication failed", func() []any {
+			user := creds.User
+			if user == "" {
+				user = creds.Nkey
+			}
+			// err names the user or key and the cause, never a secret.
+			return []any{"cid", c.cid, "addr", c.remoteAddr(), "name", co.Name, "user", user, "error", err}
+		})
 		c.sendErrAndClose("Authorization Violation", reasonAuthViolation)
 		return false
 	}
@@ -69,6 +76,7 @@ func (c *client) processConnect(arg []byte) bool {
 	}
 	c.mu.Unlock()
 	c.flushes[c] = struct{}{}
+	c.logConnected()
 	return true
 }
 

@@ -44,4 +44,15 @@
 // whose write does not complete within Options.WriteDeadline, is closed
 // without an -ERR (as nats-server does) and counted in slow_consumers; the
 // publisher and every other connection carry on.
+//
+// # Logs
+//
+// Connection lines follow nats-server's levels: a client connection's
+// creation, its accepted CONNECT (with the client's name) and its close
+// (with the /connz reason) are DEBUG, each with cid and addr. Failed
+// authentications and permission violations are WARN, naming the client,
+// the user and the subject, and rate limited per kind (logLimiter): a
+// misbehaving client can cause thousands a second. Secrets never reach a
+// line: only user names, public keys, subjects and auth's error texts are
+// logged.
 package server

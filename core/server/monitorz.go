@@ -40,6 +40,8 @@ func (s *Server) Varz() *monitor.Varz {
 		ID:               s.id,
 		Name:             opts.ServerName,
 		Version:          Version,
+		LeafboxVersion:   opts.BuildVersion,
+		GitCommit:        opts.BuildCommit,
 		Proto:            1,
 		Host:             opts.Host,
 		Port:             port,

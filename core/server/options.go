@@ -89,6 +89,12 @@ type Options struct {
 
 	// Logger receives the server's logs; nil discards them.
 	Logger *slog.Logger
+
+	// BuildVersion and BuildCommit are leafbox's own release version and
+	// VCS commit, shown in /varz as leafbox_version and git_commit and
+	// sent in INFO git_commit. The INFO and /varz "version" stays Version,
+	// the nats-server level clients detect features by.
+	BuildVersion, BuildCommit string
 }
 
 // Validate fills in defaults and rejects values that cannot work.

@@ -61,6 +61,7 @@ func (c *client) processSub(subj, queue, sid []byte) {
 		c.out = appendSubViolation(c.out, sub.subject, sub.queue)
 		c.mu.Unlock()
 		c.flushes[c] = struct{}{}
+		c.logSubViolation(sub.subject, sub.queue)
 		return
 	}
 	maxSubs := c.srv.options().MaxSubs
@@ -139,10 +140,12 @@ func (c *client) processPub(op *proto.Op) {
 	}
 	if len(op.Reply) > 0 && isReservedReply(op.Reply) {
 		c.sendErr(`Permissions Violation for Publish with Reply of "` + string(op.Reply) + `"`)
+		c.logPubViolation(op.Subject, op.Reply)
 		return
 	}
 	if id := c.ident.Load(); id != nil && id.Perms != nil && !c.pubAllowed(op.Subject, id) {
 		c.sendErr(`Permissions Violation for Publish to "` + string(op.Subject) + `"`)
+		c.logPubViolation(op.Subject, nil)
 		return
 	}
 	c.mu.Lock()

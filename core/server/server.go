@@ -56,6 +56,9 @@ type Server struct {
 
 	nextCID atomic.Uint64
 	stats   serverStats
+
+	// Rate limits of the WARN lines clients cause, one per kind.
+	authWarns, permWarns *logLimiter
 }
 
 // serverStats are the server-wide counters, read by monitoring.
@@ -79,6 +82,8 @@ func New(opts Options) (*Server, error) {
 		start:      time.Now(),
 		opts:       opts,
 		log:        opts.Logger,
+		authWarns:  newLogLimiter(warnBurst, warnRefill),
+		permWarns:  newLogLimiter(warnBurst, warnRefill),
 		clients:    make(map[uint64]*client),
 		accounts:   make(map[string]*account),
 		configTime: time.Now(),
@@ -167,6 +172,7 @@ func (s *Server) baseInfoLocked() proto.Info {
 		ServerID:     s.id,
 		ServerName:   s.opts.ServerName,
 		Version:      Version,
+		GitCommit:    s.opts.BuildCommit,
 		Proto:        1,
 		Go:           runtime.Version(),
 		Host:         host,
@@ -394,6 +400,7 @@ func (s *Server) Reload(opts Options) error {
 	s.mu.Lock()
 	opts.Port = old.Port
 	opts.Logger = old.Logger
+	opts.BuildVersion, opts.BuildCommit = old.BuildVersion, old.BuildCommit // the binary's, fixed
 	s.opts = opts
 	s.authHandler.Store(authn)
 	s.configTime = time.Now()

@@ -33,6 +33,9 @@ type Flags struct {
 	// discards them. Configuration values are never logged, so secrets in
 	// them cannot leak into logs.
 	Logger *slog.Logger
+	// Version and Commit are leafbox's build, reported in /varz
+	// (leafbox_version, git_commit).
+	Version, Commit string
 }
 
 // App is a running leafbox: the broker, the leafnode links to hubs and the
@@ -105,6 +108,7 @@ func Build(cfg *Config, flags Flags) (*App, error) {
 		return fail(err)
 	}
 	opts.Logger = log
+	opts.BuildVersion, opts.BuildCommit = flags.Version, flags.Commit
 	srv, err := server.New(opts)
 	if err != nil {
 		return fail(err)
@@ -153,7 +157,8 @@ func Build(cfg *Config, flags Flags) (*App, error) {
 // Start binds the client listener and, unless http_port is 0, the
 // monitoring listener, starts JetStream and the leafnode links (which
 // connect in the background), writes the ports file if asked to, and logs
-// the addresses. On error everything started is stopped again.
+// the addresses; "ready for clients" comes last. On error everything
+// started is stopped again.
 func (a *App) Start() error {
 	if err := a.srv.Start(); err != nil {
 		return err
@@ -170,7 +175,6 @@ func (a *App) Start() error {
 		a.log.Info("gateway identity", "public_key", id.PublicKey(), "server_name", a.srv.Name(),
 			"path", id.Path(), "generated", id.Generated())
 	}
-	a.log.Info("ready for clients", "url", ports.Nats[0])
 
 	if port := httpPort(cfg); port != 0 {
 		port = max(port, 0) // -1 asks for a free port
@@ -234,6 +238,9 @@ func (a *App) Start() error {
 		a.portsFile = path
 		a.log.Debug("wrote ports file", "path", path)
 	}
+	// Only now: JetStream, the uplinks and the downlinks run, so a client
+	// that acts on this line finds its streams and its store-and-forward.
+	a.log.Info("ready for clients", "url", ports.Nats[0])
 	return nil
 }
 

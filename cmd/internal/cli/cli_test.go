@@ -215,6 +215,7 @@ func TestRunRejectsBadArguments(t *testing.T) {
 		want string
 	}{
 		{[]string{"run", "--log-level", "loud"}, `leafbox: --log-level: "loud" is not one of debug, info, warn, error`},
+		{[]string{"run", "--log-format", "xml"}, `leafbox: --log-format: "xml" is not one of text, json`},
 		{[]string{"run", "--config", "/nonexistent.yaml"}, "leafbox: open /nonexistent.yaml: no such file or directory"},
 		{[]string{"run", "--port", "x"}, `leafbox: invalid argument "x" for "--port"`},
 		{[]string{"run", "extra"}, `leafbox: unknown command "extra" for "leafbox run"`},

@@ -93,8 +93,9 @@ func loadConfig(file string, o app.Overrides) (*app.Config, error) {
 	return cfg, nil
 }
 
-// newLogger returns a text logger to w at level: debug, info, warn or error.
-func newLogger(w io.Writer, level string) (*slog.Logger, error) {
+// newLogger returns a logger to w at level (debug, info, warn or error) in
+// format: text (slog's key=value lines) or json (one JSON object a line).
+func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 	var l slog.Level
 	switch strings.ToLower(level) {
 	case "debug":
@@ -108,5 +109,13 @@ func newLogger(w io.Writer, level string) (*slog.Logger, error) {
 	default:
 		return nil, fmt.Errorf("--log-level: %q is not one of debug, info, warn, error", level)
 	}
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
+	opts := &slog.HandlerOptions{Level: l}
+	switch strings.ToLower(format) {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	default:
+		return nil, fmt.Errorf("--log-format: %q is not one of text, json", format)
+	}
 }

@@ -20,6 +20,7 @@ type runFlags struct {
 	configFlags
 	config       string
 	logLevel     string
+	logFormat    string
 	portsFileDir string
 }
 
@@ -49,12 +50,13 @@ Signals:
 	fs.StringVarP(&f.config, "config", "c", "", "configuration file (YAML)")
 	f.configFlags.register(fs)
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fs.StringVar(&f.logFormat, "log-format", "text", "log format: text (key=value lines) or json (one object a line)")
 	fs.StringVar(&f.portsFileDir, "ports-file-dir", "", "write DIR/leafbox_<pid>.ports (JSON with the client and monitoring URLs); removed on exit")
 	return cmd
 }
 
 func run(cmd *cobra.Command, f *runFlags) error {
-	logger, err := newLogger(cmd.ErrOrStderr(), f.logLevel)
+	logger, err := newLogger(cmd.ErrOrStderr(), f.logLevel, f.logFormat)
 	if err != nil {
 		return err
 	}
@@ -66,7 +68,12 @@ func run(cmd *cobra.Command, f *runFlags) error {
 	if err != nil {
 		return err
 	}
-	a, err := app.Build(cfg, app.Flags{PortsFileDir: f.portsFileDir, Logger: logger})
+	bi := readBuildInfo()
+	flags := app.Flags{PortsFileDir: f.portsFileDir, Logger: logger, Version: bi.Version, Commit: bi.Commit}
+	if flags.Commit == unknownCommit {
+		flags.Commit = "" // /varz omits git_commit, as nats-server does without one
+	}
+	a, err := app.Build(cfg, flags)
 	if err != nil {
 		return err
 	}
@@ -82,7 +89,7 @@ func run(cmd *cobra.Command, f *runFlags) error {
 	if f.config != "" {
 		source = f.config
 	}
-	logger.Info("starting leafbox", "version", versionString(), "config", source, "pid", os.Getpid())
+	logger.Info("starting leafbox", "version", bi.String(), "config", source, "pid", os.Getpid())
 	if err := a.Start(); err != nil {
 		return err
 	}

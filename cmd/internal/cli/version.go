@@ -4,64 +4,104 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/debug"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
 
-// version is the release version, set at link time by scripts/build:
+// version and commit are set at link time by scripts/build:
 //
-//	-ldflags "-X github.com/leafbox/leafbox/cmd/internal/cli.version=v1.2.3"
+//	-ldflags "-X github.com/leafbox/leafbox/cmd/internal/cli.version=v1.2.3
+//	          -X github.com/leafbox/leafbox/cmd/internal/cli.commit=<sha>[-dirty]"
 //
-// When empty, the module version from the build information is used.
-var version string
+// When empty, the build information the Go toolchain records is used: the
+// module version, and the VCS revision (vcs.revision, with "-dirty" when
+// vcs.modified), which `go build` records in a git checkout.
+var version, commit string
 
-// buildInfo is what `leafbox version` reports.
+// unknownCommit is the commit of a binary built without VCS information.
+const unknownCommit = "unknown"
+
+// buildInfo is what `leafbox version` and /varz report.
 type buildInfo struct {
 	Version  string // release or module version; "devel" for a local build
-	Commit   string // VCS revision, "unknown" when not recorded
-	Modified bool   // the work tree had uncommitted changes
+	Commit   string // VCS revision, "-dirty" appended for uncommitted changes; "unknown" when not recorded
 	Go       string // Go toolchain version
 	Platform string // GOOS/GOARCH
 }
 
+// readBuildInfo returns this binary's build information.
 func readBuildInfo() buildInfo {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		info = nil
+	}
+	return parseBuildInfo(info, version, commit)
+}
+
+// parseBuildInfo combines the link-time stamps (ldVersion, ldCommit; ""
+// when not stamped) with the toolchain's build information (nil when the
+// binary has none).
+func parseBuildInfo(info *debug.BuildInfo, ldVersion, ldCommit string) buildInfo {
 	bi := buildInfo{
-		Version:  version,
-		Commit:   "unknown",
+		Version:  ldVersion,
+		Commit:   ldCommit,
 		Go:       runtime.Version(),
 		Platform: runtime.GOOS + "/" + runtime.GOARCH,
 	}
-	info, ok := debug.ReadBuildInfo()
-	if ok {
+	if info != nil {
 		if bi.Version == "" && info.Main.Version != "" && info.Main.Version != "(devel)" {
 			bi.Version = info.Main.Version
 		}
+		if info.GoVersion != "" {
+			bi.Go = info.GoVersion
+		}
+		var revision string
+		var modified bool
 		for _, s := range info.Settings {
 			switch s.Key {
 			case "vcs.revision":
-				bi.Commit = s.Value
+				revision = s.Value
 			case "vcs.modified":
-				bi.Modified = s.Value == "true"
+				modified = s.Value == "true"
+			}
+		}
+		if bi.Commit == "" && revision != "" {
+			bi.Commit = revision
+			if modified {
+				bi.Commit += "-dirty"
 			}
 		}
 	}
 	if bi.Version == "" {
 		bi.Version = "devel"
 	}
+	if bi.Commit == "" {
+		bi.Commit = unknownCommit
+	}
 	return bi
 }
 
-func versionString() string {
-	bi := readBuildInfo()
-	commit := bi.Commit
-	if len(commit) > 12 {
-		commit = commit[:12]
+// shortCommit is the commit cut to 12 hex digits, keeping "-dirty".
+func (bi buildInfo) shortCommit() string {
+	const n = 12
+	rev, dirty := strings.CutSuffix(bi.Commit, "-dirty")
+	if len(rev) > n {
+		rev = rev[:n]
 	}
-	if bi.Modified {
-		commit += "-modified"
+	if dirty {
+		rev += "-dirty"
 	}
-	return fmt.Sprintf("%s (commit %s, %s, %s)", bi.Version, commit, bi.Go, bi.Platform)
+	return rev
 }
+
+// String is the one-line form: "v1.2.3 (commit 0123456789ab-dirty,
+// go1.26.0, linux/arm64)".
+func (bi buildInfo) String() string {
+	return fmt.Sprintf("%s (commit %s, %s, %s)", bi.Version, bi.shortCommit(), bi.Go, bi.Platform)
+}
+
+func versionString() string { return readBuildInfo().String() }
 
 func newVersionCmd() *cobra.Command {
 	return &cobra.Command{
@@ -70,12 +110,8 @@ func newVersionCmd() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			bi := readBuildInfo()
-			modified := ""
-			if bi.Modified {
-				modified = " (modified)"
-			}
-			_, err := fmt.Fprintf(cmd.OutOrStdout(), "leafbox %s\ncommit:   %s%s\ngo:       %s\nplatform: %s\n",
-				bi.Version, bi.Commit, modified, bi.Go, bi.Platform)
+			_, err := fmt.Fprintf(cmd.OutOrStdout(), "leafbox %s\ncommit:   %s\ngo:       %s\nplatform: %s\n",
+				bi.Version, bi.Commit, bi.Go, bi.Platform)
 			return err
 		},
 	}
