@@ -682,7 +682,7 @@ func (o *Outbox) round(ctx context.Context) (progress bool, err error) {
 	o.rounds++
 	prefix := o.inbox + strconv.FormatUint(o.rounds, 10) + "."
 	pending := map[uint64]sentMsg{}
-	var order []inflight        // sent, in sequence order; acked entries are skipped lazily
+	var order []inflight // sent, in sequence order; acked entries are skipped lazily
 	next := o.stream.State().FirstSeq
 	var sm store.Msg
 	timer := time.NewTimer(time.Hour)
@@ -810,9 +810,9 @@ func (o *Outbox) round(ctx context.Context) (progress bool, err error) {
 
 // pubAck is the hub's answer to a JetStream publish.
 type pubAck struct {
-	Stream    string `json:"stream"`
-	Seq       uint64 `json:"seq"`
-	Duplicate bool   `json:"duplicate"`
+	Stream    string    `json:"stream"`
+	Seq       uint64    `json:"seq"`
+	Duplicate bool      `json:"duplicate"`
 	Error     *apiError `json:"error"`
 }
 
