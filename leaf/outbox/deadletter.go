@@ -341,3 +341,10 @@ func removeHeaders(hdr []byte, drop func(name string) bool) []byte {
 func hasPrefixFold(s, prefix string) bool {
 	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
 }
+
+// MsgID returns the Nats-Msg-Id the forwarder sends outbox message seq
+// with when its publisher set none.
+func (o *Outbox) MsgID(seq uint64) string {
+	id, _ := lookupHeader(o.header(nil, seq), HeaderMsgID)
+	return id
+}
