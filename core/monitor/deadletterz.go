@@ -43,15 +43,15 @@ type DeadLetterProvider interface {
 
 // DeadLetterInfo describes one dead-lettered message.
 type DeadLetterInfo struct {
-	Uplink    string    `json:"uplink"`            // Uplink is the uplink the message belongs to.
-	Seq       uint64    `json:"seq"`               // Seq is its sequence in the dead-letter store, which requeue takes.
-	Subject   string    `json:"subject"`           // Subject is the captured (local) subject.
-	Size      int       `json:"size"`              // Size is its header and payload bytes.
-	Reason    string    `json:"reason"`            // Reason says why the hub refused it ("no_stream", "wrong_stream", "too_large", ...).
-	Error     string    `json:"error,omitempty"`   // Error is the hub's error.
-	Time      time.Time `json:"time"`              // Time is when it was dead-lettered.
-	OutboxSeq uint64    `json:"outbox_seq"`        // OutboxSeq is its former sequence in the outbox.
-	MsgID     string    `json:"msg_id,omitempty"`  // MsgID is the Nats-Msg-Id it was sent with.
+	Uplink    string    `json:"uplink"`             // Uplink is the uplink the message belongs to.
+	Seq       uint64    `json:"seq"`                // Seq is its sequence in the dead-letter store, which requeue takes.
+	Subject   string    `json:"subject"`            // Subject is the captured (local) subject.
+	Size      int       `json:"size"`               // Size is its header and payload bytes.
+	Reason    string    `json:"reason"`             // Reason says why the hub refused it ("no_stream", "wrong_stream", "too_large", ...).
+	Error     string    `json:"error,omitempty"`    // Error is the hub's error.
+	Time      time.Time `json:"time"`               // Time is when it was dead-lettered.
+	OutboxSeq uint64    `json:"outbox_seq"`         // OutboxSeq is its former sequence in the outbox.
+	MsgID     string    `json:"msg_id,omitempty"`   // MsgID is the Nats-Msg-Id it was sent with.
 	Refusals  int       `json:"refusals,omitempty"` // Refusals is how many permanent refusals it got.
 }
 
