@@ -379,3 +379,30 @@ func TestRequeueKeepsOriginalID(t *testing.T) {
 	ack(ob, p, "S")
 	eventually(t, "acked", func() bool { return ob.Status().Acked == 1 })
 }
+
+// TestMissingPubAckConfirmedByLookup: a message the hub receives (a
+// plain subscriber has interest) but no stream stores gets no PubAck;
+// the lookup after the timeout finds no stream and dead-letters it.
+func TestMissingPubAckConfirmedByLookup(t *testing.T) {
+	hub := &lookupHub{fakeHub: newFakeHub(true), subject: "-", lookups: make(chan string, 100),
+		answer: `{"type":"io.nats.jetstream.api.v1.stream_names_response","total":0,"streams":null}`}
+	ob, _, _ := newDLOutbox(t, hub, Config{HubDomain: "hub", DeadLetterAfter: 1, Window: 1, AckTimeout: 20 * time.Millisecond})
+	hub.ob = ob
+	capture(t, ob, 2, 0)
+	requireNoError(t, ob.Start(context.Background()))
+	if p := hub.next(t); p.subject != "telemetry.0" {
+		t.Fatalf("sent %q", p.subject)
+	}
+	if q := <-hub.lookups; q != `{"subject":"telemetry.0"}` {
+		t.Fatalf("lookup %s", q)
+	}
+	p := hub.next(t)
+	if p.subject != "telemetry.1" {
+		t.Fatalf("after the dead letter: sent %q", p.subject)
+	}
+	ack(ob, p, "S")
+	eventually(t, "acked", func() bool { return ob.Status().Acked == 1 })
+	if st := ob.Status(); st.DeadLettered != 1 {
+		t.Fatalf("status %+v", st)
+	}
+}

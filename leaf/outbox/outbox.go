@@ -667,7 +667,6 @@ func (o *Outbox) run(ctx context.Context) {
 type inflight struct {
 	seq      uint64
 	deadline time.Time
-	subject  string // as published
 }
 
 // sentMsg is a message published in the current round.
@@ -762,7 +761,7 @@ func (o *Outbox) round(ctx context.Context) (progress bool, err error) {
 				first = !own
 			}
 			pending[m.Seq] = sentMsg{size: size, first: first}
-			order = append(order, inflight{seq: m.Seq, deadline: time.Now().Add(o.cfg.AckTimeout), subject: subj})
+			order = append(order, inflight{seq: m.Seq, deadline: time.Now().Add(o.cfg.AckTimeout)})
 			o.inFlight.Store(int64(len(pending)))
 		}
 		o.sched.idle(o.slot) // nothing more to send until an ack or a capture
@@ -796,7 +795,13 @@ func (o *Outbox) round(ctx context.Context) (progress bool, err error) {
 		case <-timeout:
 			head := order[0]
 			err := fmt.Errorf("%w: sequence %d after %v", ErrAckTimeout, head.seq, o.cfg.AckTimeout)
-			dead, ferr := o.failed(ctx, head.seq, head.subject, err)
+			subj := "" // what a stream lookup asks for (see failed)
+			if o.cfg.HubDomain != "" {
+				if m, lerr := o.stream.Load(head.seq, &sm); lerr == nil {
+					subj = o.HubSubject(m.Subject)
+				}
+			}
+			dead, ferr := o.failed(ctx, head.seq, subj, err)
 			if !dead {
 				return progress, ferr
 			}
@@ -825,7 +830,7 @@ type pubAck struct {
 func (o *Outbox) failed(ctx context.Context, seq uint64, subject string, err error) (bool, error) {
 	var rf *RefusedError
 	if !errors.As(err, &rf) {
-		if o.cfg.HubDomain == "" || !(errors.Is(err, ErrNoResponders) || errors.Is(err, ErrAckTimeout)) {
+		if o.cfg.HubDomain == "" || subject == "" || !(errors.Is(err, ErrNoResponders) || errors.Is(err, ErrAckTimeout)) {
 			return false, err
 		}
 		lerr := o.lookupStream(ctx, subject)
