@@ -133,10 +133,11 @@ func TestUplinkOversizedDeadLettered(t *testing.T) {
 	}
 }
 
-// TestUplinkHubRestartNotDeadLettered: a hub restart while the uplink
-// forwards is transient, even with dead_letter_after: 1: nothing is
-// dead-lettered, nothing is refused, and every message arrives once, in
-// order.
+// TestUplinkHubRestartNotDeadLettered: a hub that hangs (SIGSTOP: the
+// link stays up, PubAcks and stream lookups go unanswered) and is then
+// restarted while the uplink forwards is transient, even with
+// dead_letter_after: 1: nothing is refused or dead-lettered, and every
+// message arrives once, in order.
 func TestUplinkHubRestartNotDeadLettered(t *testing.T) {
 	const before, during = 50, 50
 	ctx, cancel := context.WithTimeout(context.Background(), 6*testTimeout)
@@ -159,8 +160,13 @@ func TestUplinkHubRestartNotDeadLettered(t *testing.T) {
 	}
 	state := func() string { return fmt.Sprintf("uplink %+v", a.UplinkStatus()[0]) }
 	publish(0, before)
-	hub.Kill()
+	awaitStreamMsgs(t, ctx, stream, before, state)
+	hub.Pause()
 	publish(before, before+during/2)
+	awaitCond(t, ctx, "a PubAck times out at the hung hub", func() (bool, string) {
+		st := a.UplinkStatus()[0]
+		return st.Retries > 0 || st.Refusals > 0, state()
+	})
 	hub.Restart()
 	publish(before+during/2, before+during)
 	_, stream = hubJetStream(t, ctx, hub, "SITE")
