@@ -237,11 +237,10 @@ func TestPublishRefusalDeadLetters(t *testing.T) {
 // with the given names response.
 type lookupHub struct {
 	*fakeHub
-	ob       *Outbox
-	subject  string
-	answer   string // "" answers nothing
-	lookups  chan string
-	sentDrop bool
+	ob      *Outbox
+	subject string
+	answer  string // "" answers nothing
+	lookups chan string
 }
 
 func (h *lookupHub) Publish(subject, reply string, hdr, data []byte) error {
