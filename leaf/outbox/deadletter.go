@@ -29,6 +29,11 @@ const (
 // brings them back.
 const DropRejectedByHub = "rejected_by_hub"
 
+// DropDeadLetterLimits is the Status.Dropped reason of dead-lettered
+// messages the dead-letter stream evicted by its own limits (its oldest
+// go first); those are lost.
+const DropDeadLetterLimits = "dead_letter_limits"
+
 // DeadLetter describes one dead-lettered message.
 type DeadLetter struct {
 	// Seq is its sequence in the dead-letter stream, which Requeue takes.

@@ -405,3 +405,21 @@ func TestMissingPubAckConfirmedByLookup(t *testing.T) {
 		t.Fatalf("status %+v", st)
 	}
 }
+
+// TestDeadLetterLimitsCounted: a dead-letter stream full under its
+// limits evicts its oldest entry, and Status counts it as dropped.
+func TestDeadLetterLimitsCounted(t *testing.T) {
+	hub := newFakeHub(true)
+	s := newMem(t, store.Config{})
+	dl := newMem(t, store.Config{MaxMsgs: 1})
+	ob := newOutbox(t, s, hub, Config{Stream: "S", DeadLetter: dl, DeadLetterAfter: 1, RetryMin: time.Millisecond, RetryMax: time.Millisecond})
+	capture(t, ob, 2, 0)
+	requireNoError(t, ob.Start(context.Background()))
+	for range 2 {
+		errAck(ob, hub.next(t), 400, 10060, "expected stream does not match")
+	}
+	eventually(t, "both dead-lettered", func() bool { return ob.Status().DeadLettered == 2 })
+	if st := ob.Status(); st.DeadLetterMsgs != 1 || st.Dropped[DropDeadLetterLimits] != 1 || st.Dropped[DropLimits] != 0 {
+		t.Fatalf("status %+v", st)
+	}
+}

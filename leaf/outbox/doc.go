@@ -119,6 +119,10 @@
 // ordinary acknowledgement. (A late PubAck from an earlier round carries
 // no "first send" mark and is taken as ordinary.)
 //
+// The dead-letter stream's own limits bound it (cmd/internal/app gives it
+// the outbox's max_bytes and max_msgs, discarding old): what it evicts is
+// counted as dropped "dead_letter_limits".
+//
 // Without Config.DeadLetter refusals are only counted and the message is
 // retried in order forever, as it was before dead letters.
 //

@@ -50,7 +50,7 @@ const (
 
 // DropReasons lists every reason Status.Dropped can hold, for monitoring
 // that reports each one, zero included.
-var DropReasons = []string{DropLimits, DropAge, DropRejected, DropDiskLow, DropStoreFull, DropStoreError, DropRejectedByHub}
+var DropReasons = []string{DropLimits, DropAge, DropRejected, DropDiskLow, DropStoreFull, DropStoreError, DropRejectedByHub, DropDeadLetterLimits}
 
 // Errors the forwarder records in Status.LastError.
 var (
@@ -269,6 +269,7 @@ type Outbox struct {
 	lastRefusal                      atomic.Pointer[refusal]
 	refusedCount                     map[uint64]int
 	sentMax, openSeq, lookups        uint64
+	deadBase                         uint64 // messages in the dead-letter stream at New
 	lookupCh                         chan lookupAnswer // answers to stream lookups
 	requeueMu                        sync.Mutex
 
@@ -387,6 +388,9 @@ func New(stream store.Stream, hub Hub, cfg Config) (*Outbox, error) {
 	o.durable.Store(stream.State().LastSeq) // recovered: on disk
 	o.written.Store(o.durable.Load())
 	o.openSeq = o.durable.Load()
+	if cfg.DeadLetter != nil {
+		o.deadBase = cfg.DeadLetter.State().Msgs
+	}
 	return o, nil
 }
 
@@ -594,6 +598,11 @@ func (o *Outbox) Status() Status {
 	s.HubDuplicatesUnexpected = o.dupUnexpected.Load()
 	if o.cfg.DeadLetter != nil {
 		s.DeadLetterMsgs = o.cfg.DeadLetter.State().Msgs
+		// What entered the dead-letter stream and did not leave through
+		// a requeue was evicted by its limits.
+		if in, out := o.deadBase+dead, o.requeued.Load()+s.DeadLetterMsgs; in > out {
+			s.Dropped[DropDeadLetterLimits] = in - out
+		}
 	}
 	if r := o.lastRefusal.Load(); r != nil {
 		s.LastRejection, s.LastRejectionAt = r.text, r.at
