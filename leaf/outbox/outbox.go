@@ -269,7 +269,7 @@ type Outbox struct {
 	lastRefusal                      atomic.Pointer[refusal]
 	refusedCount                     map[uint64]int
 	sentMax, openSeq, lookups        uint64
-	deadBase                         uint64 // messages in the dead-letter stream at New
+	deadBase                         uint64            // messages in the dead-letter stream at New
 	lookupCh                         chan lookupAnswer // answers to stream lookups
 	requeueMu                        sync.Mutex
 
