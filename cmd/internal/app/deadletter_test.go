@@ -3,6 +3,8 @@ package app
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"strconv"
 	"strings"
 	"testing"
@@ -11,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/leafbox/leafbox/core/monitor"
 	"github.com/leafbox/leafbox/leaf/leaftest"
 	"github.com/leafbox/leafbox/leaf/outbox"
 )
@@ -60,7 +63,7 @@ func TestUplinkPoisonMessageDeadLettered(t *testing.T) {
 	defer cancel()
 	hub, _, stream := startJSHub(t, ctx, leaftest.HubOptions{Name: "hub-poison"}, "hub",
 		jetstream.StreamConfig{Name: "SITE", Subjects: []string{"site1.telemetry.>"}})
-	a := startGateway(t, "server_name: gw1\n"+
+	a := startGateway(t, "server_name: gw1\nhttp_port: -1\n"+
 		"leafnodes: {remotes: [{url: '"+hub.LeafURL()+"'}]}\n"+
 		"uplinks: [{name: tel, subjects: [telemetry.>, other.>], hub_subject_prefix: site1., stream: SITE, hub_domain: hub,"+
 		" drain_jitter: 0s, dead_letter_after: 2}]\n", Flags{})
@@ -78,6 +81,29 @@ func TestUplinkPoisonMessageDeadLettered(t *testing.T) {
 	if len(list) != 1 || list[0].Subject != "other.x" || list[0].Reason != outbox.ReasonNoStream || list[0].OutboxSeq != 2 ||
 		list[0].MsgID == "" || list[0].Refusals != 2 {
 		t.Fatalf("dead letters %+v", list)
+	}
+
+	mon := "http://" + a.MonitorAddr().String()
+	var uz monitor.Uplinkz
+	getJSON(t, mon+"/uplinkz", &uz)
+	if u := uz.Uplinks[0]; u.DeadLettered != 1 || u.DeadLetterMsgs != 1 || u.LastRejectionAt == nil ||
+		u.LastRejectionAgeSeconds <= 0 || !strings.Contains(u.LastRejection, "no_stream") {
+		t.Fatalf("/uplinkz %+v", u)
+	}
+	resp, err := http.Get(mon + "/metrics")
+	requireNoError(t, err)
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	requireNoError(t, err)
+	for _, want := range []string{
+		`leafbox_uplink_dropped_total{uplink="tel",reason="rejected_by_hub"} 1`,
+		`leafbox_uplink_dead_letter_messages{uplink="tel"} 1`,
+		`leafbox_uplink_hub_refusals_total{uplink="tel"} 2`,
+		`leafbox_uplink_hub_duplicates_unexpected_total{uplink="tel"} 0`,
+	} {
+		if !strings.Contains(string(body), want+"\n") {
+			t.Errorf("/metrics lacks %q", want)
+		}
 	}
 }
 
