@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -250,4 +251,34 @@ func TestDeniedTrafficNeverCrosses(t *testing.T) {
 	if m := next(t, noisy); m.Subject != "fine.1" {
 		t.Fatalf("delivered %q", m.Subject)
 	}
+}
+
+// TestPublishRefusals: Link.Publish refuses a message above the hub's
+// max_payload (the hub would close the link on it), and, after the hub
+// answered a publish with a permissions violation -ERR, that subject
+// (which nats-server also closes the link for), but not others.
+func TestPublishRefusals(t *testing.T) {
+	fake := leaftest.StartFakeHub(t)
+	g := startGatewayNoWait(t, testConfig(fake.URL()))
+	hub := fake.Accept()
+	hub.Handshake()
+	hub.Expect("LS+ $LDS.")
+	hub.Send("LS+ up.>\r\nPING\r\n")
+	hub.Expect("PONG")
+	g.waitFor(t, "connected", func(st leaf.Status) bool { return st.State == leaf.StateConnected })
+
+	big := make([]byte, 1048577) // the fake hub's max_payload is 1048576
+	if err := g.link.Publish("up.big", "", nil, big); !errors.Is(err, leaf.ErrMaxPayload) {
+		t.Fatalf("Publish above max_payload: %v, want ErrMaxPayload", err)
+	}
+	mustNoErr(t, g.link.Publish("up.denied", "", nil, []byte("x")))
+	hub.Expect("LMSG up.denied")
+	hub.Expect("x")
+	hub.Send("-ERR 'Permissions Violation for Publish to \"up.denied\"'\r\n")
+	g.waitFor(t, "the -ERR", func(st leaf.Status) bool { return strings.Contains(st.LastError, "Permissions Violation") })
+	if err := g.link.Publish("up.denied", "", nil, []byte("x")); !errors.Is(err, leaf.ErrNotPermitted) {
+		t.Fatalf("Publish after the violation: %v, want ErrNotPermitted", err)
+	}
+	mustNoErr(t, g.link.Publish("up.ok", "", nil, []byte("x")))
+	hub.Expect("LMSG up.ok")
 }

@@ -55,12 +55,15 @@ type Link struct {
 	connects    uint64
 	lastErr     error
 	lastErrAt   time.Time
-	retryAt     time.Time     // when the next connect attempt starts
-	changed     chan struct{} // closed and replaced on every state change
-	started     bool
-	closed      bool
-	cancel      context.CancelFunc
-	done        chan struct{} // closed when the run goroutine returns
+	retryAt     time.Time // when the next connect attempt starts
+	// pubViolations holds the subjects the hub refused with a publish
+	// permissions violation -ERR, and when (see Publish).
+	pubViolations map[string]time.Time
+	changed       chan struct{} // closed and replaced on every state change
+	started       bool
+	closed        bool
+	cancel        context.CancelFunc
+	done          chan struct{} // closed when the run goroutine returns
 }
 
 // New validates cfg (filling in defaults), checks that its credentials can

@@ -164,6 +164,7 @@ func (s *session) handle(op *proto.Op) error {
 		text := string(op.Arg)
 		s.link.log.Warn("leaf: hub error", "url", s.remote.redacted(), "error", text)
 		s.link.setError(&HubError{Text: text})
+		s.link.notePubViolation(text)
 		if d := errorDelay(text); d > 0 {
 			s.delay = d
 		}

@@ -62,7 +62,8 @@ type handler struct {
 
 // NewHandler returns the monitoring HTTP handler over p. It serves /,
 // /varz, /connz, /subsz, /subscriptionsz, /accountz, /healthz, /jsz,
-// /leafz, /uplinkz, /routez, /gatewayz and /metrics; any other path is 404. Every
+// /leafz, /uplinkz (with /uplinkz/deadletter and, by POST,
+// /uplinkz/deadletter/requeue), /routez, /gatewayz and /metrics; any other path is 404. Every
 // response carries Access-Control-Allow-Origin: *. JSON responses have
 // Content-Type application/json, or application/javascript when a valid
 // JSONP callback parameter wraps them. A bad query parameter is answered
@@ -87,6 +88,8 @@ func NewHandler(p Provider) http.Handler {
 	h.route(JszPath, JszPath, h.serveJsz)
 	h.route(LeafzPath, LeafzPath, h.serveLeafz)
 	h.route(UplinkzPath, UplinkzPath, h.serveUplinkz)
+	h.route("GET "+DeadLetterzPath, DeadLetterzPath, h.serveDeadLetterz)
+	h.route("POST "+RequeuePath, RequeuePath, h.serveRequeue)
 	h.route(RoutezPath, RoutezPath, h.serveRoutez)
 	h.route(GatewayzPath, GatewayzPath, h.serveGatewayz)
 	h.route(MetricsPath, MetricsPath, h.serveMetrics)

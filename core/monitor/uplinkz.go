@@ -68,6 +68,17 @@ type UplinkInfo struct {
 	DailyBudget    int64   `json:"daily_budget,omitempty"` // DailyBudget is the uplink's bytes per UTC day; 0 is unlimited.
 	BudgetUsed     int64   `json:"budget_used"`            // BudgetUsed is the bytes the uplink published today (UTC).
 	Waiting        string  `json:"waiting,omitempty"`      // Waiting is why the scheduler holds the uplink: "rate", "priority" or "budget".
+
+	// Dead letters: messages the hub refused for good, moved aside so
+	// that the uplink goes on (also counted in Dropped["rejected_by_hub"]).
+	DeadLettered            uint64     `json:"dead_lettered"`                        // DeadLettered counts messages moved to the dead-letter store.
+	DeadLetterMsgs          uint64     `json:"dead_letter_msgs"`                     // DeadLetterMsgs is how many the dead-letter store holds now.
+	Requeued                uint64     `json:"requeued,omitempty"`                   // Requeued counts dead-lettered messages moved back to the outbox.
+	Refusals                uint64     `json:"hub_refusals,omitempty"`               // Refusals counts permanent refusals by the hub, each attempt.
+	HubDuplicatesUnexpected uint64     `json:"hub_duplicates_unexpected"`            // HubDuplicatesUnexpected counts duplicate PubAcks for messages sent once (id collisions).
+	LastRejection           string     `json:"last_rejection,omitempty"`             // LastRejection is the last permanent refusal.
+	LastRejectionAt         *time.Time `json:"last_rejection_at,omitempty"`          // LastRejectionAt is when it happened.
+	LastRejectionAgeSeconds float64    `json:"last_rejection_age_seconds,omitempty"` // LastRejectionAgeSeconds is its age.
 }
 
 // buildUplinkz shapes the provider's uplinks.

@@ -91,6 +91,75 @@
 // receives in the order received; a retried round resends from the oldest
 // message not yet acknowledged.
 //
+// # Dead letters: refusals that never end
+//
+// A failed message is either transient (retried in order, as above) or
+// refused for good. Permanent are: an error PubAck whose err_code is about
+// the message itself (10060 expected stream mismatch, 10054 and 10097 too
+// large for the stream, a publisher's expectation header such as 10071,
+// a sealed stream, a per-message TTL, counter or schedule header the
+// stream refuses: see permanentCodes in refusal.go); a *RefusedError the
+// Hub returns from Publish for what it knows before sending (a message
+// above the hub's max_payload, which would make the hub close the link;
+// a subject the link may not publish, or that the hub answered with a
+// "Permissions Violation for Publish" -ERR); and "no stream captures the
+// subject". That last one is ambiguous on its own: the hub has no
+// interest in the subject (ErrNoResponders from Publish) or sends no
+// PubAck also while it restarts and restores its streams. So with
+// Config.HubDomain the forwarder asks the hub's JetStream, as the official
+// clients look a stream up by subject:
+//
+//	$JS.<hub domain>.API.STREAM.NAMES  {"subject":"<hub subject>"}
+//
+// with the reply subject InboxPrefix()+"q."+<n>, over the same path as the
+// messages (the leaf link denies $JS.API.>, so the hub must have a
+// domain). Only a stream names response with no stream is a refusal
+// (ReasonNoStream); an API error (10008 during a leader election), no
+// answer within 2 s, or no interest in the API at all is transient.
+// Everything else is transient: no responders without HubDomain, missing
+// PubAcks, a lost link, and JetStream's temporary errors (10008, 10023,
+// 10039, 10047, 10076, 10077, 10118, 10158, 10163, unknown codes).
+//
+// Each permanent refusal is counted (Status.Refusals, LastRejection). At
+// the Config.DeadLetterAfter-th refusal of one message (3 by default; the
+// refusals of the rounds between are retried with the usual backoff) it is
+// moved to Config.DeadLetter: stored there, durably, with its original
+// subject, header and payload, the Nats-Msg-Id it was sent with, and
+//
+//	Leafbox-Dead-Reason: no_stream | wrong_stream | too_large | permission | hub_error | duplicate_id
+//	Leafbox-Dead-Error: <the hub's error, one line>
+//	Leafbox-Dead-Time: <RFC 3339 UTC>
+//	Leafbox-Dead-Seq: <outbox sequence>
+//	Leafbox-Dead-Refusals: <count>
+//
+// and only then removed from the outbox (a crash between the two leaves a
+// copy in both, never in neither). It is counted in Status.DeadLettered
+// and Dropped["rejected_by_hub"], and forwarding goes on with the next
+// message without ending the round; the order of the others is kept. A
+// dead-lettered message is not lost: DeadLetters lists them and Requeue
+// (RequeueAll) moves them back to the outbox's tail, durable there before
+// they leave the dead-letter stream, without their Leafbox-Dead-* headers.
+// They keep their original Nats-Msg-Id, so that the hub's duplicate window
+// still drops one the hub did store after all; a message refused as
+// duplicate_id gets a new one (the forwarder's, for its new sequence).
+//
+// A PubAck with "duplicate": true for a message sent for the first time
+// (captured by this process, never sent before, with the forwarder's own
+// Nats-Msg-Id) means the hub dropped a message it never had: its id
+// collided with another's. It is counted (Status.HubDuplicatesUnexpected),
+// not acknowledged, and dead-lettered at once as duplicate_id, so that a
+// technician can requeue it with a fresh id. A duplicate PubAck after a
+// resend, or for a message captured before the process started, is an
+// ordinary acknowledgement. (A late PubAck from an earlier round carries
+// no "first send" mark and is taken as ordinary.)
+//
+// The dead-letter stream's own limits bound it (cmd/internal/app gives it
+// the outbox's max_bytes and max_msgs, discarding old): what it evicts is
+// counted as dropped "dead_letter_limits".
+//
+// Without Config.DeadLetter refusals are only counted and the message is
+// retried in order forever, as it was before dead letters.
+//
 // # Limits and loss
 //
 // The stream's limits (MaxMsgs, MaxBytes, Discard) bound the backlog.
@@ -100,7 +169,8 @@
 // messages expired by Config.MaxAge count as "max_age"; messages rejected
 // under DiscardNew count as "rejected"; messages the store cannot take
 // because the disk is full (store.ErrStoreFull, ENOSPC) as "store_full";
-// other store errors as "store_error". Nothing is dropped silently. On a
+// other store errors as "store_error"; messages moved to the dead-letter
+// stream as "rejected_by_hub" (see above). Nothing is dropped silently. On a
 // full disk the backlog stays and is forwarded, but a message is removed
 // only when its removal can be written, so the forwarder retries until
 // space returns; the hub's duplicate window absorbs the copies. Bound the

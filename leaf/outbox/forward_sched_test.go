@@ -58,8 +58,12 @@ func TestStreamResetDetected(t *testing.T) {
 	state := filepath.Join(t.TempDir(), "up.state.json")
 	s := newMem(t, store.Config{})
 	hub := newFakeHub(true)
+	// Captured by an earlier process, which may have sent them: a
+	// duplicate PubAck is an ordinary one.
 	ob := newOutbox(t, s, hub, Config{StateFile: state, Stream: "S"})
 	capture(t, ob, 3, 0)
+	requireNoError(t, ob.Close())
+	ob = newOutbox(t, s, hub, Config{StateFile: state, Stream: "S"})
 	requireNoError(t, ob.Start(context.Background()))
 	ackSeq(ob, hub.next(t), "S", 10, false)
 	ackSeq(ob, hub.next(t), "S", 11, false)

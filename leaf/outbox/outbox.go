@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/leafbox/leafbox/core/proto"
 	"github.com/leafbox/leafbox/leaf/internal/runstate"
 	"github.com/leafbox/leafbox/store"
 	"github.com/leafbox/leafbox/store/jsapi"
@@ -52,7 +53,7 @@ const (
 
 // DropReasons lists every reason Status.Dropped can hold, for monitoring
 // that reports each one, zero included.
-var DropReasons = []string{DropLimits, DropAge, DropRejected, DropDiskLow, DropStoreFull, DropStoreError}
+var DropReasons = []string{DropLimits, DropAge, DropRejected, DropDiskLow, DropStoreFull, DropStoreError, DropRejectedByHub, DropDeadLetterLimits}
 
 // Errors the forwarder records in Status.LastError.
 var (
@@ -144,6 +145,21 @@ type Config struct {
 	// stream, to detect a recreated stream across restarts; "" keeps it
 	// in memory only.
 	StateFile string
+
+	// DeadLetter, when set, is the stream the messages the hub refuses
+	// for good move to (see doc.go, "Dead letters"); it must sync in
+	// Store. Without it a refused message is counted and retried in
+	// order forever.
+	DeadLetter store.Stream
+	// DeadLetterAfter is how many permanent refusals of one message move
+	// it to DeadLetter (DefaultDeadLetterAfter when 0).
+	DeadLetterAfter int
+	// HubDomain is the hub's JetStream domain. When set, a message the hub
+	// has no interest in, or whose PubAck is missing, is looked up with
+	// $JS.<HubDomain>.API.STREAM.NAMES: a definite "no stream captures
+	// it" is a permanent refusal (ReasonNoStream). Without it such
+	// failures are transient.
+	HubDomain string
 }
 
 // State is what the forwarder is doing.
@@ -212,6 +228,20 @@ type Status struct {
 	// Waiting is why the Scheduler holds the forwarder: WaitRate,
 	// WaitPriority, WaitBudget, or "" when it is not held.
 	Waiting string
+
+	// Refusals counts permanent refusals by the hub (each attempt);
+	// DeadLettered the messages moved to the dead-letter stream (also
+	// Dropped[DropRejectedByHub]), Requeued those moved back, and
+	// DeadLetterMsgs what the dead-letter stream holds now.
+	Refusals, DeadLettered, Requeued, DeadLetterMsgs uint64
+	// HubDuplicatesUnexpected counts PubAcks with "duplicate": true for a
+	// message sent for the first time: the hub dropped a message it never
+	// had, because its Nats-Msg-Id collided. They are not acked.
+	HubDuplicatesUnexpected uint64
+	// LastRejection is the last permanent refusal, and LastRejectionAt
+	// its time.
+	LastRejection   string
+	LastRejectionAt time.Time
 }
 
 // Outbox captures messages into a stream and forwards them to a hub. It
@@ -238,6 +268,20 @@ type Outbox struct {
 	retries, wrongStream               atomic.Uint64
 	inFlight                           atomic.Int64
 	rounds                             uint64 // the forwarder's current round; only it uses it
+
+	// Dead letters (deadletter.go). refusedCount is the permanent
+	// refusals per outbox sequence, sentMax the highest sequence ever
+	// published and openSeq the last one at New (a higher sequence was
+	// captured by this process); lookups numbers stream lookups. The
+	// forwarder alone uses those four.
+	refusals, deadLettered, requeued atomic.Uint64
+	dupUnexpected                    atomic.Uint64
+	lastRefusal                      atomic.Pointer[refusal]
+	refusedCount                     map[uint64]int
+	sentMax, openSeq, lookups        uint64
+	deadBase                         uint64            // messages in the dead-letter stream at New
+	lookupCh                         chan lookupAnswer // answers to stream lookups
+	requeueMu                        sync.Mutex
 
 	// durable is the highest sequence known to be on disk with every
 	// earlier one: whose Store returned, with a stream that syncs in
@@ -307,6 +351,12 @@ func New(stream store.Stream, hub Hub, cfg Config) (*Outbox, error) {
 	if cfg.DrainJitter < 0 {
 		return nil, fmt.Errorf("outbox: negative drain jitter %v", cfg.DrainJitter)
 	}
+	if cfg.DeadLetterAfter < 0 {
+		return nil, fmt.Errorf("outbox: negative dead_letter_after %d", cfg.DeadLetterAfter)
+	}
+	if cfg.DeadLetterAfter == 0 {
+		cfg.DeadLetterAfter = DefaultDeadLetterAfter
+	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -329,6 +379,9 @@ func New(stream store.Stream, hub Hub, cfg Config) (*Outbox, error) {
 		newMsg:     make(chan struct{}, 1),
 		ackSig:     make(chan struct{}, 1),
 		done:       make(chan struct{}),
+
+		refusedCount: map[uint64]int{},
+		lookupCh:     make(chan lookupAnswer, 1),
 	}
 	o.rs.Set(StateIdle)
 	if err := o.meter.load(cfg.StateFile); err != nil {
@@ -345,6 +398,10 @@ func New(stream store.Stream, hub Hub, cfg Config) (*Outbox, error) {
 	o.slot = sl
 	o.durable.Store(stream.State().LastSeq) // recovered: on disk
 	o.written.Store(o.durable.Load())
+	o.openSeq = o.durable.Load()
+	if cfg.DeadLetter != nil {
+		o.deadBase = cfg.DeadLetter.State().Msgs
+	}
 	return o, nil
 }
 
@@ -471,6 +528,15 @@ func (o *Outbox) HandleReply(subject string, data []byte) {
 	if !ok {
 		return
 	}
+	if idText, ok := strings.CutPrefix(tail, lookupToken); ok {
+		if id, err := strconv.ParseUint(idText, 10, 64); err == nil {
+			select {
+			case o.lookupCh <- lookupAnswer{id: id, data: append([]byte(nil), data...)}:
+			default: // a stale answer is pending; the forwarder drops it
+			}
+		}
+		return
+	}
 	roundText, seqText, ok := strings.Cut(tail, ".")
 	if !ok {
 		return
@@ -554,9 +620,25 @@ func (o *Outbox) Status() Status {
 	// What entered the stream and did not leave through an ack was
 	// evicted by its limits. A Store that returned but is not counted
 	// yet can make the difference negative for a moment.
-	aged, low := o.aged.Load(), o.diskLow.Load()
-	if in, out := o.base+s.Stored, acked+st.Msgs+aged+low; in > out {
+	aged, low, dead := o.aged.Load(), o.diskLow.Load(), o.deadLettered.Load()
+	if in, out := o.base+s.Stored+o.requeued.Load(), acked+st.Msgs+aged+low+dead; in > out {
 		s.Dropped[DropLimits] = in - out
+	}
+	if dead > 0 {
+		s.Dropped[DropRejectedByHub] = dead
+	}
+	s.Refusals, s.DeadLettered, s.Requeued = o.refusals.Load(), dead, o.requeued.Load()
+	s.HubDuplicatesUnexpected = o.dupUnexpected.Load()
+	if o.cfg.DeadLetter != nil {
+		s.DeadLetterMsgs = o.cfg.DeadLetter.State().Msgs
+		// What entered the dead-letter stream and did not leave through
+		// a requeue was evicted by its limits.
+		if in, out := o.deadBase+dead, o.requeued.Load()+s.DeadLetterMsgs; in > out {
+			s.Dropped[DropDeadLetterLimits] = in - out
+		}
+	}
+	if r := o.lastRefusal.Load(); r != nil {
+		s.LastRejection, s.LastRejectionAt = r.text, r.at
 	}
 	if aged > 0 {
 		s.Dropped[DropAge] = aged
@@ -629,13 +711,19 @@ type inflight struct {
 	deadline time.Time
 }
 
+// sentMsg is a message published in the current round.
+type sentMsg struct {
+	size  int  // bytes published
+	first bool // its first publish, captured by this opening, with the Nats-Msg-Id Capture fixed
+}
+
 // round forwards from the stream's first message until something fails
 // or ctx ends, and reports whether any message was acknowledged.
 func (o *Outbox) round(ctx context.Context) (progress bool, err error) {
 	o.rounds++
 	prefix := o.inbox + strconv.FormatUint(o.rounds, 10) + "."
-	pending := map[uint64]int{} // sequence → bytes published
-	var order []inflight        // sent, in sequence order; acked entries are skipped lazily
+	pending := map[uint64]sentMsg{}
+	var order []inflight // sent, in sequence order; acked entries are skipped lazily
 	next := o.stream.State().FirstSeq
 	var sm store.Msg
 	timer := time.NewTimer(time.Hour)
@@ -697,11 +785,27 @@ func (o *Outbox) round(ctx context.Context) (progress bool, err error) {
 			}
 			next = m.Seq + 1
 			if err := o.hub.Publish(subj, prefix+strconv.FormatUint(m.Seq, 10), hdr, m.Data); err != nil {
-				return progress, fmt.Errorf("outbox: publish: %w", err)
+				err = fmt.Errorf("outbox: publish: %w", err)
+				dead, ferr := o.failed(ctx, m.Seq, subj, err)
+				if dead {
+					progress = true
+					o.meter.touch()
+					continue // dead-lettered: go on with the next message
+				}
+				return progress, ferr
 			}
 			o.meter.touch()
 			o.forwarded.Add(1)
-			pending[m.Seq] = size
+			first := m.Seq > o.sentMax && m.Seq > o.openSeq
+			if first {
+				o.sentMax = m.Seq
+				// Only an id this opening fixed at capture proves a
+				// duplicate wrong: a publisher's own Nats-Msg-Id may
+				// rightly repeat an earlier message's.
+				id := proto.HeaderValue(m.Header, HeaderMsgID) // as Capture writes it
+				first = len(id) > len(o.idBase) && string(id[:len(o.idBase)]) == o.idBase
+			}
+			pending[m.Seq] = sentMsg{size: size, first: first}
 			order = append(order, inflight{seq: m.Seq, deadline: time.Now().Add(o.cfg.AckTimeout)})
 			o.inFlight.Store(int64(len(pending)))
 		}
@@ -734,28 +838,67 @@ func (o *Outbox) round(ctx context.Context) (progress bool, err error) {
 				return progress, err
 			}
 		case <-timeout:
-			return progress, fmt.Errorf("%w: sequence %d after %v", ErrAckTimeout, order[0].seq, o.cfg.AckTimeout)
+			head := order[0]
+			err := fmt.Errorf("%w: sequence %d after %v", ErrAckTimeout, head.seq, o.cfg.AckTimeout)
+			subj := "" // what a stream lookup asks for (see failed)
+			if o.cfg.HubDomain != "" {
+				if m, lerr := o.stream.Load(head.seq, &sm); lerr == nil {
+					subj = o.HubSubject(m.Subject)
+				}
+			}
+			dead, ferr := o.failed(ctx, head.seq, subj, err)
+			if !dead {
+				return progress, ferr
+			}
+			delete(pending, head.seq)
+			order = order[1:]
+			o.inFlight.Store(int64(len(pending)))
+			progress = true
 		}
 	}
 }
 
 // pubAck is the hub's answer to a JetStream publish.
 type pubAck struct {
-	Stream    string `json:"stream"`
-	Seq       uint64 `json:"seq"`
-	Duplicate bool   `json:"duplicate"`
-	Error     *struct {
-		Code        int    `json:"code"`
-		ErrCode     int    `json:"err_code"`
-		Description string `json:"description"`
-	} `json:"error"`
+	Stream    string    `json:"stream"`
+	Seq       uint64    `json:"seq"`
+	Duplicate bool      `json:"duplicate"`
+	Error     *apiError `json:"error"`
+}
+
+// failed handles a message of the current round that the hub did not
+// take: err, a permanent refusal (a *RefusedError in its chain, or an
+// ambiguous failure the hub's JetStream confirms as one: see
+// Config.HubDomain), is counted and may move the message to the
+// dead-letter stream. It reports whether it did; else it returns the
+// error that ends the round.
+func (o *Outbox) failed(ctx context.Context, seq uint64, subject string, err error) (bool, error) {
+	var rf *RefusedError
+	if !errors.As(err, &rf) {
+		if o.cfg.HubDomain == "" || subject == "" || !(errors.Is(err, ErrNoResponders) || errors.Is(err, ErrAckTimeout)) {
+			return false, err
+		}
+		lerr := o.lookupStream(ctx, subject)
+		if !errors.As(lerr, &rf) {
+			if lerr != nil {
+				o.log.Debug("uplink stream lookup gave no definite answer", "subject", subject, "error", lerr)
+			}
+			return false, err // transient
+		}
+		err = fmt.Errorf("%w (%w)", err, rf)
+	}
+	dead, derr := o.refuse(seq, rf, false)
+	if derr != nil {
+		return false, errors.Join(err, derr)
+	}
+	return dead, err
 }
 
 // processReplies applies the PubAcks received so far: each success removes
 // its message, also one answering an earlier round (the hub stored it).
 // It returns how many messages it removed and the first failure of the
 // current round, after applying every success.
-func (o *Outbox) processReplies(pending map[uint64]int) (int, error) {
+func (o *Outbox) processReplies(pending map[uint64]sentMsg) (int, error) {
 	o.ackMu.Lock()
 	list := o.ackList
 	o.ackList = nil
@@ -763,6 +906,7 @@ func (o *Outbox) processReplies(pending map[uint64]int) (int, error) {
 	var done []ackedMsg
 	var first error
 	var current bool
+	dead := 0
 	fail := func(err error) {
 		if current && first == nil {
 			first = err
@@ -775,9 +919,28 @@ func (o *Outbox) processReplies(pending map[uint64]int) (int, error) {
 			fail(fmt.Errorf("outbox: sequence %d: invalid PubAck %q", r.seq, truncate(r.data)))
 			continue
 		}
+		sent, inRound := pending[r.seq]
+		inRound = inRound && current
 		switch {
+		case len(r.data) == 0:
+			// A status-only reply: 503, nothing received the message.
+			fail(fmt.Errorf("%w: sequence %d: empty PubAck", ErrNoResponders, r.seq))
+			continue
 		case ack.Error != nil:
-			fail(fmt.Errorf("outbox: sequence %d: hub error %d (%d): %s", r.seq, ack.Error.Code, ack.Error.ErrCode, ack.Error.Description))
+			err := classifyAPIError(ack.Error, fmt.Errorf("outbox: sequence %d: %w", r.seq, ack.Error))
+			var rf *RefusedError
+			if inRound && errors.As(err, &rf) {
+				ok, derr := o.refuse(r.seq, rf, false)
+				if derr != nil {
+					err = errors.Join(err, derr)
+				}
+				if ok {
+					delete(pending, r.seq)
+					dead++
+					continue
+				}
+			}
+			fail(err)
 			continue
 		case ack.Stream == "":
 			fail(fmt.Errorf("outbox: sequence %d: invalid PubAck %q", r.seq, truncate(r.data)))
@@ -789,19 +952,36 @@ func (o *Outbox) processReplies(pending map[uint64]int) (int, error) {
 			fail(fmt.Errorf("%w: sequence %d stored in %q, want %q", ErrWrongStream, r.seq, ack.Stream, o.cfg.Stream))
 			continue
 		}
-		size := pending[r.seq]
+		if ack.Duplicate && inRound && sent.first {
+			// Sent once, yet a duplicate: the hub holds another message
+			// with this Nats-Msg-Id and dropped this one.
+			o.dupUnexpected.Add(1)
+			delete(pending, r.seq)
+			rf := &RefusedError{Reason: ReasonDuplicateID, Err: fmt.Errorf(
+				"hub stream %s reports sequence %d, sent for the first time, as a duplicate of its message %d", ack.Stream, r.seq, ack.Seq)}
+			ok, derr := o.refuse(r.seq, rf, true)
+			switch {
+			case derr != nil:
+				fail(errors.Join(rf, derr))
+			case ok:
+				dead++
+			default:
+				fail(rf) // kept without a dead-letter stream; the resend is acked as a duplicate
+			}
+			continue
+		}
 		delete(pending, r.seq)
 		if !ack.Duplicate {
 			o.noteHubSeq(ack.Stream, ack.Seq)
 		}
-		done = append(done, ackedMsg{seq: r.seq, size: size})
+		done = append(done, ackedMsg{seq: r.seq, size: sent.size})
 	}
 	n, err := o.remove(done)
 	if err != nil {
 		current = true
 		fail(err)
 	}
-	return n, first
+	return n + dead, first
 }
 
 // ackedMsg is a message the hub acknowledged, to be removed.

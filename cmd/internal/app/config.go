@@ -445,6 +445,11 @@ type UplinkConfig struct {
 	// random time up to this (default 3s; 0 turns it off), so that
 	// gateways reconnecting together spread their load.
 	DrainJitter *Duration `yaml:"drain_jitter,omitempty"`
+	// DeadLetterAfter is how many permanent refusals by the hub (no
+	// stream captures the subject, a wrong expected stream, too large, a
+	// permissions violation) move a message to the uplink's dead-letter
+	// store, so that the messages after it go on (default 3).
+	DeadLetterAfter int `yaml:"dead_letter_after,omitempty"`
 }
 
 // UplinkLimitsConfig is the uplink_limits block: caps on all uplinks

@@ -132,15 +132,10 @@ func probeWrite(dir string) error {
 	return errors.Join(werr, cerr, rerr)
 }
 
-// deadLetterReason is the uplink drop reason counting messages moved to
-// the dead-letter stream after the hub refused them for good.
-//
-// deadLettered is the hook /healthz reads the dead-letter count through:
-// the dead-letter change adds its own counter to the outbox status; point
-// this at it when they meet.
-const deadLetterReason = "rejected_by_hub"
-
-func deadLettered(st UplinkStatus) uint64 { return st.Dropped[deadLetterReason] }
+// deadLettered is what /healthz counts as dead-lettered: the messages the
+// uplink's dead-letter stream holds now (a requeued message no longer
+// counts).
+func deadLettered(st UplinkStatus) uint64 { return st.DeadLetterMsgs }
 
 // degraded lists the uplinks and downlinks in trouble at now, as cfg
 // measures it.
@@ -165,7 +160,7 @@ func degraded(cfg HealthzConfig, now time.Time, ups []UplinkStatus, downs []Down
 		}
 		if n := deadLettered(st); n > 0 {
 			out = append(out, monitor.HealthzError{Type: monitor.HealthzErrorUplink, Uplink: st.Name,
-				Error: fmt.Sprintf("uplink %s: %d messages dead-lettered (the hub refused them)", st.Name, n)})
+				Error: fmt.Sprintf("uplink %s: %d messages dead-lettered (the hub refused them; leafbox uplink deadletters %s)", st.Name, n, st.Name)})
 		}
 	}
 	for _, st := range downs {

@@ -172,19 +172,21 @@ func TestDegraded(t *testing.T) {
 	young := up("young", connected, time.Hour)
 	young.BacklogMsgs, young.OldestAge = 5, time.Minute
 	dead := up("dead", connected, time.Hour)
-	dead.Dropped = map[string]uint64{deadLetterReason: 2}
+	dead.DeadLetterMsgs = 2
+	requeued := up("requeued", connected, time.Hour) // dead-lettered once, all requeued since
+	requeued.DeadLettered, requeued.Requeued = 3, 3
 	down := DownlinkStatus{LinkState: connecting, LinkSince: now.Add(-time.Hour)}
 	down.Name = "cmds"
 	got := degraded(cfg, now, []UplinkStatus{
 		up("down", connecting, 20*time.Minute),
 		up("blip", connecting, 5*time.Minute),
 		up("fine", connected, 20*time.Minute),
-		old, young, dead,
+		old, young, dead, requeued,
 	}, []DownlinkStatus{down})
 	want := []monitor.HealthzError{
 		{Type: monitor.HealthzErrorUplink, Uplink: "down", Error: "uplink down: link connecting for 20m0s (healthz.link_down 15m0s)"},
 		{Type: monitor.HealthzErrorUplink, Uplink: "old", Error: "uplink old: oldest of 30000 waiting messages is 3h0m0s old (healthz.backlog_age 1h0m0s)"},
-		{Type: monitor.HealthzErrorUplink, Uplink: "dead", Error: "uplink dead: 2 messages dead-lettered (the hub refused them)"},
+		{Type: monitor.HealthzErrorUplink, Uplink: "dead", Error: "uplink dead: 2 messages dead-lettered (the hub refused them; leafbox uplink deadletters dead)"},
 		{Type: monitor.HealthzErrorDownlink, Downlink: "cmds", Error: "downlink cmds: link connecting for 1h0m0s (healthz.link_down 15m0s)"},
 	}
 	requireEqual(t, got, want)

@@ -26,7 +26,7 @@ func startMonitor(addr string, p monitor.Provider) (*monitor.HTTPServer, error) 
 // leafnode links and JetStream added.
 func (a *App) monitorProvider() monitor.Provider {
 	m := appMonitor{Server: a.srv, uplinks: a.uplinks, listener: a.listener, js: a.js, uplinkStatus: a.UplinkStatus,
-		downlinkStatus: a.DownlinkStatus, clock: a.clock, health: &a.health, probe: a.probe}
+		downlinkStatus: a.DownlinkStatus, clock: a.clock, health: &a.health, probe: a.probe, forwarders: a.runningForwarders}
 	if id := a.cfg.Identity(); id != nil {
 		m.publicKey = id.PublicKey()
 	}
@@ -62,6 +62,9 @@ type appMonitor struct {
 	health *atomic.Pointer[HealthzConfig]
 	probe  *storeProbe
 	now    func() time.Time
+	// forwarders returns the running uplinks, for their dead letters
+	// (deadletter.go).
+	forwarders func() []*forwarder
 }
 
 var (
@@ -120,6 +123,13 @@ func uplinkInfo(st UplinkStatus) monitor.UplinkInfo {
 	if !st.LastErrorAt.IsZero() {
 		at := st.LastErrorAt.UTC()
 		ui.LastErrorAt = &at
+	}
+	ui.DeadLettered, ui.DeadLetterMsgs, ui.Requeued = st.DeadLettered, st.DeadLetterMsgs, st.Requeued
+	ui.Refusals, ui.HubDuplicatesUnexpected = st.Refusals, st.HubDuplicatesUnexpected
+	if !st.LastRejectionAt.IsZero() {
+		at := st.LastRejectionAt.UTC()
+		ui.LastRejection, ui.LastRejectionAt = st.LastRejection, &at
+		ui.LastRejectionAgeSeconds = time.Since(st.LastRejectionAt).Seconds()
 	}
 	return ui
 }
@@ -228,12 +238,18 @@ func writeUplinkMetrics(mw *monitor.MetricWriter, sts []UplinkStatus) {
 		func(st UplinkStatus) float64 { return float64(st.Forwarded) })
 	family("leafbox_uplink_acked_total", monitor.Counter, "Messages the hub acknowledged.",
 		func(st UplinkStatus) float64 { return float64(st.Acked) })
-	mw.Family("leafbox_uplink_dropped_total", monitor.Counter, "Messages lost, by reason.")
+	mw.Family("leafbox_uplink_dropped_total", monitor.Counter, "Messages lost, by reason; rejected_by_hub counts those moved to the dead-letter store.")
 	for _, st := range sts {
 		for _, reason := range outbox.DropReasons {
 			mw.Sample("leafbox_uplink_dropped_total", float64(st.Dropped[reason]), "uplink", st.Name, "reason", reason)
 		}
 	}
+	family("leafbox_uplink_dead_letter_messages", monitor.Gauge, "Messages the hub refused for good, held in the dead-letter store.",
+		func(st UplinkStatus) float64 { return float64(st.DeadLetterMsgs) })
+	family("leafbox_uplink_hub_refusals_total", monitor.Counter, "Permanent refusals by the hub, each attempt.",
+		func(st UplinkStatus) float64 { return float64(st.Refusals) })
+	family("leafbox_uplink_hub_duplicates_unexpected_total", monitor.Counter, "Duplicate PubAcks for messages sent for the first time (id collisions).",
+		func(st UplinkStatus) float64 { return float64(st.HubDuplicatesUnexpected) })
 	family("leafbox_uplink_backlog_messages", monitor.Gauge, "Messages waiting in the outbox.",
 		func(st UplinkStatus) float64 { return float64(st.BacklogMsgs) })
 	family("leafbox_uplink_backlog_bytes", monitor.Gauge, "Bytes waiting in the outbox.",

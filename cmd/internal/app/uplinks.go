@@ -96,6 +96,9 @@ func (v *validator) uplinks() {
 		if u.MaxAge < 0 {
 			v.errf(path+".max_age", "must not be negative")
 		}
+		if u.DeadLetterAfter < 0 {
+			v.errf(path+".dead_letter_after", "must not be negative")
+		}
 		switch {
 		case u.HubDomain == "":
 		case !jsapi.ValidName(u.HubDomain):
@@ -126,6 +129,10 @@ func discardPolicy(s string) (store.DiscardPolicy, bool) {
 // outboxDir is where uplink u keeps its outbox.
 func (c *Config) outboxDir(u *UplinkConfig) string { return c.layout().Outbox(u.Name) }
 
+// deadLetterDir is where uplink u keeps the messages the hub refused for
+// good (<store_dir>/deadletter/<uplink>).
+func (c *Config) deadLetterDir(u *UplinkConfig) string { return c.layout().DeadLetter(u.Name) }
+
 // forwarder is one running uplink: its outbox stream, the in-process
 // connection that captures and forwards, and the outbox over them.
 type forwarder struct {
@@ -133,6 +140,7 @@ type forwarder struct {
 	link   *leaf.Link
 	conn   *server.Conn
 	stream *filestore.Stream
+	dead   *filestore.Stream // the dead-letter store
 	ob     *outbox.Outbox
 	sched  *outbox.Scheduler // shared by all forwarders
 }
@@ -210,9 +218,18 @@ func startForwarder(cfg *Config, u *UplinkConfig, srv *server.Server, account st
 	if err != nil {
 		return nil, err
 	}
+	// Dead letters sync in Store: a message is on disk there before it
+	// leaves the outbox. The same size limits as the outbox bound them.
+	dead, err := filestore.Open(vfs.OS, cfg.deadLetterDir(u), filestore.Config{
+		Config: store.Config{Name: u.Name + "_deadletter", MaxMsgs: u.MaxMsgs, MaxBytes: int64(u.MaxBytes), Discard: store.DiscardOld},
+	})
+	if err != nil {
+		_ = stream.Close()
+		return nil, fmt.Errorf("dead letters: %w", err)
+	}
 	conn := srv.InProcess(account)
 	conn.SetNoEcho() // the forwarder's publishes never reach its own captures
-	f := &forwarder{name: u.Name, link: link, conn: conn, stream: stream, sched: sched}
+	f := &forwarder{name: u.Name, link: link, conn: conn, stream: stream, dead: dead, sched: sched}
 	flog := log.With("subsystem", "uplink", "uplink", u.Name)
 	hub := linkHub{link: link, conn: conn}
 	if u.HubDomain != "" {
@@ -228,6 +245,10 @@ func startForwarder(cfg *Config, u *UplinkConfig, srv *server.Server, account st
 			Clock:      clk,
 			MaxAge:     time.Duration(u.MaxAge),
 			Syncer:     stream, // Store does not sync: see syncCaptures
+
+			DeadLetter:      dead,
+			DeadLetterAfter: u.DeadLetterAfter,
+			HubDomain:       u.HubDomain,
 		}
 		if discard == store.DiscardOld {
 			oc.DiskLow = diskLow(cfg.outboxDir(u), int64(u.MinFreeDisk))
@@ -277,7 +298,7 @@ func (f *forwarder) stop(log *slog.Logger) error {
 			"acked", st.Acked, "dropped", st.Dropped, "backlog_msgs", st.BacklogMsgs, "retries", st.Retries)
 	}
 	f.conn.Close()
-	return f.stream.Close()
+	return errors.Join(f.stream.Close(), f.dead.Close())
 }
 
 // stopForwarders stops fs and returns the first error.
@@ -333,6 +354,20 @@ func (h linkHub) WaitReady(ctx context.Context) error {
 // Publish implements outbox.Hub: the message goes over this remote's link
 // only, not through the local broker, so that with several remotes it
 // reaches just this hub, and local subscribers never see the hub subject.
+// The link's errors become the outbox's: no interest is ambiguous (no
+// responders), a message above the hub's max_payload or a subject the
+// link may not send are permanent refusals.
 func (h linkHub) Publish(subj, reply string, hdr, data []byte) error {
-	return h.link.Publish(subj, reply, hdr, data)
+	err := h.link.Publish(subj, reply, hdr, data)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, leaf.ErrNoInterest):
+		return fmt.Errorf("%w: %w", outbox.ErrNoResponders, err)
+	case errors.Is(err, leaf.ErrMaxPayload):
+		return outbox.Refused(outbox.ReasonTooLarge, err)
+	case errors.Is(err, leaf.ErrNotPermitted):
+		return outbox.Refused(outbox.ReasonPermission, err)
+	}
+	return err
 }

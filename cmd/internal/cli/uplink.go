@@ -31,6 +31,7 @@ func newUplinkCmd() *cobra.Command {
 		Args:  cobra.NoArgs,
 	}
 	cmd.AddCommand(newUplinkStatusCmd())
+	cmd.AddCommand(newUplinkDeadLettersCmd(), newUplinkRequeueCmd())
 	return cmd
 }
 
@@ -116,7 +117,7 @@ func printUplinks(w io.Writer, uz *monitor.Uplinkz) error {
 		defer func() { fmt.Fprintln(w); _ = printDownlinks(w, uz) }()
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "UPLINK\tSTATE\tLINK\tBACKLOG\tBYTES\tOLDEST\tCAPTURED\tFORWARDED\tACKED\tDROPPED\tLAST ERROR")
+	fmt.Fprintln(tw, "UPLINK\tSTATE\tLINK\tBACKLOG\tBYTES\tOLDEST\tCAPTURED\tFORWARDED\tACKED\tDROPPED\tDEAD\tLAST ERROR")
 	for _, u := range uz.Uplinks {
 		oldest := "-"
 		if u.OldestAgeSeconds > 0 {
@@ -129,13 +130,14 @@ func printUplinks(w io.Writer, uz *monitor.Uplinkz) error {
 				lastErr += " (" + uz.Now.Sub(*u.LastErrorAt).Round(time.Second).String() + " ago)"
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%d\t%d\t%d\t%s\t%s\n",
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%d\t%d\t%d\t%s\t%d\t%s\n",
 			u.Name, u.State, u.LinkState, u.BacklogMsgs, formatBytes(u.BacklogBytes), oldest,
-			u.Captured, u.Forwarded, u.Acked, formatDropped(u.Dropped), lastErr)
+			u.Captured, u.Forwarded, u.Acked, formatDropped(u.Dropped), u.DeadLetterMsgs, lastErr)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	printRejections(w, uz)
 	return printLimits(w, uz.Limits)
 }
 
