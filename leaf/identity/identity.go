@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/nats-io/nkeys"
@@ -18,9 +16,9 @@ import (
 // Modes of what Open creates.
 const (
 	// FileMode is the seed file's mode: it is a secret.
-	FileMode fs.FileMode = 0o600
+	FileMode = vfs.PermSecret
 	// DirMode is the mode of the directories Open creates.
-	DirMode fs.FileMode = 0o750
+	DirMode = vfs.PermDir
 )
 
 // ServerNamePrefix starts every server name ServerName derives.
@@ -116,34 +114,10 @@ func Load(fsys vfs.FS, path string) (*Identity, error) {
 }
 
 // writeSeed writes data to path atomically and durably with FileMode,
-// creating its directory with DirMode.
+// creating its directory with DirMode (vfs.WriteFilePerm).
 func writeSeed(fsys vfs.FS, path string, data []byte) error {
-	if err := fsys.MkdirAll(filepath.Dir(path), DirMode); err != nil {
-		return fmt.Errorf("identity: create the directory of %s: %w", path, err)
-	}
-	tmp := path + ".tmp"
-	// A stale temporary file from a crash would keep its mode through
-	// O_TRUNC; remove it and create the file afresh with FileMode.
-	if err := fsys.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("identity: write %s: %w", path, err)
-	}
-	f, err := fsys.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, FileMode)
-	if err != nil {
-		return fmt.Errorf("identity: write %s: %w", path, err)
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = fsys.Rename(tmp, path)
-	}
-	if err != nil {
-		_ = fsys.Remove(tmp)
-		return fmt.Errorf("identity: write %s: %w", path, err)
+	if err := vfs.WriteFilePerm(fsys, path, data, FileMode); err != nil {
+		return fmt.Errorf("identity: %w", err)
 	}
 	return nil
 }
