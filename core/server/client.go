@@ -623,10 +623,12 @@ func (c *client) teardown() {
 		_ = c.conn.SetDeadline(time.Now().Add(time.Second))
 	}
 	c.mu.Unlock()
-	if acc == nil {
+	if acc == nil || len(subs) == 0 {
 		return
 	}
+	list := make([]*subscription, 0, len(subs))
 	for _, sub := range subs {
-		acc.removeSub(sub)
+		list = append(list, sub)
 	}
+	acc.removeSubs(list)
 }

@@ -189,7 +189,9 @@ func (ic *Conn) Close() {
 	ic.subs = map[*subscription]struct{}{}
 	ic.closed = true
 	ic.mu.Unlock()
+	list := make([]*subscription, 0, len(subs))
 	for sub := range subs {
-		ic.acc.removeSub(sub)
+		list = append(list, sub)
 	}
+	ic.acc.removeSubs(list)
 }
