@@ -59,8 +59,8 @@ func (a *account) removeSub(sub *subscription) {
 // subscribers and cache misses in between batches.
 const removeBatch = 256
 
-// removeSubs removes subs, a closing connection's subscriptions, and tells
-// the account's watchers. It holds watchMu and the sublist lock once per
+// removeSubs removes subs (everything a closing connection subscribed,
+// typically) and tells the account's watchers. It holds watchMu and the sublist lock once per
 // removeBatch subscriptions, not once per subscription, so that
 // subscribers arriving while many connections close wait for a bounded
 // number of short holds (see package sublist on the cache work per batch).

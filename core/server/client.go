@@ -5,7 +5,9 @@ import (
 	"crypto/tls"
 	"errors"
 	"io"
+	"maps"
 	"net"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -626,9 +628,5 @@ func (c *client) teardown() {
 	if acc == nil || len(subs) == 0 {
 		return
 	}
-	list := make([]*subscription, 0, len(subs))
-	for _, sub := range subs {
-		list = append(list, sub)
-	}
-	acc.removeSubs(list)
+	acc.removeSubs(slices.Collect(maps.Values(subs)))
 }

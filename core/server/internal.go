@@ -2,6 +2,8 @@ package server
 
 import (
 	"errors"
+	"maps"
+	"slices"
 	"sync"
 
 	"github.com/leafbox/leafbox/core/auth"
@@ -189,9 +191,5 @@ func (ic *Conn) Close() {
 	ic.subs = map[*subscription]struct{}{}
 	ic.closed = true
 	ic.mu.Unlock()
-	list := make([]*subscription, 0, len(subs))
-	for sub := range subs {
-		list = append(list, sub)
-	}
-	ic.acc.removeSubs(list)
+	ic.acc.removeSubs(slices.Collect(maps.Keys(subs)))
 }

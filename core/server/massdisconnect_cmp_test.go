@@ -99,9 +99,9 @@ func TestMassDisconnectCompare(t *testing.T) {
 	fmt.Fprintf(&b, "| server | new client: connect | first round trip | client connected before: slowest round trip |\n|---|---|---|---|\n")
 	for _, tg := range targets {
 		fmt.Fprintf(&b, "| %s | %v | %v | %v |\n", tg.label,
-			median(tg.res, func(r massDisconnectResult) time.Duration { return r.Connect }).Round(time.Millisecond),
-			median(tg.res, func(r massDisconnectResult) time.Duration { return r.FirstRoundTrip }).Round(time.Millisecond),
-			median(tg.res, func(r massDisconnectResult) time.Duration { return r.OldMax }).Round(time.Millisecond))
+			median(tg.res, func(r massDisconnectResult) time.Duration { return r.Connect }).Round(10*time.Microsecond),
+			median(tg.res, func(r massDisconnectResult) time.Duration { return r.FirstRoundTrip }).Round(10*time.Microsecond),
+			median(tg.res, func(r massDisconnectResult) time.Duration { return r.OldMax }).Round(10*time.Microsecond))
 	}
 	t.Log("\n" + b.String())
 }

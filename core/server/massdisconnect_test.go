@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
+	"maps"
 	"net"
 	"net/url"
 	"strings"
@@ -59,8 +61,8 @@ func (r massDisconnectResult) String() string {
 		over = "over "
 	}
 	return fmt.Sprintf("new client: connect %v, first round trip %s%v (total %v); client connected before: slowest round trip %v",
-		r.Connect.Round(time.Millisecond), over, r.FirstRoundTrip.Round(time.Millisecond),
-		r.Total().Round(time.Millisecond), r.OldMax.Round(time.Millisecond))
+		r.Connect.Round(10*time.Microsecond), over, r.FirstRoundTrip.Round(10*time.Microsecond),
+		r.Total().Round(10*time.Microsecond), r.OldMax.Round(10*time.Microsecond))
 }
 
 // run plays the scenario against the server at serverURL and returns the
@@ -111,7 +113,10 @@ func (sc massDisconnect) run(t testing.TB, serverURL string, timeout time.Durati
 			break
 		}
 	}
-	// The big connection reads nothing from here on; it gets nothing.
+	// Drain what the big connection gets, so that it is never a slow
+	// consumer.
+	_ = big.SetDeadline(time.Time{})
+	go func() { _, _ = io.Copy(io.Discard, bigR) }()
 
 	clients := make([]*nats.Conn, sc.Clients)
 	var wg sync.WaitGroup
@@ -161,12 +166,12 @@ func (sc massDisconnect) run(t testing.TB, serverURL string, timeout time.Durati
 		}
 	})
 	must(t, err)
-	must(t, all.Flush())
+	must(t, all.FlushTimeout(timeout))
 	pub := connect()
 	for k := range sc.FillSubjects {
 		must(t, pub.Publish(fmt.Sprintf("sensor.%d", k), nil))
 	}
-	must(t, pub.Flush())
+	must(t, pub.FlushTimeout(timeout))
 	select {
 	case <-filled:
 	case <-time.After(timeout):
@@ -178,7 +183,7 @@ func (sc massDisconnect) run(t testing.TB, serverURL string, timeout time.Durati
 	old := connect()
 	oldSub, err := old.SubscribeSync("old.probe")
 	must(t, err)
-	must(t, old.Flush())
+	must(t, old.FlushTimeout(timeout))
 	stop := make(chan struct{})
 	oldDone := make(chan time.Duration, 1)
 	go func() {
@@ -266,4 +271,95 @@ func TestMassDisconnectNewClient(t *testing.T) {
 	if res.FirstRoundTrip > bound {
 		t.Errorf("new client's first round trip took %v after %d clients closed, want < %v", res.FirstRoundTrip, sc.Clients, bound)
 	}
+}
+
+// TestCloseRemovesEverySubscription closes a connection holding more
+// subscriptions than one removal batch, wildcards, queues and a repeated
+// subject among them: every one is removed, each reported once to an
+// interest watcher, and the subscriptions of other connections stay.
+func TestCloseRemovesEverySubscription(t *testing.T) {
+	s := servertest.Start(t, server.Options{})
+	keep := connect(t, s)
+	kept, err := keep.SubscribeSync("load.*")
+	must(t, err)
+	must(t, keep.Flush())
+
+	const n = 700
+	c := servertest.Dial(t, s)
+	c.Connect(`{"verbose":false}`)
+	var cmds strings.Builder
+	want := make(map[string]int) // "subject queue" → subscriptions
+	for i := range n {
+		subj, queue := fmt.Sprintf("load.%d", i), ""
+		switch i % 4 {
+		case 1:
+			subj, queue = "load.*", fmt.Sprintf("q%d", i%3)
+		case 2:
+			subj = "load.>"
+		case 3:
+			subj = fmt.Sprintf("dev.%d.>", i)
+		}
+		fmt.Fprintf(&cmds, "SUB %s %d\r\n", strings.TrimSpace(subj+" "+queue), i)
+		want[subj+" "+queue]++
+	}
+	c.Send(cmds.String() + "PING\r\n")
+	c.Expect("PONG")
+
+	removed := make(map[string]int)
+	done := make(chan struct{})
+	var mu sync.Mutex
+	_, cancel := s.WatchInterest("", func(ev server.InterestEvent) {
+		mu.Lock()
+		defer mu.Unlock()
+		if ev.Added {
+			t.Errorf("unexpected add %+v", ev)
+			return
+		}
+		removed[ev.Subject+" "+ev.Queue]++
+		if total := sumValues(removed); total == n {
+			close(done)
+		} else if total > n {
+			t.Errorf("%d removals reported, want %d", total, n)
+		}
+	})
+	defer cancel()
+	// Fill the cache with subjects the closing subscriptions match.
+	for i := range 2000 {
+		must(t, keep.Publish(fmt.Sprintf("load.%d", i), nil))
+	}
+	must(t, keep.Flush())
+	c.Close()
+	select {
+	case <-done:
+	case <-time.After(wait):
+		mu.Lock()
+		defer mu.Unlock()
+		t.Fatalf("%d of %d removals reported", sumValues(removed), n)
+	}
+	mu.Lock()
+	if !maps.Equal(removed, want) {
+		t.Errorf("removals reported %v, want %v", removed, want)
+	}
+	mu.Unlock()
+	if v := s.Varz(); v.Subscriptions != 1 {
+		t.Errorf("%d subscriptions left, want 1", v.Subscriptions)
+	}
+	// The remaining subscription still gets what it matches.
+	for range 2000 {
+		if _, err := kept.NextMsg(wait); err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(t, keep.Publish("load.x", nil))
+	if m, err := kept.NextMsg(wait); err != nil || m.Subject != "load.x" {
+		t.Fatalf("after the close: %v, %v", m, err)
+	}
+}
+
+func sumValues(m map[string]int) int {
+	total := 0
+	for _, v := range m {
+		total += v
+	}
+	return total
 }
