@@ -54,6 +54,34 @@ func (a *account) removeSub(sub *subscription) {
 	}
 }
 
+// removeBatch is how many subscriptions removeSubs removes per hold of the
+// locks, so that a connection closing with 100,000 subscriptions lets new
+// subscribers and cache misses in between batches.
+const removeBatch = 256
+
+// removeSubs removes subs (everything a closing connection subscribed,
+// typically) and tells the account's watchers. It holds watchMu and the sublist lock once per
+// removeBatch subscriptions, not once per subscription, so that
+// subscribers arriving while many connections close wait for a bounded
+// number of short holds (see package sublist on the cache work per batch).
+// Subscriptions that are not there are skipped.
+func (a *account) removeSubs(subs []*subscription) {
+	batch := make([]sublist.Entry[*subscription], 0, min(len(subs), removeBatch))
+	for len(subs) > 0 {
+		n := min(len(subs), removeBatch)
+		batch = batch[:0]
+		for _, sub := range subs[:n] {
+			batch = append(batch, sublist.Entry[*subscription]{Subject: sub.subject, Queue: sub.queue, Value: sub})
+		}
+		subs = subs[n:]
+		a.watchMu.Lock()
+		for _, e := range a.sl.RemoveBatch(batch) {
+			a.notifyLocked(e.Value, false)
+		}
+		a.watchMu.Unlock()
+	}
+}
+
 // notifyLocked tells the watchers of a change; watchMu must be held, so
 // that changes and snapshots are ordered.
 func (a *account) notifyLocked(sub *subscription, added bool) {

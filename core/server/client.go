@@ -5,7 +5,9 @@ import (
 	"crypto/tls"
 	"errors"
 	"io"
+	"maps"
 	"net"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -628,10 +630,8 @@ func (c *client) teardown() {
 		_ = c.conn.SetDeadline(time.Now().Add(time.Second))
 	}
 	c.mu.Unlock()
-	if acc == nil {
+	if acc == nil || len(subs) == 0 {
 		return
 	}
-	for _, sub := range subs {
-		acc.removeSub(sub)
-	}
+	acc.removeSubs(slices.Collect(maps.Values(subs)))
 }

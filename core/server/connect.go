@@ -110,9 +110,7 @@ func (c *client) reauthorize(authn *auth.Authenticator) {
 	}
 	c.cond.Signal()
 	c.mu.Unlock()
-	for _, sub := range denied {
-		oldAcc.removeSub(sub)
-	}
+	oldAcc.removeSubs(denied)
 }
 
 func appendSubViolation(dst []byte, subject, queue string) []byte {

@@ -28,9 +28,22 @@
 // A goroutine holds at most one client.mu at a time: a producer never holds
 // its own lock while appending to another client. account.watchMu orders
 // subscription changes with interest watchers (the leaf link); it is never
-// taken while a client.mu is held. Sublist locks are leaves: the sublist
-// calls nothing back. Statistics are atomics, read without locks by the
+// taken while a client.mu is held, and it is held for one subscription or
+// one removal batch at a time. Sublist locks are leaves: the sublist calls
+// nothing back. Statistics are atomics, read without locks by the
 // monitoring endpoints; publishers add theirs once per read batch.
+//
+// # Closing connections
+//
+// A closing connection (and an in-process Conn's Close, and a reload that
+// revokes subscriptions) removes its subscriptions with account.removeSubs:
+// up to 256 per hold of account.watchMu and the sublist lock, through
+// sublist.RemoveBatch, never one hold per subscription. Removal drops
+// cached match results rather than rewriting them, with a bounded cost per
+// batch (see package sublist). So when thousands of connections close at
+// once, a new client's SUB, and its publish's first cache miss, wait for at
+// most one short hold per closing batch, never for a rewrite of the whole
+// match cache per removed subscription (issue 8's mass-disconnect stall).
 //
 // # In-process connections
 //

@@ -2,6 +2,8 @@ package server
 
 import (
 	"errors"
+	"maps"
+	"slices"
 	"sync"
 
 	"github.com/leafbox/leafbox/core/auth"
@@ -189,7 +191,5 @@ func (ic *Conn) Close() {
 	ic.subs = map[*subscription]struct{}{}
 	ic.closed = true
 	ic.mu.Unlock()
-	for sub := range subs {
-		ic.acc.removeSub(sub)
-	}
+	ic.acc.removeSubs(slices.Collect(maps.Keys(subs)))
 }

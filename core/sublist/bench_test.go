@@ -105,3 +105,61 @@ func BenchmarkInsertRemove(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCloseConnection measures removing one connection's five
+// subscriptions (queue members on two wildcards that every cached subject
+// matches, and three of its own) from a sublist whose full cache holds
+// results with 1,000 members, then subscribing them again: the work a
+// mass disconnect repeats per connection.
+func BenchmarkCloseConnection(b *testing.B) {
+	conn := func(v int) []Entry[int] {
+		return []Entry[int]{{"sensor.*", "ingest", v}, {"sensor.>", "archive", v},
+			{fmt.Sprintf("dev.%d.cmd", v), "", v}, {fmt.Sprintf("dev.%d.cfg.*", v), "", v}, {fmt.Sprintf("dev.%d.>", v), "", v}}
+	}
+	setup := func(b *testing.B) *Sublist[int] {
+		s := New[int]()
+		for v := range 500 {
+			for _, e := range conn(v) {
+				requireNoError(b, s.Insert(e.Subject, e.Queue, e.Value))
+			}
+		}
+		for i := range cacheSize {
+			s.Match(fmt.Sprintf("sensor.%d", i))
+		}
+		return s
+	}
+	b.Run("Remove", func(b *testing.B) {
+		s := setup(b)
+		b.ReportAllocs()
+		for b.Loop() {
+			for _, e := range conn(0) {
+				requireNoError(b, s.Remove(e.Subject, e.Queue, e.Value))
+			}
+			b.StopTimer()
+			for _, e := range conn(0) {
+				requireNoError(b, s.Insert(e.Subject, e.Queue, e.Value))
+			}
+			for i := range cacheSize {
+				s.Match(fmt.Sprintf("sensor.%d", i))
+			}
+			b.StartTimer()
+		}
+	})
+	b.Run("RemoveBatch", func(b *testing.B) {
+		s := setup(b)
+		b.ReportAllocs()
+		for b.Loop() {
+			if n := len(s.RemoveBatch(conn(0))); n != 5 {
+				b.Fatalf("removed %d of 5", n)
+			}
+			b.StopTimer()
+			for _, e := range conn(0) {
+				requireNoError(b, s.Insert(e.Subject, e.Queue, e.Value))
+			}
+			for i := range cacheSize {
+				s.Match(fmt.Sprintf("sensor.%d", i))
+			}
+			b.StartTimer()
+		}
+	})
+}

@@ -39,10 +39,25 @@
 //
 // Match results are cached per valid literal subject, up to 1024 subjects;
 // a random entry is evicted when the cache is full. Invalid subjects are
-// never cached. Insert and Remove replace the cached result of every subject
-// their pattern matches (copy on write) while holding the write lock, so the
-// cache always holds exactly what a fresh trie walk would return. A cache hit
+// never cached. The cache always holds exactly what a fresh trie walk would
+// return: changes keep it so while holding the write lock, and a cache hit
 // takes only a read lock and allocates nothing.
+//
+//   - Insert replaces the cached result of every subject its pattern
+//     matches with an updated copy (copy on write).
+//   - Remove drops the cached results its pattern matches; the next Match
+//     of such a subject rebuilds it. Removal never copies results: under
+//     the write lock a removal costs one map deletion for a literal
+//     subject and one subject match per cached subject for a wildcard,
+//     whatever the size of the cached results.
+//   - RemoveBatch does the same for many entries at once, with its cache
+//     work bounded: when its wildcards times the cached subjects exceed
+//     the cache size (1024 subject matches), it empties the cache instead
+//     of sweeping it. A connection that closes with thousands of
+//     subscriptions, or thousands of connections that close at once,
+//     therefore hold the lock for a bounded time each, and a new
+//     subscriber or a cache miss waits for at most one such hold per
+//     closing batch, never for a rewrite of every cached result per entry.
 //
 // # Locking
 //
@@ -54,7 +69,8 @@
 // Cache hits take cacheMu.RLock only. Misses walk the trie under mu.RLock and
 // store the result under cacheMu.Lock while still holding mu.RLock, so no
 // Insert or Remove can run between computing a result and caching it.
-// Insert and Remove hold mu.Lock and take cacheMu.Lock to update the cache.
+// Insert, Remove and RemoveBatch hold mu.Lock and take cacheMu.Lock to update
+// the cache; RemoveBatch takes each lock once for the whole batch.
 // Walk copies the entries under mu.RLock and calls its function with no lock
 // held, so the function may call back into the Sublist.
 //

@@ -92,14 +92,14 @@ func appendSorted(b []byte, values []int, keep func(int) bool) []byte {
 // model is the naive reference: a flat list of entries matched linearly
 // with subject.Match.
 type model struct {
-	entries []entry[int]
+	entries []Entry[int]
 }
 
 func (m *model) insert(subj, queue string, v int) error {
 	if err := validate(subj, queue); err != nil {
 		return err
 	}
-	m.entries = append(m.entries, entry[int]{subject: subj, queue: queue, value: v})
+	m.entries = append(m.entries, Entry[int]{Subject: subj, Queue: queue, Value: v})
 	return nil
 }
 
@@ -107,7 +107,7 @@ func (m *model) remove(subj, queue string, v int) error {
 	if err := validate(subj, queue); err != nil {
 		return err
 	}
-	i := slices.Index(m.entries, entry[int]{subject: subj, queue: queue, value: v})
+	i := slices.Index(m.entries, Entry[int]{Subject: subj, Queue: queue, Value: v})
 	if i < 0 {
 		return ErrNotFound
 	}
@@ -121,19 +121,19 @@ func (m *model) match(subj string) *Result[int] {
 		return r
 	}
 	for _, e := range m.entries {
-		if !subject.Match(e.subject, subj) {
+		if !subject.Match(e.Subject, subj) {
 			continue
 		}
-		if e.queue == "" {
-			r.Plain = append(r.Plain, e.value)
+		if e.Queue == "" {
+			r.Plain = append(r.Plain, e.Value)
 			continue
 		}
-		i := r.queueIndex(e.queue)
+		i := r.queueIndex(e.Queue)
 		if i < 0 {
 			i = len(r.Queues)
-			r.Queues = append(r.Queues, Queue[int]{Name: e.queue})
+			r.Queues = append(r.Queues, Queue[int]{Name: e.Queue})
 		}
-		r.Queues[i].Members = append(r.Queues[i].Members, e.value)
+		r.Queues[i].Members = append(r.Queues[i].Members, e.Value)
 	}
 	return r
 }
@@ -152,7 +152,7 @@ func walkEntries[T comparable](s *Sublist[T]) []string {
 func (m *model) walkEntries() []string {
 	var out []string
 	for _, e := range m.entries {
-		out = append(out, fmt.Sprintf("%s|%s|%v", e.subject, e.queue, e.value))
+		out = append(out, fmt.Sprintf("%s|%s|%v", e.Subject, e.Queue, e.Value))
 	}
 	slices.Sort(out)
 	return out

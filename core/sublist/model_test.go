@@ -1,7 +1,9 @@
 package sublist
 
 import (
+	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -66,7 +68,12 @@ func runOps(t testing.TB, data []byte) {
 	s, m := New[int](), &model{}
 	r := &opReader{data: data}
 	for ops := 0; len(r.data) > 0; ops++ {
-		switch r.next() % 7 {
+		op := r.next()
+		if op >= batchOp {
+			removeBatch(t, s, m, r)
+			continue
+		}
+		switch op % 7 {
 		case 0, 1, 2: // insert
 			subj, queue, v := r.pattern(), r.pick(queueNames), r.next()%8
 			if got, want := s.Insert(subj, queue, v), m.insert(subj, queue, v); got != want {
@@ -77,8 +84,8 @@ func runOps(t testing.TB, data []byte) {
 				continue
 			}
 			e := m.entries[r.next()%len(m.entries)]
-			requireNoError(t, s.Remove(e.subject, e.queue, e.value))
-			requireNoError(t, m.remove(e.subject, e.queue, e.value))
+			requireNoError(t, s.Remove(e.Subject, e.Queue, e.Value))
+			requireNoError(t, m.remove(e.Subject, e.Queue, e.Value))
 		case 5: // remove anything, usually absent
 			subj, queue, v := r.pattern(), r.pick(queueNames), r.next()%8
 			if got, want := s.Remove(subj, queue, v), m.remove(subj, queue, v); got != want {
@@ -102,6 +109,33 @@ func runOps(t testing.TB, data []byte) {
 	requireEqual(t, int(st.NumInserts-st.NumRemoves), len(m.entries))
 }
 
+// batchOp and above encode a RemoveBatch; smaller bytes encode the other
+// operations (op % 7), so that older corpus entries keep their meaning.
+const batchOp = 0xe0
+
+// removeBatch removes a batch of up to 12 entries decoded from r, mostly
+// existing ones (some twice) mixed with absent and invalid ones, and checks
+// that RemoveBatch reports exactly those the model removed, in order.
+func removeBatch(t testing.TB, s *Sublist[int], m *model, r *opReader) {
+	t.Helper()
+	var batch, want []Entry[int]
+	for range 1 + r.next()%12 {
+		e := Entry[int]{Subject: r.pattern(), Queue: r.pick(queueNames), Value: r.next() % 8}
+		if len(m.entries) > 0 && r.next()%4 != 0 {
+			e = m.entries[r.next()%len(m.entries)]
+		}
+		batch = append(batch, e)
+	}
+	for _, e := range batch {
+		if m.remove(e.Subject, e.Queue, e.Value) == nil {
+			want = append(want, e)
+		}
+	}
+	if got := s.RemoveBatch(slices.Clone(batch)); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("RemoveBatch(%v) = %v, want %v", batch, got, want)
+	}
+}
+
 func TestDifferential(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	runs := 200
@@ -120,6 +154,7 @@ func TestDifferential(t *testing.T) {
 func FuzzSublist(f *testing.F) {
 	f.Add([]byte{0, 0, 0, 0, 0, 6, 0})
 	f.Add([]byte("insert then match a lot of things"))
+	f.Add([]byte("\x00\x01\x00\x01\x06\x0d\x02\x05\x00\x06\x0d\xe0\x03\x01\x00\x01\x01\x00\x06\x0d"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if len(data) > 1024 { // longer inputs add little but slow the fuzzer down
 			return
@@ -144,8 +179,8 @@ func TestManyValuesPerNode(t *testing.T) {
 		checkAgainst(t, s, m, subjects)
 		for len(m.entries) > round*indexAt/2 {
 			e := m.entries[rng.IntN(len(m.entries))]
-			requireNoError(t, s.Remove(e.subject, e.queue, e.value))
-			requireNoError(t, m.remove(e.subject, e.queue, e.value))
+			requireNoError(t, s.Remove(e.Subject, e.Queue, e.Value))
+			requireNoError(t, m.remove(e.Subject, e.Queue, e.Value))
 			checkAgainst(t, s, m, subjects)
 		}
 	}

@@ -157,24 +157,18 @@ func (n *node[T]) interest(toks []string) bool {
 	return c != nil && c.interest(toks[1:])
 }
 
-// entry is one (subject, queue, value) triple, as passed to Walk.
-type entry[T comparable] struct {
-	subject, queue string
-	value          T
-}
-
 // appendEntries appends every entry at or below n to out, once per
 // insertion. prefix is the subject of n; deeper calls write past its length
 // but never inside it.
-func (n *node[T]) appendEntries(out []entry[T], prefix []byte) []entry[T] {
+func (n *node[T]) appendEntries(out []Entry[T], prefix []byte) []Entry[T] {
 	if n.hasEntries() {
 		subj := string(prefix)
 		for _, v := range n.plain.appendTo(nil) {
-			out = append(out, entry[T]{subject: subj, value: v})
+			out = append(out, Entry[T]{Subject: subj, Value: v})
 		}
 		for _, q := range n.queues {
 			for _, v := range q.members.appendTo(nil) {
-				out = append(out, entry[T]{subject: subj, queue: q.name, value: v})
+				out = append(out, Entry[T]{Subject: subj, Queue: q.name, Value: v})
 			}
 		}
 	}

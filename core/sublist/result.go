@@ -90,38 +90,3 @@ func (r *Result[T]) with(queue string, v T) *Result[T] {
 	}
 	return out
 }
-
-// without returns a copy of r with one occurrence of v removed from queue
-// ("" for plain), and false if r holds no such occurrence. r is not
-// modified.
-func (r *Result[T]) without(queue string, v T) (*Result[T], bool) {
-	if queue == "" {
-		i := slices.Index(r.Plain, v)
-		if i < 0 {
-			return r, false
-		}
-		return &Result[T]{Plain: deleteCopy(r.Plain, i), Queues: r.Queues}, true
-	}
-	qi := r.queueIndex(queue)
-	if qi < 0 {
-		return r, false
-	}
-	mi := slices.Index(r.Queues[qi].Members, v)
-	if mi < 0 {
-		return r, false
-	}
-	if len(r.Queues[qi].Members) == 1 {
-		return &Result[T]{Plain: r.Plain, Queues: deleteCopy(r.Queues, qi)}, true
-	}
-	queues := slices.Clip(slices.Clone(r.Queues))
-	queues[qi].Members = deleteCopy(queues[qi].Members, mi)
-	return &Result[T]{Plain: r.Plain, Queues: queues}, true
-}
-
-// deleteCopy returns a new slice, without spare capacity, holding s without
-// s[i].
-func deleteCopy[E any](s []E, i int) []E {
-	out := make([]E, 0, len(s)-1)
-	out = append(out, s[:i]...)
-	return append(out, s[i+1:]...)
-}

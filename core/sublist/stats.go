@@ -11,7 +11,8 @@ type Stats struct {
 	NumCache uint32
 	// NumInserts is the number of successful Insert calls.
 	NumInserts uint64
-	// NumRemoves is the number of successful Remove calls.
+	// NumRemoves is the number of entries removed, by Remove or
+	// RemoveBatch.
 	NumRemoves uint64
 	// NumMatches is the number of Match and MatchBytes calls.
 	NumMatches uint64

@@ -29,6 +29,10 @@ const (
 	// stackNodes is how many matching trie nodes are gathered on the stack
 	// before spilling to the heap.
 	stackNodes = 16
+	// sweepBudget bounds the subject matches one RemoveBatch spends on the
+	// cache: beyond it the whole cache is dropped instead. One wildcard
+	// over a full cache fits.
+	sweepBudget = cacheSize
 )
 
 // Sublist is a subscription index: a trie of subject tokens with a bounded
@@ -71,7 +75,7 @@ func (s *Sublist[T]) Insert(subj, queue string, v T) error {
 	queue = n.add(queue, v) // the node's copy, which results may share
 	s.count++
 	s.inserts.Add(1)
-	s.refreshCache(subj, func(r *Result[T]) (*Result[T], bool) { return r.with(queue, v), true })
+	s.refreshCache(subj, func(r *Result[T]) *Result[T] { return r.with(queue, v) })
 	return nil
 }
 
@@ -89,6 +93,61 @@ func (s *Sublist[T]) Remove(subj, queue string, v T) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if !s.removeLocked(subj, queue, v) {
+		return ErrNotFound
+	}
+	s.cacheMu.Lock()
+	s.dropCachedLocked(subj)
+	s.cacheMu.Unlock()
+	return nil
+}
+
+// Entry is one (subject, queue, value) triple: an argument of RemoveBatch,
+// and what Walk reports.
+type Entry[T comparable] struct {
+	Subject string
+	Queue   string // "" for a plain subscriber
+	Value   T
+}
+
+// RemoveBatch deletes every entry of batch, each as Remove would, under one
+// acquisition of the lock, and returns the entries that were present:
+// batch[:n], compacted in place in their original order. Invalid and
+// absent entries are skipped. It is meant for everything a closing
+// connection subscribed: other callers wait for one hand-off of the lock,
+// not one per entry, and the cache work is bounded per call (see the
+// package documentation), however many entries batch holds.
+func (s *Sublist[T]) RemoveBatch(batch []Entry[T]) []Entry[T] {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	removed, wildcards := batch[:0], 0
+	for _, e := range batch {
+		if validate(e.Subject, e.Queue) != nil || !s.removeLocked(e.Subject, e.Queue, e.Value) {
+			continue
+		}
+		removed = append(removed, e)
+		if !subject.IsLiteral(e.Subject) {
+			wildcards++
+		}
+	}
+	s.cacheMu.Lock()
+	defer s.cacheMu.Unlock()
+	if wildcards*len(s.cache) > sweepBudget {
+		// Sweeping would cost more subject matches than rebuilding the
+		// cache on demand costs publishers: start afresh.
+		clear(s.cache)
+		return removed
+	}
+	for _, e := range removed {
+		s.dropCachedLocked(e.Subject)
+	}
+	return removed
+}
+
+// removeLocked deletes one entry from the trie, pruning nodes left empty,
+// and reports whether it was there. It leaves the cache alone. s.mu must
+// be held for writing.
+func (s *Sublist[T]) removeLocked(subj, queue string, v T) bool {
 	var stack [stackTokens]step[T]
 	path := stack[:0]
 	n := &s.root
@@ -97,13 +156,13 @@ func (s *Sublist[T]) Remove(subj, queue string, v T) error {
 		tok, rest, more = strings.Cut(rest, ".")
 		next := n.lookup(tok)
 		if next == nil {
-			return ErrNotFound
+			return false
 		}
 		path = append(path, step[T]{parent: n, tok: tok})
 		n = next
 	}
 	if !n.remove(queue, v) {
-		return ErrNotFound
+		return false
 	}
 	for i := len(path) - 1; i >= 0 && n.isEmpty(); i-- {
 		n = path[i].parent
@@ -111,8 +170,7 @@ func (s *Sublist[T]) Remove(subj, queue string, v T) error {
 	}
 	s.count--
 	s.removes.Add(1)
-	s.refreshCache(subj, func(r *Result[T]) (*Result[T], bool) { return r.without(queue, v) })
-	return nil
+	return true
 }
 
 func validate(subj, queue string) error {
@@ -126,32 +184,36 @@ func validate(subj, queue string) error {
 }
 
 // refreshCache replaces the cached result of every subject that pattern
-// matches with update's copy of it. If update reports false the cache disagreed with
-// the trie, which must not happen; the entry is dropped to stay correct.
-// s.mu must be held for writing.
-func (s *Sublist[T]) refreshCache(pattern string, update func(*Result[T]) (*Result[T], bool)) {
+// matches with update's copy of it (copy on write). s.mu must be held for
+// writing.
+func (s *Sublist[T]) refreshCache(pattern string, update func(*Result[T]) *Result[T]) {
 	s.cacheMu.Lock()
 	defer s.cacheMu.Unlock()
-	apply := func(key string, r *Result[T]) {
-		next, ok := update(r)
-		switch {
-		case !ok:
-			delete(s.cache, key)
-		case next.isEmpty():
-			s.cache[key] = &s.empty
-		default:
-			s.cache[key] = next
-		}
-	}
 	if subject.IsLiteral(pattern) {
 		if r, ok := s.cache[pattern]; ok {
-			apply(pattern, r)
+			s.cache[pattern] = update(r)
 		}
 		return
 	}
 	for key, r := range s.cache {
 		if subject.Match(pattern, key) {
-			apply(key, r)
+			s.cache[key] = update(r)
+		}
+	}
+}
+
+// dropCachedLocked deletes the cached result of every subject that pattern
+// matches: a literal pattern costs one map deletion, a wildcard one subject
+// match per cached subject. A dropped subject is rebuilt by its next Match.
+// s.mu must be held for writing and s.cacheMu held.
+func (s *Sublist[T]) dropCachedLocked(pattern string) {
+	if subject.IsLiteral(pattern) {
+		delete(s.cache, pattern)
+		return
+	}
+	for key := range s.cache {
+		if subject.Match(pattern, key) {
+			delete(s.cache, key)
 		}
 	}
 }
@@ -266,10 +328,10 @@ func (s *Sublist[T]) Count() int {
 // not visited.
 func (s *Sublist[T]) Walk(fn func(subject, queue string, v T) bool) {
 	s.mu.RLock()
-	entries := s.root.appendEntries(make([]entry[T], 0, s.count), nil)
+	entries := s.root.appendEntries(make([]Entry[T], 0, s.count), nil)
 	s.mu.RUnlock()
 	for _, e := range entries {
-		if !fn(e.subject, e.queue, e.value) {
+		if !fn(e.Subject, e.Queue, e.Value) {
 			return
 		}
 	}

@@ -231,6 +231,63 @@ func TestCacheEviction(t *testing.T) {
 	checkAgainst(t, s, m, subjects)
 }
 
+// TestRemoveBatchCache checks RemoveBatch's cache policy over a full
+// cache: within the sweep budget it drops only the subjects its entries
+// match; beyond it, it empties the cache. Results stay exact either way.
+func TestRemoveBatchCache(t *testing.T) {
+	entries := []Entry[int]{{"x.*", "", 1}, {"x.1", "", 2}, {"y.*", "q", 3}, {"y.>", "", 4}, {">", "", 5}, {"x.2", "", 6}}
+	s, m := New[int](), &model{}
+	for _, e := range entries {
+		requireNoError(t, s.Insert(e.Subject, e.Queue, e.Value))
+		requireNoError(t, m.insert(e.Subject, e.Queue, e.Value))
+	}
+	var subjects []string
+	for i := range cacheSize / 2 {
+		subjects = append(subjects, fmt.Sprintf("x.%d", i), fmt.Sprintf("y.%d", i))
+	}
+	fill := func() {
+		t.Helper()
+		for _, subj := range subjects {
+			s.Match(subj)
+		}
+		requireEqual(t, s.Stats().NumCache, cacheSize)
+	}
+	removeBoth := func(batch ...Entry[int]) {
+		t.Helper()
+		var want []Entry[int]
+		for _, e := range batch {
+			if m.remove(e.Subject, e.Queue, e.Value) == nil {
+				want = append(want, e)
+			}
+		}
+		got := s.RemoveBatch(batch)
+		requireEqual(t, fmt.Sprint(got), fmt.Sprint(want))
+		checkInvariants(t, s)
+	}
+
+	// One wildcard over a full cache is within the budget: only the x
+	// subjects go.
+	fill()
+	removeBoth(Entry[int]{"x.*", "", 1}, Entry[int]{"x.1", "", 2}, Entry[int]{"x.1", "", 2}, Entry[int]{"a..b", "", 1})
+	requireEqual(t, s.Stats().NumCache, cacheSize/2)
+	checkAgainst(t, s, m, subjects)
+
+	// Two wildcards over a full cache exceed it: the cache is emptied.
+	fill()
+	removeBoth(Entry[int]{"y.*", "q", 3}, Entry[int]{"y.>", "", 4})
+	requireEqual(t, s.Stats().NumCache, 0)
+	checkAgainst(t, s, m, subjects)
+
+	// A literal entry costs one deletion, however full the cache.
+	fill()
+	removeBoth(Entry[int]{"x.2", "", 6})
+	requireEqual(t, s.Stats().NumCache, cacheSize-1)
+	checkAgainst(t, s, m, subjects)
+	removeBoth(Entry[int]{">", "", 5})
+	checkAgainst(t, s, m, subjects)
+	requireEqual(t, s.Count(), 0)
+}
+
 func TestLongSubjects(t *testing.T) {
 	long := "t"
 	for i := 1; i < 3*stackTokens; i++ {
