@@ -251,7 +251,7 @@ func (o *Outbox) requeueOne(m *store.Msg) error {
 		o.requeued.Add(^uint64(0))
 		return err
 	}
-	if o.cfg.Syncer != nil {
+	if o.syncer != nil {
 		raise(&o.written, seq)
 	} else {
 		raise(&o.durable, seq)

@@ -135,12 +135,6 @@ type Config struct {
 	// instead of refusing new messages (DropStoreFull) once it is. Leave
 	// it nil for a discard-new outbox.
 	DiskLow func() bool
-	// Syncer, when set, is the stream's fsync (a *filestore.Stream opened
-	// with a SyncInterval, whose Store does not wait for the disk):
-	// captures become durable, and forwardable, at the next Sync, which
-	// the broker runs before answering a publisher's PING. Nil means the
-	// stream syncs in Store (SyncInterval 0).
-	Syncer interface{ Sync() error }
 	// StateFile persists the last hub sequence acknowledged per hub
 	// stream, to detect a recreated stream across restarts; "" keeps it
 	// in memory only.
@@ -249,6 +243,7 @@ type Status struct {
 type Outbox struct {
 	cfg    Config
 	stream store.Stream
+	syncer store.Syncer // the stream's, when its Store defers the fsync
 	hub    Hub
 	log    *slog.Logger
 	inbox  string // reply prefix, ending in '.'
@@ -285,7 +280,7 @@ type Outbox struct {
 
 	// durable is the highest sequence known to be on disk with every
 	// earlier one: whose Store returned, with a stream that syncs in
-	// Store, or that a Sync covered, with Config.Syncer. The forwarder
+	// Store, or that a Sync covered, with a store.Syncer. The forwarder
 	// sends nothing beyond it, so a message a power cut can still lose
 	// (and whose sequence the next message would reuse) never reaches the
 	// hub. written is the highest sequence whose Store returned; syncMu
@@ -383,6 +378,9 @@ func New(stream store.Stream, hub Hub, cfg Config) (*Outbox, error) {
 		refusedCount: map[uint64]int{},
 		lookupCh:     make(chan lookupAnswer, 1),
 	}
+	if sy, ok := stream.(store.Syncer); ok && sy.SyncDeferred() {
+		o.syncer = sy // Store only writes: a capture is durable at the next Sync
+	}
 	o.rs.Set(StateIdle)
 	if err := o.meter.load(cfg.StateFile); err != nil {
 		return nil, err
@@ -462,7 +460,7 @@ func (o *Outbox) Capture(subject string, hdr, data []byte) error {
 		return err
 	}
 	o.stored.Add(1)
-	if o.cfg.Syncer != nil {
+	if o.syncer != nil {
 		raise(&o.written, seq) // durable after the next Sync
 	} else {
 		raise(&o.durable, seq)
@@ -495,14 +493,15 @@ func raise(v *atomic.Uint64, seq uint64) {
 	}
 }
 
-// Sync makes every message captured so far durable, with Config.Syncer,
+// Sync makes every message captured so far durable, when the stream is a
+// store.Syncer that defers its fsync,
 // and lets the forwarder send them; it costs nothing when nothing was
 // captured since the last Sync. The broker calls it before answering a
 // publisher's PING; the forwarder calls it when it has caught up with the
-// durable messages. Without a Syncer, Capture is durable already and Sync
-// does nothing.
+// durable messages. Without that ability, Capture is durable already (or
+// never, in memory) and Sync does nothing.
 func (o *Outbox) Sync() error {
-	if o.cfg.Syncer == nil || o.written.Load() <= o.durable.Load() {
+	if o.syncer == nil || o.written.Load() <= o.durable.Load() {
 		return nil
 	}
 	o.syncMu.Lock()
@@ -511,7 +510,7 @@ func (o *Outbox) Sync() error {
 	if upto <= o.durable.Load() {
 		return nil // a concurrent Sync covered it
 	}
-	if err := o.cfg.Syncer.Sync(); err != nil {
+	if err := o.syncer.Sync(); err != nil {
 		err = fmt.Errorf("outbox: sync: %w", err)
 		o.rs.SetError(err)
 		return err
