@@ -24,6 +24,51 @@ func TestHasHeader(t *testing.T) {
 	}
 }
 
+// TestHasHeaderDoesNotAllocate: Capture looks for the publisher's
+// Nats-Msg-Id on the publisher's read goroutine (moved from leaf/outbox).
+func TestHasHeaderDoesNotAllocate(t *testing.T) {
+	const HeaderMsgID = "Nats-Msg-Id"
+	hasHeader := HasHeaderFold
+	hdr := []byte("NATS/1.0\r\nA: b\r\nLeafbox-Time: x\r\n nats-msg-id : 7\r\n\r\n")
+	if !hasHeader(hdr, HeaderMsgID) || hasHeader(hdr, "Nats-Msg") || hasHeader(nil, HeaderMsgID) || hasHeader([]byte("NATS/1.0"), "NATS/1.0") {
+		t.Fatal("hasHeader is wrong")
+	}
+	if n := testing.AllocsPerRun(100, func() { _ = hasHeader(hdr, HeaderMsgID) }); n != 0 {
+		t.Fatalf("hasHeader allocates %v times", n)
+	}
+}
+
+// TestHeaderHelpers is the dead-letter outbox's header test (moved from
+// leaf/outbox): lookups, removing the Leafbox-Dead-* fields, and a value
+// flattened to one line.
+func TestHeaderHelpers(t *testing.T) {
+	const deadHeaderPrefix = "Leafbox-Dead-"
+	lookupHeader := func(hdr []byte, name string) (string, bool) {
+		v, ok := HeaderValueFold(hdr, name)
+		return string(v), ok
+	}
+	hdr := []byte("NATS/1.0\r\nNats-Msg-Id: a.b.1\r\nLeafbox-Dead-Reason: no_stream\r\nX: y\r\n\r\n")
+	if v, ok := lookupHeader(hdr, "nats-msg-id"); !ok || v != "a.b.1" {
+		t.Fatalf("lookupHeader: %q %v", v, ok)
+	}
+	if _, ok := lookupHeader(hdr, "Nats-Msg"); ok {
+		t.Fatal("lookupHeader matched a prefix")
+	}
+	if n := testing.AllocsPerRun(100, func() { lookupHeader(hdr, "Missing") }); n != 0 {
+		t.Fatalf("lookupHeader of an absent header allocates %v times", n)
+	}
+	got := DeleteHeaders(hdr, func(name []byte) bool { return HeaderNameHasPrefix(name, deadHeaderPrefix) })
+	if want := "NATS/1.0\r\nNats-Msg-Id: a.b.1\r\nX: y\r\n\r\n"; string(got) != want {
+		t.Fatalf("removeHeaders: %q", got)
+	}
+	if got := DeleteHeaders(hdr, func([]byte) bool { return true }); got != nil {
+		t.Fatalf("removing every line: %q, want nil", got)
+	}
+	if got := string(AppendHeaderField(nil, "E", "two\r\nlines")); got != "E: two  lines\r\n" {
+		t.Fatalf("appendHeader: %q", got)
+	}
+}
+
 func TestHeaderValueFold(t *testing.T) {
 	hdr := []byte("NATS/1.0 503\r\nnats-msg-id:  a.b.1 \r\n  Spaced-Name :v\r\nEmpty:   \r\nA: 1\r\na: 2\r\nLast: x")
 	cases := []struct {
@@ -142,7 +187,7 @@ func TestDeleteHeaders(t *testing.T) {
 		{"NATS/1.0\r\nX-A: 1\r\nB: 2\r\nx-c: 3\r\n\r\n", "NATS/1.0\r\nB: 2\r\n\r\n", false},
 		{"NATS/1.0\r\n X-A : 1\r\nB: 2\r\n\r\n", "NATS/1.0\r\nB: 2\r\n\r\n", false}, // blanks around the name
 		{"NATS/1.0\r\nB: 2\r\nX-A: 1\r\n\r\n", "NATS/1.0\r\nB: 2\r\n\r\n", false},
-		{"NATS/1.0\r\nX-A: 1\r\n\r\n", "", false}, // nothing left: nil
+		{"NATS/1.0\r\nX-A: 1\r\n\r\n", "", false},                         // nothing left: nil
 		{"NATS/1.0 503\r\nX-A: 1\r\n\r\n", "NATS/1.0 503\r\n\r\n", false}, // the status stays
 		{"NATS/1.0\r\nB: 2\r\n\r\n", "NATS/1.0\r\nB: 2\r\n\r\n", true},
 		{"NATS/1.0\r\nX-A no colon\r\n\r\n", "NATS/1.0\r\nX-A no colon\r\n\r\n", true},

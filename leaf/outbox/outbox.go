@@ -1,7 +1,6 @@
 package outbox
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"crypto/rand"
@@ -1050,18 +1049,16 @@ func truncate(b []byte) string {
 
 // captureHeader returns hdr with what Capture stores with a message: a
 // Nats-Msg-Id unless hdr has one, and with Config.Clock the capture stamp
-// unless hdr has one. It builds the additions in one buffer, which is the
-// whole header block when hdr is empty.
+// unless hdr has one. The added fields are built on the stack and the new
+// block takes one allocation; hdr is only read.
 func (o *Outbox) captureHeader(hdr []byte) []byte {
-	addID := !hasHeader(hdr, HeaderMsgID)
+	addID := !proto.HasHeaderFold(hdr, HeaderMsgID)
 	addStamp := o.cfg.Clock != nil && !hasStamp(hdr)
 	if !addID && !addStamp {
 		return hdr
 	}
-	add := make([]byte, 0, 128+len(o.idBase)) // the stamp, the number and the framing fit in 128
-	if len(hdr) == 0 {
-		add = append(add, "NATS/1.0\r\n"...)
-	}
+	var room [192]byte // the stamp, the number and the framing, with a short id base
+	add := room[:0]
 	if addID {
 		add = append(add, HeaderMsgID+": "...)
 		add = append(add, o.idBase...)
@@ -1071,10 +1068,7 @@ func (o *Outbox) captureHeader(hdr []byte) []byte {
 	if addStamp {
 		add = appendStamp(add, o.cfg.Clock.Stamp())
 	}
-	if len(hdr) == 0 {
-		return append(add, "\r\n"...)
-	}
-	return mergeHeader(hdr, add)
+	return proto.AppendHeaderFields(nil, hdr, add)
 }
 
 // header returns hdr as published toward the hub: with Nats-Msg-Id added
@@ -1083,65 +1077,14 @@ func (o *Outbox) captureHeader(hdr []byte) []byte {
 // Config.Stream is set, Nats-Expected-Stream.
 func (o *Outbox) header(hdr []byte, seq uint64) []byte {
 	var add []byte
-	if !hasHeader(hdr, HeaderMsgID) {
-		add = append(add, HeaderMsgID+": "+o.legacyBase+strconv.FormatUint(seq, 10)+"\r\n"...)
+	if !proto.HasHeaderFold(hdr, HeaderMsgID) {
+		add = proto.AppendHeaderField(add, HeaderMsgID, o.legacyBase+strconv.FormatUint(seq, 10))
 	}
-	if o.cfg.Stream != "" && !hasHeader(hdr, HeaderExpectedStream) {
-		add = append(add, HeaderExpectedStream+": "+o.cfg.Stream+"\r\n"...)
+	if o.cfg.Stream != "" && !proto.HasHeaderFold(hdr, HeaderExpectedStream) {
+		add = proto.AppendHeaderField(add, HeaderExpectedStream, o.cfg.Stream)
 	}
-	return mergeHeader(hdr, add)
-}
-
-// mergeHeader appends the header lines add (each ending in CRLF) to the
-// NATS header block hdr, which may be nil.
-func mergeHeader(hdr, add []byte) []byte {
 	if len(add) == 0 {
 		return hdr
 	}
-	const end = "\r\n\r\n"
-	if len(hdr) == 0 || !strings.HasSuffix(string(hdr), end) {
-		out := append([]byte("NATS/1.0\r\n"), add...)
-		return append(out, "\r\n"...)
-	}
-	out := make([]byte, 0, len(hdr)+len(add))
-	out = append(out, hdr[:len(hdr)-2]...)
-	out = append(out, add...)
-	return append(out, "\r\n"...)
-}
-
-// hasHeader reports whether the header block hdr has a line for name
-// (ASCII case-insensitive, blanks around the key ignored). It does not
-// allocate: Capture calls it on the publisher's read goroutine.
-func hasHeader(hdr []byte, name string) bool {
-	_, rest, ok := bytes.Cut(hdr, crlf) // the NATS/1.0 line
-	for ok && len(rest) > 0 {
-		var line []byte
-		line, rest, ok = bytes.Cut(rest, crlf)
-		if k, _, found := bytes.Cut(line, colon); found && equalFoldASCII(bytes.TrimSpace(k), name) {
-			return true
-		}
-	}
-	return false
-}
-
-var crlf, colon = []byte("\r\n"), []byte(":")
-
-// equalFoldASCII reports whether b equals s, ignoring ASCII case.
-func equalFoldASCII(b []byte, s string) bool {
-	if len(b) != len(s) {
-		return false
-	}
-	for i := range b {
-		x, y := b[i], s[i]
-		if 'A' <= x && x <= 'Z' {
-			x += 'a' - 'A'
-		}
-		if 'A' <= y && y <= 'Z' {
-			y += 'a' - 'A'
-		}
-		if x != y {
-			return false
-		}
-	}
-	return true
+	return proto.AppendHeaderFields(nil, hdr, add)
 }
