@@ -1,9 +1,6 @@
 package proto
 
-import (
-	"bytes"
-	"slices"
-)
+import "bytes"
 
 // Header lookups and edits for the code that reads and rewrites messages
 // (the uplink outbox, the downlinks, JetStream). None of them allocates
@@ -119,11 +116,22 @@ func AppendHeaderFields(dst, hdr, fields []byte) []byte {
 // bytes and the closing line.
 func openBlock(dst, hdr []byte, extra int) []byte {
 	if len(hdr) == 0 || !bytes.HasSuffix(hdr, emptyLineEnd) {
-		dst = slices.Grow(dst, len(HeaderLine)+extra+len(crlf))
+		dst = grow(dst, len(HeaderLine)+extra+len(crlf))
 		return append(dst, HeaderLine...)
 	}
-	dst = slices.Grow(dst, len(hdr)+extra)
+	dst = grow(dst, len(hdr)+extra)
 	return append(dst, hdr[:len(hdr)-len(crlf)]...)
+}
+
+// grow returns dst with room for n more bytes, in one allocation when it
+// has not (slices.Grow takes two under the race detector).
+func grow(dst []byte, n int) []byte {
+	if cap(dst)-len(dst) >= n {
+		return dst
+	}
+	out := make([]byte, len(dst), len(dst)+n)
+	copy(out, dst)
+	return out
 }
 
 // DeleteHeaders returns hdr without the fields whose name (blanks around

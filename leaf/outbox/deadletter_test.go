@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/leafbox/leafbox/store"
+	"github.com/leafbox/leafbox/store/jsapi"
 )
 
 // errAck answers p with a JetStream error PubAck.
@@ -41,7 +42,7 @@ func TestClassifyAPIError(t *testing.T) {
 		{"no err_code", 0, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := &apiError{Code: 400, ErrCode: tc.errCode, Description: tc.name}
+			e := &jsapi.APIError{Code: 400, ErrCode: uint16(tc.errCode), Description: tc.name}
 			err := classifyAPIError(e, e)
 			var rf *RefusedError
 			got := ""

@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -856,14 +855,6 @@ func (o *Outbox) round(ctx context.Context) (progress bool, err error) {
 	}
 }
 
-// pubAck is the hub's answer to a JetStream publish.
-type pubAck struct {
-	Stream    string    `json:"stream"`
-	Seq       uint64    `json:"seq"`
-	Duplicate bool      `json:"duplicate"`
-	Error     *apiError `json:"error"`
-}
-
 // failed handles a message of the current round that the hub did not
 // take: err, a permanent refusal (a *RefusedError in its chain, or an
 // ambiguous failure the hub's JetStream confirms as one: see
@@ -912,8 +903,8 @@ func (o *Outbox) processReplies(pending map[uint64]sentMsg) (int, error) {
 	}
 	for _, r := range list {
 		current = r.round == o.rounds
-		var ack pubAck
-		if err := json.Unmarshal(r.data, &ack); err != nil {
+		ack, apiErr, err := jsapi.DecodePubAck(r.data)
+		if err != nil {
 			fail(fmt.Errorf("outbox: sequence %d: invalid PubAck %q", r.seq, truncate(r.data)))
 			continue
 		}
@@ -924,8 +915,8 @@ func (o *Outbox) processReplies(pending map[uint64]sentMsg) (int, error) {
 			// A status-only reply: 503, nothing received the message.
 			fail(fmt.Errorf("%w: sequence %d: empty PubAck", ErrNoResponders, r.seq))
 			continue
-		case ack.Error != nil:
-			err := classifyAPIError(ack.Error, fmt.Errorf("outbox: sequence %d: %w", r.seq, ack.Error))
+		case apiErr != nil:
+			err := classifyAPIError(apiErr, fmt.Errorf("outbox: sequence %d: %w", r.seq, hubError{apiErr}))
 			var rf *RefusedError
 			if inRound && errors.As(err, &rf) {
 				ok, derr := o.refuse(r.seq, rf, false)
@@ -956,7 +947,7 @@ func (o *Outbox) processReplies(pending map[uint64]sentMsg) (int, error) {
 			o.dupUnexpected.Add(1)
 			delete(pending, r.seq)
 			rf := &RefusedError{Reason: ReasonDuplicateID, Err: fmt.Errorf(
-				"hub stream %s reports sequence %d, sent for the first time, as a duplicate of its message %d", ack.Stream, r.seq, ack.Seq)}
+				"hub stream %s reports sequence %d, sent for the first time, as a duplicate of its message %d", ack.Stream, r.seq, ack.Sequence)}
 			ok, derr := o.refuse(r.seq, rf, true)
 			switch {
 			case derr != nil:
@@ -970,7 +961,7 @@ func (o *Outbox) processReplies(pending map[uint64]sentMsg) (int, error) {
 		}
 		delete(pending, r.seq)
 		if !ack.Duplicate {
-			o.noteHubSeq(ack.Stream, ack.Seq)
+			o.noteHubSeq(ack.Stream, ack.Sequence)
 		}
 		done = append(done, ackedMsg{seq: r.seq, size: sent.size})
 	}
