@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -385,18 +384,11 @@ func (l *localDelivery) Deliver(ctx context.Context, m downlink.Msg) error {
 	case <-timer.C:
 		return fmt.Errorf("no PubAck from the local stream within %v", localPubAckTimeout)
 	case data := <-ch:
-		var ack struct {
-			Stream string `json:"stream"`
-			Error  *struct {
-				Code        int    `json:"code"`
-				ErrCode     int    `json:"err_code"`
-				Description string `json:"description"`
-			} `json:"error"`
-		}
-		if err := json.Unmarshal(data, &ack); err != nil {
+		ack, e, err := jsapi.DecodePubAck(data)
+		if err != nil {
 			return fmt.Errorf("invalid local PubAck %q", data)
 		}
-		if e := ack.Error; e != nil {
+		if e != nil {
 			return fmt.Errorf("local stream refused it: %d (%d) %s", e.Code, e.ErrCode, e.Description)
 		}
 		if ack.Stream == "" {
