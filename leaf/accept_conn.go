@@ -327,19 +327,19 @@ func (p *peer) connect(arg []byte) error {
 	}
 	// The JetStream deny set both ways, and what the leaf asked not to
 	// receive (its deny_imports, sent as deny_pub).
-	pr := &perms{subDeny: slices.Clone(jsDeny), pubDeny: slices.Clone(jsDeny)}
+	pubDeny := slices.Clone(jsDeny)
 	for _, s := range c.DenyPub {
 		if subject.Valid(s) {
-			pr.pubDeny = append(pr.pubDeny, s)
+			pubDeny = append(pubDeny, s)
 		}
 	}
 	if cfg := &p.l.cfg; cfg.JetStream && cfg.Domain != "" {
 		// Requests for our own domain are served here and never go to a
 		// leaf (nats-server's blockMappingOutgoing: we share no system
 		// account with a leaf, so it applies whatever the leaf's domain).
-		pr.pubDeny = append(pr.pubDeny, "$JS."+cfg.Domain+".API.>")
+		pubDeny = append(pubDeny, "$JS."+cfg.Domain+".API.>")
 	}
-	p.perms = pr
+	p.perms = &perms{sub: auth.NewFilter(nil, jsDeny), pub: auth.NewFilter(nil, pubDeny)}
 	p.lds = loopSubject(p.l.cfg.ServerID, account)
 	return nil
 }

@@ -3,6 +3,7 @@ package leaf
 import (
 	"strings"
 
+	"github.com/leafbox/leafbox/core/auth"
 	"github.com/leafbox/leafbox/core/proto"
 	"github.com/leafbox/leafbox/core/subject"
 )
@@ -17,36 +18,37 @@ var jsDeny = []string{"$JS.API.>", "$KV.>", "$OBJ.>"}
 // for a solicited leaf: the hub's import (what we may subscribe to, and so
 // receive) and export (what we may send) from its connect_info INFO,
 // merged with our deny_imports and deny_exports and the JetStream deny
-// set. A perms value is immutable; a new INFO replaces it.
+// set. Both directions are core/auth filters (deny wins over allow). A
+// perms value is immutable; a new INFO replaces it.
 type perms struct {
-	subAllow, subDeny []string
-	pubAllow, pubDeny []string
+	sub, pub *auth.Filter
 }
 
 // newPerms builds the permissions from the configuration and the hub's
 // import and export (either may be nil).
 func newPerms(cfg *Config, imp, exp *proto.SubjectPermission) *perms {
-	p := &perms{}
-	p.subDeny = append(p.subDeny, jsDeny...)
-	p.pubDeny = append(p.pubDeny, jsDeny...)
+	var subAllow, subDeny, pubAllow, pubDeny []string
+	subDeny = append(subDeny, jsDeny...)
+	pubDeny = append(pubDeny, jsDeny...)
 	if cfg.Domain != "" && cfg.JetStream {
 		// Requests for our own domain never leave (nats-server's
 		// blockMappingOutgoing).
-		p.pubDeny = append(p.pubDeny, "$JS."+cfg.Domain+".API.>")
+		pubDeny = append(pubDeny, "$JS."+cfg.Domain+".API.>")
 	}
-	p.subDeny = append(p.subDeny, cfg.DenyImports...)
-	p.pubDeny = append(p.pubDeny, cfg.DenyExports...)
+	subDeny = append(subDeny, cfg.DenyImports...)
+	pubDeny = append(pubDeny, cfg.DenyExports...)
 	if imp != nil {
-		p.subAllow = imp.Allow
-		p.subDeny = append(p.subDeny, plainEntries(imp.Deny)...)
+		subAllow = imp.Allow
+		subDeny = append(subDeny, plainEntries(imp.Deny)...)
 	}
 	if exp != nil {
-		p.pubAllow = exp.Allow
-		p.pubDeny = append(p.pubDeny, plainEntries(exp.Deny)...)
+		pubAllow = exp.Allow
+		pubDeny = append(pubDeny, plainEntries(exp.Deny)...)
 	}
-	p.subAllow = plainEntries(p.subAllow)
-	p.pubAllow = plainEntries(p.pubAllow)
-	return p
+	return &perms{
+		sub: auth.NewFilter(plainEntries(subAllow), subDeny),
+		pub: auth.NewFilter(plainEntries(pubAllow), pubDeny),
+	}
 }
 
 // plainEntries drops queue-qualified permission entries ("subject queue"),
@@ -78,23 +80,7 @@ func exempt(subj string) bool {
 // matches it token for token (so ">" passes a "$KV.>" deny and is filtered
 // per message instead).
 func (p *perms) canSubscribe(subj string) bool {
-	if exempt(subj) {
-		return true
-	}
-	if p.subAllow != nil {
-		ok := false
-		wild := !subject.IsLiteral(subj)
-		for _, a := range p.subAllow {
-			if subject.Match(a, subj) || (wild && subject.Overlap(a, subj)) {
-				ok = true
-				break
-			}
-		}
-		if !ok {
-			return false
-		}
-	}
-	return !matchAny(p.subDeny, subj)
+	return exempt(subj) || p.sub.AllowsInterest(subj)
 }
 
 // canReceive reports whether a message on the literal subject subj may be
@@ -104,22 +90,13 @@ func (p *perms) canReceive(subj string) bool {
 	if strings.HasPrefix(subj, "$JS.ACK.") || strings.HasPrefix(subj, "_R_.") || exempt(subj) {
 		return true
 	}
-	if p.subAllow != nil && !matchAny(p.subAllow, subj) {
-		return false
-	}
-	return !matchAny(p.subDeny, subj)
+	return p.sub.Allows(subj)
 }
 
 // canPublish reports whether a message on the literal subject subj may be
 // sent to the hub.
 func (p *perms) canPublish(subj string) bool {
-	if exempt(subj) {
-		return true
-	}
-	if p.pubAllow != nil && !matchAny(p.pubAllow, subj) {
-		return false
-	}
-	return !matchAny(p.pubDeny, subj)
+	return exempt(subj) || p.pub.Allows(subj)
 }
 
 // canPublishPattern reports whether the hub's interest in subj (which may
@@ -132,24 +109,5 @@ func (p *perms) canPublishPattern(subj string) bool {
 	if subject.IsLiteral(subj) {
 		return p.canPublish(subj)
 	}
-	if exempt(subj) {
-		return true
-	}
-	for _, d := range p.pubDeny {
-		if subject.Subset(subj, d) {
-			return false
-		}
-	}
-	return true
-}
-
-// matchAny reports whether any pattern in list matches subj token for
-// token (wildcards in subj match only the same wildcard or a wider one).
-func matchAny(list []string, subj string) bool {
-	for _, pat := range list {
-		if subject.Match(pat, subj) {
-			return true
-		}
-	}
-	return false
+	return exempt(subj) || !p.pub.DenyCovers(subj)
 }

@@ -69,3 +69,21 @@ func TestJSAckDeliverIndex(t *testing.T) {
 		}
 	}
 }
+
+// TestPermsPerMessageAllocs: the per-message checks of a link (a message
+// received from the hub, one sent to it) allocate nothing once a subject
+// has been seen.
+func TestPermsPerMessageAllocs(t *testing.T) {
+	p := newPerms(&Config{DenyExports: []string{"secret.*"}}, &proto.SubjectPermission{Allow: []string{"sensors.>"}}, nil)
+	recv, send := "sensors.temp", "telemetry.temp"
+	if !p.canReceive(recv) || !p.canPublish(send) {
+		t.Fatal("refused")
+	}
+	if n := testing.AllocsPerRun(200, func() {
+		_ = p.canReceive(recv)
+		_ = p.canPublish(send)
+		_ = p.canPublish("secret.x")
+	}); n != 0 {
+		t.Fatalf("the per-message checks allocate %v times", n)
+	}
+}

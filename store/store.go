@@ -124,6 +124,21 @@ type PurgeOptions struct {
 	Keep uint64
 }
 
+// Syncer is the optional ability of a Stream to make what it stored
+// durable on demand (a file stream). Callers find it with a type
+// assertion, `if s, ok := st.(store.Syncer); ok && s.SyncDeferred()`, and
+// then own the fsync: they run Sync before they tell anyone a message is
+// safe. A stream without the ability syncs nothing (memory).
+type Syncer interface {
+	// Sync returns once every message stored before the call is durable.
+	Sync() error
+	// SyncDeferred reports whether Store returns before the message is
+	// durable, so that only a Sync (or the stream's own timer) makes it
+	// so. A stream that syncs in Store reports false: its Sync has
+	// nothing left to do.
+	SyncDeferred() bool
+}
+
 // Stream is one stream's message log. Implementations are safe for
 // concurrent use.
 type Stream interface {

@@ -22,24 +22,14 @@ const (
 // A Perms is shared by all connections of one user: it is immutable apart
 // from its internal result caches and is safe for concurrent use.
 type Perms struct {
-	pub      pubPerms
+	// pub are the publish permissions. Its allow list is absent when only
+	// deny restricts; it is an empty list when a response permission is
+	// configured without one: then only replies may be published.
+	pub      Filter
 	sub      subPerms
 	response *ResponsePermission
 
-	pubCache     resultCache[string]
 	deliverCache resultCache[deliverKey]
-}
-
-// pubPerms are the compiled publish permissions.
-type pubPerms struct {
-	// restricted is false when every subject may be published to.
-	restricted bool
-	// allowAll is true when the allow list is absent, so only deny
-	// restricts. It is false with an empty allow list when a response
-	// permission is configured: then only replies may be published.
-	allowAll bool
-	allow    patternSet
-	deny     patternSet
 }
 
 // subPerms are the compiled subscribe permissions.
@@ -65,40 +55,6 @@ type deliverKey struct {
 	queue   string
 }
 
-// patternSet is a list of subject patterns split into literal subjects
-// (looked up in a map) and wildcard patterns (scanned).
-type patternSet struct {
-	literals  map[string]struct{}
-	wildcards []string
-}
-
-func (s *patternSet) add(p string) {
-	if subject.IsLiteral(p) {
-		if s.literals == nil {
-			s.literals = make(map[string]struct{})
-		}
-		s.literals[p] = struct{}{}
-		return
-	}
-	s.wildcards = append(s.wildcards, p)
-}
-
-func (s *patternSet) empty() bool { return len(s.literals) == 0 && len(s.wildcards) == 0 }
-
-// match reports whether subj matches a pattern of the set. Wildcard tokens
-// in subj are compared as ordinary tokens, as nats-server's sublist does.
-func (s *patternSet) match(subj string) bool {
-	if _, ok := s.literals[subj]; ok {
-		return true
-	}
-	for _, p := range s.wildcards {
-		if subject.Match(p, subj) {
-			return true
-		}
-	}
-	return false
-}
-
 // CanPublish reports whether the user may publish to subject. A subject is
 // allowed when the allow list is absent or one of its patterns matches, and
 // no deny pattern matches. With a response permission and no allow list
@@ -109,22 +65,7 @@ func (s *patternSet) match(subj string) bool {
 // lookup and no allocation. subject is not retained: the caller may pass a
 // string that aliases its read buffer (unsafe.String).
 func (p *Perms) CanPublish(subject string) bool {
-	if p == nil || !p.pub.restricted {
-		return true
-	}
-	if ok, hit := p.pubCache.get(subject); hit {
-		return ok
-	}
-	ok := p.pub.allows(subject)
-	p.pubCache.put(strings.Clone(subject), ok)
-	return ok
-}
-
-func (pp *pubPerms) allows(subj string) bool {
-	if !pp.allowAll && !pp.allow.match(subj) {
-		return false
-	}
-	return !pp.deny.match(subj)
+	return p == nil || p.pub.Allows(subject)
 }
 
 // CanSubscribe reports whether the user may subscribe to subject, which may
@@ -313,8 +254,7 @@ func compilePerms(cp *Permissions) (*Perms, error) {
 	// permission without a publish allow list turns off the implicit
 	// "allow everything": the user may publish replies only.
 	p.pub.allowAll = p.pub.allow.empty() && p.response == nil
-	p.pub.restricted = !p.pub.allowAll || !p.pub.deny.empty()
-	if !p.pub.restricted && !p.sub.hasAllow && len(p.sub.deny) == 0 && len(p.sub.denyQ) == 0 && p.response == nil {
+	if !p.pub.Restricted() && !p.sub.hasAllow && len(p.sub.deny) == 0 && len(p.sub.denyQ) == 0 && p.response == nil {
 		return nil, nil
 	}
 	return p, nil

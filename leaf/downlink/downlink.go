@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/leafbox/leafbox/core/proto"
 	"github.com/leafbox/leafbox/leaf/internal/runstate"
 	"github.com/leafbox/leafbox/store/jsapi"
 )
@@ -795,19 +796,10 @@ func parseAck(reply string) (ackMeta, bool) {
 }
 
 // status returns the status code and description of a status message's
-// header block ("NATS/1.0 408 Request Timeout"), or 0.
+// header block ("NATS/1.0 408 Request Timeout"), or 0 (proto.ParseStatus).
 func status(hdr []byte) (int, string) {
-	line, _, _ := strings.Cut(string(hdr), "\r\n")
-	rest, ok := strings.CutPrefix(line, "NATS/1.0 ")
-	if !ok {
-		return 0, ""
-	}
-	codeText, desc, _ := strings.Cut(rest, " ")
-	code, err := strconv.Atoi(codeText)
-	if err != nil {
-		return 0, ""
-	}
-	return code, desc
+	code, desc := proto.ParseStatus(hdr)
+	return code, string(desc)
 }
 
 // truncate shortens a payload for an error message.

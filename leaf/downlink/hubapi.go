@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/leafbox/leafbox/store/jsapi"
 )
 
 // consumerInfo is the part of the hub's consumer create answer used here.
@@ -19,13 +21,7 @@ type consumerInfo struct {
 	AckFloor      struct {
 		StreamSeq uint64 `json:"stream_seq"`
 	} `json:"ack_floor"`
-	Error *apiError `json:"error"`
-}
-
-type apiError struct {
-	Code        int    `json:"code"`
-	ErrCode     int    `json:"err_code"`
-	Description string `json:"description"`
+	jsapi.APIResponse
 }
 
 // consumerConfig is the consumer the downlink asks for.
@@ -77,10 +73,11 @@ func (d *Downlink) bind(ctx context.Context) (*consumerInfo, error) {
 		return nil, err
 	}
 	var info consumerInfo
-	if err := json.Unmarshal(resp, &info); err != nil {
+	e, err := jsapi.DecodeReply(resp, &info)
+	if err != nil {
 		return nil, fmt.Errorf("downlink: invalid consumer create answer %q", truncate(resp))
 	}
-	if e := info.Error; e != nil {
+	if e != nil {
 		return nil, fmt.Errorf("downlink: consumer %s on stream %s: hub error %d (%d): %s",
 			d.cfg.Durable, d.cfg.Stream, e.Code, e.ErrCode, e.Description)
 	}
@@ -97,14 +94,12 @@ func (d *Downlink) resend(ctx context.Context) {
 	subj := d.api + "CONSUMER.RESET." + d.cfg.Stream + "." + d.cfg.Durable
 	resp, err := d.request(ctx, subj, []byte("{}"))
 	if err == nil {
-		var answer struct {
-			Error *apiError `json:"error"`
-		}
-		switch uerr := json.Unmarshal(resp, &answer); {
+		var answer jsapi.APIResponse
+		switch e, uerr := jsapi.DecodeReply(resp, &answer); {
 		case uerr != nil:
 			err = fmt.Errorf("invalid answer %q", truncate(resp))
-		case answer.Error != nil:
-			err = fmt.Errorf("hub error %d (%d): %s", answer.Error.Code, answer.Error.ErrCode, answer.Error.Description)
+		case e != nil:
+			err = fmt.Errorf("hub error %d (%d): %s", e.Code, e.ErrCode, e.Description)
 		}
 	}
 	if err != nil {

@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
+	"github.com/leafbox/leafbox/core/proto"
 	"github.com/leafbox/leafbox/leaf/clock"
 	"github.com/leafbox/leafbox/store"
 )
@@ -43,7 +43,7 @@ type Clock interface {
 
 // hasStamp reports whether hdr has a capture stamp header already.
 func hasStamp(hdr []byte) bool {
-	return len(hdr) > 0 && (hasHeader(hdr, HeaderBootID) || hasHeader(hdr, HeaderMono) || hasHeader(hdr, HeaderTime))
+	return len(hdr) > 0 && (proto.HasHeaderFold(hdr, HeaderBootID) || proto.HasHeaderFold(hdr, HeaderMono) || proto.HasHeaderFold(hdr, HeaderTime))
 }
 
 // appendStamp appends the header lines of the capture stamp s to add: the
@@ -68,21 +68,10 @@ func appendStamp(add []byte, s clock.Stamp) []byte {
 }
 
 // headerValue returns the value of the first header line for name
-// (case-insensitive) in the header block hdr.
+// (ASCII case-insensitive) in the header block hdr, as a string.
 func headerValue(hdr []byte, name string) (string, bool) {
-	if len(hdr) == 0 {
-		return "", false
-	}
-	rest := string(hdr)
-	_, rest, _ = strings.Cut(rest, "\r\n") // the NATS/1.0 line
-	for rest != "" {
-		var line string
-		line, rest, _ = strings.Cut(rest, "\r\n")
-		if k, v, ok := strings.Cut(line, ":"); ok && strings.EqualFold(strings.TrimSpace(k), name) {
-			return strings.TrimSpace(v), true
-		}
-	}
-	return "", false
+	v, ok := proto.HeaderValueFold(hdr, name)
+	return string(v), ok
 }
 
 // ageKind says how well a message's age is known.

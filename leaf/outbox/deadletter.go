@@ -1,7 +1,6 @@
 package outbox
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"slices"
@@ -9,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/leafbox/leafbox/core/proto"
 	"github.com/leafbox/leafbox/leaf/internal/runstate"
 	"github.com/leafbox/leafbox/store"
 )
@@ -103,17 +103,17 @@ func (o *Outbox) deadLetter(seq uint64, rf *RefusedError, refusals int) error {
 	}
 	hdr := m.Header
 	var add []byte
-	if _, ok := lookupHeader(hdr, HeaderMsgID); !ok {
-		if id, ok := lookupHeader(o.header(hdr, seq), HeaderMsgID); ok {
-			add = appendHeader(add, HeaderMsgID, id)
+	if !proto.HasHeaderFold(hdr, HeaderMsgID) {
+		if id, ok := proto.HeaderValueFold(o.header(hdr, seq), HeaderMsgID); ok {
+			add = proto.AppendHeaderField(add, HeaderMsgID, id)
 		}
 	}
-	add = appendHeader(add, HeaderDeadReason, rf.Reason)
-	add = appendHeader(add, HeaderDeadError, rf.Err.Error())
-	add = appendHeader(add, HeaderDeadTime, time.Now().UTC().Format(time.RFC3339Nano))
-	add = appendHeader(add, HeaderDeadSeq, strconv.FormatUint(seq, 10))
-	add = appendHeader(add, HeaderDeadRefusals, strconv.Itoa(refusals))
-	if _, _, err := o.cfg.DeadLetter.Store(m.Subject, mergeHeader(hdr, add), m.Data, 0); err != nil {
+	add = proto.AppendHeaderField(add, HeaderDeadReason, rf.Reason)
+	add = proto.AppendHeaderField(add, HeaderDeadError, rf.Err.Error())
+	add = proto.AppendHeaderField(add, HeaderDeadTime, time.Now().UTC().Format(time.RFC3339Nano))
+	add = proto.AppendHeaderField(add, HeaderDeadSeq, strconv.FormatUint(seq, 10))
+	add = proto.AppendHeaderField(add, HeaderDeadRefusals, strconv.Itoa(refusals))
+	if _, _, err := o.cfg.DeadLetter.Store(m.Subject, proto.AppendHeaderFields(nil, hdr, add), m.Data, 0); err != nil {
 		return fmt.Errorf("outbox: dead letter %d: %w", seq, err)
 	}
 	o.deadLettered.Add(1) // counted first, as acks are: Status never sees it unaccounted
@@ -149,16 +149,16 @@ func (o *Outbox) DeadLetters(from uint64, limit int) ([]DeadLetter, error) {
 		}
 		next = m.Seq + 1
 		d := DeadLetter{Seq: m.Seq, Subject: m.Subject, Size: len(m.Header) + len(m.Data)}
-		d.Reason, _ = lookupHeader(m.Header, HeaderDeadReason)
-		d.Error, _ = lookupHeader(m.Header, HeaderDeadError)
-		d.MsgID, _ = lookupHeader(m.Header, HeaderMsgID)
-		if v, ok := lookupHeader(m.Header, HeaderDeadTime); ok {
+		d.Reason, _ = headerValue(m.Header, HeaderDeadReason)
+		d.Error, _ = headerValue(m.Header, HeaderDeadError)
+		d.MsgID, _ = headerValue(m.Header, HeaderMsgID)
+		if v, ok := headerValue(m.Header, HeaderDeadTime); ok {
 			d.Time, _ = time.Parse(time.RFC3339Nano, v)
 		}
-		if v, ok := lookupHeader(m.Header, HeaderDeadSeq); ok {
+		if v, ok := headerValue(m.Header, HeaderDeadSeq); ok {
 			d.OutboxSeq, _ = strconv.ParseUint(v, 10, 64)
 		}
-		if v, ok := lookupHeader(m.Header, HeaderDeadRefusals); ok {
+		if v, ok := headerValue(m.Header, HeaderDeadRefusals); ok {
 			d.Refusals, _ = strconv.Atoi(v)
 		}
 		out = append(out, d)
@@ -231,19 +231,14 @@ func (o *Outbox) RequeueAll() (int, error) {
 // without its Leafbox-Dead-* headers (and with a new Nats-Msg-Id when its
 // id was the reason).
 func (o *Outbox) requeueOne(m *store.Msg) error {
-	reason, _ := lookupHeader(m.Header, HeaderDeadReason)
-	hdr := removeHeaders(m.Header, func(name string) bool {
-		return hasPrefixFold(name, deadHeaderPrefix) ||
-			(reason == ReasonDuplicateID && strings.EqualFold(name, HeaderMsgID))
+	reason, _ := headerValue(m.Header, HeaderDeadReason)
+	hdr := proto.DeleteHeaders(m.Header, func(name []byte) bool {
+		return proto.HeaderNameHasPrefix(name, deadHeaderPrefix) ||
+			(reason == ReasonDuplicateID && proto.HeaderNameIs(name, HeaderMsgID))
 	})
 	if reason == ReasonDuplicateID {
 		// A fresh id of this opening, never one the hub has seen.
-		line := appendHeader(nil, HeaderMsgID, o.idBase+strconv.FormatUint(o.ids.Add(1), 10))
-		if len(hdr) < len("NATS/1.0\r\n\r\n") {
-			hdr = append(append([]byte("NATS/1.0\r\n"), line...), "\r\n"...)
-		} else {
-			hdr = append(append(hdr[:len(hdr)-2:len(hdr)-2], line...), "\r\n"...)
-		}
+		hdr = proto.AppendHeader(nil, hdr, HeaderMsgID, o.idBase+strconv.FormatUint(o.ids.Add(1), 10))
 	}
 	o.requeued.Add(1) // counted first: Status never sees more in the stream than came in
 	seq, _, err := o.stream.Store(m.Subject, hdr, m.Data, 0)
@@ -251,7 +246,7 @@ func (o *Outbox) requeueOne(m *store.Msg) error {
 		o.requeued.Add(^uint64(0))
 		return err
 	}
-	if o.cfg.Syncer != nil {
+	if o.syncer != nil {
 		raise(&o.written, seq)
 	} else {
 		raise(&o.durable, seq)
@@ -276,62 +271,6 @@ func (o *Outbox) finishRequeue(moved []uint64, err error) (int, error) {
 	}
 	o.log.Info("uplink dead-lettered messages requeued", "count", len(moved))
 	return len(moved), err
-}
-
-// lookupHeader returns the value of header name (case-insensitive) in the
-// NATS header block hdr, without allocating when it is absent.
-func lookupHeader(hdr []byte, name string) (string, bool) {
-	i := bytes.Index(hdr, crlf)
-	if i < 0 {
-		return "", false
-	}
-	for rest := hdr[i+2:]; len(rest) > 0; {
-		line := rest
-		if j := bytes.Index(rest, crlf); j >= 0 {
-			line, rest = rest[:j], rest[j+2:]
-		} else {
-			rest = nil
-		}
-		k, v, ok := bytes.Cut(line, colon)
-		if ok && equalFoldASCII(bytes.TrimSpace(k), name) {
-			return string(bytes.TrimSpace(v)), true
-		}
-	}
-	return "", false
-}
-
-// appendHeader appends the header line "name: value\r\n" to dst, the
-// value flattened to one line.
-func appendHeader(dst []byte, name, value string) []byte {
-	value = strings.NewReplacer("\r", " ", "\n", " ").Replace(value)
-	return append(append(append(append(dst, name...), ": "...), value...), "\r\n"...)
-}
-
-// removeHeaders returns hdr without the lines whose name drop selects; nil
-// when no header line is left.
-func removeHeaders(hdr []byte, drop func(name string) bool) []byte {
-	lines := strings.Split(strings.TrimSuffix(string(hdr), "\r\n\r\n"), "\r\n")
-	if len(lines) < 2 {
-		return hdr
-	}
-	out := []byte(lines[0] + "\r\n")
-	kept := 0
-	for _, line := range lines[1:] {
-		if k, _, ok := strings.Cut(line, ":"); ok && drop(strings.TrimSpace(k)) {
-			continue
-		}
-		out = append(append(out, line...), "\r\n"...)
-		kept++
-	}
-	if kept == 0 && lines[0] == "NATS/1.0" {
-		return nil
-	}
-	return append(out, "\r\n"...)
-}
-
-// hasPrefixFold reports whether s starts with prefix, ignoring case.
-func hasPrefixFold(s, prefix string) bool {
-	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
 }
 
 // MsgID returns the Nats-Msg-Id Capture gives the n-th message captured

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/leafbox/leafbox/store"
+	"github.com/leafbox/leafbox/store/jsapi"
 )
 
 // errAck answers p with a JetStream error PubAck.
@@ -41,7 +42,7 @@ func TestClassifyAPIError(t *testing.T) {
 		{"no err_code", 0, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := &apiError{Code: 400, ErrCode: tc.errCode, Description: tc.name}
+			e := &jsapi.APIError{Code: 400, ErrCode: uint16(tc.errCode), Description: tc.name}
 			err := classifyAPIError(e, e)
 			var rf *RefusedError
 			got := ""
@@ -80,29 +81,6 @@ func TestParseStreamNames(t *testing.T) {
 				t.Fatalf("%s: %v (%s), want %s", tc.data, err, got, tc.want)
 			}
 		})
-	}
-}
-
-func TestHeaderHelpers(t *testing.T) {
-	hdr := []byte("NATS/1.0\r\nNats-Msg-Id: a.b.1\r\nLeafbox-Dead-Reason: no_stream\r\nX: y\r\n\r\n")
-	if v, ok := lookupHeader(hdr, "nats-msg-id"); !ok || v != "a.b.1" {
-		t.Fatalf("lookupHeader: %q %v", v, ok)
-	}
-	if _, ok := lookupHeader(hdr, "Nats-Msg"); ok {
-		t.Fatal("lookupHeader matched a prefix")
-	}
-	if n := testing.AllocsPerRun(100, func() { lookupHeader(hdr, "Missing") }); n != 0 {
-		t.Fatalf("lookupHeader of an absent header allocates %v times", n)
-	}
-	got := removeHeaders(hdr, func(name string) bool { return hasPrefixFold(name, deadHeaderPrefix) })
-	if want := "NATS/1.0\r\nNats-Msg-Id: a.b.1\r\nX: y\r\n\r\n"; string(got) != want {
-		t.Fatalf("removeHeaders: %q", got)
-	}
-	if got := removeHeaders(hdr, func(string) bool { return true }); got != nil {
-		t.Fatalf("removing every line: %q, want nil", got)
-	}
-	if got := string(appendHeader(nil, "E", "two\r\nlines")); got != "E: two  lines\r\n" {
-		t.Fatalf("appendHeader: %q", got)
 	}
 }
 
@@ -159,11 +137,11 @@ func TestPermanentRefusalDeadLetters(t *testing.T) {
 	for name, want := range map[string]string{
 		HeaderDeadReason: ReasonWrongStream, HeaderDeadSeq: "2", HeaderDeadRefusals: "2", HeaderMsgID: ob.IDPrefix() + "2",
 	} {
-		if v, _ := lookupHeader(m.Header, name); v != want {
+		if v, _ := headerValue(m.Header, name); v != want {
 			t.Errorf("%s: %q, want %q (header %q)", name, v, want, m.Header)
 		}
 	}
-	if v, _ := lookupHeader(m.Header, HeaderDeadError); !strings.Contains(v, "10060") {
+	if v, _ := headerValue(m.Header, HeaderDeadError); !strings.Contains(v, "10060") {
 		t.Errorf("%s: %q", HeaderDeadError, v)
 	}
 	list, err := ob.DeadLetters(0, 0)
@@ -337,11 +315,11 @@ func TestUnexpectedDuplicate(t *testing.T) {
 		t.Fatalf("requeue: %d %v", n, err)
 	}
 	p = hub.next(t)
-	id, _ := lookupHeader(p.hdr, HeaderMsgID)
+	id, _ := headerValue(p.hdr, HeaderMsgID)
 	if p.subject != "telemetry.0" || id == list[0].MsgID || !strings.HasPrefix(id, ob.IDPrefix()) {
 		t.Fatalf("requeued: sent %q with id %q, want telemetry.0 with a new id after %s", p.subject, id, list[0].MsgID)
 	}
-	if _, ok := lookupHeader(p.hdr, HeaderDeadReason); ok {
+	if _, ok := headerValue(p.hdr, HeaderDeadReason); ok {
 		t.Fatalf("requeued message still carries %s: %q", HeaderDeadReason, p.hdr)
 	}
 	ackSeq(ob, p, "S", 9, false)
@@ -369,7 +347,7 @@ func TestRequeueKeepsOriginalID(t *testing.T) {
 		t.Fatalf("requeue all: %d %v", n, err)
 	}
 	p := hub.next(t)
-	if id, _ := lookupHeader(p.hdr, HeaderMsgID); id != ob.IDPrefix()+"1" {
+	if id, _ := headerValue(p.hdr, HeaderMsgID); id != ob.IDPrefix()+"1" {
 		t.Fatalf("requeued with id %q, want the original %s1", id, ob.IDPrefix())
 	}
 	if strings.Count(string(p.hdr), HeaderMsgID) != 1 {

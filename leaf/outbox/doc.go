@@ -22,8 +22,9 @@
 // subscription handler, it runs on the publisher's read goroutine, before
 // the broker reads the publisher's next PING. With a stream that syncs in
 // Store (filestore SyncInterval 0) the message is on disk when Capture
-// returns. With Config.Syncer (a filestore opened with a SyncInterval,
-// what cmd/internal/app uses) Store only writes, and Sync, which the
+// returns. With a store.Syncer whose SyncDeferred is true (a filestore
+// opened with a SyncInterval, what cmd/internal/app uses) Store only
+// writes, and Sync, which the
 // broker runs before answering a PING, fsyncs every capture since the last
 // one at once: a burst of captures shares one fsync, and the publisher's
 // PONG still means its messages survive kill -9 and power loss.
@@ -33,7 +34,7 @@
 // One goroutine forwards. It waits for Hub.WaitReady, then reads the
 // stream from its first message in sequence order, up to the last durable
 // message (a message still awaiting its fsync could be lost by a power
-// cut; with a Syncer the forwarder runs Sync itself when it reaches such
+// cut; with a store.Syncer the forwarder runs Sync itself when it reaches such
 // messages), and publishes each message toward the hub as a JetStream
 // publish request: the subject prefixed with HubPrefix, the header
 // extended with

@@ -1,12 +1,10 @@
 package outbox
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -135,12 +133,6 @@ type Config struct {
 	// instead of refusing new messages (DropStoreFull) once it is. Leave
 	// it nil for a discard-new outbox.
 	DiskLow func() bool
-	// Syncer, when set, is the stream's fsync (a *filestore.Stream opened
-	// with a SyncInterval, whose Store does not wait for the disk):
-	// captures become durable, and forwardable, at the next Sync, which
-	// the broker runs before answering a publisher's PING. Nil means the
-	// stream syncs in Store (SyncInterval 0).
-	Syncer interface{ Sync() error }
 	// StateFile persists the last hub sequence acknowledged per hub
 	// stream, to detect a recreated stream across restarts; "" keeps it
 	// in memory only.
@@ -249,6 +241,7 @@ type Status struct {
 type Outbox struct {
 	cfg    Config
 	stream store.Stream
+	syncer store.Syncer // the stream's, when its Store defers the fsync
 	hub    Hub
 	log    *slog.Logger
 	inbox  string // reply prefix, ending in '.'
@@ -285,7 +278,7 @@ type Outbox struct {
 
 	// durable is the highest sequence known to be on disk with every
 	// earlier one: whose Store returned, with a stream that syncs in
-	// Store, or that a Sync covered, with Config.Syncer. The forwarder
+	// Store, or that a Sync covered, with a store.Syncer. The forwarder
 	// sends nothing beyond it, so a message a power cut can still lose
 	// (and whose sequence the next message would reuse) never reaches the
 	// hub. written is the highest sequence whose Store returned; syncMu
@@ -383,6 +376,9 @@ func New(stream store.Stream, hub Hub, cfg Config) (*Outbox, error) {
 		refusedCount: map[uint64]int{},
 		lookupCh:     make(chan lookupAnswer, 1),
 	}
+	if sy, ok := stream.(store.Syncer); ok && sy.SyncDeferred() {
+		o.syncer = sy // Store only writes: a capture is durable at the next Sync
+	}
 	o.rs.Set(StateIdle)
 	if err := o.meter.load(cfg.StateFile); err != nil {
 		return nil, err
@@ -462,7 +458,7 @@ func (o *Outbox) Capture(subject string, hdr, data []byte) error {
 		return err
 	}
 	o.stored.Add(1)
-	if o.cfg.Syncer != nil {
+	if o.syncer != nil {
 		raise(&o.written, seq) // durable after the next Sync
 	} else {
 		raise(&o.durable, seq)
@@ -495,14 +491,15 @@ func raise(v *atomic.Uint64, seq uint64) {
 	}
 }
 
-// Sync makes every message captured so far durable, with Config.Syncer,
+// Sync makes every message captured so far durable, when the stream is a
+// store.Syncer that defers its fsync,
 // and lets the forwarder send them; it costs nothing when nothing was
 // captured since the last Sync. The broker calls it before answering a
 // publisher's PING; the forwarder calls it when it has caught up with the
-// durable messages. Without a Syncer, Capture is durable already and Sync
-// does nothing.
+// durable messages. Without that ability, Capture is durable already (or
+// never, in memory) and Sync does nothing.
 func (o *Outbox) Sync() error {
-	if o.cfg.Syncer == nil || o.written.Load() <= o.durable.Load() {
+	if o.syncer == nil || o.written.Load() <= o.durable.Load() {
 		return nil
 	}
 	o.syncMu.Lock()
@@ -511,7 +508,7 @@ func (o *Outbox) Sync() error {
 	if upto <= o.durable.Load() {
 		return nil // a concurrent Sync covered it
 	}
-	if err := o.cfg.Syncer.Sync(); err != nil {
+	if err := o.syncer.Sync(); err != nil {
 		err = fmt.Errorf("outbox: sync: %w", err)
 		o.rs.SetError(err)
 		return err
@@ -858,14 +855,6 @@ func (o *Outbox) round(ctx context.Context) (progress bool, err error) {
 	}
 }
 
-// pubAck is the hub's answer to a JetStream publish.
-type pubAck struct {
-	Stream    string    `json:"stream"`
-	Seq       uint64    `json:"seq"`
-	Duplicate bool      `json:"duplicate"`
-	Error     *apiError `json:"error"`
-}
-
 // failed handles a message of the current round that the hub did not
 // take: err, a permanent refusal (a *RefusedError in its chain, or an
 // ambiguous failure the hub's JetStream confirms as one: see
@@ -914,8 +903,8 @@ func (o *Outbox) processReplies(pending map[uint64]sentMsg) (int, error) {
 	}
 	for _, r := range list {
 		current = r.round == o.rounds
-		var ack pubAck
-		if err := json.Unmarshal(r.data, &ack); err != nil {
+		ack, apiErr, err := jsapi.DecodePubAck(r.data)
+		if err != nil {
 			fail(fmt.Errorf("outbox: sequence %d: invalid PubAck %q", r.seq, truncate(r.data)))
 			continue
 		}
@@ -926,8 +915,8 @@ func (o *Outbox) processReplies(pending map[uint64]sentMsg) (int, error) {
 			// A status-only reply: 503, nothing received the message.
 			fail(fmt.Errorf("%w: sequence %d: empty PubAck", ErrNoResponders, r.seq))
 			continue
-		case ack.Error != nil:
-			err := classifyAPIError(ack.Error, fmt.Errorf("outbox: sequence %d: %w", r.seq, ack.Error))
+		case apiErr != nil:
+			err := classifyAPIError(apiErr, fmt.Errorf("outbox: sequence %d: %w", r.seq, hubError{apiErr}))
 			var rf *RefusedError
 			if inRound && errors.As(err, &rf) {
 				ok, derr := o.refuse(r.seq, rf, false)
@@ -958,7 +947,7 @@ func (o *Outbox) processReplies(pending map[uint64]sentMsg) (int, error) {
 			o.dupUnexpected.Add(1)
 			delete(pending, r.seq)
 			rf := &RefusedError{Reason: ReasonDuplicateID, Err: fmt.Errorf(
-				"hub stream %s reports sequence %d, sent for the first time, as a duplicate of its message %d", ack.Stream, r.seq, ack.Seq)}
+				"hub stream %s reports sequence %d, sent for the first time, as a duplicate of its message %d", ack.Stream, r.seq, ack.Sequence)}
 			ok, derr := o.refuse(r.seq, rf, true)
 			switch {
 			case derr != nil:
@@ -972,7 +961,7 @@ func (o *Outbox) processReplies(pending map[uint64]sentMsg) (int, error) {
 		}
 		delete(pending, r.seq)
 		if !ack.Duplicate {
-			o.noteHubSeq(ack.Stream, ack.Seq)
+			o.noteHubSeq(ack.Stream, ack.Sequence)
 		}
 		done = append(done, ackedMsg{seq: r.seq, size: sent.size})
 	}
@@ -1051,18 +1040,16 @@ func truncate(b []byte) string {
 
 // captureHeader returns hdr with what Capture stores with a message: a
 // Nats-Msg-Id unless hdr has one, and with Config.Clock the capture stamp
-// unless hdr has one. It builds the additions in one buffer, which is the
-// whole header block when hdr is empty.
+// unless hdr has one. The added fields are built on the stack and the new
+// block takes one allocation; hdr is only read.
 func (o *Outbox) captureHeader(hdr []byte) []byte {
-	addID := !hasHeader(hdr, HeaderMsgID)
+	addID := !proto.HasHeaderFold(hdr, HeaderMsgID)
 	addStamp := o.cfg.Clock != nil && !hasStamp(hdr)
 	if !addID && !addStamp {
 		return hdr
 	}
-	add := make([]byte, 0, 128+len(o.idBase)) // the stamp, the number and the framing fit in 128
-	if len(hdr) == 0 {
-		add = append(add, "NATS/1.0\r\n"...)
-	}
+	var room [192]byte // the stamp, the number and the framing, with a short id base
+	add := room[:0]
 	if addID {
 		add = append(add, HeaderMsgID+": "...)
 		add = append(add, o.idBase...)
@@ -1072,10 +1059,7 @@ func (o *Outbox) captureHeader(hdr []byte) []byte {
 	if addStamp {
 		add = appendStamp(add, o.cfg.Clock.Stamp())
 	}
-	if len(hdr) == 0 {
-		return append(add, "\r\n"...)
-	}
-	return mergeHeader(hdr, add)
+	return proto.AppendHeaderFields(nil, hdr, add)
 }
 
 // header returns hdr as published toward the hub: with Nats-Msg-Id added
@@ -1084,65 +1068,14 @@ func (o *Outbox) captureHeader(hdr []byte) []byte {
 // Config.Stream is set, Nats-Expected-Stream.
 func (o *Outbox) header(hdr []byte, seq uint64) []byte {
 	var add []byte
-	if !hasHeader(hdr, HeaderMsgID) {
-		add = append(add, HeaderMsgID+": "+o.legacyBase+strconv.FormatUint(seq, 10)+"\r\n"...)
+	if !proto.HasHeaderFold(hdr, HeaderMsgID) {
+		add = proto.AppendHeaderField(add, HeaderMsgID, o.legacyBase+strconv.FormatUint(seq, 10))
 	}
-	if o.cfg.Stream != "" && !hasHeader(hdr, HeaderExpectedStream) {
-		add = append(add, HeaderExpectedStream+": "+o.cfg.Stream+"\r\n"...)
+	if o.cfg.Stream != "" && !proto.HasHeaderFold(hdr, HeaderExpectedStream) {
+		add = proto.AppendHeaderField(add, HeaderExpectedStream, o.cfg.Stream)
 	}
-	return mergeHeader(hdr, add)
-}
-
-// mergeHeader appends the header lines add (each ending in CRLF) to the
-// NATS header block hdr, which may be nil.
-func mergeHeader(hdr, add []byte) []byte {
 	if len(add) == 0 {
 		return hdr
 	}
-	const end = "\r\n\r\n"
-	if len(hdr) == 0 || !strings.HasSuffix(string(hdr), end) {
-		out := append([]byte("NATS/1.0\r\n"), add...)
-		return append(out, "\r\n"...)
-	}
-	out := make([]byte, 0, len(hdr)+len(add))
-	out = append(out, hdr[:len(hdr)-2]...)
-	out = append(out, add...)
-	return append(out, "\r\n"...)
-}
-
-// hasHeader reports whether the header block hdr has a line for name
-// (ASCII case-insensitive, blanks around the key ignored). It does not
-// allocate: Capture calls it on the publisher's read goroutine.
-func hasHeader(hdr []byte, name string) bool {
-	_, rest, ok := bytes.Cut(hdr, crlf) // the NATS/1.0 line
-	for ok && len(rest) > 0 {
-		var line []byte
-		line, rest, ok = bytes.Cut(rest, crlf)
-		if k, _, found := bytes.Cut(line, colon); found && equalFoldASCII(bytes.TrimSpace(k), name) {
-			return true
-		}
-	}
-	return false
-}
-
-var crlf, colon = []byte("\r\n"), []byte(":")
-
-// equalFoldASCII reports whether b equals s, ignoring ASCII case.
-func equalFoldASCII(b []byte, s string) bool {
-	if len(b) != len(s) {
-		return false
-	}
-	for i := range b {
-		x, y := b[i], s[i]
-		if 'A' <= x && x <= 'Z' {
-			x += 'a' - 'A'
-		}
-		if 'A' <= y && y <= 'Z' {
-			y += 'a' - 'A'
-		}
-		if x != y {
-			return false
-		}
-	}
-	return true
+	return proto.AppendHeaderFields(nil, hdr, add)
 }

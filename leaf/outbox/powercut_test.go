@@ -196,7 +196,7 @@ func (h *dedupHub) perProducer(t *testing.T, producers int) [][]int {
 // producers capture and the forwarder forwards to a deduplicating hub, at
 // several points, with both kinds of outbox stream: one that syncs in
 // Store (SyncInterval 0: accepted when Capture returns) and one with a
-// Syncer (what cmd/internal/app opens: accepted when a Sync after the
+// SyncInterval (what cmd/internal/app opens: accepted when a Sync after the
 // Capture returned, as the broker runs before a PONG; its own timer is
 // set too long to help). After each cut the outbox is recovered from the
 // synced state alone and captures go on: the hub ends with every accepted
@@ -216,11 +216,7 @@ func TestPowerCutKeepsAcceptedMessages(t *testing.T) {
 			}
 			s, err := filestore.Open(fsys, "outbox/tel", cfg)
 			requireNoError(t, err)
-			oc := Config{Name: "tel", ServerName: "gw", Stream: "S"}
-			if deferred {
-				oc.Syncer = s
-			}
-			return s, oc
+			return s, Config{Name: "tel", ServerName: "gw", Stream: "S"}
 		}
 		for round, cutAt := range []int64{1, 40, 200, 555, 1500} {
 			t.Run(fmt.Sprintf("deferred=%v/cut%d_after%d", deferred, round, cutAt), func(t *testing.T) {
@@ -425,7 +421,7 @@ func TestDeferredSyncForwardsOnlySynced(t *testing.T) {
 	open := func(fsys vfs.FS) (*filestore.Stream, Config) {
 		s, err := filestore.Open(fsys, "outbox/tel", filestore.Config{Config: store.Config{Name: "tel"}, SyncInterval: time.Hour})
 		requireNoError(t, err)
-		return s, Config{Name: "tel", ServerName: "gw", Stream: "S", Syncer: s}
+		return s, Config{Name: "tel", ServerName: "gw", Stream: "S"}
 	}
 	hub := newDedupHub()
 	s, oc := open(cfs)

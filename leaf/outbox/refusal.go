@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/leafbox/leafbox/store/jsapi"
 )
 
 // DefaultDeadLetterAfter is how many permanent refusals of one message
@@ -64,16 +66,15 @@ func (e *RefusedError) Unwrap() error { return e.Err }
 // Refused wraps err as a permanent refusal for reason.
 func Refused(reason string, err error) error { return &RefusedError{Reason: reason, Err: err} }
 
-// apiError is a JetStream API error as the hub sends it.
-type apiError struct {
-	Code        int    `json:"code"`
-	ErrCode     int    `json:"err_code"`
-	Description string `json:"description"`
-}
+// hubError is a JetStream API error of the hub, as the outbox reports it.
+type hubError struct{ *jsapi.APIError }
 
-func (e *apiError) Error() string {
+func (e hubError) Error() string {
 	return fmt.Sprintf("hub error %d (%d): %s", e.Code, e.ErrCode, e.Description)
 }
+
+// Unwrap returns the API error.
+func (e hubError) Unwrap() error { return e.APIError }
 
 // permanentCodes maps the JetStream err_codes (nats-server errors.json)
 // that no retry can change, because they are about the message itself or
@@ -84,7 +85,7 @@ func (e *apiError) Error() string {
 // discard new), 10118 and 10194 stream offline, 10158 a duplicate in
 // process, 10163 temporarily unavailable, 10211 too many in flight, and
 // codes this table does not know.
-var permanentCodes = map[int]string{
+var permanentCodes = map[uint16]string{
 	10060: ReasonWrongStream, // expected stream does not match
 	10054: ReasonTooLarge,    // message size exceeds maximum allowed
 	10097: ReasonTooLarge,    // header size exceeds maximum allowed of 64k
@@ -116,7 +117,7 @@ var permanentCodes = map[int]string{
 
 // classifyAPIError returns err as a *RefusedError when the PubAck error is
 // permanent, else err unchanged (transient).
-func classifyAPIError(e *apiError, err error) error {
+func classifyAPIError(e *jsapi.APIError, err error) error {
 	if reason, ok := permanentCodes[e.ErrCode]; ok {
 		return Refused(reason, err)
 	}
@@ -129,17 +130,6 @@ type streamNamesRequest struct {
 	Subject string `json:"subject"`
 }
 
-// streamNamesResponse is the part of the answer the lookup reads.
-type streamNamesResponse struct {
-	Type    string    `json:"type"`
-	Total   int       `json:"total"`
-	Streams []string  `json:"streams"`
-	Error   *apiError `json:"error"`
-}
-
-// streamNamesType is the type of a STREAM.NAMES answer.
-const streamNamesType = "io.nats.jetstream.api.v1.stream_names_response"
-
 // lookupTimeout bounds the wait for the hub's answer to a stream lookup.
 const lookupTimeout = 2 * time.Second
 
@@ -147,14 +137,15 @@ const lookupTimeout = 2 * time.Second
 // *RefusedError (ReasonNoStream) when it says no stream captures it, nil
 // when one does, and another error when it is no definite answer.
 func parseStreamNames(subject string, data []byte) error {
-	var r streamNamesResponse
-	if err := json.Unmarshal(data, &r); err != nil {
+	var r jsapi.StreamNamesResponse
+	apiErr, err := jsapi.DecodeReply(data, &r)
+	if err != nil {
 		return fmt.Errorf("outbox: stream lookup: invalid answer %q", truncate(data))
 	}
 	switch {
-	case r.Error != nil:
-		return fmt.Errorf("outbox: stream lookup: %w", r.Error)
-	case r.Type != streamNamesType:
+	case apiErr != nil:
+		return fmt.Errorf("outbox: stream lookup: %w", hubError{apiErr})
+	case r.Type != jsapi.StreamNamesResponseType:
 		return fmt.Errorf("outbox: stream lookup: not a stream names response: %q", truncate(data))
 	case r.Total == 0 && len(r.Streams) == 0:
 		return Refused(ReasonNoStream, fmt.Errorf("no hub stream captures subject %q", subject))

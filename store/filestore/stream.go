@@ -516,6 +516,11 @@ func (s *Stream) Sync() error {
 	return s.waitDurable(ticket)
 }
 
+// SyncDeferred reports whether Store returns before its record is on disk
+// (a SyncInterval is set), so that a Sync, or the timer, makes it durable;
+// see store.Syncer.
+func (s *Stream) SyncDeferred() bool { return !s.syncAlways }
+
 // Close flushes, syncs, writes the index files that are due and releases
 // the stream. Later calls return store.ErrClosed (State and the queries
 // return zero values), except Close and Delete.

@@ -311,3 +311,28 @@ func TestTTLSurvivesReopen(t *testing.T) {
 		t.Fatalf("left: %v, %v", m, err)
 	}
 }
+
+// TestSyncDeferred checks the store.Syncer ability: a stream with a
+// SyncInterval defers its fsync to Sync, one without syncs in Store.
+func TestSyncDeferred(t *testing.T) {
+	for _, tc := range []struct {
+		interval time.Duration
+		deferred bool
+	}{{0, false}, {time.Hour, true}} {
+		s := mustOpen(t, vfs.NewMem(), "s", filestore.Config{Config: store.Config{Name: "s"}, SyncInterval: tc.interval})
+		var st store.Stream = s
+		sy, ok := st.(store.Syncer)
+		if !ok {
+			t.Fatal("a file stream is not a store.Syncer")
+		}
+		if got := sy.SyncDeferred(); got != tc.deferred {
+			t.Fatalf("SyncInterval %v: SyncDeferred %v, want %v", tc.interval, got, tc.deferred)
+		}
+		if _, _, err := s.Store("a", nil, []byte("x"), 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := sy.Sync(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

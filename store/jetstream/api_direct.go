@@ -110,8 +110,8 @@ func (s *stream) directBatch(req *jsapi.MsgGetRequest, send func(hdr, body []byt
 		var hdr []byte
 		if !req.NoHeaders {
 			hdr = directHeader(m.Header, s.name, m)
-			hdr = appendHeader(hdr, jsapi.HeaderNumPending, strconv.FormatUint(pending, 10))
-			hdr = appendHeader(hdr, jsapi.HeaderLastSequence, strconv.FormatUint(lastSeq, 10))
+			hdr = proto.AppendHeader(nil, hdr, jsapi.HeaderNumPending, strconv.FormatUint(pending, 10))
+			hdr = proto.AppendHeader(nil, hdr, jsapi.HeaderLastSequence, strconv.FormatUint(lastSeq, 10))
 		}
 		lastSeq = m.Seq
 		send(hdr, m.Data)
@@ -130,44 +130,16 @@ func (s *stream) directBatch(req *jsapi.MsgGetRequest, send func(hdr, body []byt
 }
 
 // directHeader returns a copy of the stored header plus Nats-Stream,
-// Nats-Subject, Nats-Sequence and Nats-Time-Stamp.
+// Nats-Subject, Nats-Sequence and Nats-Time-Stamp. The fields are built on
+// the stack (for common lengths): the block is one allocation.
 func directHeader(stored []byte, stream string, m *store.Msg) []byte {
-	var out []byte
-	if len(stored) >= len(proto.EmptyHeader) {
-		body := stored[:len(stored)-2]
-		out = make([]byte, 0, len(body)+len(stream)+len(m.Subject)+100)
-		out = append(out, body...)
-	} else {
-		out = make([]byte, 0, len(proto.HeaderLine)+len(stream)+len(m.Subject)+100)
-		out = append(out, proto.HeaderLine...)
-	}
-	out = append(out, jsapi.HeaderStream+": "...)
-	out = append(out, stream...)
-	out = append(out, "\r\n"+jsapi.HeaderSubject+": "...)
-	out = append(out, m.Subject...)
-	out = append(out, "\r\n"+jsapi.HeaderSequence+": "...)
-	out = strconv.AppendUint(out, m.Seq, 10)
-	out = append(out, "\r\n"+jsapi.HeaderTimeStamp+": "...)
-	out = time.Unix(0, m.Time).UTC().AppendFormat(out, time.RFC3339Nano)
-	return append(out, "\r\n\r\n"...)
-}
-
-// appendHeader returns a copy of the header block hdr (or a new block when
-// hdr is empty) with the field "key: value" added at the end. hdr is not
-// modified.
-func appendHeader(hdr []byte, key, value string) []byte {
-	var out []byte
-	if len(hdr) < len(proto.EmptyHeader) {
-		out = make([]byte, 0, len(proto.HeaderLine)+len(key)+len(value)+6)
-		out = append(out, proto.HeaderLine...)
-	} else {
-		// Drop the block's closing CRLF.
-		body := hdr[:len(hdr)-2]
-		out = make([]byte, 0, len(body)+len(key)+len(value)+6)
-		out = append(out, body...)
-	}
-	out = append(out, key...)
-	out = append(out, ':', ' ')
-	out = append(out, value...)
-	return append(out, "\r\n\r\n"...)
+	var room [256]byte
+	f := proto.AppendHeaderField(room[:0], jsapi.HeaderStream, stream)
+	f = proto.AppendHeaderField(f, jsapi.HeaderSubject, m.Subject)
+	f = append(f, jsapi.HeaderSequence+": "...)
+	f = strconv.AppendUint(f, m.Seq, 10)
+	f = append(f, "\r\n"+jsapi.HeaderTimeStamp+": "...)
+	f = time.Unix(0, m.Time).UTC().AppendFormat(f, time.RFC3339Nano)
+	f = append(f, "\r\n"...)
+	return proto.AppendHeaderFields(nil, stored, f)
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"sync"
 
+	"github.com/leafbox/leafbox/store"
 	"github.com/leafbox/leafbox/store/jsapi"
 )
 
@@ -23,15 +24,9 @@ import (
 // Consumers may see a message before its fsync completes. If the fsync
 // fails, the queued publishers get an error ack instead.
 
-// syncer is the optional ability of a store to make everything stored so
-// far durable.
-type syncer interface {
-	Sync() error
-}
-
 // committer batches PubAcks behind store syncs.
 type committer struct {
-	store syncer
+	store store.Syncer
 	bus   Bus
 	name  string
 
@@ -51,7 +46,7 @@ type queuedAck struct {
 }
 
 // newCommitter starts a committer for st.
-func newCommitter(st syncer, bus Bus, name string) *committer {
+func newCommitter(st store.Syncer, bus Bus, name string) *committer {
 	c := &committer{store: st, bus: bus, name: name, signal: make(chan struct{}, 1), done: make(chan struct{})}
 	go c.run()
 	return c

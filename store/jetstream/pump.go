@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/leafbox/leafbox/core/proto"
 	"github.com/leafbox/leafbox/store"
 	"github.com/leafbox/leafbox/store/jsapi"
 )
@@ -336,7 +337,7 @@ func (c *consumer) deliverTo(n next, target, reply string, now time.Time, out *[
 	c.stateDirty = true
 	hdr, data := m.Header, m.Data
 	if c.cfg.HeadersOnly {
-		hdr = appendHeader(hdr, jsapi.HeaderMsgSize, strconv.Itoa(len(data)))
+		hdr = proto.AppendHeader(nil, hdr, jsapi.HeaderMsgSize, strconv.Itoa(len(data)))
 		data = nil
 	}
 	*out = append(*out, outMsg{route: target, shown: m.Subject, reply: reply, hdr: hdr, data: data, sseq: m.Seq, subj: m.Subject})

@@ -98,7 +98,7 @@ func (e *Engine) newStream(cfg jsapi.StreamConfig, created time.Time, restoring 
 		return nil, err
 	}
 	s.store = st
-	if sy, ok := st.(syncer); ok && cfg.Storage == jsapi.FileStorage && e.cfg.SyncInterval <= 0 {
+	if sy, ok := st.(store.Syncer); ok && sy.SyncDeferred() && cfg.Storage == jsapi.FileStorage && e.cfg.SyncInterval <= 0 {
 		s.commit = newCommitter(sy, e.bus, cfg.Name)
 	}
 	ss := st.State()

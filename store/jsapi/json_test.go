@@ -267,3 +267,37 @@ func TestNextRequestJSON(t *testing.T) {
 	requireSameJSON(t, mustMarshal(t, &NextRequest{Batch: 1, NoWait: true, PriorityGroup: PriorityGroup{Group: "g", MinPending: 3}}),
 		[]byte(`{"batch":1,"no_wait":true,"group":"g","min_pending":3}`))
 }
+
+func TestDecodeReply(t *testing.T) {
+	ack, apiErr, err := DecodePubAck([]byte(`{"stream":"S","seq":7,"duplicate":true,"domain":"hub"}`))
+	if err != nil || apiErr != nil || ack != (PubAck{Stream: "S", Sequence: 7, Duplicate: true, Domain: "hub"}) {
+		t.Fatalf("success: %+v %v %v", ack, apiErr, err)
+	}
+	ack, apiErr, err = DecodePubAck([]byte(`{"error":{"code":503,"err_code":10077,"description":"store failed"},"stream":"S"}`))
+	if err != nil || apiErr == nil || apiErr.Code != 503 || apiErr.ErrCode != 10077 || apiErr.Description != "store failed" || ack.Stream != "S" {
+		t.Fatalf("refusal: %+v %+v %v", ack, apiErr, err)
+	}
+	for _, bad := range []string{"", "nope", `{"seq":"x"}`, `[1]`} {
+		if _, apiErr, err := DecodePubAck([]byte(bad)); err == nil || apiErr != nil {
+			t.Errorf("%q: %v %v, want a decode error", bad, apiErr, err)
+		}
+	}
+	if ack, apiErr, err := DecodePubAck([]byte(`{}`)); err != nil || apiErr != nil || ack != (PubAck{}) {
+		t.Fatalf("{}: %+v %v %v", ack, apiErr, err)
+	}
+
+	// A caller's struct with only the fields it reads.
+	var names struct {
+		APIResponse
+		Streams []string `json:"streams"`
+	}
+	apiErr, err = DecodeReply([]byte(`{"type":"`+StreamNamesResponseType+`","total":1,"streams":["S"]}`), &names)
+	if err != nil || apiErr != nil || names.Type != StreamNamesResponseType || len(names.Streams) != 1 {
+		t.Fatalf("names: %+v %v %v", names, apiErr, err)
+	}
+	var resp APIResponse
+	apiErr, err = DecodeReply([]byte(`{"type":"t","error":{"code":404,"err_code":10059,"description":"stream not found"}}`), &resp)
+	if err != nil || apiErr == nil || apiErr.Error() != "stream not found (10059)" {
+		t.Fatalf("error: %v %v", apiErr, err)
+	}
+}

@@ -4,13 +4,13 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"log/slog"
 	"time"
 
 	"github.com/leafbox/leafbox/core/monitor"
 	"github.com/leafbox/leafbox/core/server"
 	"github.com/leafbox/leafbox/leaf/clock"
+	"github.com/leafbox/leafbox/store/jsapi"
 )
 
 // clockStatePath is where the clock keeps its last known-good time:
@@ -132,17 +132,16 @@ func (p *hubTimeProbe) request() {
 
 // streamInfoTime is the part of a stream info response the probe reads.
 type streamInfoTime struct {
+	jsapi.APIResponse
 	TimeStamp time.Time `json:"ts"`
-	Error     *struct {
-		Description string `json:"description"`
-	} `json:"error"`
 }
 
 // handle reads the hub's answer.
 func (p *hubTimeProbe) handle(data []byte) {
 	var r streamInfoTime
-	if err := json.Unmarshal(data, &r); err != nil || r.Error != nil || r.TimeStamp.IsZero() {
-		p.log.Debug("hub time: unusable stream info response", "error", err, "api_error", r.Error != nil)
+	apiErr, err := jsapi.DecodeReply(data, &r)
+	if err != nil || apiErr != nil || r.TimeStamp.IsZero() {
+		p.log.Debug("hub time: unusable stream info response", "error", err, "api_error", apiErr != nil)
 		return
 	}
 	p.clock.ObserveHubTime(r.TimeStamp)

@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/leafbox/leafbox/core/auth"
 	"github.com/leafbox/leafbox/core/monitor"
+	"github.com/leafbox/leafbox/core/proto"
 	"github.com/leafbox/leafbox/core/server"
 	"github.com/leafbox/leafbox/core/subject"
 	"github.com/leafbox/leafbox/leaf"
@@ -356,9 +356,9 @@ func (l *localDelivery) Deliver(ctx context.Context, m downlink.Msg) error {
 	}
 	// Expectations the hub publisher set were for the hub stream; a
 	// local stream would refuse the message for them every time.
-	hdr := headerWithout(m.Header, "Nats-Expected-")
-	if !headerHas(hdr, "Nats-Msg-Id") {
-		hdr = headerAdd(hdr, "Nats-Msg-Id", l.idPrefix+m.ID)
+	hdr := withoutExpectations(m.Header)
+	if !proto.HasHeaderFold(hdr, "Nats-Msg-Id") {
+		hdr = proto.AppendHeader(nil, hdr, "Nats-Msg-Id", l.idPrefix+m.ID)
 	}
 	reply := l.inbox + strconv.FormatUint(l.next.Add(1), 10)
 	ch := make(chan []byte, 1)
@@ -384,18 +384,11 @@ func (l *localDelivery) Deliver(ctx context.Context, m downlink.Msg) error {
 	case <-timer.C:
 		return fmt.Errorf("no PubAck from the local stream within %v", localPubAckTimeout)
 	case data := <-ch:
-		var ack struct {
-			Stream string `json:"stream"`
-			Error  *struct {
-				Code        int    `json:"code"`
-				ErrCode     int    `json:"err_code"`
-				Description string `json:"description"`
-			} `json:"error"`
-		}
-		if err := json.Unmarshal(data, &ack); err != nil {
+		ack, e, err := jsapi.DecodePubAck(data)
+		if err != nil {
 			return fmt.Errorf("invalid local PubAck %q", data)
 		}
-		if e := ack.Error; e != nil {
+		if e != nil {
 			return fmt.Errorf("local stream refused it: %d (%d) %s", e.Code, e.ErrCode, e.Description)
 		}
 		if ack.Stream == "" {
@@ -437,53 +430,10 @@ func (l *localDelivery) captured(subj string) bool {
 	return false
 }
 
-// headerHas reports whether the NATS header block hdr has a line for
-// name (case-insensitive).
-func headerHas(hdr []byte, name string) bool {
-	lines := strings.Split(string(hdr), "\r\n")
-	for _, line := range lines[min(1, len(lines)):] {
-		if k, _, ok := strings.Cut(line, ":"); ok && strings.EqualFold(strings.TrimSpace(k), name) {
-			return true
-		}
-	}
-	return false
-}
-
-// headerWithout returns the header block hdr without the lines whose
-// name starts with prefix (case-insensitive); hdr itself when it has none.
-func headerWithout(hdr []byte, prefix string) []byte {
-	if len(hdr) == 0 {
-		return hdr
-	}
-	lines := strings.Split(string(hdr), "\r\n")
-	kept := lines[:1]
-	for _, line := range lines[1:] {
-		if len(line) >= len(prefix) && strings.EqualFold(line[:len(prefix)], prefix) {
-			continue
-		}
-		kept = append(kept, line)
-	}
-	if len(kept) == len(lines) {
-		return hdr
-	}
-	if len(kept) == 3 && kept[1] == "" { // status line only: no header left
-		return nil
-	}
-	return []byte(strings.Join(kept, "\r\n"))
-}
-
-// headerAdd returns the header block hdr (nil for none) with the line
-// "name: value" added.
-func headerAdd(hdr []byte, name, value string) []byte {
-	line := name + ": " + value + "\r\n"
-	const end = "\r\n\r\n"
-	if len(hdr) == 0 || !strings.HasSuffix(string(hdr), end) {
-		return []byte("NATS/1.0\r\n" + line + "\r\n")
-	}
-	out := make([]byte, 0, len(hdr)+len(line))
-	out = append(out, hdr[:len(hdr)-2]...)
-	out = append(out, line...)
-	return append(out, "\r\n"...)
+// withoutExpectations returns the header block hdr without its
+// Nats-Expected-* fields (any case); hdr itself when it has none.
+func withoutExpectations(hdr []byte) []byte {
+	return proto.DeleteHeaders(hdr, func(name []byte) bool { return proto.HeaderNameHasPrefix(name, "Nats-Expected-") })
 }
 
 // downlinkInfo maps a downlink's status to its /uplinkz entry.

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/leafbox/leafbox/core/monitor"
+	"github.com/leafbox/leafbox/core/proto"
 	"github.com/leafbox/leafbox/leaf/leaftest"
 )
 
@@ -258,12 +259,12 @@ func TestDownlinkIntoLocalStream(t *testing.T) {
 
 func TestDownlinkHeaderEdits(t *testing.T) {
 	hdr := []byte("NATS/1.0\r\nNats-Expected-Stream: CMDS\r\nX-Op: open\r\nnats-expected-last-sequence: 4\r\n\r\n")
-	requireEqual(t, string(headerWithout(hdr, "Nats-Expected-")), "NATS/1.0\r\nX-Op: open\r\n\r\n")
-	requireEqual(t, headerWithout([]byte("NATS/1.0\r\nNats-Expected-Stream: CMDS\r\n\r\n"), "Nats-Expected-"), []byte(nil))
-	requireEqual(t, string(headerWithout([]byte("NATS/1.0\r\nA: b\r\n\r\n"), "Nats-Expected-")), "NATS/1.0\r\nA: b\r\n\r\n")
-	requireEqual(t, string(headerAdd(nil, "Nats-Msg-Id", "x")), "NATS/1.0\r\nNats-Msg-Id: x\r\n\r\n")
-	requireEqual(t, string(headerAdd([]byte("NATS/1.0\r\nA: b\r\n\r\n"), "Nats-Msg-Id", "x")), "NATS/1.0\r\nA: b\r\nNats-Msg-Id: x\r\n\r\n")
-	if !headerHas([]byte("NATS/1.0\r\nnats-msg-id: 1\r\n\r\n"), "Nats-Msg-Id") || headerHas(nil, "Nats-Msg-Id") {
+	requireEqual(t, string(withoutExpectations(hdr)), "NATS/1.0\r\nX-Op: open\r\n\r\n")
+	requireEqual(t, withoutExpectations([]byte("NATS/1.0\r\nNats-Expected-Stream: CMDS\r\n\r\n")), []byte(nil))
+	requireEqual(t, string(withoutExpectations([]byte("NATS/1.0\r\nA: b\r\n\r\n"))), "NATS/1.0\r\nA: b\r\n\r\n")
+	requireEqual(t, string(proto.AppendHeader(nil, nil, "Nats-Msg-Id", "x")), "NATS/1.0\r\nNats-Msg-Id: x\r\n\r\n")
+	requireEqual(t, string(proto.AppendHeader(nil, []byte("NATS/1.0\r\nA: b\r\n\r\n"), "Nats-Msg-Id", "x")), "NATS/1.0\r\nA: b\r\nNats-Msg-Id: x\r\n\r\n")
+	if !proto.HasHeaderFold([]byte("NATS/1.0\r\nnats-msg-id: 1\r\n\r\n"), "Nats-Msg-Id") || proto.HasHeaderFold(nil, "Nats-Msg-Id") {
 		t.Fatal("headerHas")
 	}
 }

@@ -244,7 +244,6 @@ func startForwarder(cfg *Config, u *UplinkConfig, srv *server.Server, account st
 			Logger:     log.With("subsystem", "uplink"), // the outbox adds uplink=<name>
 			Clock:      clk,
 			MaxAge:     time.Duration(u.MaxAge),
-			Syncer:     stream, // Store does not sync: see syncCaptures
 
 			DeadLetter:      dead,
 			DeadLetterAfter: u.DeadLetterAfter,
