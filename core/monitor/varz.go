@@ -16,6 +16,7 @@ type Varz struct {
 	LeafboxVersion       string                `json:"leafbox_version,omitempty"`        // LeafboxVersion is leafbox's own release version (leafbox extension).
 	Proto                int                   `json:"proto"`                            // Proto is the client protocol version.
 	GitCommit            string                `json:"git_commit,omitempty"`             // GitCommit is the commit leafbox was built from, "-dirty" appended for uncommitted changes.
+	BuildDate            string                `json:"build_date,omitempty"`             // BuildDate is when leafbox was built: its commit's date, RFC 3339 (leafbox extension).
 	GoVersion            string                `json:"go"`                               // GoVersion is the Go toolchain version; the monitor fills it.
 	Host                 string                `json:"host"`                             // Host is the client listener's host.
 	Port                 int                   `json:"port"`                             // Port is the client listener's port.

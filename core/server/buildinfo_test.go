@@ -10,13 +10,15 @@ import (
 
 func TestVarzAndInfoCarryLeafboxBuild(t *testing.T) {
 	const commit = "0123456789abcdef0123456789abcdef01234567-dirty"
-	s := servertest.Start(t, server.Options{BuildVersion: "v1.4.0", BuildCommit: commit})
+	const date = "2026-12-01T20:55:00Z"
+	s := servertest.Start(t, server.Options{BuildVersion: "v1.4.0", BuildCommit: commit, BuildDate: date})
 	check := func(when string) {
 		t.Helper()
 		v := s.Varz()
 		// "version" stays the nats-server level clients gate features on.
-		if v.Version != server.Version || v.LeafboxVersion != "v1.4.0" || v.GitCommit != commit {
-			t.Fatalf("%s: /varz version %q leafbox_version %q git_commit %q", when, v.Version, v.LeafboxVersion, v.GitCommit)
+		if v.Version != server.Version || v.LeafboxVersion != "v1.4.0" || v.GitCommit != commit || v.BuildDate != date {
+			t.Fatalf("%s: /varz version %q leafbox_version %q git_commit %q build_date %q", when, v.Version, v.LeafboxVersion,
+				v.GitCommit, v.BuildDate)
 		}
 		c := servertest.Dial(t, s)
 		info := c.Expect("INFO ")

@@ -42,6 +42,7 @@ func (s *Server) Varz() *monitor.Varz {
 		Version:          Version,
 		LeafboxVersion:   opts.BuildVersion,
 		GitCommit:        opts.BuildCommit,
+		BuildDate:        opts.BuildDate,
 		Proto:            1,
 		Host:             opts.Host,
 		Port:             port,

@@ -95,6 +95,9 @@ type Options struct {
 	// sent in INFO git_commit. The INFO and /varz "version" stays Version,
 	// the nats-server level clients detect features by.
 	BuildVersion, BuildCommit string
+	// BuildDate is when leafbox was built (the commit's date, RFC 3339),
+	// shown in /varz as build_date (a leafbox extension; omitted when "").
+	BuildDate string
 }
 
 // Validate fills in defaults and rejects values that cannot work.

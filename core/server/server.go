@@ -400,7 +400,7 @@ func (s *Server) Reload(opts Options) error {
 	s.mu.Lock()
 	opts.Port = old.Port
 	opts.Logger = old.Logger
-	opts.BuildVersion, opts.BuildCommit = old.BuildVersion, old.BuildCommit // the binary's, fixed
+	opts.BuildVersion, opts.BuildCommit, opts.BuildDate = old.BuildVersion, old.BuildCommit, old.BuildDate // the binary's, fixed
 	s.opts = opts
 	s.authHandler.Store(authn)
 	s.configTime = time.Now()

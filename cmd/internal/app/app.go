@@ -33,9 +33,9 @@ type Flags struct {
 	// discards them. Configuration values are never logged, so secrets in
 	// them cannot leak into logs.
 	Logger *slog.Logger
-	// Version and Commit are leafbox's build, reported in /varz
-	// (leafbox_version, git_commit).
-	Version, Commit string
+	// Version, Commit and BuildDate are leafbox's build, reported in /varz
+	// (leafbox_version, git_commit, build_date).
+	Version, Commit, BuildDate string
 }
 
 // App is a running leafbox: the broker, the leafnode links to hubs and the
@@ -108,7 +108,7 @@ func Build(cfg *Config, flags Flags) (*App, error) {
 		return fail(err)
 	}
 	opts.Logger = log
-	opts.BuildVersion, opts.BuildCommit = flags.Version, flags.Commit
+	opts.BuildVersion, opts.BuildCommit, opts.BuildDate = flags.Version, flags.Commit, flags.BuildDate
 	srv, err := server.New(opts)
 	if err != nil {
 		return fail(err)

@@ -77,7 +77,7 @@ func osDiskSpace(dir string) (DiskSpace, error) {
 	if err := unix.Statfs(at, &st); err != nil {
 		return DiskSpace{}, err
 	}
-	ds := DiskSpace{Size: int64(st.Blocks) * st.Bsize, Avail: int64(st.Bavail) * st.Bsize}
+	ds := DiskSpace{Size: int64(st.Blocks) * int64(st.Bsize), Avail: int64(st.Bavail) * int64(st.Bsize)}
 	_ = filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return nil // unreadable parts count as empty

@@ -69,7 +69,7 @@ func run(cmd *cobra.Command, f *runFlags) error {
 		return err
 	}
 	bi := readBuildInfo()
-	flags := app.Flags{PortsFileDir: f.portsFileDir, Logger: logger, Version: bi.Version, Commit: bi.Commit}
+	flags := app.Flags{PortsFileDir: f.portsFileDir, Logger: logger, Version: bi.Version, Commit: bi.Commit, BuildDate: bi.Date}
 	if flags.Commit == unknownCommit {
 		flags.Commit = "" // /varz omits git_commit, as nats-server does without one
 	}
