@@ -160,6 +160,13 @@ func TestListenerSlowConsumer(t *testing.T) {
 // more); it returns the reader of what the listener sends next.
 func rawLeaf(t *testing.T, l *leaf.Listener, send string) *bufio.Reader {
 	t.Helper()
+	_, r := rawLeafConn(t, l, send)
+	return r
+}
+
+// rawLeafConn is rawLeaf that also returns the connection, to send more.
+func rawLeafConn(t *testing.T, l *leaf.Listener, send string) (net.Conn, *bufio.Reader) {
+	t.Helper()
 	conn, err := net.DialTimeout("tcp", l.Addr().String(), wait)
 	mustNoErr(t, err)
 	t.Cleanup(func() { _ = conn.Close() })
@@ -169,7 +176,7 @@ func rawLeaf(t *testing.T, l *leaf.Listener, send string) *bufio.Reader {
 	mustNoErr(t, err)
 	_, err = conn.Write([]byte(send))
 	mustNoErr(t, err)
-	return r
+	return conn, r
 }
 
 // TestListenerReplacesDuplicate: a second connection from the same server

@@ -240,6 +240,33 @@ func TestSlowConsumerClosesTheLink(t *testing.T) {
 	})
 }
 
+// TestWriteDeadlineIsSlowConsumer: a hub that stops reading, with a
+// pending limit too large to trip, is cut off once a write misses
+// WriteDeadline, and counted as a slow consumer, as nats-server counts it
+// (the accepting side: TestWriteDeadlineSlowConsumerAccepting).
+func TestWriteDeadlineIsSlowConsumer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		quit := make(chan struct{})
+		defer close(quit)
+		hub := &pipeHub{serve: func(c net.Conn, r *bufio.Reader) {
+			_, _ = c.Write([]byte(pipeHubInfo))
+			if _, ok := readUntil(r, "CONNECT "); !ok {
+				return
+			}
+			_, _ = c.Write([]byte(pipeConnectInfo))
+			<-quit // never read again: the registration's first write blocks
+		}}
+		l := newPipeLink(t, hub, nil, Config{WriteDeadline: time.Second, PingInterval: time.Hour, ReconnectMin: time.Hour, ReconnectMax: time.Hour})
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		st := l.Status()
+		_ = l.Close()
+		if st.SlowConsumers != 1 || !strings.Contains(st.LastError, ErrSlowConsumer.Error()) {
+			t.Fatalf("status %+v", st)
+		}
+	})
+}
+
 func TestQueueFilterPublisher(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		hub := &pipeHub{serve: func(c net.Conn, r *bufio.Reader) {
