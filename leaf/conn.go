@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/leafbox/leafbox/core/proto"
 )
@@ -300,6 +301,21 @@ func (c *connection) send(subject, reply []byte, queues [][]byte, hdr, data []by
 	c.outBytes.Add(int64(size))
 	c.kick()
 	return true
+}
+
+// sendLocal sends local message m, routed by route, to the other side as
+// an LMSG naming queues. For a JetStream delivery the stored subject rides
+// after '@' in the reply (see jsDeliveryReply).
+func (c *connection) sendLocal(route []byte, m Msg, queues [][]byte) {
+	var replyBuf [256]byte
+	reply := jsDeliveryReply(replyBuf[:0], route, m.Subject, m.Reply)
+	c.send(route, reply, queues, m.Header, m.Data)
+}
+
+// queueName returns a read-only view of a queue group name, for
+// AppendLeafMsg, which only copies it.
+func queueName(name string) []byte {
+	return unsafe.Slice(unsafe.StringData(name), len(name))
 }
 
 // received counts an LMSG from the other side and splits it for local

@@ -65,6 +65,18 @@ func linkToFakeHub(t *testing.T, edit func(*leaf.Config)) (*gateway, *leaftest.C
 	return g, hub
 }
 
+// expectLinkClosed waits until the link closes the hub's connection and
+// reports err as the reason.
+func expectLinkClosed(t *testing.T, g *gateway, hub *leaftest.Conn, err error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	hub.ExpectClosed(ctx)
+	g.waitFor(t, "the error "+err.Error(), func(st leaf.Status) bool {
+		return strings.Contains(st.LastError, err.Error())
+	})
+}
+
 // TestStaleConnectionBothSides: after MaxPingsOut unanswered PINGs either
 // side sends -ERR 'Stale Connection' and closes, as nats-server does for
 // every connection kind.
@@ -76,12 +88,7 @@ func TestStaleConnectionBothSides(t *testing.T) {
 				break
 			}
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), wait)
-		defer cancel()
-		hub.ExpectClosed(ctx)
-		g.waitFor(t, "the stale error", func(st leaf.Status) bool {
-			return strings.Contains(st.LastError, leaf.ErrStaleConnection.Error())
-		})
+		expectLinkClosed(t, g, hub, leaf.ErrStaleConnection)
 	})
 	t.Run("accepting", func(t *testing.T) {
 		_, l := startListener(t, leaf.AcceptConfig{PingInterval: 20 * time.Millisecond, MaxPingsOut: 2})
@@ -102,12 +109,7 @@ func TestProtocolErrorBothSides(t *testing.T) {
 		g, hub := linkToFakeHub(t, nil)
 		hub.Send("BOGUS\r\n")
 		hub.Expect("-ERR 'Unknown Protocol Operation'")
-		ctx, cancel := context.WithTimeout(context.Background(), wait)
-		defer cancel()
-		hub.ExpectClosed(ctx)
-		g.waitFor(t, "the protocol error", func(st leaf.Status) bool {
-			return strings.Contains(st.LastError, leaf.ErrProtocol.Error())
-		})
+		expectLinkClosed(t, g, hub, leaf.ErrProtocol)
 	})
 	t.Run("accepting", func(t *testing.T) {
 		_, l := startListener(t, leaf.AcceptConfig{})
@@ -176,23 +178,7 @@ func TestRTTThresholdsBothSides(t *testing.T) {
 // (the solicited side: TestWriteDeadlineIsSlowConsumer).
 func TestWriteDeadlineSlowConsumerAccepting(t *testing.T) {
 	hubSrv, l := startListener(t, leaf.AcceptConfig{MaxPending: 1 << 30, WriteDeadline: 100 * time.Millisecond})
-	rawLeaf(t, l, `CONNECT {"name":"stuck"}`+"\r\nLS+ flood\r\n")
-	ctx, cancel := context.WithTimeout(context.Background(), wait)
-	defer cancel()
-	mustNoErr(t, l.Wait(ctx, func(ls []leaf.AcceptedStatus) bool {
-		return len(ls) == 1 && len(ls[0].Subjects) == 1
-	}))
-	hc := connect(t, "nats://"+hubSrv.Addr().String())
-	payload := make([]byte, 1024)
-	published := 0
-	for len(l.Leafs()) == 1 && published < 200000 {
-		mustNoErr(t, hc.Publish("flood", payload))
-		published++
-		if published%1000 == 0 {
-			mustNoErr(t, hc.Flush())
-		}
-	}
-	mustNoErr(t, l.Wait(ctx, func(ls []leaf.AcceptedStatus) bool { return len(ls) == 0 }))
+	published := floodStuckLeaf(t, hubSrv.Addr().String(), l, 200000)
 	if n := l.SlowConsumers(); n != 1 {
 		t.Fatalf("slow consumers %d after %d messages, want 1", n, published)
 	}

@@ -55,21 +55,6 @@ func (s *session) forward(pattern string, m Msg) {
 	s.sendLocal(route, m, queues)
 }
 
-// sendLocal sends local message m, routed by route, to the other side as
-// an LMSG naming queues. For a JetStream delivery the stored subject rides
-// after '@' in the reply (see jsDeliveryReply).
-func (c *connection) sendLocal(route []byte, m Msg, queues [][]byte) {
-	var replyBuf [256]byte
-	reply := jsDeliveryReply(replyBuf[:0], route, m.Subject, m.Reply)
-	c.send(route, reply, queues, m.Header, m.Data)
-}
-
-// queueName returns a read-only view of a queue group name, for
-// AppendLeafMsg, which only copies it.
-func queueName(name string) []byte {
-	return unsafe.Slice(unsafe.StringData(name), len(name))
-}
-
 // hasQueue reports whether a local match result holds queue group name.
 func hasQueue[T comparable](queues []sublist.Queue[T], name string) bool {
 	for i := range queues {

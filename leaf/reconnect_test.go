@@ -63,6 +63,17 @@ func readUntil(r *bufio.Reader, prefix string) (string, bool) {
 	}
 }
 
+// pipeHandshake plays the hub's handshake: INFO, CONNECT, connect_info.
+// It reports whether the link got that far.
+func pipeHandshake(c net.Conn, r *bufio.Reader) bool {
+	_, _ = c.Write([]byte(pipeHubInfo))
+	if _, ok := readUntil(r, "CONNECT "); !ok {
+		return false
+	}
+	_, err := c.Write([]byte(pipeConnectInfo))
+	return err == nil
+}
+
 func newPipeLink(t *testing.T, hub *pipeHub, local Local, cfg Config) *Link {
 	t.Helper()
 	cfg.Dial = hub.dial
@@ -248,13 +259,12 @@ func TestWriteDeadlineIsSlowConsumer(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		quit := make(chan struct{})
 		defer close(quit)
+		// After the handshake the hub never reads again: the registration's
+		// first write blocks.
 		hub := &pipeHub{serve: func(c net.Conn, r *bufio.Reader) {
-			_, _ = c.Write([]byte(pipeHubInfo))
-			if _, ok := readUntil(r, "CONNECT "); !ok {
-				return
+			if pipeHandshake(c, r) {
+				<-quit
 			}
-			_, _ = c.Write([]byte(pipeConnectInfo))
-			<-quit // never read again: the registration's first write blocks
 		}}
 		l := newPipeLink(t, hub, nil, Config{WriteDeadline: time.Second, PingInterval: time.Hour, ReconnectMin: time.Hour, ReconnectMax: time.Hour})
 		time.Sleep(2 * time.Second)
