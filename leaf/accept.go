@@ -47,6 +47,9 @@ type AcceptConfig struct {
 	// Config.Compression; "" is s2_auto. A leaf that does not negotiate
 	// (sends CONNECT right away) gets none.
 	Compression string
+	// RTTThresholds are the s2_auto thresholds, as in
+	// Config.RTTThresholds; nil selects 10ms, 50ms, 100ms.
+	RTTThresholds []time.Duration
 
 	// ServerID and ServerName identify this server in INFO. ServerID also
 	// seeds the loop-detection subject, so give it the server's own id
@@ -81,20 +84,11 @@ func (c *AcceptConfig) validate() error {
 	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
 		return bad("listen address %q: %v", c.Addr, err)
 	}
-	mode, err := normalizeCompression(c.Compression)
-	if err != nil {
+	var err error
+	if c.Compression, c.RTTThresholds, err = compressionSettings(c.Compression, c.RTTThresholds); err != nil {
 		return bad("%v", err)
 	}
-	c.Compression = mode
-	if c.ServerID == "" {
-		c.ServerID = newID()
-	}
-	if c.ServerName == "" {
-		c.ServerName = c.ServerID
-	}
-	if c.Version == "" {
-		c.Version = DefaultVersion
-	}
+	setIdentityDefaults(&c.ServerID, &c.ServerName, &c.Version)
 	if c.MaxPayload <= 0 {
 		c.MaxPayload = 1 << 20
 	}
@@ -108,6 +102,11 @@ func (c *AcceptConfig) validate() error {
 		c.MaxPending = DefaultMaxPending
 	}
 	return nil
+}
+
+// connSettings returns the connection policy of accepted leafs.
+func (c *AcceptConfig) connSettings(slowConsumers *atomic.Uint64) connSettings {
+	return newConnSettings(c.PingInterval, c.MaxPingsOut, c.WriteDeadline, c.MaxPending, c.Compression, c.RTTThresholds, slowConsumers, "leafnode")
 }
 
 // AcceptLocal is the local broker as a Listener sees it. cmd/internal/app
@@ -239,10 +238,7 @@ func NewListener(cfg AcceptConfig, local AcceptLocal, log *slog.Logger) (*Listen
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	l := &Listener{cfg: cfg, local: local, log: log, peers: map[*peer]struct{}{}, changed: make(chan struct{}),
+	l := &Listener{cfg: cfg, local: local, log: discardNil(log), peers: map[*peer]struct{}{}, changed: make(chan struct{}),
 		relay: map[*peer]map[interestKey]int32{}}
 	if cfg.Auth != nil {
 		a, err := auth.New(*cfg.Auth)

@@ -10,7 +10,6 @@ import (
 	"net"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -25,95 +24,61 @@ import (
 // Texts of the -ERR lines an accepting side sends, as nats-server words
 // them (leafnode.go, errors.go, client.go).
 const (
-	errTextAuthorization   = "Authorization Violation"
-	errTextAuthTimeout     = "Authentication Timeout"
-	errTextClientOnLeaf    = "attempted to connect to leaf node port"
-	errTextDuplicate       = "Duplicate Remote LeafNode Connection"
-	errTextStaleConnection = "Stale Connection"
-	errTextUnknownOp       = "Unknown Protocol Operation"
+	errTextAuthorization = "Authorization Violation"
+	errTextAuthTimeout   = "Authentication Timeout"
+	errTextClientOnLeaf  = "attempted to connect to leaf node port"
+	errTextDuplicate     = "Duplicate Remote LeafNode Connection"
 )
 
 // ErrAuthorization is why an accepted connection ended whose CONNECT
 // carried credentials the Listener refused.
 var ErrAuthorization = errors.New("leaf: authorization violation")
 
-// peer is one accepted leaf connection. Its goroutine (run) does the
-// handshake and then reads; the writer goroutine is the only writer once
-// the leaf is registered. Local publishers append to the outbound buffer
-// under mu, as on a session.
+// peer is one accepted leaf connection: the shared connection core plus
+// what the accepting side adds. Its goroutine (run) does the handshake and
+// then reads; the writer goroutine is the only writer once the leaf is
+// registered. Local publishers append to the outbound buffer under mu,
+// as on a session; mu also guards the local interest the leaf is told of.
 //
 // Lock order: broker locks (interest watch) → peer.mu. No lock of the
 // peer is held while calling AcceptLocal or a LocalConn.
 type peer struct {
-	l   *Listener
-	id  uint64
-	raw net.Conn
+	*connection
+	l  *Listener
+	id uint64
 
 	// Owned by the peer goroutine.
-	conn    net.Conn
-	rd      io.Reader
-	parser  *proto.Parser
-	buf     []byte
-	rest    []byte
-	nonce   string
-	started time.Time
-	subs    map[interestKey][]Subscription // local subscriptions per leaf interest: one, or one per queue member
+	nonce string
+	subs  map[interestKey][]Subscription // local subscriptions per leaf interest: one, or one per queue member
 
 	// Set by the handshake, read-only afterwards.
 	name          string // the leaf's server name (CONNECT name)
 	serverID      string
 	remoteAccount string
 	account       string // local account the leaf is bound to
-	headers       bool
-	compression   string
-	comp          *compressor // writer-owned after the handshake
 	local         AcceptConn
 	perms         *perms
 	lds           string       // our loop-detection subject for account
 	remote        *hubInterest // the leaf's interest; maps reader-owned
 	cancelWatch   func()
 
-	inMsgs, inBytes   atomic.Int64
-	outMsgs, outBytes atomic.Int64
-	rtt               atomic.Int64
-	connectedAt       time.Time
-	gone              atomic.Bool            // the connection ended; cleanup under way
-	level             atomic.Pointer[string] // s2_auto: the level for the RTT
+	gone atomic.Bool // the connection ended; cleanup under way
 
-	mu         sync.Mutex
-	interest   *localInterest // local interest the leaf is told of
-	watchReady bool
-	early      []AcceptInterest
-	announce   bool // the leaf is registered: interest changes go out
-	subjects   []string
-	out        []byte
-	inFlight   int
-	pings      []pingWait
-	draining   bool
-	ended      bool
-	endErr     error
-
-	wake       chan struct{}
-	done       chan struct{}
-	writerDone chan struct{}
+	// Guarded by mu.
+	interest *localInterest // local interest the leaf is told of
+	watch    watchGate[AcceptInterest]
+	announce bool // the leaf is registered: interest changes go out
+	subjects []string
 }
 
 func newPeer(l *Listener, id uint64, conn net.Conn) *peer {
 	return &peer{
+		connection: newConnection(conn, l.cfg.connSettings(&l.slowConsumers), time.Now()),
 		l:          l,
 		id:         id,
-		raw:        conn,
-		conn:       conn,
-		rd:         conn,
-		parser:     proto.NewParser(proto.LeafOps, proto.Limits{MaxControlLine: proto.LeafControlLineFactor * proto.DefaultMaxControlLine, MaxPayload: -1}),
-		buf:        make([]byte, readBufferSize),
-		started:    time.Now(),
 		subs:       make(map[interestKey][]Subscription),
 		remote:     newHubInterest(),
 		interest:   newLocalInterest(),
-		wake:       make(chan struct{}, 1),
-		done:       make(chan struct{}),
-		writerDone: make(chan struct{}),
 	}
 }
 
@@ -132,18 +97,9 @@ func (p *peer) run() {
 		p.l.log.Warn("leaf: refused leafnode connection", "remote", p.raw.RemoteAddr().String(), "error", err)
 		return
 	}
-	go p.writeLoop()
-	p.register()
-	readErr := p.readLoop()
-	if errors.Is(readErr, ErrProtocol) {
-		// Tell the leaf before closing; the writer ends once it is sent.
-		p.finish(proto.AppendErr(nil, errTextUnknownOp), readErr)
-		<-p.writerDone
-	}
-	p.end(readErr)
+	readErr := p.serve(p.register, p.handle)
 	p.gone.Store(true) // no longer a queue-group owner
 	p.l.leaveRelay(p)
-	<-p.writerDone
 	p.cancelWatch()
 	for _, subs := range p.subs {
 		for _, sub := range subs {
@@ -153,31 +109,6 @@ func (p *peer) run() {
 	p.local.Close()
 	err = p.reason(readErr)
 	p.l.log.Info("leaf: leafnode connection closed", "name", p.name, "account", p.account, "error", err)
-}
-
-// next returns the next operation, reading as needed.
-func (p *peer) next() (*proto.Op, error) {
-	for {
-		if len(p.rest) > 0 {
-			op, n, err := p.parser.Next(p.rest)
-			p.rest = p.rest[n:]
-			if err != nil {
-				return nil, fmt.Errorf("%w: %v", ErrProtocol, err)
-			}
-			if op != nil {
-				return op, nil
-			}
-			continue
-		}
-		n, err := p.rd.Read(p.buf)
-		if n > 0 {
-			p.rest = p.buf[:n]
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-	}
 }
 
 // handshake runs the accepting side of the handshake (leafnode.go
@@ -264,7 +195,7 @@ func (p *peer) negotiate(arg []byte, info *proto.Info) error {
 		return err
 	}
 	if mode == CompressionS2Auto {
-		mode = autoLevel(time.Since(p.started), autoThresholds)
+		mode = autoLevel(time.Since(p.started), cfg.RTTThresholds)
 	}
 	p.compression = mode
 	if !compresses(mode) {
@@ -358,17 +289,9 @@ func (p *peer) register() {
 	existing, cancel := p.l.local.WatchInterest(p.account, p.onInterest)
 	p.cancelWatch = cancel
 	p.mu.Lock()
-	for _, ev := range existing {
-		p.applyLocked(ev)
-	}
-	for _, ev := range p.early {
-		p.applyLocked(ev)
-	}
-	p.early, p.watchReady = nil, true
-	p.out, _ = p.interest.appendAll(p.out, p.perms.canSubscribe)
-	p.out = proto.AppendLeafSub(p.out, []byte(p.lds), nil, 0)
+	p.watch.open(existing, p.applyLocked)
+	p.announceLocked(p.interest, p.perms.canSubscribe, p.lds)
 	p.announce = true
-	p.connectedAt = time.Now()
 	p.mu.Unlock()
 	p.kick()
 	p.l.joinRelay(p)
@@ -388,11 +311,7 @@ func (p *peer) onInterest(ev AcceptInterest) {
 		return // a leaf's: its own, or relayed by the Listener
 	}
 	p.mu.Lock()
-	if p.watchReady {
-		p.applyLocked(ev)
-	} else {
-		p.early = append(p.early, ev)
-	}
+	p.watch.offer(ev, p.applyLocked)
 	p.mu.Unlock()
 	p.kick()
 }
@@ -404,8 +323,8 @@ func (p *peer) applyLocked(ev AcceptInterest) {
 		return
 	}
 	key, count, notify := p.interest.apply(ev.Interest, nil)
-	if notify && p.announce && !p.ended && p.perms.canSubscribe(key.subject) {
-		p.out = appendInterest(p.out, key, count)
+	if notify && p.announce && p.perms.canSubscribe(key.subject) {
+		p.queueInterestLocked(key, count)
 	}
 }
 
@@ -414,27 +333,18 @@ func (p *peer) applyLocked(ev AcceptInterest) {
 func (p *peer) applyRelayed(key interestKey, delta int32) {
 	p.mu.Lock()
 	count, notify := p.interest.change(key, delta)
-	if notify && p.announce && !p.ended && p.perms.canSubscribe(key.subject) {
-		p.out = appendInterest(p.out, key, count)
+	if notify && p.announce && p.perms.canSubscribe(key.subject) {
+		p.queueInterestLocked(key, count)
 	}
 	p.mu.Unlock()
 	p.kick()
 }
 
-// readLoop processes the leaf's operations until the connection ends.
-func (p *peer) readLoop() error {
-	for {
-		op, err := p.next()
-		if err != nil {
-			return err
-		}
-		if err := p.handle(op); err != nil {
-			return err
-		}
-	}
-}
-
+// handle processes one operation from the leaf.
 func (p *peer) handle(op *proto.Op) error {
+	if p.handleKeepalive(op) {
+		return nil
+	}
 	switch op.Kind {
 	case proto.OpLeafMsg:
 		return p.deliver(op)
@@ -442,10 +352,6 @@ func (p *peer) handle(op *proto.Op) error {
 		return p.leafSubscribe(op)
 	case proto.OpLeafUnsub:
 		p.leafUnsubscribe(op)
-	case proto.OpPing:
-		p.enqueue([]byte(proto.PongLine))
-	case proto.OpPong:
-		p.pong()
 	case proto.OpInfo, proto.OpOK:
 	case proto.OpErr:
 		text := string(op.Arg)
@@ -557,16 +463,10 @@ func (p *peer) setSubjects() {
 // deliver publishes a message from the leaf locally, through the no-echo
 // connection, so it never returns to this leaf.
 func (p *peer) deliver(op *proto.Op) error {
-	hdr, data := op.Header(), op.Body()
-	p.inMsgs.Add(1)
-	p.inBytes.Add(int64(len(op.Payload)))
+	shown, reply, hdr, data := p.received(op)
 	subj := op.Subject
 	if !p.perms.canReceive(unsafe.String(unsafe.SliceData(subj), len(subj))) {
 		return p.violation(fmt.Sprintf("Permissions Violation for Publish to %q", subj))
-	}
-	shown, reply := subj, op.Reply
-	if i := jsAckDeliverIndex(reply); i >= 0 && i < len(reply)-1 {
-		shown, reply = reply[i+1:], reply[:i]
 	}
 	p.local.PublishQueues(subj, shown, reply, op.Queues, hdr, data)
 	return nil
@@ -590,43 +490,12 @@ func (p *peer) forward(d Delivery) {
 	var queueBuf [maxInlineQueues][]byte
 	queues := queueBuf[:0]
 	for _, name := range d.Queues {
-		// A read-only view: AppendLeafMsg only copies it.
-		queues = append(queues, unsafe.Slice(unsafe.StringData(name), len(name)))
+		queues = append(queues, queueName(name))
 	}
 	if !d.Plain && len(queues) == 0 {
 		return
 	}
-	var replyBuf [256]byte
-	reply := jsDeliveryReply(replyBuf[:0], route, d.Subject, d.Reply)
-	hdr := d.Header
-	hdrLen := -1
-	if len(hdr) > 0 && p.headers {
-		hdrLen = len(hdr)
-	} else {
-		hdr = nil
-	}
-	size := len(hdr) + len(d.Data)
-	p.mu.Lock()
-	if p.ended {
-		p.mu.Unlock()
-		return
-	}
-	p.out = proto.AppendLeafMsg(p.out, route, reply, queues, hdrLen, size)
-	p.out = append(p.out, hdr...)
-	p.out = append(p.out, d.Data...)
-	p.out = append(p.out, '\r', '\n')
-	ok := len(p.out)+p.inFlight <= p.l.cfg.MaxPending
-	if !ok {
-		p.l.slowConsumers.Add(1)
-		p.endLocked(ErrSlowConsumer)
-	}
-	p.mu.Unlock()
-	if !ok {
-		return
-	}
-	p.outMsgs.Add(1)
-	p.outBytes.Add(int64(size))
-	p.kick()
+	p.sendLocal(route, d.Msg, queues)
 }
 
 // status returns a snapshot for /leafz.
@@ -652,18 +521,6 @@ func (p *peer) status() AcceptedStatus {
 		ConnectedSince: since,
 	}
 }
-
-// compressionLevel returns the mode in use: with s2_auto, the level the
-// last RTT selected.
-func (p *peer) compressionLevel() string {
-	if level := p.level.Load(); level != nil {
-		return *level
-	}
-	return p.compression
-}
-
-// autoThresholds are nats-server's default s2_auto RTT thresholds.
-var autoThresholds = []time.Duration{10 * time.Millisecond, 50 * time.Millisecond, 100 * time.Millisecond}
 
 // appendInfo appends an INFO line.
 func appendInfo(dst []byte, info *proto.Info) []byte {

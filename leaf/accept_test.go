@@ -132,18 +132,28 @@ func TestListenerRefusesUnknownNkey(t *testing.T) {
 // than MaxPending bytes wait for it, as a slow client would be.
 func TestListenerSlowConsumer(t *testing.T) {
 	hubSrv, l := startListener(t, leaf.AcceptConfig{MaxPending: 64 << 10})
+	published := floodStuckLeaf(t, hubSrv.Addr().String(), l, 100000)
+	if n := l.SlowConsumers(); n != 1 {
+		t.Fatalf("slow consumers %d after %d messages, want 1", n, published)
+	}
+}
+
+// floodStuckLeaf attaches a raw leaf interested in "flood" that reads
+// nothing after its CONNECT, publishes 1 KiB messages there through the
+// broker at addr until the listener drops the leaf (at most limit), waits
+// until it is gone, and returns how many it published.
+func floodStuckLeaf(t *testing.T, addr string, l *leaf.Listener, limit int) int {
+	t.Helper()
 	rawLeaf(t, l, `CONNECT {"name":"stuck"}`+"\r\nLS+ flood\r\n")
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
 	mustNoErr(t, l.Wait(ctx, func(ls []leaf.AcceptedStatus) bool {
 		return len(ls) == 1 && len(ls[0].Subjects) == 1
 	}))
-
-	// The leaf reads nothing more; the hub floods it.
-	hc := connect(t, "nats://"+hubSrv.Addr().String())
+	hc := connect(t, "nats://"+addr)
 	payload := make([]byte, 1024)
 	published := 0
-	for len(l.Leafs()) == 1 && published < 100000 {
+	for len(l.Leafs()) == 1 && published < limit {
 		mustNoErr(t, hc.Publish("flood", payload))
 		published++
 		if published%1000 == 0 {
@@ -151,14 +161,19 @@ func TestListenerSlowConsumer(t *testing.T) {
 		}
 	}
 	mustNoErr(t, l.Wait(ctx, func(ls []leaf.AcceptedStatus) bool { return len(ls) == 0 }))
-	if n := l.SlowConsumers(); n != 1 {
-		t.Fatalf("slow consumers %d after %d messages, want 1", n, published)
-	}
+	return published
 }
 
 // rawLeaf dials the listener, reads its INFO and sends send (CONNECT and
 // more); it returns the reader of what the listener sends next.
 func rawLeaf(t *testing.T, l *leaf.Listener, send string) *bufio.Reader {
+	t.Helper()
+	_, r := rawLeafConn(t, l, send)
+	return r
+}
+
+// rawLeafConn is rawLeaf that also returns the connection, to send more.
+func rawLeafConn(t *testing.T, l *leaf.Listener, send string) (net.Conn, *bufio.Reader) {
 	t.Helper()
 	conn, err := net.DialTimeout("tcp", l.Addr().String(), wait)
 	mustNoErr(t, err)
@@ -169,7 +184,7 @@ func rawLeaf(t *testing.T, l *leaf.Listener, send string) *bufio.Reader {
 	mustNoErr(t, err)
 	_, err = conn.Write([]byte(send))
 	mustNoErr(t, err)
-	return r
+	return conn, r
 }
 
 // TestListenerReplacesDuplicate: a second connection from the same server

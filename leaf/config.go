@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/leafbox/leafbox/core/subject"
@@ -167,18 +169,9 @@ func (c *Config) Validate() error {
 			return bad("%v", err)
 		}
 	}
-	mode, err := normalizeCompression(c.Compression)
-	if err != nil {
+	var err error
+	if c.Compression, c.RTTThresholds, err = compressionSettings(c.Compression, c.RTTThresholds); err != nil {
 		return bad("%v", err)
-	}
-	c.Compression = mode
-	if c.RTTThresholds == nil {
-		c.RTTThresholds = []time.Duration{10 * time.Millisecond, 50 * time.Millisecond, 100 * time.Millisecond}
-	}
-	for i, d := range c.RTTThresholds {
-		if d < 0 || (i > 0 && d != 0 && d < c.RTTThresholds[i-1]) {
-			return bad("rtt thresholds must be non-negative and increasing")
-		}
 	}
 	for _, list := range [][]string{c.DenyImports, c.DenyExports} {
 		for _, s := range list {
@@ -190,15 +183,7 @@ func (c *Config) Validate() error {
 	if c.Name != "" && strings.ContainsAny(c.Name, " \t\r\n") {
 		return bad("name %q contains blanks", c.Name)
 	}
-	if c.ServerID == "" {
-		c.ServerID = newID()
-	}
-	if c.Name == "" {
-		c.Name = c.ServerID
-	}
-	if c.Version == "" {
-		c.Version = DefaultVersion
-	}
+	setIdentityDefaults(&c.ServerID, &c.Name, &c.Version)
 	setDefault(&c.ReconnectMin, DefaultReconnectMin)
 	setDefault(&c.ReconnectMax, DefaultReconnectMax)
 	if c.ReconnectMax < c.ReconnectMin {
@@ -221,6 +206,47 @@ func (c *Config) Validate() error {
 		c.MaxPending = DefaultMaxPending
 	}
 	return nil
+}
+
+// defaultRTTThresholds are nats-server's s2_auto RTT thresholds.
+var defaultRTTThresholds = []time.Duration{10 * time.Millisecond, 50 * time.Millisecond, 100 * time.Millisecond}
+
+// compressionSettings checks a configured compression mode and s2_auto
+// thresholds (the same rules on both sides), and returns the canonical
+// mode and the thresholds, nil selecting the defaults.
+func compressionSettings(mode string, ts []time.Duration) (string, []time.Duration, error) {
+	mode, err := normalizeCompression(mode)
+	if err != nil {
+		return "", nil, err
+	}
+	if ts == nil {
+		return mode, slices.Clone(defaultRTTThresholds), nil
+	}
+	for i, d := range ts {
+		if d < 0 || (i > 0 && d != 0 && d < ts[i-1]) {
+			return "", nil, errors.New("rtt thresholds must be non-negative and increasing")
+		}
+	}
+	return mode, ts, nil
+}
+
+// setIdentityDefaults fills in how a server presents itself when not
+// configured: a generated id, the id as name, DefaultVersion.
+func setIdentityDefaults(serverID, name, version *string) {
+	if *serverID == "" {
+		*serverID = newID()
+	}
+	if *name == "" {
+		*name = *serverID
+	}
+	if *version == "" {
+		*version = DefaultVersion
+	}
+}
+
+// connSettings returns the connection policy of the link's sessions.
+func (c *Config) connSettings(slowConsumers *atomic.Uint64) connSettings {
+	return newConnSettings(c.PingInterval, c.MaxPingsOut, c.WriteDeadline, c.MaxPending, c.Compression, c.RTTThresholds, slowConsumers, "hub")
 }
 
 // setDefault sets *d to def when it is zero or negative.

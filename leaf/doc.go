@@ -93,19 +93,41 @@
 // backoff keeps growing. On every connection the full interest is sent
 // again, so subscriptions made during an outage take effect then.
 //
+// # One connection core
+//
+// Both sides run every connection on the same core (conn.go): the
+// solicited side's session and the accepting side's peer add only their
+// handshake, their interest and their delivery rules. The core's
+// behaviour is nats-server's for every connection kind:
+//   - PING is answered with PONG; every PingInterval a PING goes out, and
+//     each PONG ends the oldest PING and measures the RTT (Status.RTT,
+//     AcceptedStatus.RTT). With s2_auto the RTT picks the level through
+//     the side's RTTThresholds.
+//   - When MaxPingsOut PINGs are unanswered: -ERR 'Stale Connection', then
+//     close.
+//   - An operation the parser refuses: -ERR 'Unknown Protocol Operation',
+//     then close.
+//   - More than MaxPending bytes queued, or a write that misses
+//     WriteDeadline: closed without -ERR as a slow consumer, and counted.
+//
+// The last lines of a closing connection (an -ERR) get at most a second
+// to be written.
+//
 // # Goroutines, ownership and lock order
 //
 // Per connection, the run goroutine does the handshake and then reads; the
 // writer goroutine is the only writer afterwards: it writes whatever is
 // queued in one call (so many messages share a write and an S2 block) and
-// sends a PING every PingInterval, closing the connection as stale when
-// MaxPingsOut PINGs are unanswered. Local publishers run the forwarding
+// sends the keepalive PINGs. Local publishers run the forwarding
 // handlers on their own goroutines and only append to the outbound buffer.
 //
 //	broker locks (interest watch) → Link.mu → session.mu
+//	broker locks (interest watch) → peer.mu; Listener.relayMu → peer.mu
 //
 // Link.mu guards the local interest table and the current connection;
-// session.mu guards the outbound buffer and the PING queue. No lock of the
+// session.mu (the core's mu) guards the outbound buffer and the PING
+// queue; peer.mu (the same core mutex) also guards the interest the leaf
+// is told of. Listener.mu is never held while taking a peer's lock. No lock of the
 // link is held while calling Local, whose interest callback may run under
 // the broker's locks. The hub interest table is changed only by the run
 // goroutine and read by handlers through a concurrent sublist.

@@ -45,49 +45,14 @@ func (s *session) forward(pattern string, m Msg) {
 		local := s.link.localQueues.MatchBytes(route)
 		for _, name := range r.queues {
 			if !hasQueue(local.Queues, name) {
-				// A read-only view: AppendLeafMsg only copies it.
-				queues = append(queues, unsafe.Slice(unsafe.StringData(name), len(name)))
+				queues = append(queues, queueName(name))
 			}
 		}
 	}
 	if !r.plain && len(queues) == 0 {
 		return
 	}
-	var replyBuf [256]byte
-	reply := jsDeliveryReply(replyBuf[:0], route, m.Subject, m.Reply)
-	s.send(route, reply, queues, m.Header, m.Data)
-}
-
-// send appends one LMSG (HMSG with headers, when the hub takes them) to
-// the outbound buffer and wakes the writer. It reports false when the
-// session has ended or the hub stopped reading (slow consumer).
-func (s *session) send(subject, reply []byte, queues [][]byte, hdr, data []byte) bool {
-	hdrLen := -1
-	if len(hdr) > 0 && s.headers {
-		hdrLen = len(hdr)
-	} else {
-		hdr = nil
-	}
-	size := len(hdr) + len(data)
-
-	s.mu.Lock()
-	if s.ended {
-		s.mu.Unlock()
-		return false
-	}
-	s.out = proto.AppendLeafMsg(s.out, subject, reply, queues, hdrLen, size)
-	s.out = append(s.out, hdr...)
-	s.out = append(s.out, data...)
-	s.out = append(s.out, '\r', '\n')
-	ok := s.checkPendingLocked()
-	s.mu.Unlock()
-	if !ok {
-		return false
-	}
-	s.outMsgs.Add(1)
-	s.outBytes.Add(int64(size))
-	s.kick()
-	return true
+	s.sendLocal(route, m, queues)
 }
 
 // hasQueue reports whether a local match result holds queue group name.
@@ -105,19 +70,10 @@ func hasQueue[T comparable](queues []sublist.Queue[T], name string) bool {
 // link may not receive (deny_imports, the hub's import permissions, the
 // JetStream deny set) are dropped, as nats-server's spoke drops them.
 func (s *session) deliver(op *proto.Op) {
-	hdr, data := op.Header(), op.Body()
-	s.inMsgs.Add(1)
-	s.inBytes.Add(int64(len(op.Payload)))
+	shown, reply, hdr, data := s.received(op)
 	subj := op.Subject
 	if !s.perms.Load().canReceive(unsafe.String(unsafe.SliceData(subj), len(subj))) {
 		return
-	}
-	shown, reply := subj, op.Reply
-	if i := jsAckDeliverIndex(reply); i >= 0 && i < len(reply)-1 {
-		// A JetStream push delivery: the LMSG subject routes to the
-		// deliver subject, the part after '@' is the stream subject the
-		// subscriber sees.
-		shown, reply = reply[i+1:], reply[:i]
 	}
 	if qp, ok := s.local.(QueueFilterPublisher); ok {
 		qp.PublishQueues(subj, shown, reply, op.Queues, hdr, data)

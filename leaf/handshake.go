@@ -247,17 +247,3 @@ func (s *session) awaitConnectInfo() error {
 		}
 	}
 }
-
-// writeNow writes b synchronously, through the compressor once
-// compression is on. Only the handshake uses it, before the writer
-// goroutine starts.
-func (s *session) writeNow(b []byte) error {
-	if err := s.conn.SetWriteDeadline(time.Now().Add(s.cfg.WriteDeadline)); err != nil {
-		return err
-	}
-	if s.comp != nil {
-		return s.comp.write(b)
-	}
-	_, err := s.conn.Write(b)
-	return err
-}

@@ -78,7 +78,7 @@ func (lc *localConn) Subscribe(subj string, h func(leaf.Msg)) (leaf.Subscription
 }
 
 func (lc *localConn) Publish(route, shown, reply, hdr, data []byte) {
-	lc.c.PublishAs(string(route), string(shown), string(reply), hdr, data)
+	lc.c.PublishBytes(route, shown, reply, hdr, data)
 }
 
 func (lc *localConn) Close() {

@@ -209,3 +209,34 @@ func (h *hubInterest) match(subj []byte, queues []string) route {
 	r.queues = queues
 	return r
 }
+
+// watchGate orders the events of an interest watch with the snapshot of
+// existing interest the watch returned: events that arrive before the
+// snapshot is applied wait and are applied right after it, so none is
+// missed or applied out of order. Its owner's lock guards it; apply runs
+// under that lock.
+type watchGate[E any] struct {
+	ready bool
+	early []E
+}
+
+// offer applies ev, or keeps it until open.
+func (g *watchGate[E]) offer(ev E, apply func(E)) {
+	if g.ready {
+		apply(ev)
+		return
+	}
+	g.early = append(g.early, ev)
+}
+
+// open applies the snapshot, then the events kept meanwhile; from then
+// on offer applies at once.
+func (g *watchGate[E]) open(existing []E, apply func(E)) {
+	for _, ev := range existing {
+		apply(ev)
+	}
+	for _, ev := range g.early {
+		apply(ev)
+	}
+	g.early, g.ready = nil, true
+}

@@ -13,7 +13,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/leafbox/leafbox/core/proto"
 	"github.com/leafbox/leafbox/core/sublist"
 )
 
@@ -44,8 +43,7 @@ type Link struct {
 
 	mu          sync.Mutex
 	interest    *localInterest
-	watchReady  bool       // the snapshot of existing interest was applied
-	early       []Interest // events that arrived before that
+	watch       watchGate[Interest]
 	cancelWatch func()
 	sess        *session // the registered connection, or nil
 	state       State
@@ -75,13 +73,10 @@ func New(cfg Config, local Local, log *slog.Logger) (*Link, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
 	l := &Link{
 		cfg:         cfg,
 		local:       local,
-		log:         log,
+		log:         discardNil(log),
 		localQueues: sublist.New[struct{}](),
 		rand:        mathrand.Float64,
 		interest:    newLocalInterest(),
@@ -146,13 +141,7 @@ func (l *Link) Start(ctx context.Context) error {
 	existing, cancel := l.local.WatchInterest(l.cfg.Account, l.onInterest)
 	l.mu.Lock()
 	l.cancelWatch = cancel
-	for _, ev := range existing {
-		l.applyLocked(ev)
-	}
-	for _, ev := range l.early {
-		l.applyLocked(ev)
-	}
-	l.early, l.watchReady = nil, true
+	l.watch.open(existing, l.applyLocked)
 	l.mu.Unlock()
 
 	go l.run(ctx)
@@ -278,11 +267,7 @@ func (l *Link) onInterest(ev Interest) {
 		return // learned from a hub: never announced upward
 	}
 	l.mu.Lock()
-	if l.watchReady {
-		l.applyLocked(ev)
-	} else {
-		l.early = append(l.early, ev)
-	}
+	l.watch.offer(ev, l.applyLocked)
 	l.mu.Unlock()
 }
 
@@ -294,12 +279,7 @@ func (l *Link) applyLocked(ev Interest) {
 	}
 	key, count, notify := l.interest.apply(ev, l.localQueues)
 	if s := l.sess; notify && s != nil && s.perms.Load().canSubscribe(key.subject) {
-		s.mu.Lock()
-		if !s.ended {
-			s.out = appendInterest(s.out, key, count)
-		}
-		s.mu.Unlock()
-		s.kick()
+		s.queueInterest(key, count)
 	}
 }
 
@@ -409,11 +389,7 @@ func (l *Link) connect(ctx context.Context, r remote) (registered bool, delay ti
 		return false, s.delay, err
 	}
 
-	go s.writeLoop()
-	l.register(s)
-	readErr := s.readLoop()
-	s.end(readErr)
-	<-s.writerDone
+	readErr := s.serve(func() { l.register(s) }, s.handle)
 	s.local.Close()
 	err = s.reason(readErr)
 	l.unregister(s, err)
@@ -429,9 +405,7 @@ func (l *Link) register(s *session) {
 	l.mu.Lock()
 	p := s.perms.Load()
 	s.mu.Lock()
-	s.out, _ = l.interest.appendAll(s.out, p.canSubscribe)
-	s.out = proto.AppendLeafSub(s.out, []byte(l.lds), nil, 0)
-	s.connectedAt = time.Now()
+	s.announceLocked(l.interest, p.canSubscribe, l.lds)
 	s.mu.Unlock()
 	l.sess = s
 	l.connects++

@@ -63,6 +63,17 @@ func readUntil(r *bufio.Reader, prefix string) (string, bool) {
 	}
 }
 
+// pipeHandshake plays the hub's handshake: INFO, CONNECT, connect_info.
+// It reports whether the link got that far.
+func pipeHandshake(c net.Conn, r *bufio.Reader) bool {
+	_, _ = c.Write([]byte(pipeHubInfo))
+	if _, ok := readUntil(r, "CONNECT "); !ok {
+		return false
+	}
+	_, err := c.Write([]byte(pipeConnectInfo))
+	return err == nil
+}
+
 func newPipeLink(t *testing.T, hub *pipeHub, local Local, cfg Config) *Link {
 	t.Helper()
 	cfg.Dial = hub.dial
@@ -236,6 +247,32 @@ func TestSlowConsumerClosesTheLink(t *testing.T) {
 		}
 		if local.handler("data.>") != nil {
 			t.Fatal("hub interest still subscribed locally after the link closed")
+		}
+	})
+}
+
+// TestWriteDeadlineIsSlowConsumer: a hub that stops reading, with a
+// pending limit too large to trip, is cut off once a write misses
+// WriteDeadline, and counted as a slow consumer, as nats-server counts it
+// (the accepting side: TestWriteDeadlineSlowConsumerAccepting).
+func TestWriteDeadlineIsSlowConsumer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		quit := make(chan struct{})
+		defer close(quit)
+		// After the handshake the hub never reads again: the registration's
+		// first write blocks.
+		hub := &pipeHub{serve: func(c net.Conn, r *bufio.Reader) {
+			if pipeHandshake(c, r) {
+				<-quit
+			}
+		}}
+		l := newPipeLink(t, hub, nil, Config{WriteDeadline: time.Second, PingInterval: time.Hour, ReconnectMin: time.Hour, ReconnectMax: time.Hour})
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		st := l.Status()
+		_ = l.Close()
+		if st.SlowConsumers != 1 || !strings.Contains(st.LastError, ErrSlowConsumer.Error()) {
+			t.Fatalf("status %+v", st)
 		}
 	})
 }

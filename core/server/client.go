@@ -90,7 +90,8 @@ type client struct {
 	authTimer     *time.Timer
 
 	// Flags copied from CONNECT, read on the hot path by other clients
-	// under mu.
+	// under mu. acc and these are written only by processConnect, on the
+	// read loop, which therefore reads them without mu (processPub).
 	echo, headers, noResponders, verbose, pedantic bool
 
 	stats clientStats

@@ -49,7 +49,10 @@
 //
 // Conn (InProcess) publishes and subscribes without a socket, for JetStream,
 // bridges and the leaf link. Its handlers run on the publisher's goroutine
-// with borrowed, read-only slices.
+// with borrowed, read-only slices. PublishBytes and PublishQueuesBytes take
+// the subjects and reply as borrowed bytes and, like PUB → MSG, allocate
+// nothing once the route's match is cached; a leaf link delivers every hub
+// message through them.
 //
 // # Slow consumers
 //

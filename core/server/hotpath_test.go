@@ -150,3 +150,33 @@ func BenchmarkPubSub(b *testing.B) {
 		runtime.Gosched()
 	}
 }
+
+// TestInProcessPublishBytesAllocs requires the in-process byte publish
+// path, as a leaf link uses it for every hub message, to allocate nothing
+// once the route's match is cached: plain and queue subscribers, with a
+// reply and with a shown subject that differs from the route.
+func TestInProcessPublishBytesAllocs(t *testing.T) {
+	s := servertest.Start(t, server.Options{})
+	sub := s.InProcess("")
+	var got int
+	count := func(server.Msg) { got++ }
+	for _, q := range []string{"", "g"} {
+		if _, err := sub.Subscribe("route.>", q, count); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pub := s.InProcess("")
+	pub.SetNoEcho()
+	route, shown, reply := []byte("route.x"), []byte("stream.x"), []byte("reply.1")
+	queues := [][]byte{[]byte("g")}
+	data := []byte("0123456789abcdef")
+	if n := testing.AllocsPerRun(1000, func() { pub.PublishBytes(route, shown, reply, nil, data) }); n != 0 {
+		t.Fatalf("PublishBytes allocates %.1f times", n)
+	}
+	if n := testing.AllocsPerRun(1000, func() { pub.PublishQueuesBytes(route, route, nil, queues, nil, data) }); n != 0 {
+		t.Fatalf("PublishQueuesBytes allocates %.1f times", n)
+	}
+	if want := 2 * 2 * 1001; got != want {
+		t.Fatalf("%d deliveries, want %d", got, want)
+	}
+}

@@ -121,15 +121,24 @@ func (ic *Conn) Publish(subj, reply string, hdr, data []byte) int {
 // subject shown, as JetStream delivers a stored message to a consumer's
 // delivery subject or pull inbox under the message's own subject.
 func (ic *Conn) PublishAs(route, shown, reply string, hdr, data []byte) int {
-	if !subject.ValidPublish(route) {
+	// Deliveries copy subject and reply and handlers must not modify
+	// them, so read-only views of the strings do.
+	return ic.PublishBytes(unsafeBytes(route), unsafeBytes(shown), unsafeBytes(reply), hdr, data)
+}
+
+// PublishBytes is PublishAs with the subjects and reply as bytes, for a
+// publisher that holds them in a buffer (a leaf link's read buffer): it
+// allocates nothing once the route's match is cached. All slices are
+// borrowed for the call and never retained: subscribers copy what they
+// keep, and the match cache copies a new key.
+func (ic *Conn) PublishBytes(route, shown, reply, hdr, data []byte) int {
+	if !subject.ValidPublish(unsafeString(route)) {
 		return 0
 	}
 	ic.srv.stats.inMsgs.Add(1)
 	ic.srv.stats.inBytes.Add(int64(len(hdr) + len(data)))
-	res := ic.acc.sl.Match(route)
-	// Deliveries copy subject and reply and handlers must not modify
-	// them, so read-only views of the strings do.
-	return deliverResult(nil, ic, res, unsafeBytes(route), unsafeBytes(shown), unsafeBytes(reply), hdr, data)
+	res := ic.acc.sl.MatchBytes(route)
+	return deliverResult(nil, ic, res, route, shown, reply, hdr, data)
 }
 
 // PublishQueues routes like PublishAs, except that queue groups receive
@@ -137,13 +146,20 @@ func (ic *Conn) PublishAs(route, shown, reply string, hdr, data []byte) int {
 // does when queues is empty: a leaf hub has already chosen where queue
 // delivery happens. It returns the number of deliveries.
 func (ic *Conn) PublishQueues(route, shown, reply string, queues [][]byte, hdr, data []byte) int {
-	if !subject.ValidPublish(route) {
+	return ic.PublishQueuesBytes(unsafeBytes(route), unsafeBytes(shown), unsafeBytes(reply), queues, hdr, data)
+}
+
+// PublishQueuesBytes is PublishQueues with the subjects and reply as
+// bytes; like PublishBytes it allocates nothing once the route's match is
+// cached (unless a combined connection takes the message), and it
+// retains none of the slices.
+func (ic *Conn) PublishQueuesBytes(route, shown, reply []byte, queues [][]byte, hdr, data []byte) int {
+	if !subject.ValidPublish(unsafeString(route)) {
 		return 0
 	}
 	ic.srv.stats.inMsgs.Add(1)
 	ic.srv.stats.inBytes.Add(int64(len(hdr) + len(data)))
-	res := ic.acc.sl.Match(route)
-	rt, subj, rep := unsafeBytes(route), unsafeBytes(shown), unsafeBytes(reply)
+	res := ic.acc.sl.MatchBytes(route)
 	delivered := 0
 	var batch *combineBatch
 	for _, sub := range res.Plain {
@@ -154,7 +170,7 @@ func (ic *Conn) PublishQueues(route, shown, reply string, queues [][]byte, hdr, 
 			}
 			continue
 		}
-		if sub.deliver(nil, ic, rt, subj, rep, hdr, data) {
+		if sub.deliver(nil, ic, route, shown, reply, hdr, data) {
 			delivered++
 		}
 	}
@@ -163,9 +179,9 @@ func (ic *Conn) PublishQueues(route, shown, reply string, queues [][]byte, hdr, 
 		if !containsQueue(queues, q.Name) {
 			continue
 		}
-		delivered += deliverToOne(nil, ic, q.Members, rt, subj, rep, hdr, data, &batch)
+		delivered += deliverToOne(nil, ic, q.Members, route, shown, reply, hdr, data, &batch)
 	}
-	batch.flush(rt, subj, rep, hdr, data)
+	batch.flush(route, shown, reply, hdr, data)
 	return delivered
 }
 

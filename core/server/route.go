@@ -148,18 +148,20 @@ func (c *client) processPub(op *proto.Op) {
 		c.logPubViolation(op.Subject, nil)
 		return
 	}
-	c.mu.Lock()
-	acc := c.acc
-	verbose := c.verbose
-	c.mu.Unlock()
-	if verbose {
+	// No lock for acc and verbose: processConnect, which sets them, runs
+	// on this goroutine (the read loop) and nothing else writes them after
+	// the connection starts (a reload that changes the account closes the
+	// connection instead), so this goroutine reads its own writes; other
+	// goroutines only read them, under mu. headers and pedantic above are
+	// read the same way.
+	if c.verbose {
 		c.ackVerbose()
 	}
 	hdr, data := splitPayload(op)
-	res := acc.sl.MatchBytes(op.Subject)
+	res := c.acc.sl.MatchBytes(op.Subject)
 	if deliverResult(c, nil, res, op.Subject, op.Subject, op.Reply, hdr, data) == 0 &&
 		len(op.Reply) > 0 && c.noResponders {
-		c.sendNoResponders(acc, op.Subject, op.Reply)
+		c.sendNoResponders(c.acc, op.Subject, op.Reply)
 	}
 }
 

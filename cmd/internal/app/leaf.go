@@ -206,21 +206,22 @@ func (lc *localConn) Subscribe(subj string, h func(leaf.Msg)) (leaf.Subscription
 	return s, nil
 }
 
-// Publish implements leaf.LocalConn.
+// Publish implements leaf.LocalConn. The byte path allocates nothing per
+// message (TestHubToLocalAllocs in package leaf holds it there).
 func (lc *localConn) Publish(route, shown, reply, hdr, data []byte) {
-	r, s := routeAndShown(route, shown)
-	lc.c.PublishAs(r, s, string(reply), hdr, data)
+	lc.c.PublishBytes(route, shown, reply, hdr, data)
 }
 
-// PublishQueues implements leaf.QueueFilterPublisher.
+// PublishQueues implements leaf.QueueFilterPublisher, allocation-free like
+// Publish.
 func (lc *localConn) PublishQueues(route, shown, reply []byte, queues [][]byte, hdr, data []byte) {
-	r, s := routeAndShown(route, shown)
-	lc.c.PublishQueues(r, s, string(reply), queues, hdr, data)
+	lc.c.PublishQueuesBytes(route, shown, reply, queues, hdr, data)
 }
 
 // routeAndShown converts the subjects of a hub message, once when they are
-// the same (all but JetStream push deliveries). The broker may keep the
-// route in its match cache, so it must be a real copy.
+// the same (all but JetStream push deliveries). The broker does not retain
+// them (its match cache copies a new key); server.Conn.PublishQueuesBytes
+// takes the bytes as they are.
 func routeAndShown(route, shown []byte) (string, string) {
 	r := string(route)
 	if bytes.Equal(route, shown) {
