@@ -27,7 +27,9 @@ func (b jsBus) Subscribe(subj, queue string, h func(subject, reply, hdr, data []
 	}
 	return sub.Unsubscribe, nil
 }
-func (b jsBus) Publish(subj, reply string, hdr, data []byte) int { return b.c.Publish(subj, reply, hdr, data) }
+func (b jsBus) Publish(subj, reply string, hdr, data []byte) int {
+	return b.c.Publish(subj, reply, hdr, data)
+}
 func (b jsBus) PublishAs(route, shown, reply string, hdr, data []byte) int {
 	return b.c.PublishAs(route, shown, reply, hdr, data)
 }
