@@ -71,6 +71,9 @@ func TestLocalReceivers(t *testing.T) {
 	q, err := client.Subscribe("cmd.q.*", "workers", func(server.Msg) {})
 	requireNoError(t, err)
 	requireEqual(t, lr.has("cmd.q.x"), true)
+	if n := testing.AllocsPerRun(100, func() { lr.has("cmd.q.x") }); n != 0 {
+		t.Errorf("has: %v allocations", n)
+	}
 	again, err := client.Subscribe("cmd.a", "", func(server.Msg) {})
 	requireNoError(t, err)
 	before.Unsubscribe()

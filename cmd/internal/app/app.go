@@ -41,8 +41,8 @@ type Flags struct {
 
 // App is a running leafbox: the broker, JetStream, the leaf runtime
 // (leaf/node: the leafnode links to hubs, uplinks, downlinks, the leaf
-// listener) and the monitoring HTTP server. Build it, Start it, then Shutdown or LameDuck it;
-// Reload applies a new configuration in between. Its methods are safe for
+// listener) and the monitoring HTTP server. Build it, Start it, then
+// Shutdown or LameDuck it; Reload applies a new configuration in between. Its methods are safe for
 // concurrent use.
 type App struct {
 	flags Flags
