@@ -47,6 +47,9 @@
 //
 //	Engine.mu → stream.mu → stream.consMu → consumer.mu
 //
+// The capture index behind CapturingStream (a core/sublist trie of the
+// streams' subjects) has its own locks, taken last.
+//
 // No lock is held while publishing to the Bus: Bus handlers run
 // synchronously on the publishing goroutine and may re-enter the engine.
 // stream.mu serialises writes to one stream (publish, purge, message

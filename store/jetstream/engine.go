@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/leafbox/leafbox/core/sublist"
 	"github.com/leafbox/leafbox/store/jsapi"
 	"github.com/leafbox/leafbox/store/vfs"
 )
@@ -74,6 +75,10 @@ type Engine struct {
 	mu      sync.RWMutex
 	streams map[string]*stream
 	unsubs  []func()
+	// captures indexes the subjects the streams capture (a stream's
+	// entries live while its subject subscriptions do), for
+	// CapturingStream. It has its own lock, taken after the others.
+	captures sublist.Sublist[*stream]
 	// failures are the streams and consumers restore skipped.
 	failures []RestoreFailure
 	started  bool
@@ -269,6 +274,19 @@ func (e *Engine) Streams(withConsumers bool) []StreamDetail {
 		out = append(out, d)
 	}
 	return out
+}
+
+// CapturingStream returns the name of the stream that stores what is
+// published on the literal subject subj, and whether one does. Stream
+// subjects never overlap, so there is at most one. It reads an index kept
+// as streams subscribe and unsubscribe, without building stream infos: a
+// cached lookup takes no lock of the engine and allocates nothing.
+func (e *Engine) CapturingStream(subj string) (string, bool) {
+	r := e.captures.Match(subj)
+	if len(r.Plain) == 0 {
+		return "", false
+	}
+	return r.Plain[0].name, true
 }
 
 // usage returns the bytes stored by streams of the storage type.

@@ -121,7 +121,8 @@ func (e *Engine) newStream(cfg jsapi.StreamConfig, created time.Time, restoring 
 	return s, nil
 }
 
-// subscribe captures the stream's subjects.
+// subscribe captures the stream's subjects and adds them to the engine's
+// capture index (CapturingStream).
 func (s *stream) subscribe(subjects []string) error {
 	var unsubs []func()
 	for _, subj := range subjects {
@@ -132,7 +133,17 @@ func (s *stream) subscribe(subjects []string) error {
 			}
 			return fmt.Errorf("jetstream: subscribe %q: %w", subj, err)
 		}
-		unsubs = append(unsubs, u)
+		if err := s.eng.captures.Insert(subj, "", s); err != nil {
+			u()
+			for _, u := range unsubs {
+				u()
+			}
+			return fmt.Errorf("jetstream: index %q: %w", subj, err)
+		}
+		unsubs = append(unsubs, func() {
+			u()
+			_ = s.eng.captures.Remove(subj, "", s)
+		})
 	}
 	s.mu.Lock()
 	s.unsubs = append(s.unsubs, unsubs...)

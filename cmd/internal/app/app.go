@@ -17,6 +17,7 @@ import (
 	"github.com/leafbox/leafbox/core/server"
 	"github.com/leafbox/leafbox/leaf"
 	"github.com/leafbox/leafbox/leaf/clock"
+	"github.com/leafbox/leafbox/leaf/node"
 	"github.com/leafbox/leafbox/store/jetstream"
 	"github.com/leafbox/leafbox/store/storedir"
 )
@@ -38,28 +39,20 @@ type Flags struct {
 	Version, Commit, BuildDate string
 }
 
-// App is a running leafbox: the broker, the leafnode links to hubs and the
-// monitoring HTTP server. Build it, Start it, then Shutdown or LameDuck it;
-// Reload applies a new configuration in between. Its methods are safe for
+// App is a running leafbox: the broker, JetStream, the leaf runtime
+// (leaf/node: the leafnode links to hubs, uplinks, downlinks, the leaf
+// listener) and the monitoring HTTP server. Build it, Start it, then
+// Shutdown or LameDuck it; Reload applies a new configuration in between. Its methods are safe for
 // concurrent use.
 type App struct {
-	flags   Flags
-	log     *slog.Logger
-	srv     *server.Server
-	js      *jetstream.Engine // nil when JetStream is off
-	jsBus   *server.Conn
-	uplinks []*uplink // one per leafnodes.remotes entry
-	clock   *clock.Clock
-	store   *storedir.Dir // the locked store directory; nil when nothing is kept on disk
-
-	clockStop context.CancelFunc // stops the clock's loop; nil before Start
-	clockDone chan struct{}
-	// listener accepts leaf connections (leafnodes.listen); nil if unset.
-	listener *leaf.Listener
-
-	fwdMu      sync.Mutex
-	forwarders []*forwarder // one per uplinks entry, while running
-	consumers  []*consumer  // one per downlinks entry, while running
+	flags Flags
+	log   *slog.Logger
+	srv   *server.Server
+	js    *jetstream.Engine // nil when JetStream is off
+	jsBus *server.Conn
+	node  *node.Node // the leaf runtime
+	clock *clock.Clock
+	store *storedir.Dir // the locked store directory; nil when nothing is kept on disk
 
 	// health is the healthz block in force (Reload replaces it); probe
 	// checks that the store directories take writes.
@@ -113,9 +106,9 @@ func Build(cfg *Config, flags Flags) (*App, error) {
 	if err != nil {
 		return fail(err)
 	}
-	// The links come before the JetStream engine, whose store would need
-	// closing if a later step failed; building a link opens nothing.
-	uplinks, err := buildUplinks(cfg, srv, log)
+	// The leaf runtime's configuration comes before the JetStream
+	// engine, whose store would need closing if a later step failed.
+	nc, err := cfg.nodeConfig(srv.ID(), srv.Name(), log)
 	if err != nil {
 		return fail(err)
 	}
@@ -123,13 +116,7 @@ func Build(cfg *Config, flags Flags) (*App, error) {
 	if err != nil {
 		return fail(err)
 	}
-	listener, err := buildListener(cfg, srv, log)
-	if err != nil {
-		_ = clk.Close()
-		_ = sd.Close()
-		return nil, err
-	}
-	a := &App{flags: flags, log: log, srv: srv, cfg: cfg, uplinks: uplinks, clock: clk, store: sd, listener: listener}
+	a := &App{flags: flags, log: log, srv: srv, cfg: cfg, clock: clk, store: sd}
 	a.health.Store(cfg.Healthz)
 	js := cfg.JetStream
 	a.probe = newStoreProbe(cfg, js != nil && js.Enabled)
@@ -145,11 +132,22 @@ func Build(cfg *Config, flags Flags) (*App, error) {
 		}, busConn{a.jsBus})
 		if err != nil {
 			a.jsBus.Close()
-			a.closeListener()
 			_ = clk.Close()
 			_ = sd.Close()
 			return nil, withPrefix("jetstream", err)
 		}
+	}
+	var streams node.Streams // nil, not a nil *Engine, without JetStream
+	if a.js != nil {
+		streams = a.js
+	}
+	// Building the links and the listener opens and binds nothing.
+	a.node, err = node.New(nc, &broker{srv: srv}, streams)
+	if err != nil {
+		a.closeJetStream()
+		_ = clk.Close()
+		_ = sd.Close()
+		return nil, err
 	}
 	return a, nil
 }
@@ -194,41 +192,14 @@ func (a *App) Start() error {
 		}
 		a.log.Info("jetstream enabled", "store_dir", cfg.JetStream.StoreDir, "domain", cfg.JetStream.Domain)
 	}
-	a.startClock()
-	if len(cfg.Uplinks) > 0 {
-		fws, err := startForwarders(cfg, a.srv, a.uplinks, a.clock, a.log)
-		if err != nil {
-			a.abortStart()
-			return err
-		}
-		a.fwdMu.Lock()
-		a.forwarders = fws
-		a.fwdMu.Unlock()
-		a.srv.OnPing(func() { syncCaptures(fws, a.log) })
-	}
-	if len(cfg.Downlinks) > 0 {
-		cs, err := startDownlinks(cfg, a.srv, a.js, a.uplinks, a.log)
-		if err != nil {
-			a.abortStart()
-			return err
-		}
-		a.fwdMu.Lock()
-		a.consumers = cs
-		a.fwdMu.Unlock()
-	}
-	for i, up := range a.uplinks {
-		if err := up.link.Start(context.Background()); err != nil {
-			a.abortStart()
-			return fmt.Errorf("leafnodes.remotes[%d]: %w", i, err)
-		}
-		a.log.Info("leafnode remote connecting", "remote", i, "urls", up.varz.URLs, "account", up.varz.LocalAccount)
-	}
-	leafURLs, err := a.startListener()
-	if err != nil {
+	if err := a.node.Start(a.clock); err != nil {
 		a.abortStart()
 		return err
 	}
-	ports.LeafNodes = leafURLs
+	if addr := a.node.ListenerAddr(); addr != nil {
+		ports.LeafNodes = URLs("nats-leaf", addr)
+		a.log.Info("listening for leafnode connections", "url", ports.LeafNodes[0])
+	}
 	if dir := a.flags.PortsFileDir; dir != "" {
 		path, err := WritePortsFile(dir, os.Getpid(), ports)
 		if err != nil {
@@ -248,66 +219,29 @@ func (a *App) Start() error {
 func (a *App) abortStart() {
 	ctx, cancel := context.WithTimeout(context.Background(), abortTimeout)
 	defer cancel()
-	a.stopDownlinks()
-	_ = a.closeUplinks(ctx)
+	_ = a.node.Detach(ctx)
 	if a.mon != nil {
 		_ = a.mon.Shutdown(ctx)
 		a.mon = nil
 	}
 	_ = a.srv.Shutdown(ctx)
-	_ = a.stopForwarders()
+	_ = a.node.Close()
 	a.closeJetStream()
-	_ = a.closeClock()
+	_ = a.clock.Close()
 	_ = a.store.Close()
-}
-
-// stopForwarders stops the uplinks' forwarders and closes their outboxes,
-// once. It runs after the broker is down, so every message a client had
-// accepted is in an outbox.
-func (a *App) stopForwarders() error {
-	a.fwdMu.Lock()
-	fws := a.forwarders
-	a.forwarders = nil
-	a.fwdMu.Unlock()
-	return stopForwarders(fws, a.log)
 }
 
 // UplinkStatus returns the counters of every uplink, in configuration
 // order; nil when there are none or the App is not running.
-func (a *App) UplinkStatus() []UplinkStatus {
-	a.fwdMu.Lock()
-	fws := a.forwarders
-	a.fwdMu.Unlock()
-	out := make([]UplinkStatus, 0, len(fws))
-	for _, f := range fws {
-		out = append(out, f.status())
-	}
-	return out
-}
+func (a *App) UplinkStatus() []node.UplinkStatus { return a.node.UplinkStatus() }
 
-// closeUplinks closes the leafnode links, all at once, and waits for them
-// or for ctx. Closing a link that is closed already does nothing.
-func (a *App) closeUplinks(ctx context.Context) error {
-	a.closeListener()
-	if len(a.uplinks) == 0 {
-		return nil
-	}
-	done := make(chan struct{})
-	go func() {
-		var wg sync.WaitGroup
-		for _, up := range a.uplinks {
-			wg.Go(func() { _ = up.link.Close() })
-		}
-		wg.Wait()
-		close(done)
-	}()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("leafnodes: %w", ctx.Err())
-	}
-}
+// DownlinkStatus returns the counters of every downlink, in configuration
+// order; nil when there are none or the App is not running.
+func (a *App) DownlinkStatus() []node.DownlinkStatus { return a.node.DownlinkStatus() }
+
+// LeafListener returns the leafnode listener, or nil when leafnodes.listen
+// is not set.
+func (a *App) LeafListener() *leaf.Listener { return a.node.Listener() }
 
 // closeJetStream flushes and closes the JetStream engine after the clients
 // are gone, once.
@@ -346,13 +280,12 @@ func (a *App) PortsFile() string {
 // ends first it returns ctx's error. Calling it again, or after LameDuck,
 // only returns nil.
 func (a *App) Shutdown(ctx context.Context) error {
-	a.stopDownlinks()
-	errLeaf := a.closeUplinks(ctx)
+	errLeaf := a.node.Detach(ctx)
 	errMon := a.stopAux(ctx)
 	errSrv := a.srv.Shutdown(ctx)
-	errFwd := a.stopForwarders()
+	errFwd := a.node.Close()
 	errJS := a.closeJetStream()
-	errClk := a.closeClock()
+	errClk := a.clock.Close()
 	errStore := a.store.Close()
 	return errors.Join(errLeaf, errSrv, errMon, errFwd, errJS, errClk, errStore)
 }
@@ -362,13 +295,12 @@ func (a *App) Shutdown(ctx context.Context) error {
 // gradually and then shuts down), and then stops the monitoring server and
 // removes the ports file. It returns when the broker is down or ctx ends.
 func (a *App) LameDuck(ctx context.Context) error {
-	a.stopDownlinks()
-	errLeaf := a.closeUplinks(ctx)
+	errLeaf := a.node.Detach(ctx)
 	errSrv := a.srv.LameDuck(ctx)
 	errMon := a.stopAux(ctx)
-	errFwd := a.stopForwarders()
+	errFwd := a.node.Close()
 	errJS := a.closeJetStream()
-	errClk := a.closeClock()
+	errClk := a.clock.Close()
 	errStore := a.store.Close()
 	return errors.Join(errLeaf, errSrv, errMon, errFwd, errJS, errClk, errStore)
 }

@@ -21,7 +21,7 @@ import (
 // deadLetters returns the first uplink's dead-lettered messages.
 func deadLetters(t testing.TB, a *App) []outbox.DeadLetter {
 	t.Helper()
-	list, err := a.forwarders[0].ob.DeadLetters(0, 0)
+	list, err := a.node.Outbox(0).DeadLetters(0, 0)
 	requireNoError(t, err)
 	return list
 }
@@ -154,7 +154,7 @@ func TestUplinkOversizedDeadLettered(t *testing.T) {
 		!strings.Contains(list[0].Error, "max_payload is 2048") {
 		t.Fatalf("uplink %+v; dead letters %+v", st, list)
 	}
-	if ls := a.forwarders[0].link.Status(); ls.Connects != 1 {
+	if ls := a.node.Link(0).Status(); ls.Connects != 1 {
 		t.Fatalf("the link reconnected: %+v", ls)
 	}
 }
@@ -217,7 +217,7 @@ func TestUplinkUnexpectedDuplicate(t *testing.T) {
 	a := startGateway(t, "server_name: gw1\n"+
 		"leafnodes: {remotes: [{url: '"+hub.LeafURL()+"'}]}\n"+
 		"uplinks: [{name: tel, subjects: [telemetry.>], hub_subject_prefix: site1., stream: SITE, drain_jitter: 0s}]\n", Flags{})
-	id := a.forwarders[0].ob.MsgID(1)
+	id := a.node.Outbox(0).MsgID(1)
 	_, err := hjs.PublishMsg(ctx, &nats.Msg{Subject: "site1.telemetry.old", Data: []byte("earlier"),
 		Header: nats.Header{"Nats-Msg-Id": []string{id}}})
 	requireNoError(t, err)
@@ -232,7 +232,7 @@ func TestUplinkUnexpectedDuplicate(t *testing.T) {
 		list[0].MsgID != id {
 		t.Fatalf("uplink %+v; dead letters %+v", st, list)
 	}
-	n, err := a.forwarders[0].ob.Requeue([]uint64{list[0].Seq})
+	n, err := a.node.Outbox(0).Requeue([]uint64{list[0].Seq})
 	requireNoError(t, err)
 	requireEqual(t, n, 1)
 	awaitStreamMsgs(t, ctx, stream, 3, state)

@@ -29,24 +29,17 @@
 // Error messages of this package carry no package prefix: they are shown to
 // users by the command line, which prefixes the program's name.
 //
-// # Leafnode links
+// # The leaf runtime
 //
-// Each leafnodes.remotes entry becomes one leaf.Link, built by Build and
-// bound to the broker through linkLocal, this package's leaf.Local over
-// *server.Server. Start starts the links after the broker (they connect
-// in the background); Shutdown and LameDuck close them first, so the hubs
-// drop the gateway's interest before its clients go. The monitor sees the
-// links and JetStream through appMonitor, which wraps the broker's
-// monitor.Provider.
-//
-// # Downlinks
-//
-// Each downlinks entry becomes one leaf/downlink.Downlink over the link of
-// the first remote (downlinks.go): an in-process connection subscribes
-// its inbox, linkHub publishes its requests and acks toward the hub, and
-// localDelivery publishes its messages locally, waiting for a local
-// stream's PubAck when one captures the subject. Start starts them before
-// the links, so the inbox interest goes out with the first connection;
-// Shutdown and LameDuck stop them first, while the link can still carry
-// their last acks.
+// The leafnode remotes, uplinks, downlinks, the leaf listener and the
+// clock's trust are leaf/node's: Build turns their sections into a
+// node.Config (node.go) and builds a node.Node over broker, this
+// package's node.Broker over *server.Server (broker.go), and the JetStream
+// engine as its node.Streams. Start starts the node after the broker and
+// JetStream (uplinks and downlinks, then the links, then the listener);
+// Shutdown and LameDuck detach it first (downlinks, then the links and the
+// listener, so the hubs drop the gateway's interest before its clients
+// go) and close it after the broker is down (the uplinks' outboxes). The
+// monitor sees the node and JetStream through appMonitor, which wraps the
+// broker's monitor.Provider.
 package app

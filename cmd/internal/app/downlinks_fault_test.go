@@ -15,6 +15,7 @@ import (
 
 	"github.com/leafbox/leafbox/leaf"
 	"github.com/leafbox/leafbox/leaf/leaftest"
+	"github.com/leafbox/leafbox/leaf/node"
 )
 
 // The downlink fault tests run a gateway App with downlinks from a real
@@ -107,7 +108,7 @@ func startDownlinkGateway(t *testing.T, urls []string, downlinks ...string) (*Ap
 		"leafnodes: {remotes: [{urls: ['"+strings.Join(urls, "', '")+"']}]}\n"+
 		"downlinks: ["+strings.Join(downlinks, ", ")+"]\n",
 		Flags{Logger: slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))})
-	return a, a.consumers[0].link
+	return a, a.node.Link(0)
 }
 
 // subDownlink is the downlink "sub" of the fault tests: the hub's
@@ -129,7 +130,7 @@ func gatewaySubscriber(t *testing.T, a *App, subject string) (*nats.Conn, *nats.
 }
 
 // dlStatus returns the status of the downlink named name.
-func dlStatus(t *testing.T, a *App, name string) DownlinkStatus {
+func dlStatus(t *testing.T, a *App, name string) node.DownlinkStatus {
 	t.Helper()
 	for _, st := range a.DownlinkStatus() {
 		if st.Name == name {
@@ -137,7 +138,7 @@ func dlStatus(t *testing.T, a *App, name string) DownlinkStatus {
 		}
 	}
 	t.Fatalf("no downlink %q", name)
-	return DownlinkStatus{}
+	return node.DownlinkStatus{}
 }
 
 // awaitDelivered waits until the downlink name delivered n commands (and

@@ -12,8 +12,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/leafbox/leafbox/core/monitor"
-	"github.com/leafbox/leafbox/core/proto"
 	"github.com/leafbox/leafbox/leaf/leaftest"
+	"github.com/leafbox/leafbox/leaf/node"
 )
 
 func TestValidateDownlinks(t *testing.T) {
@@ -25,7 +25,7 @@ func TestValidateDownlinks(t *testing.T) {
 	// Hub and local subjects arrive only through the downlink (another
 	// site's cmd.site2.x never reaches a local cmd.> subscriber), and the
 	// local ones never go back up.
-	lc := c.leafConfig(&c.LeafNodes.Remotes[0])
+	lc := linkConfig(t, c, 0)
 	requireEqual(t, lc.DenyImports, []string{"cmd.site1.>", "cmd.>"})
 	requireEqual(t, lc.DenyExports, []string{"cmd.>"})
 
@@ -92,7 +92,7 @@ func TestDownlinkDeliversOfflineCommands(t *testing.T) {
 		t.Helper()
 		return startConfig(t, c, Flags{Logger: slog.New(slog.NewTextHandler(t.Output(), nil))})
 	}
-	status := func(a *App) DownlinkStatus {
+	status := func(a *App) node.DownlinkStatus {
 		sts := a.DownlinkStatus()
 		if len(sts) != 1 {
 			t.Fatalf("DownlinkStatus: %+v", sts)
@@ -147,7 +147,7 @@ func TestDownlinkDeliversOfflineCommands(t *testing.T) {
 		t.Fatalf("after delivery: %+v", st)
 	}
 	var metrics strings.Builder
-	writeDownlinkMetrics(monitor.NewMetricWriter(&metrics), a.DownlinkStatus())
+	a.node.WriteMetrics(monitor.NewMetricWriter(&metrics))
 	for _, want := range []string{"# TYPE leafbox_downlink_delivered_total counter\n", `leafbox_downlink_delivered_total{downlink="cmds"} 30`,
 		`leafbox_downlink_acked_total{downlink="cmds"} 30`, `leafbox_downlink_resends_total{downlink="cmds"} `, `leafbox_downlink_pending_messages{downlink="cmds"} 0`} {
 		if !strings.Contains(metrics.String(), want) {
@@ -216,7 +216,7 @@ func TestDownlinkIntoLocalStream(t *testing.T) {
 	cfg := jetstream.StreamConfig{Name: "LOCAL", Subjects: []string{"cmd.>"}, MaxMsgs: 5, Discard: jetstream.DiscardNew}
 	local, err := ljs.CreateStream(ctx, cfg)
 	requireNoError(t, err)
-	status := func() DownlinkStatus { return a.DownlinkStatus()[0] }
+	status := func() node.DownlinkStatus { return a.DownlinkStatus()[0] }
 	waitFor(t, ctx, "the full local stream to refuse deliveries", func() bool {
 		st := status()
 		return st.Delivered == 5 && strings.Contains(st.LastError, "maximum messages exceeded")
@@ -255,18 +255,6 @@ func TestDownlinkIntoLocalStream(t *testing.T) {
 		t.Fatalf("hub consumer: ack pending %d, pending %d, ack floor %d", ci.NumAckPending, ci.NumPending, ci.AckFloor.Stream)
 	}
 	t.Logf("downlink: %+v", status())
-}
-
-func TestDownlinkHeaderEdits(t *testing.T) {
-	hdr := []byte("NATS/1.0\r\nNats-Expected-Stream: CMDS\r\nX-Op: open\r\nnats-expected-last-sequence: 4\r\n\r\n")
-	requireEqual(t, string(withoutExpectations(hdr)), "NATS/1.0\r\nX-Op: open\r\n\r\n")
-	requireEqual(t, withoutExpectations([]byte("NATS/1.0\r\nNats-Expected-Stream: CMDS\r\n\r\n")), []byte(nil))
-	requireEqual(t, string(withoutExpectations([]byte("NATS/1.0\r\nA: b\r\n\r\n"))), "NATS/1.0\r\nA: b\r\n\r\n")
-	requireEqual(t, string(proto.AppendHeader(nil, nil, "Nats-Msg-Id", "x")), "NATS/1.0\r\nNats-Msg-Id: x\r\n\r\n")
-	requireEqual(t, string(proto.AppendHeader(nil, []byte("NATS/1.0\r\nA: b\r\n\r\n"), "Nats-Msg-Id", "x")), "NATS/1.0\r\nA: b\r\nNats-Msg-Id: x\r\n\r\n")
-	if !proto.HasHeaderFold([]byte("NATS/1.0\r\nnats-msg-id: 1\r\n\r\n"), "Nats-Msg-Id") || proto.HasHeaderFold(nil, "Nats-Msg-Id") {
-		t.Fatal("headerHas")
-	}
 }
 
 // With max_deliver, a command that always fails locally (too large for

@@ -8,7 +8,9 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/leafbox/leafbox/leaf"
 	"github.com/leafbox/leafbox/leaf/leaftest"
+	"github.com/leafbox/leafbox/leaf/node"
 )
 
 // loopbackConfig parses src as a gateway config listening on 127.0.0.1 on
@@ -64,6 +66,17 @@ func startGateway(t testing.TB, src string, flags Flags) *App {
 	return startConfig(t, gatewayConfig(t, src), flags)
 }
 
+// linkConfig returns the configuration Build gives the link of remote i
+// of the validated c, the leaf runtime's loop-prevention denies included.
+func linkConfig(t testing.TB, c *Config, i int) leaf.Config {
+	t.Helper()
+	nc, err := c.nodeConfig("", "", nil)
+	requireNoError(t, err)
+	n, err := node.New(nc, nil, nil)
+	requireNoError(t, err)
+	return n.LinkConfig(i)
+}
+
 // startJSHub starts a real nats-server hub with opts plus JetStream (in
 // domain, unless it is ""), and creates the stream cfg on it. It returns
 // the hub, a JetStream context on a client connection of the hub (closed
@@ -115,9 +128,9 @@ func awaitCond(t testing.TB, ctx context.Context, what string, cond func() (bool
 
 // awaitUplinkAcked waits until the first uplink of a has an empty
 // backlog and want messages acked, and returns its status then.
-func awaitUplinkAcked(t testing.TB, ctx context.Context, a *App, want uint64) UplinkStatus {
+func awaitUplinkAcked(t testing.TB, ctx context.Context, a *App, want uint64) node.UplinkStatus {
 	t.Helper()
-	var st UplinkStatus
+	var st node.UplinkStatus
 	awaitCond(t, ctx, fmt.Sprintf("the outbox drains with %d acked", want), func() (bool, string) {
 		st = a.UplinkStatus()[0]
 		return st.Acked == want && st.BacklogMsgs == 0, fmt.Sprintf("uplink %+v", st)

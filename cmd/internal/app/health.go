@@ -9,6 +9,7 @@ import (
 
 	"github.com/leafbox/leafbox/core/monitor"
 	"github.com/leafbox/leafbox/leaf"
+	"github.com/leafbox/leafbox/leaf/node"
 )
 
 // Defaults of the healthz block.
@@ -135,11 +136,11 @@ func probeWrite(dir string) error {
 // deadLettered is what /healthz counts as dead-lettered: the messages the
 // uplink's dead-letter stream holds now (a requeued message no longer
 // counts).
-func deadLettered(st UplinkStatus) uint64 { return st.DeadLetterMsgs }
+func deadLettered(st node.UplinkStatus) uint64 { return st.DeadLetterMsgs }
 
 // degraded lists the uplinks and downlinks in trouble at now, as cfg
 // measures it.
-func degraded(cfg HealthzConfig, now time.Time, ups []UplinkStatus, downs []DownlinkStatus) []monitor.HealthzError {
+func degraded(cfg HealthzConfig, now time.Time, ups []node.UplinkStatus, downs []node.DownlinkStatus) []monitor.HealthzError {
 	var out []monitor.HealthzError
 	linkDown := func(state string, since time.Time) (time.Duration, bool) {
 		if state == leaf.StateConnected.String() || since.IsZero() {
@@ -183,14 +184,7 @@ func (m appMonitor) CheckDegraded(monitor.HealthzOptions) ([]monitor.HealthzErro
 			cfg = *h
 		}
 	}
-	var ups []UplinkStatus
-	var downs []DownlinkStatus
-	if m.uplinkStatus != nil {
-		ups = m.uplinkStatus()
-	}
-	if m.downlinkStatus != nil {
-		downs = m.downlinkStatus()
-	}
+	ups, downs := m.node.UplinkStatus(), m.node.DownlinkStatus()
 	now := time.Now()
 	if m.now != nil {
 		now = m.now()

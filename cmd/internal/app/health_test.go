@@ -14,6 +14,7 @@ import (
 
 	"github.com/leafbox/leafbox/core/monitor"
 	"github.com/leafbox/leafbox/leaf"
+	"github.com/leafbox/leafbox/leaf/node"
 )
 
 // healthz GETs /healthz with query from a and returns the status code
@@ -162,8 +163,8 @@ func TestDegraded(t *testing.T) {
 	now := time.Unix(100000, 0)
 	cfg := HealthzConfig{LinkDown: Duration(15 * time.Minute), BacklogAge: Duration(time.Hour)}
 	connecting, connected := leaf.StateConnecting.String(), leaf.StateConnected.String()
-	up := func(name, state string, down time.Duration) UplinkStatus {
-		st := UplinkStatus{LinkState: state, LinkSince: now.Add(-down)}
+	up := func(name, state string, down time.Duration) node.UplinkStatus {
+		st := node.UplinkStatus{LinkState: state, LinkSince: now.Add(-down)}
 		st.Name = name
 		return st
 	}
@@ -175,14 +176,14 @@ func TestDegraded(t *testing.T) {
 	dead.DeadLetterMsgs = 2
 	requeued := up("requeued", connected, time.Hour) // dead-lettered once, all requeued since
 	requeued.DeadLettered, requeued.Requeued = 3, 3
-	down := DownlinkStatus{LinkState: connecting, LinkSince: now.Add(-time.Hour)}
+	down := node.DownlinkStatus{LinkState: connecting, LinkSince: now.Add(-time.Hour)}
 	down.Name = "cmds"
-	got := degraded(cfg, now, []UplinkStatus{
+	got := degraded(cfg, now, []node.UplinkStatus{
 		up("down", connecting, 20*time.Minute),
 		up("blip", connecting, 5*time.Minute),
 		up("fine", connected, 20*time.Minute),
 		old, young, dead, requeued,
-	}, []DownlinkStatus{down})
+	}, []node.DownlinkStatus{down})
 	want := []monitor.HealthzError{
 		{Type: monitor.HealthzErrorUplink, Uplink: "down", Error: "uplink down: link connecting for 20m0s (healthz.link_down 15m0s)"},
 		{Type: monitor.HealthzErrorUplink, Uplink: "old", Error: "uplink old: oldest of 30000 waiting messages is 3h0m0s old (healthz.backlog_age 1h0m0s)"},

@@ -61,7 +61,7 @@ func (p *jsDomainPair) sync(t *testing.T) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*testTimeout)
 	defer cancel()
-	link := p.app.uplinks[0].link
+	link := p.app.node.Link(0)
 	requireNoError(t, link.WaitConnected(ctx))
 	requireNoError(t, link.Flush(ctx))
 }
@@ -266,7 +266,7 @@ func testHubSourcesGatewayStream(t *testing.T, p *jsDomainPair) {
 	waitHubMsgs(n / 3)
 
 	// The link goes down; the gateway keeps accepting messages.
-	link := p.app.uplinks[0].link
+	link := p.app.node.Link(0)
 	p.proxy.Cut()
 	awaitLink(t, ctx, link, leaf.StateConnected, true)
 	publish(n/3, n)
@@ -487,7 +487,7 @@ func TestJSDomainLeafInterestOnHub(t *testing.T) {
 			}
 		}
 	}
-	if st := p.app.uplinks[0].link.Status(); st.Connects != 1 || st.State != leaf.StateConnected {
+	if st := p.app.node.Link(0).Status(); st.Connects != 1 || st.State != leaf.StateConnected {
 		t.Fatalf("link status %+v", st)
 	}
 	if strings.Contains(p.hub.Logs(), "Violation") {

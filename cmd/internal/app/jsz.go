@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/leafbox/leafbox/core/monitor"
+	"github.com/leafbox/leafbox/leaf/node"
 	"github.com/leafbox/leafbox/store/jetstream"
 )
 
@@ -130,11 +131,6 @@ func (m appMonitor) WriteMetrics(w io.Writer) {
 		mw.Counter("leafbox_jetstream_api_requests_total", "JetStream API requests served.", float64(st.APITotal))
 		mw.Counter("leafbox_jetstream_api_errors_total", "JetStream API requests answered with an error.", float64(st.APIErrors))
 	}
-	if m.uplinkStatus != nil {
-		writeUplinkMetrics(mw, m.uplinkStatus())
-	}
-	if m.downlinkStatus != nil {
-		writeDownlinkMetrics(mw, m.downlinkStatus())
-	}
-	writeClockMetrics(mw, m.clock)
+	m.node.WriteMetrics(mw)
+	node.WriteClockMetrics(mw, m.clock)
 }

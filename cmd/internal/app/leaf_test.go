@@ -9,11 +9,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/leafbox/leafbox/core/monitor"
 	"github.com/leafbox/leafbox/leaf"
 	"github.com/leafbox/leafbox/leaf/leaftest"
 )
@@ -72,16 +70,16 @@ leafnodes:
 	// connects before Start.
 	a, err := Build(c, Flags{})
 	requireNoError(t, err)
-	requireEqual(t, len(a.uplinks), 2)
-	for _, up := range a.uplinks {
-		requireEqual(t, up.link.Status().State, leaf.StateIdle)
+	requireEqual(t, a.node.NumRemotes(), 2)
+	for i := range a.node.NumRemotes() {
+		requireEqual(t, a.node.Link(i).Status().State, leaf.StateIdle)
 	}
-	requireEqual(t, a.uplinks[0].varz.URLs, []string{"nats-leaf://hub1:7422", "tls://hub2", "nats://leaf:[REDACTED]@hub3:7422"})
-	requireEqual(t, a.uplinks[0].varz.LocalAccount, "$G")
-	requireEqual(t, a.uplinks[0].varz.Deny.Exports, []string{"local.>", "debug.*"})
-	requireEqual(t, a.uplinks[1].varz.LocalAccount, "SITE")
-	if a.uplinks[1].varz.Deny != nil {
-		t.Fatalf("deny rules without deny lists: %+v", a.uplinks[1].varz.Deny)
+	requireEqual(t, a.node.Remote(0).URLs, []string{"nats-leaf://hub1:7422", "tls://hub2", "nats://leaf:[REDACTED]@hub3:7422"})
+	requireEqual(t, a.node.Remote(0).LocalAccount, "$G")
+	requireEqual(t, a.node.Remote(0).Deny.Exports, []string{"local.>", "debug.*"})
+	requireEqual(t, a.node.Remote(1).LocalAccount, "SITE")
+	if a.node.Remote(1).Deny != nil {
+		t.Fatalf("deny rules without deny lists: %+v", a.node.Remote(1).Deny)
 	}
 }
 
@@ -176,7 +174,7 @@ func TestAppReloadCannotAddRemotes(t *testing.T) {
 func TestAppLeafLink(t *testing.T) {
 	hub := leaftest.StartHub(t, leaftest.HubOptions{Name: "hub-a"})
 	a := startApp(t, "http_port: -1\nserver_name: gw-app\nleafnodes: {remotes: [{url: '"+hub.LeafURL()+"', deny_exports: [secret.>]}]}\n", Flags{})
-	link := a.uplinks[0].link
+	link := a.node.Link(0)
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
 	requireNoError(t, link.WaitConnected(ctx))
@@ -326,29 +324,16 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-func TestLeafInfoFromStatus(t *testing.T) {
-	st := leaf.Status{
-		State: leaf.StateConnected, RemoteAddr: "[::1]:7422", ServerName: "hub-1", Account: "SITE",
-		RTT: 1500 * time.Microsecond, InMsgs: 1, InBytes: 2, OutMsgs: 3, OutBytes: 4, Subscriptions: 5,
-		Compression: leaf.CompressionS2Fast,
-	}
-	requireEqual(t, leafInfo(2, st), monitor.LeafInfo{
-		ID: 3, Name: "hub-1", IsSpoke: true, Account: "SITE", IP: "::1", Port: 7422, RTT: "1.5ms",
-		InMsgs: 1, InBytes: 2, OutMsgs: 3, OutBytes: 4, NumSubs: 5, Compression: "s2_fast",
-	})
-	requireEqual(t, leafInfo(0, leaf.Status{State: leaf.StateConnected}).RTT, "") // not measured yet
-}
-
 func TestAppLameDuckClosesLinksFirst(t *testing.T) {
 	c := loopbackConfig(t, "http_port: 0\nlame_duck_duration: 200ms\nlame_duck_grace_period: 10ms\n"+
 		"leafnodes: {remotes: [{url: 'nats://127.0.0.1:1'}]}\n", tempEnv(t))
 	a, err := Build(c, Flags{})
 	requireNoError(t, err)
 	requireNoError(t, a.Start())
-	requireEqual(t, a.uplinks[0].link.Status().State, leaf.StateConnecting) // nothing listens on port 1
+	requireEqual(t, a.node.Link(0).Status().State, leaf.StateConnecting) // nothing listens on port 1
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
 	requireNoError(t, a.LameDuck(ctx))
-	requireEqual(t, a.uplinks[0].link.Status().State, leaf.StateClosed)
+	requireEqual(t, a.node.Link(0).Status().State, leaf.StateClosed)
 	requireNoError(t, a.Shutdown(ctx)) // harmless afterwards
 }

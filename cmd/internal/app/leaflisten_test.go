@@ -264,7 +264,7 @@ func TestLeafListenLeafboxGateway(t *testing.T) {
 		"leafnodes: {listen: '127.0.0.1:-1', authorization: {users: [{user: gw, password: pw, account: SITE}]}}\n", Flags{})
 	gwApp := startApp(t, fmt.Sprintf("http_port: 0\nserver_name: gw-box\nleafnodes: {remotes: [{url: 'nats-leaf://gw:pw@%s'}]}\n",
 		hub.LeafListener().Addr()), Flags{})
-	link := gwApp.uplinks[0].link
+	link := gwApp.node.Link(0)
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
 	requireNoError(t, link.WaitConnected(ctx))
@@ -315,7 +315,7 @@ func TestLeafListenTLSNkey(t *testing.T) {
 	_, port, _ := strings.Cut(hub.LeafListener().Addr().String(), ":")
 	gwApp := startApp(t, fmt.Sprintf("http_port: 0\nserver_name: gw-tls\nleafnodes: {remotes: [{url: 'tls://localhost:%s', nkey: %q,"+
 		" tls: {ca_file: %q, cert_file: %q, key_file: %q}}]}\n", port, dir+"/gw.nk", cert, cert, key), Flags{})
-	link := gwApp.uplinks[0].link
+	link := gwApp.node.Link(0)
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
 	requireNoError(t, link.WaitConnected(ctx))
@@ -336,7 +336,7 @@ func TestLeafListenTLSNkey(t *testing.T) {
 func TestLeafListenDetectsLoop(t *testing.T) {
 	port := leaftest.FreePort(t)
 	a := startApp(t, fmt.Sprintf("http_port: 0\nleafnodes: {listen: '127.0.0.1:%d', remotes: [{url: 'nats-leaf://127.0.0.1:%d'}]}\n", port, port), Flags{})
-	link := a.uplinks[0].link
+	link := a.node.Link(0)
 	deadline := time.Now().Add(testTimeout)
 	for !strings.Contains(link.Status().LastError, "loop detected") {
 		if time.Now().After(deadline) {
@@ -474,8 +474,8 @@ func TestLeafListenBetweenLeafs(t *testing.T) {
 	var clients []*nats.Conn
 	for _, name := range []string{"gw-1", "gw-2"} {
 		gw := startApp(t, fmt.Sprintf(gwConf, name, hub.LeafListener().Addr()), Flags{})
-		requireNoError(t, gw.uplinks[0].link.WaitConnected(ctx))
-		links = append(links, gw.uplinks[0].link)
+		requireNoError(t, gw.node.Link(0).WaitConnected(ctx))
+		links = append(links, gw.node.Link(0))
 		clients = append(clients, natsConnect(t, "nats://"+gw.Addr().String()))
 	}
 	waitLeafs(t, hub, "two gateways", func(ls []leaf.AcceptedStatus) bool { return len(ls) == 2 })
@@ -561,7 +561,7 @@ func TestLeafListenCompression(t *testing.T) {
 			hub := startApp(t, fmt.Sprintf("http_port: 0\nleafnodes: {listen: '127.0.0.1:-1', compression: %s}\n", tc.hub), Flags{})
 			gw := startApp(t, fmt.Sprintf("http_port: 0\nleafnodes: {remotes: [{url: 'nats-leaf://%s', compression: %s}]}\n",
 				hub.LeafListener().Addr(), tc.gw), Flags{})
-			link := gw.uplinks[0].link
+			link := gw.node.Link(0)
 			ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 			defer cancel()
 			requireNoError(t, link.WaitConnected(ctx))
@@ -605,7 +605,7 @@ func BenchmarkLeafListenForward(b *testing.B) {
 			defer gw.Shutdown(context.Background())
 			ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 			defer cancel()
-			link := gw.uplinks[0].link
+			link := gw.node.Link(0)
 			if err := link.WaitConnected(ctx); err != nil {
 				b.Fatal(err)
 			}

@@ -34,7 +34,7 @@ func startThreeLevels(t *testing.T, hubConfig, midConfig, bottomConfig string) *
 		Leaf: fmt.Sprintf(`remotes: [{url: "nats-leaf://%s"}]`, mid.LeafListener().Addr())})
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
-	requireNoError(t, mid.uplinks[0].link.WaitConnected(ctx))
+	requireNoError(t, mid.node.Link(0).WaitConnected(ctx))
 	waitLeafs(t, mid, "the bottom leaf", func(ls []leaf.AcceptedStatus) bool { return len(ls) == 1 })
 	return &threeLevels{hub: hub, bottom: bottom, mid: mid}
 }
@@ -49,7 +49,7 @@ func (c *threeLevels) sync(t *testing.T, conns ...*nats.Conn) {
 		for _, nc := range conns {
 			requireNoError(t, nc.Flush())
 		}
-		requireNoError(t, c.mid.uplinks[0].link.Flush(ctx))
+		requireNoError(t, c.mid.node.Link(0).Flush(ctx))
 		requireNoError(t, c.mid.LeafListener().Flush(ctx))
 	}
 	for _, nc := range conns {

@@ -42,7 +42,7 @@ func TestLeafPortListensOnTheClientHost(t *testing.T) {
 	Overrides{Host: ptr("127.0.0.1"), Port: ptr(-1), LeafPort: ptr(-1)}.Apply(c)
 	c.SetDefaults(testEnv)
 	a := startConfig(t, c, Flags{})
-	addr := a.listener.Addr().(*net.TCPAddr)
+	addr := a.LeafListener().Addr().(*net.TCPAddr)
 	if !addr.IP.Equal(net.IPv4(127, 0, 0, 1)) {
 		t.Fatalf("leafnode listener on %v, want 127.0.0.1", addr)
 	}

@@ -76,7 +76,7 @@ func startFaultGateway(t *testing.T, urls []string) (*App, *leaf.Link) {
 	a := startGateway(t, "http_port: -1\nserver_name: gw1\n"+
 		"leafnodes: {remotes: [{urls: ['"+strings.Join(urls, "', '")+"']}]}\n"+
 		"uplinks: [{name: tel, subjects: [telemetry.>], hub_subject_prefix: site1., stream: SITE}]\n", Flags{})
-	return a, a.uplinks[0].link
+	return a, a.node.Link(0)
 }
 
 // publishers are nats.go clients of the gateway, each publishing its own

@@ -13,13 +13,12 @@ import (
 
 	"github.com/leafbox/leafbox/core/monitor"
 	"github.com/leafbox/leafbox/leaf/leaftest"
-	"github.com/leafbox/leafbox/leaf/outbox"
 )
 
 func TestValidateUplinks(t *testing.T) {
 	const remote = "leafnodes: {remotes: [{url: 'nats://127.0.0.1:1'}]}\n"
 	c := mustValidate(t, remote+"uplinks: [{name: tel, subjects: [telemetry.>], hub_subject_prefix: site1., max_msgs: 10, discard: new}]\n")
-	if got := c.leafConfig(&c.LeafNodes.Remotes[0]).DenyExports; len(got) != 1 || got[0] != "telemetry.>" {
+	if got := linkConfig(t, c, 0).DenyExports; len(got) != 1 || got[0] != "telemetry.>" {
 		t.Fatalf("captured subjects not denied to plain routing: %q", got)
 	}
 	requireEqual(t, c.outboxDir(&c.Uplinks[0]), "/home/test/.local/state/leafbox/outbox/tel")
@@ -97,7 +96,7 @@ func TestUplinkStoreAndForward(t *testing.T) {
 	waitStream(n)
 
 	// Live traffic while connected takes the same path.
-	link := a.uplinks[0].link
+	link := a.node.Link(0)
 	requireNoError(t, link.WaitConnected(ctx))
 	publish(n, n+100)
 	waitStream(n + 100)
@@ -146,43 +145,4 @@ func TestUplinkStoreAndForward(t *testing.T) {
 	if len(st.Dropped) != 0 || st.WrongStream != 0 {
 		t.Fatalf("uplink status %+v", st)
 	}
-}
-
-// TestUplinkMetrics checks the leafbox_uplink_* families written from the
-// uplinks' status.
-func TestUplinkMetrics(t *testing.T) {
-	st := UplinkStatus{LinkState: "connected"}
-	st.Name, st.Captured, st.Forwarded, st.Acked = "tel", 10, 7, 6
-	st.Dropped = map[string]uint64{outbox.DropLimits: 2, outbox.DropDiskLow: 3}
-	st.BacklogMsgs, st.BacklogBytes, st.OldestAge = 2, 300, 1500*time.Millisecond
-	var b strings.Builder
-	writeUplinkMetrics(monitor.NewMetricWriter(&b), []UplinkStatus{st, {Status: outbox.Status{Name: "logs"}, LinkState: "connecting"}})
-	for _, want := range []string{
-		"# TYPE leafbox_uplink_captured_total counter\n",
-		`leafbox_uplink_captured_total{uplink="tel"} 10` + "\n",
-		`leafbox_uplink_forwarded_total{uplink="tel"} 7` + "\n",
-		`leafbox_uplink_acked_total{uplink="tel"} 6` + "\n",
-		`leafbox_uplink_dropped_total{uplink="tel",reason="limits"} 2` + "\n",
-		`leafbox_uplink_dropped_total{uplink="logs",reason="rejected"} 0` + "\n",
-		`leafbox_uplink_dropped_total{uplink="tel",reason="disk_low"} 3` + "\n",
-		`leafbox_uplink_dropped_total{uplink="logs",reason="store_full"} 0` + "\n",
-		"# TYPE leafbox_uplink_backlog_messages gauge\n",
-		`leafbox_uplink_backlog_messages{uplink="tel"} 2` + "\n",
-		`leafbox_uplink_backlog_bytes{uplink="tel"} 300` + "\n",
-		`leafbox_uplink_oldest_age_seconds{uplink="tel"} 1.5` + "\n",
-		`leafbox_uplink_connected{uplink="tel"} 1` + "\n",
-		`leafbox_uplink_connected{uplink="logs"} 0` + "\n",
-	} {
-		if !strings.Contains(b.String(), want) {
-			t.Errorf("metrics lack %q:\n%s", want, b.String())
-		}
-	}
-
-	u := uplinkInfo(st)
-	if u.Name != "tel" || u.LinkState != "connected" || u.Dropped["limits"] != 2 || u.OldestAgeSeconds != 1.5 || u.LastErrorAt != nil {
-		t.Fatalf("uplinkInfo: %+v", u)
-	}
-	b.Reset()
-	writeUplinkMetrics(monitor.NewMetricWriter(&b), nil)
-	requireEqual(t, b.String(), "")
 }

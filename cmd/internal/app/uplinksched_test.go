@@ -11,7 +11,7 @@ import (
 
 	"github.com/leafbox/leafbox/core/monitor"
 	"github.com/leafbox/leafbox/leaf/leaftest"
-	"github.com/leafbox/leafbox/leaf/outbox"
+	"github.com/leafbox/leafbox/leaf/node"
 )
 
 func TestValidateUplinkSchedule(t *testing.T) {
@@ -137,41 +137,6 @@ func TestUplinkPriorityAndRateCap(t *testing.T) {
 	}
 }
 
-// TestUplinkScheduleMetrics checks the drain-rate, watchdog, reset and
-// budget families and their /uplinkz fields.
-func TestUplinkScheduleMetrics(t *testing.T) {
-	st := UplinkStatus{LinkState: "connected"}
-	st.Name, st.AckedBytes, st.RateMsgs, st.RateBytes, st.ETA = "bulk", 4096, 12.5, 2048, 90*time.Second
-	st.WatchdogRearms, st.StreamResets, st.BudgetUsed, st.Waiting, st.Priority = 1, 2, 777, outbox.WaitBudget, 3
-	st.Limits = outbox.SchedulerStatus{Day: "2026-01-02", Used: 5000, DailyBudget: 5000, Exhausted: true}
-	var b strings.Builder
-	writeUplinkMetrics(monitor.NewMetricWriter(&b), []UplinkStatus{st})
-	for _, want := range []string{
-		`leafbox_uplink_acked_bytes_total{uplink="bulk"} 4096` + "\n",
-		`leafbox_uplink_rate_messages{uplink="bulk"} 12.5` + "\n",
-		`leafbox_uplink_rate_bytes{uplink="bulk"} 2048` + "\n",
-		`leafbox_uplink_eta_seconds{uplink="bulk"} 90` + "\n",
-		`leafbox_uplink_watchdog_rearms_total{uplink="bulk"} 1` + "\n",
-		`leafbox_uplink_stream_resets_total{uplink="bulk"} 2` + "\n",
-		`leafbox_uplink_budget_used_bytes{uplink="bulk"} 777` + "\n",
-		`leafbox_uplink_budget_exhausted{uplink="bulk"} 1` + "\n",
-		"leafbox_uplinks_budget_used_bytes 5000\n",
-		"leafbox_uplinks_budget_exhausted 1\n",
-	} {
-		if !strings.Contains(b.String(), want) {
-			t.Errorf("metrics lack %q:\n%s", want, b.String())
-		}
-	}
-	u := uplinkInfo(st)
-	m := appMonitor{uplinkStatus: func() []UplinkStatus { return []UplinkStatus{st} }}
-	if l := m.UplinkLimits(); l == nil || l.BudgetUsed != 5000 || !l.Exhausted || l.Day != "2026-01-02" {
-		t.Fatalf("UplinkLimits: %+v", l)
-	}
-	if u.ETASeconds != 90 || u.RateBytes != 2048 || u.StreamResets != 2 || u.Waiting != "budget" || u.Priority != 3 || u.BudgetUsed != 777 {
-		t.Fatalf("uplinkInfo: %+v", u)
-	}
-}
-
 // TestUplinkDetectsRecreatedStream: the hub stream is deleted and created
 // again while the gateway forwards; the uplink counts the reset from the
 // PubAck sequences and keeps forwarding into the new stream.
@@ -185,7 +150,7 @@ func TestUplinkDetectsRecreatedStream(t *testing.T) {
 		"leafnodes: {remotes: [{url: '"+hub.LeafURL()+"'}]}\n"+
 		"uplinks: [{name: tel, subjects: [tel.>], hub_subject_prefix: site1., stream: SITE}]\n", Flags{})
 	gw := natsConnect(t, "nats://"+a.Addr().String())
-	waitAcked := func(want uint64) UplinkStatus {
+	waitAcked := func(want uint64) node.UplinkStatus {
 		t.Helper()
 		return awaitUplinkAcked(t, ctx, a, want)
 	}

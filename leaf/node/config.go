@@ -1,0 +1,118 @@
+package node
+
+import (
+	"log/slog"
+	"slices"
+	"strings"
+
+	"github.com/leafbox/leafbox/leaf"
+	"github.com/leafbox/leafbox/leaf/downlink"
+	"github.com/leafbox/leafbox/leaf/outbox"
+	"github.com/leafbox/leafbox/store"
+)
+
+// Config configures a Node. It holds no file format: cmd/internal/app
+// turns the gateway's configuration into it, validated.
+type Config struct {
+	// ServerID and ServerName are the broker's: the links announce the id
+	// to the hubs, and the outboxes' message ids carry the name.
+	ServerID, ServerName string
+	// Remotes are the leafnode remotes, one link each, in order.
+	Remotes []RemoteConfig
+	// Uplinks are the store-and-forward flows toward hub streams.
+	Uplinks []UplinkConfig
+	// Limits caps all uplinks together.
+	Limits LimitsConfig
+	// Downlinks are the durable consumers of hub streams.
+	Downlinks []DownlinkConfig
+	// Listener, when set, accepts leafnode connections.
+	Listener *ListenerConfig
+	// Logger receives the node's logs; nil discards them.
+	Logger *slog.Logger
+}
+
+// RemoteConfig is one leafnode remote.
+type RemoteConfig struct {
+	// Link is the link's configuration with the deny lists the operator
+	// set; New adds the loop-prevention subjects of the uplinks and
+	// downlinks to them, and the ServerID.
+	Link leaf.Config
+	// ShownURLs are the hub URLs as /varz lists them (secrets redacted).
+	ShownURLs []string
+}
+
+// UplinkConfig is one uplink: local subjects stored in an outbox and
+// forwarded to a hub stream over a remote's link.
+type UplinkConfig struct {
+	// Remote is the index in Config.Remotes of the remote it forwards
+	// over; it captures in that remote's local account.
+	Remote int
+	// Subjects are the local subjects captured (wildcards allowed).
+	Subjects []string
+	// Dir holds the outbox stream and DeadLetterDir the messages the hub
+	// refused for good.
+	Dir, DeadLetterDir string
+	// Store bounds the outbox stream (Name, MaxMsgs, MaxBytes, Discard);
+	// the dead-letter store gets the same bounds, discarding old.
+	Store store.Config
+	// MinFreeDisk is the free space below which a discard-old outbox
+	// drops its oldest message for each new one; it must be > 0.
+	MinFreeDisk int64
+	// Outbox configures the outbox. New fills ServerName, Logger,
+	// Clock, Scheduler, DeadLetter and DiskLow.
+	Outbox outbox.Config
+}
+
+// LimitsConfig caps the uplinks together (outbox.SchedulerConfig).
+type LimitsConfig struct {
+	// StateDir is created for StateFile, where the scheduler keeps its
+	// daily usage.
+	StateDir, StateFile string
+	// MaxRate and DailyBudget cap the bytes per second and per UTC day of
+	// all uplinks; 0 is unlimited.
+	MaxRate, DailyBudget int64
+}
+
+// DownlinkConfig is one downlink: a durable pull consumer on a hub
+// stream, delivering into the local account of a remote.
+type DownlinkConfig struct {
+	// Remote is the index in Config.Remotes of the remote it consumes
+	// over.
+	Remote int
+	// Config is the downlink's; New sets its Logger.
+	downlink.Config
+}
+
+// LocalSubjects returns the local subjects the downlink delivers on: its
+// filter subjects with the hub prefix replaced by the local one, or
+// everything under the local prefix without filters.
+func (d *DownlinkConfig) LocalSubjects() []string {
+	return LocalSubjects(d.FilterSubjects, d.HubPrefix, d.LocalPrefix)
+}
+
+// LocalSubjects returns the local subjects a downlink with these filter
+// subjects and prefixes delivers on (DownlinkConfig.LocalSubjects).
+func LocalSubjects(filters []string, hubPrefix, localPrefix string) []string {
+	if len(filters) == 0 {
+		return []string{localPrefix + ">"}
+	}
+	out := make([]string, 0, len(filters))
+	for _, f := range filters {
+		if rest, ok := strings.CutPrefix(f, hubPrefix); ok && hubPrefix != "" && rest != "" {
+			f = rest
+		}
+		out = append(out, localPrefix+f)
+	}
+	return out
+}
+
+// ListenerConfig configures the leafnode listener.
+type ListenerConfig struct {
+	// Accept is the listener's configuration; New sets its ServerID.
+	Accept leaf.AcceptConfig
+	// Open means nothing authenticates attaching leafs: Start warns.
+	Open bool
+}
+
+// clone returns a copy of s that appending to never shares with s.
+func clone(s []string) []string { return slices.Clip(slices.Clone(s)) }

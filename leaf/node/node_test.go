@@ -1,0 +1,131 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	njs "github.com/nats-io/nats.go/jetstream"
+
+	"github.com/leafbox/leafbox/core/server"
+	"github.com/leafbox/leafbox/core/server/servertest"
+	"github.com/leafbox/leafbox/leaf"
+	"github.com/leafbox/leafbox/leaf/clock"
+	"github.com/leafbox/leafbox/leaf/downlink"
+	"github.com/leafbox/leafbox/leaf/leaftest"
+	"github.com/leafbox/leafbox/leaf/outbox"
+	"github.com/leafbox/leafbox/store"
+)
+
+// await polls cond every 20 ms until it holds, failing the test with
+// cond's description of the state when ctx ends.
+func await(t *testing.T, ctx context.Context, what string, cond func() (bool, string)) {
+	t.Helper()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		ok, state := cond()
+		if ok {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("timed out waiting until %s: %s", what, state)
+		case <-tick.C:
+		}
+	}
+}
+
+// TestNodeUplinkAndDownlink runs a Node over a real broker toward a real
+// nats-server hub with JetStream, without any configuration file: a
+// captured message reaches the hub stream through the uplink, a hub
+// command reaches a local subscriber through the downlink, /leafz lists
+// the link, and Detach then Close stop it all.
+func TestNodeUplinkAndDownlink(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	hub := leaftest.StartHub(t, leaftest.HubOptions{Name: "hub-node",
+		Config: fmt.Sprintf("jetstream { store_dir: %q, domain: hub }\n", t.TempDir())})
+	hc, err := nats.Connect(hub.ClientURL())
+	requireNoError(t, err)
+	t.Cleanup(hc.Close)
+	hjs, err := njs.New(hc)
+	requireNoError(t, err)
+	site, err := hjs.CreateStream(ctx, njs.StreamConfig{Name: "SITE", Subjects: []string{"site1.>"}})
+	requireNoError(t, err)
+	_, err = hjs.CreateStream(ctx, njs.StreamConfig{Name: "CMDS", Subjects: []string{"cmd.site1.>"}})
+	requireNoError(t, err)
+
+	srv := servertest.Start(t, server.Options{ServerName: "gw-node"})
+	dir := t.TempDir()
+	n, err := New(Config{
+		ServerID:   srv.ID(),
+		ServerName: srv.Name(),
+		Remotes:    []RemoteConfig{{Link: leaf.Config{URLs: []string{hub.LeafURL()}, Name: srv.Name()}, ShownURLs: []string{hub.LeafURL()}}},
+		Uplinks: []UplinkConfig{{
+			Subjects: []string{"telemetry.>"}, Dir: filepath.Join(dir, "outbox"), DeadLetterDir: filepath.Join(dir, "dead"),
+			Store: store.Config{Name: "tel"}, MinFreeDisk: 1,
+			Outbox: outbox.Config{Name: "tel", HubPrefix: "site1.", Stream: "SITE", StateFile: filepath.Join(dir, "tel.json")},
+		}},
+		Limits: LimitsConfig{StateDir: filepath.Join(dir, "state"), StateFile: filepath.Join(dir, "state", "scheduler.json")},
+		Downlinks: []DownlinkConfig{{Config: downlink.Config{Name: "cmds", Stream: "CMDS", Durable: "gw_cmds", Domain: "hub",
+			FilterSubjects: []string{"cmd.site1.>"}, HubPrefix: "cmd.site1.", LocalPrefix: "cmd."}}},
+	}, &testBroker{srv: srv}, nil)
+	requireNoError(t, err)
+	clk, err := clock.Open(clock.Config{})
+	requireNoError(t, err)
+	requireNoError(t, n.Start(clk))
+	stopped := false
+	t.Cleanup(func() {
+		if !stopped {
+			_ = n.Detach(context.Background())
+			_ = n.Close()
+		}
+		_ = clk.Close()
+	})
+	requireNoError(t, n.Link(0).WaitConnected(ctx))
+
+	gw, err := nats.Connect(srv.ClientURL())
+	requireNoError(t, err)
+	t.Cleanup(gw.Close)
+	cmds, err := gw.SubscribeSync("cmd.>")
+	requireNoError(t, err)
+	requireNoError(t, gw.Publish("telemetry.t1", []byte("21.5")))
+	requireNoError(t, gw.Flush()) // the PONG: captured and synced
+	await(t, ctx, "the uplink's message is acked", func() (bool, string) {
+		st := n.UplinkStatus()[0]
+		return st.Acked == 1 && st.BacklogMsgs == 0, fmt.Sprintf("uplink %+v", st)
+	})
+	m, err := site.GetMsg(ctx, 1)
+	requireNoError(t, err)
+	requireEqual(t, m.Subject, "site1.telemetry.t1")
+	requireEqual(t, string(m.Data), "21.5")
+
+	_, err = hjs.Publish(ctx, "cmd.site1.door", []byte("open"))
+	requireNoError(t, err)
+	got, err := cmds.NextMsg(30 * time.Second)
+	requireNoError(t, err)
+	requireEqual(t, got.Subject, "cmd.door")
+	requireEqual(t, string(got.Data), "open")
+	await(t, ctx, "the downlink's message is acked", func() (bool, string) {
+		st := n.DownlinkStatus()[0]
+		return st.Acked == 1, fmt.Sprintf("downlink %+v", st)
+	})
+
+	leafs := n.Leafs(true)
+	if len(leafs) != 1 || leafs[0].ID != 1 || !leafs[0].IsSpoke {
+		t.Fatalf("Leafs: %+v", leafs)
+	}
+
+	requireNoError(t, n.Detach(ctx))
+	requireEqual(t, n.Link(0).Status().State, leaf.StateClosed)
+	requireEqual(t, len(n.DownlinkStatus()), 0)
+	requireNoError(t, n.Close())
+	stopped = true
+	requireEqual(t, len(n.UplinkStatus()), 0)
+	requireNoError(t, n.Detach(ctx)) // idempotent
+	requireNoError(t, n.Close())
+}
