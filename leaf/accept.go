@@ -81,7 +81,7 @@ func (c *AcceptConfig) validate() error {
 	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
 		return bad("listen address %q: %v", c.Addr, err)
 	}
-	mode, err := normalizeCompression(c.Compression)
+	mode, err := NormalizeCompression(c.Compression)
 	if err != nil {
 		return bad("%v", err)
 	}

@@ -167,7 +167,7 @@ func (c *Config) Validate() error {
 			return bad("%v", err)
 		}
 	}
-	mode, err := normalizeCompression(c.Compression)
+	mode, err := NormalizeCompression(c.Compression)
 	if err != nil {
 		return bad("%v", err)
 	}
@@ -287,9 +287,12 @@ func learnedRemote(hostport string, template remote) (remote, bool) {
 	return remote{url: &u, tls: template.tls, tlsName: template.tlsName}, true
 }
 
-// normalizeCompression maps a configured compression mode, or one of its
-// aliases, to its canonical name.
-func normalizeCompression(mode string) (string, error) {
+// NormalizeCompression maps a configured compression mode, or one of its
+// aliases (on, auto, fast, better, best, uncompressed, off, disabled,
+// any case), to its canonical name; "" is CompressionS2Auto. It is the one
+// place that knows the aliases: the links, the listener and configuration
+// checks all use it.
+func NormalizeCompression(mode string) (string, error) {
 	switch strings.ToLower(strings.TrimSpace(mode)) {
 	case "", "on", "enabled", "true", "auto", CompressionS2Auto:
 		return CompressionS2Auto, nil

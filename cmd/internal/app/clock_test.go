@@ -72,7 +72,7 @@ func TestUplinkClock(t *testing.T) {
 	epoch := time.Unix(0, 0)
 	started := time.Now()
 	a.clock, err = clock.Open(clock.Config{
-		StatePath: c.clockStatePath(),
+		StatePath: c.ClockStatePath(),
 		Now:       func() time.Time { return epoch.Add(time.Since(started)) },
 		Synced:    func() bool { return false },
 	})

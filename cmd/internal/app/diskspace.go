@@ -5,11 +5,9 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
-)
 
-// DefaultMinFreeDisk is the free space below which a discard-old outbox
-// drops its oldest message for each new one (uplinks[].min_free_disk).
-const DefaultMinFreeDisk = 32 << 20
+	"github.com/leafbox/leafbox/cmd/internal/config"
+)
 
 // diskCheckEvery bounds how often diskLow asks the kernel: a capture
 // costs no system call, and a filling disk is noticed within it.
@@ -22,7 +20,7 @@ const diskCheckEvery = 250 * time.Millisecond
 // store's own errors (store_full) still report a full disk.
 func diskLow(dir string, minFree int64) func() bool {
 	if minFree == 0 {
-		minFree = DefaultMinFreeDisk
+		minFree = config.DefaultMinFreeDisk
 	}
 	var (
 		mu      sync.Mutex

@@ -25,7 +25,7 @@ func TestValidateDownlinks(t *testing.T) {
 	// Hub and local subjects arrive only through the downlink (another
 	// site's cmd.site2.x never reaches a local cmd.> subscriber), and the
 	// local ones never go back up.
-	lc := c.leafConfig(&c.LeafNodes.Remotes[0])
+	lc := c.LeafConfig(&c.LeafNodes.Remotes[0])
 	requireEqual(t, lc.DenyImports, []string{"cmd.site1.>", "cmd.>"})
 	requireEqual(t, lc.DenyExports, []string{"cmd.>"})
 

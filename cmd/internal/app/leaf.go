@@ -6,47 +6,13 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
-	"time"
 
+	"github.com/leafbox/leafbox/cmd/internal/config"
 	"github.com/leafbox/leafbox/core/auth"
 	"github.com/leafbox/leafbox/core/monitor"
 	"github.com/leafbox/leafbox/core/server"
 	"github.com/leafbox/leafbox/leaf"
 )
-
-// leafConfig maps a leafnode remote to the link's configuration, with the
-// paths resolved against the configuration file. The caller adds what
-// needs the running broker or the files: ServerID and TLS.
-func (c *Config) leafConfig(r *RemoteConfig) leaf.Config {
-	compression, ok := canonicalCompression(r.Compression)
-	if !ok {
-		compression = r.Compression // Validate reports it
-	}
-	lc := leaf.Config{
-		URLs:         r.hubURLs(),
-		Account:      r.Account,
-		Credentials:  c.Path(r.Credentials),
-		NkeySeedFile: c.Path(r.Nkey),
-		Compression:  compression,
-		DenyImports:  slices.Clone([]string(r.DenyImports)),
-		DenyExports:  slices.Clone([]string(r.DenyExports)),
-		Name:         c.ServerName,
-		PingInterval: time.Duration(r.PingInterval),
-		MaxPingsOut:  r.MaxPingsOut,
-	}
-	// What uplinks capture reaches the hub only through them.
-	for _, u := range c.Uplinks {
-		lc.DenyExports = append(lc.DenyExports, u.Subjects...)
-	}
-	lc.DenyImports = append(lc.DenyImports, c.downlinkImports()...)
-	lc.DenyExports = append(lc.DenyExports, c.downlinkExports()...)
-	if js := c.JetStream; js != nil && js.Enabled {
-		lc.Domain = js.Domain
-		// The JetStream engine serves the global account only.
-		lc.JetStream = r.Account == "" || r.Account == auth.GlobalAccount
-	}
-	return lc
-}
 
 // uplink is one configured leafnode remote with the link that serves it.
 type uplink struct {
@@ -57,7 +23,7 @@ type uplink struct {
 
 // buildUplinks builds one link per leafnode remote of cfg over srv; they
 // connect once started. cfg has been validated.
-func buildUplinks(cfg *Config, srv *server.Server, log *slog.Logger) ([]*uplink, error) {
+func buildUplinks(cfg *config.Config, srv *server.Server, log *slog.Logger) ([]*uplink, error) {
 	if cfg.LeafNodes == nil || len(cfg.LeafNodes.Remotes) == 0 {
 		return nil, nil
 	}
@@ -66,12 +32,12 @@ func buildUplinks(cfg *Config, srv *server.Server, log *slog.Logger) ([]*uplink,
 	for i := range cfg.LeafNodes.Remotes {
 		r := &cfg.LeafNodes.Remotes[i]
 		path := fmt.Sprintf("leafnodes.remotes[%d]", i)
-		lc := cfg.leafConfig(r)
+		lc := cfg.LeafConfig(r)
 		lc.ServerID = srv.ID()
 		if r.TLS != nil {
-			tc, problems := cfg.buildTLS(path+".tls", r.TLS.tlsConfig(), false)
-			if len(problems) > 0 {
-				return nil, newConfigError(problems)
+			tc, err := cfg.RemoteTLS(path+".tls", r.TLS)
+			if err != nil {
+				return nil, err
 			}
 			lc.TLS = tc
 		}
@@ -86,7 +52,7 @@ func buildUplinks(cfg *Config, srv *server.Server, log *slog.Logger) ([]*uplink,
 		}
 		urls := make([]string, 0, len(lc.URLs))
 		for _, u := range lc.URLs {
-			urls = append(urls, redactURL(u))
+			urls = append(urls, config.RedactURL(u))
 		}
 		v := monitor.RemoteLeafVarz{LocalAccount: account, URLs: urls}
 		if len(r.DenyImports) > 0 || len(r.DenyExports) > 0 {

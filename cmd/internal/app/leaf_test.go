@@ -51,7 +51,7 @@ leafnodes:
 	c.SetDefaults(testEnv)
 	requireNoError(t, c.Validate())
 
-	global := c.leafConfig(&c.LeafNodes.Remotes[0])
+	global := c.LeafConfig(&c.LeafNodes.Remotes[0])
 	requireEqual(t, global, leaf.Config{
 		URLs:         []string{"nats-leaf://hub1:7422", "tls://hub2", "nats://leaf:s3cret@hub3:7422"},
 		NkeySeedFile: filepath.Join(dir, "secrets", "gw.nk"), // relative to the file
@@ -62,7 +62,7 @@ leafnodes:
 		Domain:       "edge",
 		JetStream:    true,
 	})
-	site := c.leafConfig(&c.LeafNodes.Remotes[1])
+	site := c.LeafConfig(&c.LeafNodes.Remotes[1])
 	requireEqual(t, site.Account, "SITE")
 	requireEqual(t, site.JetStream, false) // the engine serves the global account only
 	requireEqual(t, site.Domain, "edge")

@@ -11,172 +11,56 @@ import (
 	"sync"
 	"time"
 
-	"github.com/leafbox/leafbox/core/auth"
+	"github.com/leafbox/leafbox/cmd/internal/config"
 	"github.com/leafbox/leafbox/core/monitor"
 	"github.com/leafbox/leafbox/core/server"
 	"github.com/leafbox/leafbox/leaf"
 )
 
-// DefaultLeafPort is the leafnode port used when leafnodes.listen gives
-// only a host.
-const DefaultLeafPort = 7422
-
-// DefaultLeafHost is the leafnode listen host when leafnodes.listen gives
-// only a port and no client host is known; SetDefaults makes such a
-// listener follow the client listener's host instead.
-const DefaultLeafHost = "0.0.0.0"
-
-// LeafAuthorizationConfig is the authorization block of leafnodes: what an
-// attaching leaf must present. One user and password, one token or one
-// nkey (bound to account), or a list of users each bound to its account,
-// as in nats-server's leafnodes.authorization.
-type LeafAuthorizationConfig struct {
-	// User and Password define a single user.
-	User     string `yaml:"user,omitempty"`
-	Password string `yaml:"password,omitempty"`
-	// Token is a shared secret sent as auth_token; it may be a bcrypt hash.
-	Token string `yaml:"token,omitempty"`
-	// Nkey is a single user public NKey; the leaf signs our nonce.
-	Nkey string `yaml:"nkey,omitempty"`
-	// Account binds the single user, token or nkey (and leafs without
-	// credentials when nothing is configured) to a local account; empty is
-	// the global account.
-	Account string `yaml:"account,omitempty"`
-	// Users lists users (user and password, or nkey), each bound to the
-	// account it names.
-	Users []UserConfig `yaml:"users,omitempty"`
-	// Timeout bounds the wait for CONNECT (default 2s).
-	Timeout Duration `yaml:"timeout,omitempty"`
-}
-
-// leafListenAddr returns the listener's "host:port" (port 0 for -1), or
-// "" when leafnodes.listen is not set.
-func (c *Config) leafListenAddr() string {
-	ln := c.LeafNodes
-	if ln == nil || ln.Listen.IsZero() {
-		return ""
-	}
-	host := ln.Listen.Host
-	if host == "" {
-		host = DefaultLeafHost
-	}
-	port := DefaultLeafPort
-	if ln.Listen.Port != nil {
-		port = max(*ln.Listen.Port, 0)
-	}
-	return net.JoinHostPort(host, strconv.Itoa(port))
-}
-
-// leafAuthConfig converts leafnodes.authorization; nil when absent.
-func (c *Config) leafAuthConfig() *auth.Config {
-	la := c.LeafNodes.Authorization
-	if la == nil || (la.User == "" && la.Token == "" && la.Nkey == "" && len(la.Users) == 0) {
-		return nil
-	}
-	ac := &auth.Config{Token: la.Token}
-	if la.User != "" {
-		ac.Users = append(ac.Users, auth.User{Name: la.User, Password: la.Password, Account: la.Account})
-	}
-	if la.Nkey != "" {
-		ac.Users = append(ac.Users, auth.User{Nkey: la.Nkey, Account: la.Account})
-	}
-	for _, u := range la.Users {
-		ac.Users = append(ac.Users, auth.User{Name: u.User, Password: u.Password, Nkey: u.Nkey, Account: u.Account})
-	}
-	for _, name := range sortedKeys(c.Accounts) {
-		ac.Accounts = append(ac.Accounts, auth.Account{Name: name})
-	}
-	return ac
-}
-
-// leafAcceptConfig builds the listener's configuration; the caller adds
-// the server's id. problems are the listener's configuration errors.
-func (c *Config) leafAcceptConfig() (leaf.AcceptConfig, []*FieldError) {
-	ln := c.LeafNodes
+// leafAcceptConfig builds the listener's configuration from cfg's
+// leafnodes block; the caller adds the server's id. cfg has been
+// validated, so the tls block's files load.
+func leafAcceptConfig(cfg *config.Config) (leaf.AcceptConfig, error) {
+	ln := cfg.LeafNodes
 	ac := leaf.AcceptConfig{
-		Addr:          c.leafListenAddr(),
-		Auth:          c.leafAuthConfig(),
-		ServerName:    c.ServerName,
-		MaxPayload:    int64(c.MaxPayload),
-		PingInterval:  time.Duration(c.PingInterval),
-		MaxPingsOut:   c.PingMax,
-		WriteDeadline: time.Duration(c.WriteDeadline),
+		Addr:          cfg.LeafListenAddr(),
+		Auth:          cfg.LeafAuth(),
+		ServerName:    cfg.ServerName,
+		MaxPayload:    int64(cfg.MaxPayload),
+		PingInterval:  time.Duration(cfg.PingInterval),
+		MaxPingsOut:   cfg.PingMax,
+		WriteDeadline: time.Duration(cfg.WriteDeadline),
+	}
+	if mode, err := leaf.NormalizeCompression(ln.Compression); err == nil {
+		ac.Compression = mode
+	} else {
+		ac.Compression = ln.Compression // Validate reports it
 	}
 	if la := ln.Authorization; la != nil {
 		ac.Account = la.Account
 		ac.AuthTimeout = time.Duration(la.Timeout)
 	}
-	if mode, ok := canonicalCompression(ln.Compression); ok {
-		ac.Compression = mode
-	} else {
-		ac.Compression = ln.Compression
-	}
-	if js := c.JetStream; js != nil && js.Enabled {
+	if js := cfg.JetStream; js != nil && js.Enabled {
 		ac.JetStream = true
 		ac.Domain = js.Domain
 	}
-	var problems []*FieldError
 	if ln.TLS != nil {
-		tc, p := c.buildTLS("leafnodes.tls", ln.TLS, true)
-		problems = append(problems, p...)
+		tc, err := cfg.ServerTLS("leafnodes.tls", ln.TLS)
+		if err != nil {
+			return ac, err
+		}
 		ac.TLS = tc
 		if ln.TLS.Timeout > 0 && ac.AuthTimeout < time.Duration(ln.TLS.Timeout) {
 			ac.AuthTimeout = time.Duration(ln.TLS.Timeout)
 		}
 	}
-	return ac, problems
-}
-
-// leafListen validates leafnodes.listen, authorization, tls and
-// compression.
-func (v *validator) leafListen(ln *LeafNodesConfig) {
-	if ln.Listen.IsZero() {
-		if ln.Authorization != nil || ln.TLS != nil || ln.Compression != "" {
-			v.errf("leafnodes", "authorization, tls and compression configure leafnodes.listen, which is not set")
-		}
-		return
-	}
-	if p := ln.Listen.Port; p != nil && (*p < -1 || *p > 65535) {
-		v.errf("leafnodes.listen", "port %d out of range (-1 picks a free port)", *p)
-	}
-	if ln.Compression != "" {
-		if _, ok := canonicalCompression(ln.Compression); !ok {
-			v.errf("leafnodes.compression", "%q is not one of off, accept, s2_auto, s2_uncompressed, s2_fast, s2_better, s2_best", ln.Compression)
-		}
-	}
-	if la := ln.Authorization; la != nil {
-		if la.Account != "" {
-			if _, ok := v.c.Accounts[la.Account]; !ok && la.Account != auth.GlobalAccount {
-				v.errf("leafnodes.authorization.account", "%q is not listed under accounts", la.Account)
-			}
-		}
-		if la.Password != "" && la.User == "" {
-			v.errf("leafnodes.authorization.password", "set without user")
-		}
-		if la.Timeout < 0 {
-			v.errf("leafnodes.authorization.timeout", "must not be negative")
-		}
-		for i, u := range la.Users {
-			if u.Permissions != nil {
-				v.errf(fmt.Sprintf("leafnodes.authorization.users[%d].permissions", i), "permissions for leaf users are not supported yet")
-			}
-		}
-		if ac := v.c.leafAuthConfig(); ac != nil {
-			if err := ac.Validate(); err != nil {
-				v.err("leafnodes.authorization", err)
-			}
-		}
-	}
-	if ln.TLS != nil {
-		_, problems := v.c.buildTLS("leafnodes.tls", ln.TLS, true)
-		v.problems = append(v.problems, problems...)
-	}
+	return ac, nil
 }
 
 // leafListenChange reports a reload that changes the leafnode listener,
 // which needs a restart.
-func leafListenChange(old, cfg *Config) error {
-	part := func(c *Config) any {
+func leafListenChange(old, cfg *config.Config) error {
+	part := func(c *config.Config) any {
 		if c.LeafNodes == nil {
 			return nil
 		}
@@ -192,13 +76,13 @@ func leafListenChange(old, cfg *Config) error {
 
 // buildListener builds the leafnode listener of cfg over srv, or returns
 // nil when leafnodes.listen is not set. cfg has been validated.
-func buildListener(cfg *Config, srv *server.Server, log *slog.Logger) (*leaf.Listener, error) {
-	if cfg.leafListenAddr() == "" {
+func buildListener(cfg *config.Config, srv *server.Server, log *slog.Logger) (*leaf.Listener, error) {
+	if cfg.LeafListenAddr() == "" {
 		return nil, nil
 	}
-	ac, problems := cfg.leafAcceptConfig()
-	if len(problems) > 0 {
-		return nil, newConfigError(problems)
+	ac, err := leafAcceptConfig(cfg)
+	if err != nil {
+		return nil, err
 	}
 	ac.ServerID = srv.ID()
 	l, err := leaf.NewListener(ac, newAcceptLocal(srv), log.With("subsystem", "leaf", "role", "hub"))
@@ -322,7 +206,7 @@ func (a *App) startListener() ([]string, error) {
 	urls := URLs("nats-leaf", a.listener.Addr())
 	a.log.Info("listening for leafnode connections", "url", urls[0])
 	// Client certificates verified against a CA authenticate too.
-	if lt := a.cfg.LeafNodes.TLS; a.cfg.leafAuthConfig() == nil && (lt == nil || !lt.Verify) {
+	if lt := a.cfg.LeafNodes.TLS; a.cfg.LeafAuth() == nil && (lt == nil || !lt.Verify) {
 		a.log.Warn("leafnode listener has no authorization: any leaf that reaches it may attach and exchange messages; set leafnodes.authorization",
 			"addr", a.listener.Addr().String())
 	}

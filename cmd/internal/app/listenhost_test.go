@@ -30,7 +30,7 @@ func TestLeafListenFollowsTheClientHost(t *testing.T) {
 			c := mustParse(t, tc.src)
 			tc.o.Apply(c)
 			c.SetDefaults(testEnv)
-			requireEqual(t, c.leafListenAddr(), tc.want)
+			requireEqual(t, c.LeafListenAddr(), tc.want)
 		})
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/leafbox/leafbox/cmd/internal/config"
 	"github.com/leafbox/leafbox/core/monitor"
 	"github.com/leafbox/leafbox/core/server"
 	"github.com/leafbox/leafbox/leaf"
@@ -47,7 +48,7 @@ type appMonitor struct {
 	uplinks  []*uplink
 	listener *leaf.Listener    // nil without leafnodes.listen
 	js       *jetstream.Engine // nil when JetStream is off
-	jsConfig JetStreamConfig
+	jsConfig config.JetStreamConfig
 	// uplinkStatus reports the store-and-forward uplinks; they start
 	// after the monitor, so it is asked on every request.
 	uplinkStatus func() []UplinkStatus
@@ -59,7 +60,7 @@ type appMonitor struct {
 	// health is the healthz block in force; probe checks the store
 	// directories (nil: none); now is the time degraded conditions are
 	// measured at (nil: time.Now). See health.go.
-	health *atomic.Pointer[HealthzConfig]
+	health *atomic.Pointer[config.HealthzConfig]
 	probe  *storeProbe
 	now    func() time.Time
 	// forwarders returns the running uplinks, for their dead letters

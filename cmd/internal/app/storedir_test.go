@@ -134,7 +134,7 @@ func TestValidateUplinkNameFitsItsStateFile(t *testing.T) {
 		return remote + "uplinks: [{name: " + name + ", subjects: [t.>], hub_subject_prefix: s.}]\n"
 	}
 	c := mustValidate(t, uplink(strings.Repeat("u", storedir.MaxUplinkNameLen)))
-	requireEqual(t, len(filepath.Base(c.outboxStateFile(&c.Uplinks[0]))+".tmp"), 255)
+	requireEqual(t, len(filepath.Base(c.OutboxStateFile(&c.Uplinks[0]))+".tmp"), 255)
 	err := validateErr(t, uplink(strings.Repeat("u", storedir.MaxUplinkNameLen+1)))
 	requireErrorContains(t, err, "uplinks[0].name", "is too long: at most 233 bytes")
 }

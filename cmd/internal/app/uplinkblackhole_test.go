@@ -14,7 +14,7 @@ import (
 
 func TestValidateRemotePing(t *testing.T) {
 	c := mustValidate(t, "leafnodes: {remotes: [{url: 'nats://127.0.0.1:1', ping_interval: 5s, max_pings_out: 3}]}\n")
-	lc := c.leafConfig(&c.LeafNodes.Remotes[0])
+	lc := c.LeafConfig(&c.LeafNodes.Remotes[0])
 	requireEqual(t, lc.PingInterval, 5*time.Second)
 	requireEqual(t, lc.MaxPingsOut, 3)
 	err := validateErr(t, "leafnodes: {remotes: [{url: 'nats://127.0.0.1:1', ping_interval: 1ms, max_pings_out: -1}]}\n")

@@ -16,9 +16,9 @@ func TestValidateUplinkRemote(t *testing.T) {
 	c := mustValidate(t, remotes+
 		"uplinks: [{name: a, subjects: [a.>], hub_subject_prefix: s., remote: plant}, {name: b, subjects: [b.>], hub_subject_prefix: s.}]\n"+
 		"downlinks: [{name: d, stream: CMD, remote: plant, durable: gw1_d, local_subject_prefix: cmd.}]\n")
-	requireEqual(t, c.remoteIndex(c.Uplinks[0].Remote), 1)
-	requireEqual(t, c.remoteIndex(c.Uplinks[1].Remote), 0)
-	requireEqual(t, c.remoteIndex(c.Downlinks[0].Remote), 1)
+	requireEqual(t, c.RemoteIndex(c.Uplinks[0].Remote), 1)
+	requireEqual(t, c.RemoteIndex(c.Uplinks[1].Remote), 0)
+	requireEqual(t, c.RemoteIndex(c.Downlinks[0].Remote), 1)
 
 	err := validateErr(t, remotes+"uplinks: [{name: a, subjects: [a.>], hub_subject_prefix: s., remote: nowhere}]\n"+
 		"downlinks: [{name: d, stream: CMD, remote: elsewhere}]\n")

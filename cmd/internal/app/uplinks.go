@@ -5,133 +5,21 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"time"
 
+	"github.com/leafbox/leafbox/cmd/internal/config"
 	"github.com/leafbox/leafbox/core/server"
-	"github.com/leafbox/leafbox/core/subject"
 	"github.com/leafbox/leafbox/leaf"
 	"github.com/leafbox/leafbox/leaf/clock"
 	"github.com/leafbox/leafbox/leaf/outbox"
 	"github.com/leafbox/leafbox/store"
 	"github.com/leafbox/leafbox/store/filestore"
-	"github.com/leafbox/leafbox/store/jsapi"
-	"github.com/leafbox/leafbox/store/storedir"
 	"github.com/leafbox/leafbox/store/vfs"
 )
 
 // flushTimeout bounds the round trip that tells an uplink the hub has its
 // reply interest.
 const flushTimeout = 5 * time.Second
-
-// uplinks checks the uplinks block.
-func (v *validator) uplinks() {
-	c := v.c
-	v.uplinkLimits()
-	if len(c.Uplinks) == 0 {
-		return
-	}
-	if c.LeafNodes == nil || len(c.LeafNodes.Remotes) == 0 {
-		v.errf("uplinks", "need a leafnodes remote to forward over")
-	}
-	if c.stateDir == "" {
-		v.errf("uplinks", "no directory for the outboxes: set jetstream.store_dir or $STATE_DIRECTORY")
-	}
-	names := map[string]bool{}
-	for i, u := range c.Uplinks {
-		path := fmt.Sprintf("uplinks[%d]", i)
-		switch {
-		case u.Name == "":
-			v.errf(path+".name", "is required")
-		case jsapi.CheckName(u.Name) != nil:
-			v.errf(path+".name", "%q is not a valid name: %v", u.Name, jsapi.CheckName(u.Name))
-		case len(u.Name) > storedir.MaxUplinkNameLen:
-			v.errf(path+".name", "%q is too long: at most %d bytes (it names the uplink's state file)", u.Name, storedir.MaxUplinkNameLen)
-		case names[u.Name]:
-			v.errf(path+".name", "%q is used twice", u.Name)
-		}
-		names[u.Name] = true
-		if u.Remote != "" && c.remoteIndex(u.Remote) < 0 {
-			v.errf(path+".remote", "no leafnodes remote is named %q", u.Remote)
-		}
-		if len(u.Subjects) == 0 {
-			v.errf(path+".subjects", "needs at least one subject")
-		}
-		for j, s := range u.Subjects {
-			at := fmt.Sprintf("%s.subjects[%d]", path, j)
-			if !v.c.index.has(at) {
-				at = path + ".subjects"
-			}
-			if !subject.Valid(s) {
-				v.errf(at, "invalid subject %q", s)
-			}
-		}
-		p := u.HubSubjectPrefix
-		if p == "" || !strings.HasSuffix(p, ".") || !subject.ValidLiteral(p+"x") {
-			v.errf(path+".hub_subject_prefix", "%q must be one or more literal tokens ending in '.', such as \"site1.\"", p)
-		} else {
-			// A hub subject that an uplink captures would be captured again.
-			for _, s := range u.Subjects {
-				for _, other := range c.Uplinks {
-					for _, cs := range other.Subjects {
-						if subject.Valid(s) && subject.Valid(cs) && subject.Overlap(p+s, cs) {
-							v.errf(path+".hub_subject_prefix", "hub subject %q overlaps captured subject %q", p+s, cs)
-						}
-					}
-				}
-			}
-		}
-		if err := jsapi.CheckName(u.Stream); u.Stream != "" && err != nil {
-			v.errf(path+".stream", "%q is not a stream name: %v", u.Stream, err)
-		}
-		if u.MaxBytes < 0 {
-			v.errf(path+".max_bytes", "must not be negative")
-		}
-		if u.MinFreeDisk < 0 {
-			v.errf(path+".min_free_disk", "must not be negative")
-		}
-		if u.MaxMsgs < 0 {
-			v.errf(path+".max_msgs", "must not be negative")
-		}
-		if u.MaxAge < 0 {
-			v.errf(path+".max_age", "must not be negative")
-		}
-		if u.DeadLetterAfter < 0 {
-			v.errf(path+".dead_letter_after", "must not be negative")
-		}
-		switch {
-		case u.HubDomain == "":
-		case !jsapi.ValidName(u.HubDomain):
-			v.errf(path+".hub_domain", "%q is not a JetStream domain: %v", u.HubDomain, jsapi.CheckName(u.HubDomain))
-		case u.Stream == "":
-			v.errf(path+".hub_domain", "needs stream: the hub's time is read from that stream's info")
-		case c.JetStream != nil && c.JetStream.Enabled && c.JetStream.Domain == u.HubDomain:
-			v.errf(path+".hub_domain", "%q is this gateway's own jetstream.domain", u.HubDomain)
-		}
-		if _, ok := discardPolicy(u.Discard); !ok {
-			v.errf(path+".discard", "%q is not old or new", u.Discard)
-		}
-		v.uplinkSchedule(path, u)
-	}
-}
-
-// discardPolicy maps an uplink's discard setting to the store's.
-func discardPolicy(s string) (store.DiscardPolicy, bool) {
-	switch strings.ToLower(s) {
-	case "", "old":
-		return store.DiscardOld, true
-	case "new":
-		return store.DiscardNew, true
-	}
-	return 0, false
-}
-
-// outboxDir is where uplink u keeps its outbox.
-func (c *Config) outboxDir(u *UplinkConfig) string { return c.layout().Outbox(u.Name) }
-
-// deadLetterDir is where uplink u keeps the messages the hub refused for
-// good (<store_dir>/deadletter/<uplink>).
-func (c *Config) deadLetterDir(u *UplinkConfig) string { return c.layout().DeadLetter(u.Name) }
 
 // forwarder is one running uplink: its outbox stream, the in-process
 // connection that captures and forwards, and the outbox over them.
@@ -178,7 +66,7 @@ type UplinkStatus struct {
 // its leafnode remote (ups, one per remote). On error it stops what it
 // started. It runs before the links start, so the reply interest is
 // announced with the link's first connection.
-func startForwarders(cfg *Config, srv *server.Server, ups []*uplink, clk *clock.Clock, log *slog.Logger) ([]*forwarder, error) {
+func startForwarders(cfg *config.Config, srv *server.Server, ups []*uplink, clk *clock.Clock, log *slog.Logger) ([]*forwarder, error) {
 	if len(cfg.Uplinks) == 0 {
 		return nil, nil
 	}
@@ -188,7 +76,7 @@ func startForwarders(cfg *Config, srv *server.Server, ups []*uplink, clk *clock.
 	}
 	var out []*forwarder
 	for i := range cfg.Uplinks {
-		r := cfg.remoteIndex(cfg.Uplinks[i].Remote) // Validate checked it
+		r := cfg.RemoteIndex(cfg.Uplinks[i].Remote) // Validate checked it
 		account := cfg.LeafNodes.Remotes[r].Account
 		f, err := startForwarder(cfg, &cfg.Uplinks[i], srv, account, ups[r].link, clk, sched, log)
 		if err != nil {
@@ -201,9 +89,9 @@ func startForwarders(cfg *Config, srv *server.Server, ups []*uplink, clk *clock.
 	return out, nil
 }
 
-func startForwarder(cfg *Config, u *UplinkConfig, srv *server.Server, account string, link *leaf.Link, clk *clock.Clock, sched *outbox.Scheduler, log *slog.Logger) (*forwarder, error) {
-	discard, _ := discardPolicy(u.Discard) // Validate checked it
-	stream, err := filestore.Open(vfs.OS, cfg.outboxDir(u), filestore.Config{
+func startForwarder(cfg *config.Config, u *config.UplinkConfig, srv *server.Server, account string, link *leaf.Link, clk *clock.Clock, sched *outbox.Scheduler, log *slog.Logger) (*forwarder, error) {
+	discard, _ := config.DiscardPolicy(u.Discard) // Validate checked it
+	stream, err := filestore.Open(vfs.OS, cfg.OutboxDir(u), filestore.Config{
 		Config: store.Config{
 			Name:     u.Name,
 			MaxMsgs:  u.MaxMsgs,
@@ -220,7 +108,7 @@ func startForwarder(cfg *Config, u *UplinkConfig, srv *server.Server, account st
 	}
 	// Dead letters sync in Store: a message is on disk there before it
 	// leaves the outbox. The same size limits as the outbox bound them.
-	dead, err := filestore.Open(vfs.OS, cfg.deadLetterDir(u), filestore.Config{
+	dead, err := filestore.Open(vfs.OS, cfg.DeadLetterDir(u), filestore.Config{
 		Config: store.Config{Name: u.Name + "_deadletter", MaxMsgs: u.MaxMsgs, MaxBytes: int64(u.MaxBytes), Discard: store.DiscardOld},
 	})
 	if err != nil {
@@ -250,7 +138,7 @@ func startForwarder(cfg *Config, u *UplinkConfig, srv *server.Server, account st
 			HubDomain:       u.HubDomain,
 		}
 		if discard == store.DiscardOld {
-			oc.DiskLow = diskLow(cfg.outboxDir(u), int64(u.MinFreeDisk))
+			oc.DiskLow = diskLow(cfg.OutboxDir(u), int64(u.MinFreeDisk))
 		}
 		scheduleConfig(cfg, u, sched, &oc)
 		f.ob, err = outbox.New(stream, hub, oc)
@@ -278,7 +166,7 @@ func startForwarder(cfg *Config, u *UplinkConfig, srv *server.Server, account st
 		return nil, err
 	}
 	st := f.ob.Status()
-	flog.Info("uplink started", "dir", cfg.outboxDir(u), "subjects", []string(u.Subjects),
+	flog.Info("uplink started", "dir", cfg.OutboxDir(u), "subjects", []string(u.Subjects),
 		"hub_prefix", u.HubSubjectPrefix, "backlog_msgs", st.BacklogMsgs, "backlog_bytes", st.BacklogBytes,
 		"msg_id_prefix", f.ob.IDPrefix())
 	return f, nil

@@ -19,10 +19,10 @@ import (
 func TestValidateUplinks(t *testing.T) {
 	const remote = "leafnodes: {remotes: [{url: 'nats://127.0.0.1:1'}]}\n"
 	c := mustValidate(t, remote+"uplinks: [{name: tel, subjects: [telemetry.>], hub_subject_prefix: site1., max_msgs: 10, discard: new}]\n")
-	if got := c.leafConfig(&c.LeafNodes.Remotes[0]).DenyExports; len(got) != 1 || got[0] != "telemetry.>" {
+	if got := c.LeafConfig(&c.LeafNodes.Remotes[0]).DenyExports; len(got) != 1 || got[0] != "telemetry.>" {
 		t.Fatalf("captured subjects not denied to plain routing: %q", got)
 	}
-	requireEqual(t, c.outboxDir(&c.Uplinks[0]), "/home/test/.local/state/leafbox/outbox/tel")
+	requireEqual(t, c.OutboxDir(&c.Uplinks[0]), "/home/test/.local/state/leafbox/outbox/tel")
 
 	_, err := Parse([]byte("uplinks:\n  - name: a\n    subjects: [x.>]\n    bogus: 1\n"))
 	requireErrorContains(t, err, `line 4: uplinks[0].bogus: unknown key "bogus"`)

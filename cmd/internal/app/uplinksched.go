@@ -3,70 +3,19 @@ package app
 import (
 	"time"
 
+	"github.com/leafbox/leafbox/cmd/internal/config"
 	"github.com/leafbox/leafbox/core/monitor"
 	"github.com/leafbox/leafbox/leaf/outbox"
 	"github.com/leafbox/leafbox/store/vfs"
 )
 
-// DefaultDrainJitter is an uplink's drain_jitter when unset.
-const DefaultDrainJitter = 3 * time.Second
-
-// maxUplinkPriority bounds an uplink's priority.
-const maxUplinkPriority = 1000
-
-// setUplinkDefaults fills the uplinks' scheduling defaults.
-func setUplinkDefaults(c *Config) {
-	for i := range c.Uplinks {
-		if c.Uplinks[i].DrainJitter == nil {
-			d := Duration(DefaultDrainJitter)
-			c.Uplinks[i].DrainJitter = &d
-		}
-	}
-}
-
-// uplinkSchedule checks uplink u's scheduling keys.
-func (v *validator) uplinkSchedule(path string, u UplinkConfig) {
-	if u.Priority < 0 || u.Priority > maxUplinkPriority {
-		v.errf(path+".priority", "%d is out of range (0-%d)", u.Priority, maxUplinkPriority)
-	}
-	if u.MaxRate < 0 {
-		v.errf(path+".max_rate", "must not be negative")
-	}
-	if u.DailyBudget < 0 {
-		v.errf(path+".daily_budget", "must not be negative")
-	}
-	if u.DrainJitter != nil && *u.DrainJitter < 0 {
-		v.errf(path+".drain_jitter", "must not be negative")
-	}
-}
-
-// uplinkLimits checks the uplink_limits block.
-func (v *validator) uplinkLimits() {
-	l := v.c.UplinkLimits
-	if l == nil {
-		return
-	}
-	if len(v.c.Uplinks) == 0 && (l.MaxRate != 0 || l.DailyBudget != 0) {
-		v.errf("uplink_limits", "has no effect without uplinks")
-	}
-	if l.MaxRate < 0 {
-		v.errf("uplink_limits.max_rate", "must not be negative")
-	}
-	if l.DailyBudget < 0 {
-		v.errf("uplink_limits.daily_budget", "must not be negative")
-	}
-}
-
-// outboxStateFile is where uplink u keeps its last hub sequences.
-func (c *Config) outboxStateFile(u *UplinkConfig) string { return c.layout().UplinkStateFile(u.Name) }
-
 // openScheduler opens the scheduler shared by the uplinks, with its daily
 // usage in <store dir>/state/scheduler.state.json.
-func openScheduler(c *Config) (*outbox.Scheduler, error) {
-	if err := vfs.OS.MkdirAll(c.layout().State(), vfs.PermDir); err != nil {
+func openScheduler(c *config.Config) (*outbox.Scheduler, error) {
+	if err := vfs.OS.MkdirAll(c.Layout().State(), vfs.PermDir); err != nil {
 		return nil, err
 	}
-	sc := outbox.SchedulerConfig{StateFile: c.layout().SchedulerFile()}
+	sc := outbox.SchedulerConfig{StateFile: c.Layout().SchedulerFile()}
 	if l := c.UplinkLimits; l != nil {
 		sc.MaxRate, sc.DailyBudget = int64(l.MaxRate), int64(l.DailyBudget)
 	}
@@ -74,7 +23,7 @@ func openScheduler(c *Config) (*outbox.Scheduler, error) {
 }
 
 // scheduleConfig sets the scheduling fields of an uplink's outbox config.
-func scheduleConfig(c *Config, u *UplinkConfig, sched *outbox.Scheduler, oc *outbox.Config) {
+func scheduleConfig(c *config.Config, u *config.UplinkConfig, sched *outbox.Scheduler, oc *outbox.Config) {
 	oc.Scheduler = sched
 	oc.Priority = u.Priority
 	oc.MaxRate = int64(u.MaxRate)
@@ -82,7 +31,7 @@ func scheduleConfig(c *Config, u *UplinkConfig, sched *outbox.Scheduler, oc *out
 	if u.DrainJitter != nil {
 		oc.DrainJitter = time.Duration(*u.DrainJitter)
 	}
-	oc.StateFile = c.outboxStateFile(u)
+	oc.StateFile = c.OutboxStateFile(u)
 }
 
 // writeUplinkScheduleMetrics writes the drain-rate, watchdog, stream-reset

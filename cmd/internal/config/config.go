@@ -1,4 +1,4 @@
-package app
+package config
 
 import (
 	_ "embed"
@@ -480,9 +480,9 @@ func (t *RemoteTLSConfig) tlsConfig() *TLSConfig {
 	return &TLSConfig{CAFile: t.CAFile, CertFile: t.CertFile, KeyFile: t.KeyFile}
 }
 
-// remoteTLSFiles returns the tls block of r with its paths resolved, or
+// RemoteTLSFiles returns the tls block of r with its paths resolved, or
 // nil.
-func (c *Config) remoteTLSFiles(r *RemoteConfig) *RemoteTLSConfig {
+func (c *Config) RemoteTLSFiles(r *RemoteConfig) *RemoteTLSConfig {
 	if r.TLS == nil {
 		return nil
 	}
@@ -524,7 +524,7 @@ func Load(path string) (*Config, error) {
 	}
 	c, err := Parse(data)
 	if err != nil {
-		if ce, ok := err.(*ConfigError); ok {
+		if ce, ok := err.(*Error); ok {
 			ce.File = path
 		}
 		return nil, err
@@ -549,8 +549,8 @@ func (c *Config) Path(p string) string {
 	return filepath.Join(c.dir, p)
 }
 
-// redactedSecret replaces passwords and tokens in Redacted's output.
-const redactedSecret = "[REDACTED]"
+// RedactedSecret replaces passwords and tokens in Redacted's output.
+const RedactedSecret = "[REDACTED]"
 
 // Redacted returns a copy of c with passwords and tokens replaced by
 // "[REDACTED]", for printing. c is not modified.
@@ -563,7 +563,7 @@ func (c *Config) Redacted() *Config {
 		cp := append([]UserConfig(nil), users...)
 		for i := range cp {
 			if cp[i].Password != "" {
-				cp[i].Password = redactedSecret
+				cp[i].Password = RedactedSecret
 			}
 		}
 		return cp
@@ -571,10 +571,10 @@ func (c *Config) Redacted() *Config {
 	if a := c.Authorization; a != nil {
 		ac := *a
 		if ac.Token != "" {
-			ac.Token = redactedSecret
+			ac.Token = RedactedSecret
 		}
 		if ac.Password != "" {
-			ac.Password = redactedSecret
+			ac.Password = RedactedSecret
 		}
 		ac.Users = redactUsers(a.Users)
 		out.Authorization = &ac
@@ -589,11 +589,11 @@ func (c *Config) Redacted() *Config {
 		remotes := append([]RemoteConfig(nil), ln.Remotes...)
 		for i := range remotes {
 			r := &remotes[i]
-			r.URL = redactURL(r.URL)
+			r.URL = RedactURL(r.URL)
 			if r.URLs != nil {
 				urls := make(StringList, len(r.URLs))
 				for j, u := range r.URLs {
-					urls[j] = redactURL(u)
+					urls[j] = RedactURL(u)
 				}
 				r.URLs = urls
 			}
@@ -603,10 +603,10 @@ func (c *Config) Redacted() *Config {
 		if la := ln.Authorization; la != nil {
 			lac := *la
 			if lac.Password != "" {
-				lac.Password = redactedSecret
+				lac.Password = RedactedSecret
 			}
 			if lac.Token != "" {
-				lac.Token = redactedSecret
+				lac.Token = RedactedSecret
 			}
 			lac.Users = redactUsers(la.Users)
 			lnc.Authorization = &lac
@@ -616,27 +616,27 @@ func (c *Config) Redacted() *Config {
 	return &out
 }
 
-// redactURL replaces the password of a URL's user info with
+// RedactURL replaces the password of a URL's user info with
 // "[REDACTED]", or the user when it stands alone (a leafnode remote sends
 // a lone user as a token). A URL that does not parse is returned unchanged:
 // Validate rejects it.
-func redactURL(raw string) string {
+func RedactURL(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil || u.User == nil {
 		return raw
 	}
-	user := redactedSecret
+	user := RedactedSecret
 	if _, ok := u.User.Password(); ok {
-		user = url.User(u.User.Username()).String() + ":" + redactedSecret
+		user = url.User(u.User.Username()).String() + ":" + RedactedSecret
 	}
 	u.User = nil
 	prefix := u.Scheme + "://"
 	return prefix + user + "@" + strings.TrimPrefix(u.String(), prefix)
 }
 
-// remoteIndex returns the index of the leafnode remote called name, the
+// RemoteIndex returns the index of the leafnode remote called name, the
 // first one for "", or -1 when there is none.
-func (c *Config) remoteIndex(name string) int {
+func (c *Config) RemoteIndex(name string) int {
 	if c.LeafNodes == nil || len(c.LeafNodes.Remotes) == 0 {
 		return -1
 	}

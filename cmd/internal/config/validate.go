@@ -1,4 +1,4 @@
-package app
+package config
 
 import (
 	"errors"
@@ -37,7 +37,7 @@ func (v *validator) err(path string, err error) {
 	v.problems = append(v.problems, v.c.fieldErr(path, err))
 }
 
-// Validate reports every problem of c as a *ConfigError whose entries carry
+// Validate reports every problem of c as a *Error whose entries carry
 // the key path and, for values from a file, the line. Call SetDefaults
 // first: Validate checks effective values. It reads the files that c names
 // (certificates, credentials) to check them.
@@ -59,7 +59,7 @@ func (c *Config) Validate() error {
 		v.authPackage()
 	}
 	err := newConfigError(v.problems)
-	if ce, ok := err.(*ConfigError); ok {
+	if ce, ok := err.(*Error); ok {
 		ce.File = c.file
 	}
 	return err
@@ -210,7 +210,7 @@ func (v *validator) authorization() {
 // that do not parse, for example). The checks above give precise paths for
 // the common mistakes; this one can only point at the block.
 func (v *validator) authPackage() {
-	ac := v.c.authConfig()
+	ac := v.c.Auth()
 	if ac == nil {
 		return
 	}
@@ -332,27 +332,6 @@ func (v *validator) jetStream() {
 	}
 }
 
-// leafCompressions maps the compression modes a leafnode remote accepts,
-// with nats-server's aliases, to their canonical names; the keys are lower
-// case.
-var leafCompressions = map[string]string{
-	"": leaf.CompressionS2Auto, "s2_auto": leaf.CompressionS2Auto, "auto": leaf.CompressionS2Auto,
-	"on": leaf.CompressionS2Auto, "enabled": leaf.CompressionS2Auto, "true": leaf.CompressionS2Auto,
-	"off": leaf.CompressionOff, "disabled": leaf.CompressionOff, "false": leaf.CompressionOff,
-	"accept":          leaf.CompressionAccept,
-	"s2_uncompressed": leaf.CompressionS2Uncompressed, "uncompressed": leaf.CompressionS2Uncompressed,
-	"s2_fast": leaf.CompressionS2Fast, "fast": leaf.CompressionS2Fast,
-	"s2_better": leaf.CompressionS2Better, "better": leaf.CompressionS2Better,
-	"s2_best": leaf.CompressionS2Best, "best": leaf.CompressionS2Best,
-}
-
-// canonicalCompression returns the canonical name of a remote's
-// compression mode, and whether it is one.
-func canonicalCompression(mode string) (string, bool) {
-	c, ok := leafCompressions[strings.ToLower(strings.TrimSpace(mode))]
-	return c, ok
-}
-
 func (v *validator) leafNodes() {
 	ln := v.c.LeafNodes
 	if ln == nil {
@@ -404,7 +383,7 @@ func (v *validator) leafNodes() {
 				v.errf(path+".account", "%q is not listed under accounts", r.Account)
 			}
 		}
-		if _, ok := canonicalCompression(r.Compression); !ok {
+		if _, err := leaf.NormalizeCompression(r.Compression); err != nil {
 			v.errf(path+".compression", "%q is not one of off, accept, s2_auto, s2_uncompressed, s2_fast, s2_better, s2_best", r.Compression)
 		}
 		if r.TLS != nil {
@@ -416,7 +395,7 @@ func (v *validator) leafNodes() {
 		if len(v.problems) == before {
 			// The link's own validation, as a final check that config
 			// check rejects whatever leaf.New would.
-			lc := v.c.leafConfig(r)
+			lc := v.c.LeafConfig(r)
 			if err := lc.Validate(); err != nil {
 				v.err(path, err)
 			}

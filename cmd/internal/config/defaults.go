@@ -1,4 +1,4 @@
-package app
+package config
 
 import (
 	"os"
@@ -194,4 +194,13 @@ func (o Overrides) Apply(c *Config) {
 		c.LeafNodes.Listen.Port = &p
 		c.flags["leafnodes.listen"] = "--leaf-port"
 	}
+}
+
+// MonitorPort returns the effective monitoring port: http_port, or
+// DefaultHTTPPort before SetDefaults; 0 means monitoring is off.
+func (c *Config) MonitorPort() int {
+	if c.HTTPPort == nil {
+		return DefaultHTTPPort
+	}
+	return *c.HTTPPort
 }

@@ -1,4 +1,4 @@
-package app
+package config
 
 import (
 	"bytes"
@@ -51,8 +51,8 @@ func (e *FieldError) writeTail(b *strings.Builder) {
 // Unwrap returns the underlying error.
 func (e *FieldError) Unwrap() error { return e.Err }
 
-// ConfigError lists every problem found in a configuration, in file order.
-type ConfigError struct {
+// Error lists every problem found in a configuration, in file order.
+type Error struct {
 	// File is the configuration file's path; empty when parsed from bytes.
 	File string
 	// Problems are never empty.
@@ -60,7 +60,7 @@ type ConfigError struct {
 }
 
 // Error formats one problem per line, compiler style: "file:line: path: problem".
-func (e *ConfigError) Error() string {
+func (e *Error) Error() string {
 	var b strings.Builder
 	for i, p := range e.Problems {
 		if i > 0 {
@@ -80,7 +80,7 @@ func (e *ConfigError) Error() string {
 }
 
 // Unwrap returns the problems, so errors.Is and errors.As see through.
-func (e *ConfigError) Unwrap() []error {
+func (e *Error) Unwrap() []error {
 	errs := make([]error, len(e.Problems))
 	for i, p := range e.Problems {
 		errs[i] = p
@@ -99,7 +99,7 @@ func newConfigError(problems []*FieldError) error {
 		}
 		return li < lj
 	})
-	return &ConfigError{Problems: problems}
+	return &Error{Problems: problems}
 }
 
 // posIndex records where each key path appears in the source.
@@ -186,7 +186,7 @@ var (
 )
 
 // Parse parses a YAML configuration. Every problem is reported at once in
-// a *ConfigError; keys the Config does not know are errors.
+// a *Error; keys the Config does not know are errors.
 func Parse(data []byte) (*Config, error) {
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
