@@ -12,7 +12,6 @@ type (
 	DiskSpace     = config.DiskSpace
 	Overrides     = config.Overrides
 	Duration      = config.Duration
-	StringList    = config.StringList
 	HealthzConfig = config.HealthzConfig
 )
 
@@ -21,9 +20,6 @@ var (
 	Load  = config.Load
 )
 
-const (
-	DefaultDrainJitter = config.DefaultDrainJitter
-	DefaultMinFreeDisk = config.DefaultMinFreeDisk
-)
+const DefaultMinFreeDisk = config.DefaultMinFreeDisk
 
 const redactedSecret = config.RedactedSecret

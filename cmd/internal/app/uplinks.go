@@ -90,7 +90,7 @@ func startForwarders(cfg *config.Config, srv *server.Server, ups []*uplink, clk 
 }
 
 func startForwarder(cfg *config.Config, u *config.UplinkConfig, srv *server.Server, account string, link *leaf.Link, clk *clock.Clock, sched *outbox.Scheduler, log *slog.Logger) (*forwarder, error) {
-	discard, _ := config.DiscardPolicy(u.Discard) // Validate checked it
+	discard, _ := u.DiscardPolicy() // Validate checked it
 	stream, err := filestore.Open(vfs.OS, cfg.OutboxDir(u), filestore.Config{
 		Config: store.Config{
 			Name:     u.Name,
@@ -124,23 +124,15 @@ func startForwarder(cfg *config.Config, u *config.UplinkConfig, srv *server.Serv
 		hub.probe, err = newHubTimeProbe(clk, conn, u.HubDomain, u.Stream, flog)
 	}
 	if err == nil {
-		oc := outbox.Config{
-			Name:       u.Name,
-			ServerName: srv.Name(),
-			HubPrefix:  u.HubSubjectPrefix,
-			Stream:     u.Stream,
-			Logger:     log.With("subsystem", "uplink"), // the outbox adds uplink=<name>
-			Clock:      clk,
-			MaxAge:     time.Duration(u.MaxAge),
-
-			DeadLetter:      dead,
-			DeadLetterAfter: u.DeadLetterAfter,
-			HubDomain:       u.HubDomain,
-		}
+		oc := outboxConfig(cfg, u)
+		oc.ServerName = srv.Name()
+		oc.Logger = log.With("subsystem", "uplink") // the outbox adds uplink=<name>
+		oc.Clock = clk
+		oc.DeadLetter = dead
+		oc.Scheduler = sched
 		if discard == store.DiscardOld {
 			oc.DiskLow = diskLow(cfg.OutboxDir(u), int64(u.MinFreeDisk))
 		}
-		scheduleConfig(cfg, u, sched, &oc)
 		f.ob, err = outbox.New(stream, hub, oc)
 	}
 	if err == nil {

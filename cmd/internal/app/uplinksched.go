@@ -22,16 +22,28 @@ func openScheduler(c *config.Config) (*outbox.Scheduler, error) {
 	return outbox.OpenScheduler(sc)
 }
 
-// scheduleConfig sets the scheduling fields of an uplink's outbox config.
-func scheduleConfig(c *config.Config, u *config.UplinkConfig, sched *outbox.Scheduler, oc *outbox.Config) {
-	oc.Scheduler = sched
-	oc.Priority = u.Priority
-	oc.MaxRate = int64(u.MaxRate)
-	oc.DailyBudget = int64(u.DailyBudget)
+// outboxConfig is uplink u's outbox configuration, all that comes from
+// the file: naming, hub target, age limit, dead letters, scheduling and
+// the state file. The caller adds what the running gateway provides: the
+// server name, logger, clock, dead-letter store, shared scheduler and the
+// disk-low check.
+func outboxConfig(c *config.Config, u *config.UplinkConfig) outbox.Config {
+	oc := outbox.Config{
+		Name:            u.Name,
+		HubPrefix:       u.HubSubjectPrefix,
+		Stream:          u.Stream,
+		HubDomain:       u.HubDomain,
+		MaxAge:          time.Duration(u.MaxAge),
+		DeadLetterAfter: u.DeadLetterAfter,
+		Priority:        u.Priority,
+		MaxRate:         int64(u.MaxRate),
+		DailyBudget:     int64(u.DailyBudget),
+		StateFile:       c.OutboxStateFile(u),
+	}
 	if u.DrainJitter != nil {
 		oc.DrainJitter = time.Duration(*u.DrainJitter)
 	}
-	oc.StateFile = c.OutboxStateFile(u)
+	return oc
 }
 
 // writeUplinkScheduleMetrics writes the drain-rate, watchdog, stream-reset

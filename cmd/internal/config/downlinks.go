@@ -101,9 +101,9 @@ func (v *validator) downlinks() {
 	names, durables := map[string]bool{}, map[string]bool{}
 	for i, d := range c.Downlinks {
 		path := fmt.Sprintf("downlinks[%d]", i)
-		switch {
-		case !jsapi.ValidName(d.Name):
-			v.errf(path+".name", "%q is not a valid name: %v", d.Name, jsapi.CheckName(d.Name))
+		switch err := jsapi.CheckName(d.Name); {
+		case err != nil:
+			v.errf(path+".name", "%q is not a valid name: %v", d.Name, err)
 		case names[d.Name]:
 			v.errf(path+".name", "%q is used twice", d.Name)
 		}
@@ -114,13 +114,13 @@ func (v *validator) downlinks() {
 		if err := jsapi.CheckName(d.Stream); err != nil {
 			v.errf(path+".stream", "%q is not a stream name: %v", d.Stream, err)
 		}
-		switch {
+		switch err := jsapi.CheckName(d.Durable); {
 		case d.Durable == "" && c.identityPath() == "":
 			v.errf(path+".durable", "is required without server_name or a store directory (for the gateway's identity): the hub keeps the position under this name")
 		case d.Durable == "":
 			// Derived from the identity's server name at start.
-		case !jsapi.ValidName(d.Durable):
-			v.errf(path+".durable", "%q is not a consumer name: %v", d.Durable, jsapi.CheckName(d.Durable))
+		case err != nil:
+			v.errf(path+".durable", "%q is not a consumer name: %v", d.Durable, err)
 		case durables[d.Stream+" "+d.Durable]:
 			v.errf(path+".durable", "%q on stream %q is used twice", d.Durable, d.Stream)
 		}

@@ -127,3 +127,29 @@ func writeCert(t testing.TB, dir string) (certPath, keyPath string) {
 	keyPath = writeFile(t, dir, "key.pem", string(pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})))
 	return certPath, keyPath
 }
+
+// writeSeed writes a new user NKey seed to dir/name and returns the public
+// key.
+func writeSeed(t testing.TB, dir, name string) (public string) {
+	t.Helper()
+	pub, seed := newUserKey(t)
+	requireNoError(t, os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o700))
+	writeFile(t, dir, name, seed+"\n")
+	return pub
+}
+
+// loopbackConfig parses src as a gateway config listening on 127.0.0.1 on
+// free ports and fills its defaults from env.
+func loopbackConfig(t testing.TB, src string, env Env) *Config {
+	t.Helper()
+	c := mustParse(t, src)
+	Overrides{Host: ptr("127.0.0.1"), Port: ptr(-1)}.Apply(c)
+	if c.HTTPPort == nil && c.HTTP.Port == nil {
+		c.HTTPPort = ptr(-1)
+	}
+	if ln := c.LeafNodes; ln != nil && ln.Listen.Port == nil && ln.Listen.Host != "" {
+		ln.Listen.Port = ptr(-1)
+	}
+	c.SetDefaults(env)
+	return c
+}

@@ -27,11 +27,11 @@ func (v *validator) uplinks() {
 	names := map[string]bool{}
 	for i, u := range c.Uplinks {
 		path := fmt.Sprintf("uplinks[%d]", i)
-		switch {
+		switch err := jsapi.CheckName(u.Name); {
 		case u.Name == "":
 			v.errf(path+".name", "is required")
-		case jsapi.CheckName(u.Name) != nil:
-			v.errf(path+".name", "%q is not a valid name: %v", u.Name, jsapi.CheckName(u.Name))
+		case err != nil:
+			v.errf(path+".name", "%q is not a valid name: %v", u.Name, err)
 		case len(u.Name) > storedir.MaxUplinkNameLen:
 			v.errf(path+".name", "%q is too long: at most %d bytes (it names the uplink's state file)", u.Name, storedir.MaxUplinkNameLen)
 		case names[u.Name]:
@@ -86,31 +86,29 @@ func (v *validator) uplinks() {
 		if u.DeadLetterAfter < 0 {
 			v.errf(path+".dead_letter_after", "must not be negative")
 		}
-		switch {
+		switch err := jsapi.CheckName(u.HubDomain); {
 		case u.HubDomain == "":
-		case !jsapi.ValidName(u.HubDomain):
-			v.errf(path+".hub_domain", "%q is not a JetStream domain: %v", u.HubDomain, jsapi.CheckName(u.HubDomain))
+		case err != nil:
+			v.errf(path+".hub_domain", "%q is not a JetStream domain: %v", u.HubDomain, err)
 		case u.Stream == "":
 			v.errf(path+".hub_domain", "needs stream: the hub's time is read from that stream's info")
 		case c.JetStream != nil && c.JetStream.Enabled && c.JetStream.Domain == u.HubDomain:
 			v.errf(path+".hub_domain", "%q is this gateway's own jetstream.domain", u.HubDomain)
 		}
-		if _, ok := DiscardPolicy(u.Discard); !ok {
+		if _, err := u.DiscardPolicy(); err != nil {
 			v.errf(path+".discard", "%q is not old or new", u.Discard)
 		}
 		v.uplinkSchedule(path, u)
 	}
 }
 
-// DiscardPolicy maps an uplink's discard setting to the store's.
-func DiscardPolicy(s string) (store.DiscardPolicy, bool) {
-	switch strings.ToLower(s) {
-	case "", "old":
-		return store.DiscardOld, true
-	case "new":
-		return store.DiscardNew, true
+// DiscardPolicy returns the uplink's discard setting as the store's
+// policy: unset is old, the default.
+func (u *UplinkConfig) DiscardPolicy() (store.DiscardPolicy, error) {
+	if u.Discard == "" {
+		return store.DiscardOld, nil
 	}
-	return 0, false
+	return store.ParseDiscardPolicy(u.Discard)
 }
 
 // DefaultDrainJitter is an uplink's drain_jitter when unset.
