@@ -88,7 +88,7 @@ func (e *Error) Unwrap() []error {
 	return errs
 }
 
-func newConfigError(problems []*FieldError) error {
+func newError(problems []*FieldError) error {
 	if len(problems) == 0 {
 		return nil
 	}
@@ -210,16 +210,16 @@ func Parse(data []byte) (*Config, error) {
 		for _, msg := range te.Errors {
 			problems = append(problems, typeProblem(ix, msg))
 		}
-		return nil, newConfigError(problems)
+		return nil, newError(problems)
 	default:
 		var extra yaml.Node
 		if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
-			return nil, newConfigError([]*FieldError{{Line: extra.Line, Err: errors.New("only one YAML document is allowed")}})
+			return nil, newError([]*FieldError{{Line: extra.Line, Err: errors.New("only one YAML document is allowed")}})
 		}
 	}
 	c.index = ix
 	if problems := c.normalize(); len(problems) > 0 {
-		return nil, newConfigError(problems)
+		return nil, newError(problems)
 	}
 	return c, nil
 }
@@ -227,9 +227,9 @@ func Parse(data []byte) (*Config, error) {
 func syntaxError(err error) error {
 	if m := syntaxErrRE.FindStringSubmatch(err.Error()); m != nil {
 		line, _ := strconv.Atoi(m[1])
-		return newConfigError([]*FieldError{{Line: line, Err: errors.New(m[2])}})
+		return newError([]*FieldError{{Line: line, Err: errors.New(m[2])}})
 	}
-	return newConfigError([]*FieldError{{Err: errors.New(strings.TrimPrefix(err.Error(), "yaml: "))}})
+	return newError([]*FieldError{{Err: errors.New(strings.TrimPrefix(err.Error(), "yaml: "))}})
 }
 
 // typeProblem turns one of yaml's "line N: ..." messages into a FieldError

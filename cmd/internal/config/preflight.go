@@ -61,7 +61,7 @@ func (c *Config) Preflight() error {
 			bad("uplinks", fmt.Errorf("outbox directory: %w", err))
 		}
 	}
-	err := newConfigError(problems)
+	err := newError(problems)
 	if ce, ok := err.(*Error); ok {
 		ce.File = c.file
 	}

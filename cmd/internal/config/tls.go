@@ -8,6 +8,49 @@ import (
 	"os"
 )
 
+// TLSConfig is a tls block: the server's certificate and, optionally, the
+// CAs that client certificates must chain to.
+type TLSConfig struct {
+	// CertFile and KeyFile are PEM files with the certificate chain and its
+	// private key.
+	CertFile string `yaml:"cert_file,omitempty"`
+	KeyFile  string `yaml:"key_file,omitempty"`
+	// CAFile is a PEM file of CA certificates to verify peers with.
+	CAFile string `yaml:"ca_file,omitempty"`
+	// Verify requires clients to present a certificate signed by CAFile.
+	Verify bool `yaml:"verify,omitempty"`
+	// HandshakeFirst performs the TLS handshake before the server's INFO.
+	HandshakeFirst bool `yaml:"handshake_first,omitempty"`
+	// Timeout bounds the handshake (default 2s).
+	Timeout Duration `yaml:"timeout,omitempty"`
+}
+
+// RemoteTLSConfig is the tls block of a leafnode remote: the client side
+// of TLS. The hub's certificate is always verified, against CAFile or
+// else the system roots.
+type RemoteTLSConfig struct {
+	// CAFile is a PEM file of CA certificates to verify the hub with.
+	CAFile string `yaml:"ca_file,omitempty"`
+	// CertFile and KeyFile are the client certificate and its key, for a
+	// hub that verifies its leaf nodes.
+	CertFile string `yaml:"cert_file,omitempty"`
+	KeyFile  string `yaml:"key_file,omitempty"`
+}
+
+// tlsConfig returns t as a TLSConfig, the form buildTLS reads.
+func (t *RemoteTLSConfig) tlsConfig() *TLSConfig {
+	return &TLSConfig{CAFile: t.CAFile, CertFile: t.CertFile, KeyFile: t.KeyFile}
+}
+
+// RemoteTLSFiles returns the tls block of r with its paths resolved, or
+// nil.
+func (c *Config) RemoteTLSFiles(r *RemoteConfig) *RemoteTLSConfig {
+	if r.TLS == nil {
+		return nil
+	}
+	return &RemoteTLSConfig{CAFile: c.Path(r.TLS.CAFile), CertFile: c.Path(r.TLS.CertFile), KeyFile: c.Path(r.TLS.KeyFile)}
+}
+
 // buildTLS loads the files of a tls block at path. serverSide requires a
 // certificate and applies verify as client-certificate verification; for a
 // client (a leafnode remote) the CA file verifies the hub instead.
@@ -78,7 +121,7 @@ func (c *Config) buildTLS(path string, t *TLSConfig, serverSide bool) (*tls.Conf
 func (c *Config) ServerTLS(path string, t *TLSConfig) (*tls.Config, error) {
 	tc, problems := c.buildTLS(path, t, true)
 	if len(problems) > 0 {
-		return nil, newConfigError(problems)
+		return nil, newError(problems)
 	}
 	return tc, nil
 }
@@ -88,7 +131,7 @@ func (c *Config) ServerTLS(path string, t *TLSConfig) (*tls.Config, error) {
 func (c *Config) RemoteTLS(path string, t *RemoteTLSConfig) (*tls.Config, error) {
 	tc, problems := c.buildTLS(path, t.tlsConfig(), false)
 	if len(problems) > 0 {
-		return nil, newConfigError(problems)
+		return nil, newError(problems)
 	}
 	return tc, nil
 }

@@ -11,6 +11,111 @@ import (
 	"github.com/leafbox/leafbox/store/storedir"
 )
 
+// DefaultDrainJitter is an uplink's drain_jitter when unset.
+const DefaultDrainJitter = 3 * time.Second
+
+// DefaultMinFreeDisk is the free space below which a discard-old outbox
+// drops its oldest message for each new one (uplinks[].min_free_disk).
+const DefaultMinFreeDisk = 32 << 20
+
+// maxUplinkPriority bounds an uplink's priority.
+const maxUplinkPriority = 1000
+
+// UplinkConfig is one entry of uplinks: local subjects whose messages are
+// stored on the gateway first and forwarded to a hub JetStream stream,
+// each removed only after the hub's PubAck. Toward the hub the captured
+// subjects travel only through the uplink: they are added to every
+// leafnode remote's deny_exports.
+//
+// The outbox always syncs: captured messages are fsynced (one fsync for
+// all captures since the last) before the broker answers a publisher's
+// next PING, so a message whose publisher's flush returned survives kill
+// -9 and power loss; jetstream.sync_interval does not apply to it. Without
+// a PING they are synced within a second, or sooner when the forwarder
+// wants to send them: only messages on disk are forwarded.
+type UplinkConfig struct {
+	// Name identifies the uplink (its outbox directory and Nats-Msg-Id).
+	Name string `yaml:"name,omitempty"`
+	// Remote is the name of the leafnode remote to forward over; empty is
+	// the first remote.
+	Remote string `yaml:"remote,omitempty"`
+	// Subjects are the local subjects captured (wildcards allowed).
+	Subjects StringList `yaml:"subjects,omitempty"`
+	// HubSubjectPrefix is prepended to a message's subject toward the hub,
+	// such as "site1."; it must not be empty, so that the hub subject is
+	// not a captured one.
+	HubSubjectPrefix string `yaml:"hub_subject_prefix,omitempty"`
+	// Stream is the hub stream expected to store the messages; empty
+	// accepts any.
+	Stream string `yaml:"stream,omitempty"`
+	// HubDomain is the hub's JetStream domain. With Stream set, the
+	// gateway reads the hub's time from $JS.<hub_domain>.API.STREAM.INFO.
+	// <stream> whenever it connects, to trust its clock without NTP.
+	HubDomain string `yaml:"hub_domain,omitempty"`
+	// MaxBytes, MaxMsgs and MaxAge bound the outbox; 0 is unlimited.
+	// MaxAge is measured on the monotonic clock (leaf/clock), so a clock
+	// set from 1970 to today expires nothing.
+	MaxBytes Size     `yaml:"max_bytes,omitempty"`
+	MaxMsgs  int64    `yaml:"max_msgs,omitempty"`
+	MaxAge   Duration `yaml:"max_age,omitempty"`
+	// Discard is what a full outbox does: "old" (the default) drops the
+	// oldest messages, "new" refuses new ones. Both are counted.
+	Discard string `yaml:"discard,omitempty"`
+	// MinFreeDisk is the free space (default 32MB) below which a
+	// discard-old outbox drops its oldest message for each new one
+	// (counted as disk_low), so the disk never fills up; a discard-new
+	// outbox refuses new messages once the disk is full (store_full).
+	MinFreeDisk Size `yaml:"min_free_disk,omitempty"`
+	// Priority orders the uplinks toward the hub: a higher class with
+	// messages ready is sent first; equal classes take turns. 0 to 1000.
+	Priority int `yaml:"priority,omitempty"`
+	// MaxRate caps the uplink's bytes per second toward the hub; 0 is
+	// unlimited.
+	MaxRate Size `yaml:"max_rate,omitempty"`
+	// DailyBudget caps the uplink's bytes per UTC day (a metered link);
+	// once used up the uplink waits for 00:00 UTC. 0 is unlimited.
+	DailyBudget Size `yaml:"daily_budget,omitempty"`
+	// DrainJitter delays draining a backlog after the link comes up by a
+	// random time up to this (default 3s; 0 turns it off), so that
+	// gateways reconnecting together spread their load.
+	DrainJitter *Duration `yaml:"drain_jitter,omitempty"`
+	// DeadLetterAfter is how many permanent refusals by the hub (no
+	// stream captures the subject, a wrong expected stream, too large, a
+	// permissions violation) move a message to the uplink's dead-letter
+	// store, so that the messages after it go on (default 3).
+	DeadLetterAfter int `yaml:"dead_letter_after,omitempty"`
+}
+
+// UplinkLimitsConfig is the uplink_limits block: caps on all uplinks
+// together.
+type UplinkLimitsConfig struct {
+	// MaxRate caps the bytes per second of all uplinks; 0 is unlimited.
+	MaxRate Size `yaml:"max_rate,omitempty"`
+	// DailyBudget caps the bytes per UTC day of all uplinks; once used up
+	// only the uplinks of the highest priority still forward. 0 is
+	// unlimited.
+	DailyBudget Size `yaml:"daily_budget,omitempty"`
+}
+
+// DiscardPolicy returns the uplink's discard setting as the store's
+// policy: unset is old, the default.
+func (u *UplinkConfig) DiscardPolicy() (store.DiscardPolicy, error) {
+	if u.Discard == "" {
+		return store.DiscardOld, nil
+	}
+	return store.ParseDiscardPolicy(u.Discard)
+}
+
+// setUplinkDefaults fills the uplinks' scheduling defaults.
+func setUplinkDefaults(c *Config) {
+	for i := range c.Uplinks {
+		if c.Uplinks[i].DrainJitter == nil {
+			d := Duration(DefaultDrainJitter)
+			c.Uplinks[i].DrainJitter = &d
+		}
+	}
+}
+
 // uplinks checks the uplinks block.
 func (v *validator) uplinks() {
 	c := v.c
@@ -102,31 +207,6 @@ func (v *validator) uplinks() {
 	}
 }
 
-// DiscardPolicy returns the uplink's discard setting as the store's
-// policy: unset is old, the default.
-func (u *UplinkConfig) DiscardPolicy() (store.DiscardPolicy, error) {
-	if u.Discard == "" {
-		return store.DiscardOld, nil
-	}
-	return store.ParseDiscardPolicy(u.Discard)
-}
-
-// DefaultDrainJitter is an uplink's drain_jitter when unset.
-const DefaultDrainJitter = 3 * time.Second
-
-// maxUplinkPriority bounds an uplink's priority.
-const maxUplinkPriority = 1000
-
-// setUplinkDefaults fills the uplinks' scheduling defaults.
-func setUplinkDefaults(c *Config) {
-	for i := range c.Uplinks {
-		if c.Uplinks[i].DrainJitter == nil {
-			d := Duration(DefaultDrainJitter)
-			c.Uplinks[i].DrainJitter = &d
-		}
-	}
-}
-
 // uplinkSchedule checks uplink u's scheduling keys.
 func (v *validator) uplinkSchedule(path string, u UplinkConfig) {
 	if u.Priority < 0 || u.Priority > maxUplinkPriority {
@@ -159,7 +239,3 @@ func (v *validator) uplinkLimits() {
 		v.errf("uplink_limits.daily_budget", "must not be negative")
 	}
 }
-
-// DefaultMinFreeDisk is the free space below which a discard-old outbox
-// drops its oldest message for each new one (uplinks[].min_free_disk).
-const DefaultMinFreeDisk = 32 << 20
