@@ -136,14 +136,7 @@ func Build(cfg *config.Config, flags Flags) (*App, error) {
 	a.probe = newStoreProbe(cfg, js != nil && js.Enabled)
 	if js != nil && js.Enabled {
 		a.jsBus = srv.InProcess("")
-		a.js, err = jetstream.New(jetstream.Config{
-			StoreDir:     cfg.Layout().Streams(),
-			MaxMemory:    int64(js.MaxMemoryStore),
-			MaxStore:     int64(js.MaxFileStore),
-			Domain:       js.Domain,
-			SyncInterval: time.Duration(js.SyncInterval),
-			Logger:       log.With("subsystem", "jetstream"),
-		}, busConn{a.jsBus})
+		a.js, err = jetstream.New(jetStreamConfig(cfg, log), busConn{a.jsBus})
 		if err != nil {
 			a.jsBus.Close()
 			a.closeListener()

@@ -4,10 +4,13 @@
 // hubs and the monitoring HTTP server).
 //
 // Build follows the configuration once, top to bottom: Preflight, the
-// store directory, the identity, the broker's options (serverOptions), the
-// links (config.Config.LeafConfig per remote), the clock, the leafnode
-// listener (leafAcceptConfig) and the JetStream engine. Start then starts
-// them in order, and the uplinks (outboxConfig) and downlinks with them.
+// store directory, the identity, the broker's options, the links, the
+// clock, the leafnode listener and the JetStream engine; Start then starts
+// them in order, with the uplinks and downlinks. options.go holds the
+// mappings from configuration sections to subsystem configurations
+// (serverOptions, jetStreamConfig, leafAcceptConfig, outboxConfig); a
+// remote's link configuration is config.Config.LeafConfig, because
+// validation checks it with leaf.Config.Validate.
 //
 // # Leafnode links
 //

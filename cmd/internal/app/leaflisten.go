@@ -9,53 +9,12 @@ import (
 	"slices"
 	"strconv"
 	"sync"
-	"time"
 
 	"github.com/leafbox/leafbox/cmd/internal/config"
 	"github.com/leafbox/leafbox/core/monitor"
 	"github.com/leafbox/leafbox/core/server"
 	"github.com/leafbox/leafbox/leaf"
 )
-
-// leafAcceptConfig builds the listener's configuration from cfg's
-// leafnodes block; the caller adds the server's id. cfg has been
-// validated, so the tls block's files load.
-func leafAcceptConfig(cfg *config.Config) (leaf.AcceptConfig, error) {
-	ln := cfg.LeafNodes
-	ac := leaf.AcceptConfig{
-		Addr:          cfg.LeafListenAddr(),
-		Auth:          cfg.LeafAuth(),
-		ServerName:    cfg.ServerName,
-		MaxPayload:    int64(cfg.MaxPayload),
-		PingInterval:  time.Duration(cfg.PingInterval),
-		MaxPingsOut:   cfg.PingMax,
-		WriteDeadline: time.Duration(cfg.WriteDeadline),
-	}
-	if mode, err := leaf.NormalizeCompression(ln.Compression); err == nil {
-		ac.Compression = mode
-	} else {
-		ac.Compression = ln.Compression // Validate reports it
-	}
-	if la := ln.Authorization; la != nil {
-		ac.Account = la.Account
-		ac.AuthTimeout = time.Duration(la.Timeout)
-	}
-	if js := cfg.JetStream; js != nil && js.Enabled {
-		ac.JetStream = true
-		ac.Domain = js.Domain
-	}
-	if ln.TLS != nil {
-		tc, err := cfg.ServerTLS("leafnodes.tls", ln.TLS)
-		if err != nil {
-			return ac, err
-		}
-		ac.TLS = tc
-		if ln.TLS.Timeout > 0 && ac.AuthTimeout < time.Duration(ln.TLS.Timeout) {
-			ac.AuthTimeout = time.Duration(ln.TLS.Timeout)
-		}
-	}
-	return ac, nil
-}
 
 // leafListenChange reports a reload that changes the leafnode listener,
 // which needs a restart.

@@ -1,8 +1,6 @@
 package app
 
 import (
-	"time"
-
 	"github.com/leafbox/leafbox/cmd/internal/config"
 	"github.com/leafbox/leafbox/core/monitor"
 	"github.com/leafbox/leafbox/leaf/outbox"
@@ -20,30 +18,6 @@ func openScheduler(c *config.Config) (*outbox.Scheduler, error) {
 		sc.MaxRate, sc.DailyBudget = int64(l.MaxRate), int64(l.DailyBudget)
 	}
 	return outbox.OpenScheduler(sc)
-}
-
-// outboxConfig is uplink u's outbox configuration, all that comes from
-// the file: naming, hub target, age limit, dead letters, scheduling and
-// the state file. The caller adds what the running gateway provides: the
-// server name, logger, clock, dead-letter store, shared scheduler and the
-// disk-low check.
-func outboxConfig(c *config.Config, u *config.UplinkConfig) outbox.Config {
-	oc := outbox.Config{
-		Name:            u.Name,
-		HubPrefix:       u.HubSubjectPrefix,
-		Stream:          u.Stream,
-		HubDomain:       u.HubDomain,
-		MaxAge:          time.Duration(u.MaxAge),
-		DeadLetterAfter: u.DeadLetterAfter,
-		Priority:        u.Priority,
-		MaxRate:         int64(u.MaxRate),
-		DailyBudget:     int64(u.DailyBudget),
-		StateFile:       c.OutboxStateFile(u),
-	}
-	if u.DrainJitter != nil {
-		oc.DrainJitter = time.Duration(*u.DrainJitter)
-	}
-	return oc
 }
 
 // writeUplinkScheduleMetrics writes the drain-rate, watchdog, stream-reset
