@@ -215,7 +215,7 @@ var defaultRTTThresholds = []time.Duration{10 * time.Millisecond, 50 * time.Mill
 // thresholds (the same rules on both sides), and returns the canonical
 // mode and the thresholds, nil selecting the defaults.
 func compressionSettings(mode string, ts []time.Duration) (string, []time.Duration, error) {
-	mode, err := normalizeCompression(mode)
+	mode, err := NormalizeCompression(mode)
 	if err != nil {
 		return "", nil, err
 	}
@@ -313,9 +313,12 @@ func learnedRemote(hostport string, template remote) (remote, bool) {
 	return remote{url: &u, tls: template.tls, tlsName: template.tlsName}, true
 }
 
-// normalizeCompression maps a configured compression mode, or one of its
-// aliases, to its canonical name.
-func normalizeCompression(mode string) (string, error) {
+// NormalizeCompression maps a configured compression mode, or one of its
+// aliases (on, auto, fast, better, best, uncompressed, off, disabled,
+// any case), to its canonical name; "" is CompressionS2Auto. It is the one
+// place that knows the aliases: the links, the listener and configuration
+// checks all use it.
+func NormalizeCompression(mode string) (string, error) {
 	switch strings.ToLower(strings.TrimSpace(mode)) {
 	case "", "on", "enabled", "true", "auto", CompressionS2Auto:
 		return CompressionS2Auto, nil

@@ -65,8 +65,8 @@ func TestNormalizeCompression(t *testing.T) {
 		"false": CompressionOff, "accept": CompressionAccept, "fast": CompressionS2Fast, "S2_Better": CompressionS2Better,
 		"best": CompressionS2Best, "uncompressed": CompressionS2Uncompressed,
 	} {
-		if got, err := normalizeCompression(in); err != nil || got != want {
-			t.Errorf("normalizeCompression(%q) = %q, %v; want %q", in, got, err, want)
+		if got, err := NormalizeCompression(in); err != nil || got != want {
+			t.Errorf("NormalizeCompression(%q) = %q, %v; want %q", in, got, err, want)
 		}
 	}
 }

@@ -3,7 +3,6 @@ package node
 import (
 	"log/slog"
 	"slices"
-	"strings"
 
 	"github.com/leafbox/leafbox/leaf"
 	"github.com/leafbox/leafbox/leaf/downlink"
@@ -83,27 +82,10 @@ type DownlinkConfig struct {
 	downlink.Config
 }
 
-// LocalSubjects returns the local subjects the downlink delivers on: its
-// filter subjects with the hub prefix replaced by the local one, or
-// everything under the local prefix without filters.
+// LocalSubjects returns the local subjects the downlink delivers on
+// (downlink.LocalSubjects of its filters and prefixes).
 func (d *DownlinkConfig) LocalSubjects() []string {
-	return LocalSubjects(d.FilterSubjects, d.HubPrefix, d.LocalPrefix)
-}
-
-// LocalSubjects returns the local subjects a downlink with these filter
-// subjects and prefixes delivers on (DownlinkConfig.LocalSubjects).
-func LocalSubjects(filters []string, hubPrefix, localPrefix string) []string {
-	if len(filters) == 0 {
-		return []string{localPrefix + ">"}
-	}
-	out := make([]string, 0, len(filters))
-	for _, f := range filters {
-		if rest, ok := strings.CutPrefix(f, hubPrefix); ok && hubPrefix != "" && rest != "" {
-			f = rest
-		}
-		out = append(out, localPrefix+f)
-	}
-	return out
+	return downlink.LocalSubjects(d.FilterSubjects, d.HubPrefix, d.LocalPrefix)
 }
 
 // ListenerConfig configures the leafnode listener.

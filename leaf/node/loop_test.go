@@ -46,5 +46,5 @@ func TestLoopDenies(t *testing.T) {
 	}
 	requireEqual(t, (&DownlinkConfig{Config: downlink.Config{LocalPrefix: "x."}}).LocalSubjects(), []string{"x.>"})
 	// A filter outside the hub prefix keeps its subject.
-	requireEqual(t, LocalSubjects([]string{"cmd.site1.a", "other.b", "cmd.site1."}, "cmd.site1.", "c."), []string{"c.a", "c.other.b", "c.cmd.site1."})
+	requireEqual(t, downlink.LocalSubjects([]string{"cmd.site1.a", "other.b", "cmd.site1."}, "cmd.site1.", "c."), []string{"c.a", "c.other.b", "c.cmd.site1."})
 }

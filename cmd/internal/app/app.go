@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/leafbox/leafbox/cmd/internal/config"
 	"github.com/leafbox/leafbox/core/monitor"
 	"github.com/leafbox/leafbox/core/server"
 	"github.com/leafbox/leafbox/leaf"
@@ -56,11 +57,11 @@ type App struct {
 
 	// health is the healthz block in force (Reload replaces it); probe
 	// checks that the store directories take writes.
-	health atomic.Pointer[HealthzConfig]
+	health atomic.Pointer[config.HealthzConfig]
 	probe  *storeProbe
 
 	mu        sync.Mutex
-	cfg       *Config // the configuration in force
+	cfg       *config.Config // the configuration in force
 	mon       *monitor.HTTPServer
 	portsFile string
 	stopped   bool
@@ -71,7 +72,7 @@ type App struct {
 // takes the store directory (store/storedir), migrating an older layout,
 // and holds it until Shutdown, LameDuck or a failed Start; another leafbox
 // on the same directory is refused.
-func Build(cfg *Config, flags Flags) (*App, error) {
+func Build(cfg *config.Config, flags Flags) (*App, error) {
 	log := flags.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -96,7 +97,7 @@ func Build(cfg *Config, flags Flags) (*App, error) {
 	if _, err := cfg.ApplyIdentity(true); err != nil {
 		return fail(err)
 	}
-	opts, err := cfg.ServerOptions()
+	opts, err := serverOptions(cfg)
 	if err != nil {
 		return fail(err)
 	}
@@ -108,7 +109,7 @@ func Build(cfg *Config, flags Flags) (*App, error) {
 	}
 	// The leaf runtime's configuration comes before the JetStream
 	// engine, whose store would need closing if a later step failed.
-	nc, err := cfg.nodeConfig(srv.ID(), srv.Name(), log)
+	nc, err := nodeConfig(cfg, srv.ID(), srv.Name(), log)
 	if err != nil {
 		return fail(err)
 	}
@@ -122,14 +123,7 @@ func Build(cfg *Config, flags Flags) (*App, error) {
 	a.probe = newStoreProbe(cfg, js != nil && js.Enabled)
 	if js != nil && js.Enabled {
 		a.jsBus = srv.InProcess("")
-		a.js, err = jetstream.New(jetstream.Config{
-			StoreDir:     cfg.layout().Streams(),
-			MaxMemory:    int64(js.MaxMemoryStore),
-			MaxStore:     int64(js.MaxFileStore),
-			Domain:       js.Domain,
-			SyncInterval: time.Duration(js.SyncInterval),
-			Logger:       log.With("subsystem", "jetstream"),
-		}, busConn{a.jsBus})
+		a.js, err = jetstream.New(jetStreamConfig(cfg, log), busConn{a.jsBus})
 		if err != nil {
 			a.jsBus.Close()
 			_ = clk.Close()
@@ -174,7 +168,7 @@ func (a *App) Start() error {
 			"path", id.Path(), "generated", id.Generated())
 	}
 
-	if port := httpPort(cfg); port != 0 {
+	if port := cfg.MonitorPort(); port != 0 {
 		port = max(port, 0) // -1 asks for a free port
 		mon, err := startMonitor(net.JoinHostPort(cfg.HTTP.Host, strconv.Itoa(port)), a.monitorProvider())
 		if err != nil {
@@ -331,12 +325,12 @@ func (a *App) stopAux(ctx context.Context) error {
 // dropping clients: authentication, permissions and limits. Changes that
 // need a restart (listen address, monitoring address, TLS handshake mode,
 // leafnode remotes) are rejected, and the configuration in force stays.
-func (a *App) Reload(cfg *Config) error {
+func (a *App) Reload(cfg *config.Config) error {
 	// The identity stays, and so does the server name derived from it.
 	a.mu.Lock()
-	cfg.adoptIdentity(a.cfg.Identity())
+	cfg.AdoptIdentity(a.cfg.Identity())
 	a.mu.Unlock()
-	opts, err := cfg.ServerOptions()
+	opts, err := serverOptions(cfg)
 	if err != nil {
 		return err
 	}
@@ -344,7 +338,7 @@ func (a *App) Reload(cfg *Config) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	old := a.cfg
-	if cfg.HTTP.Host != old.HTTP.Host || httpPort(cfg) != httpPort(old) {
+	if cfg.HTTP.Host != old.HTTP.Host || cfg.MonitorPort() != old.MonitorPort() {
 		return fmt.Errorf("http, http_port: changing the monitoring address needs a restart")
 	}
 	if err := remotesChange(old, cfg); err != nil {
@@ -367,21 +361,13 @@ func (a *App) Reload(cfg *Config) error {
 	return nil
 }
 
-// httpPort returns the effective monitoring port of c.
-func httpPort(c *Config) int {
-	if c.HTTPPort == nil {
-		return DefaultHTTPPort
-	}
-	return *c.HTTPPort
-}
-
 // remotesChange returns why cfg cannot replace old on reload as far as
 // the leafnode links are concerned, or nil. The links are built once, so
 // their remotes, and the server name and JetStream domain they announce,
 // stay until a restart. The files a remote names are read again on every
 // connect, so rotating credentials needs no reload.
-func remotesChange(old, cfg *Config) error {
-	remotes := func(c *Config) []RemoteConfig {
+func remotesChange(old, cfg *config.Config) error {
+	remotes := func(c *config.Config) []config.RemoteConfig {
 		if c.LeafNodes == nil {
 			return nil
 		}
@@ -393,8 +379,8 @@ func remotesChange(old, cfg *Config) error {
 		return errRemotes
 	}
 	for i := range ro {
-		lo, ln := old.leafConfig(&ro[i]), cfg.leafConfig(&rn[i])
-		if !reflect.DeepEqual(old.remoteTLSFiles(&ro[i]), cfg.remoteTLSFiles(&rn[i])) {
+		lo, ln := old.LeafConfig(&ro[i]), cfg.LeafConfig(&rn[i])
+		if !reflect.DeepEqual(old.RemoteTLSFiles(&ro[i]), cfg.RemoteTLSFiles(&rn[i])) {
 			return errRemotes
 		}
 		announced := func(lc leaf.Config) leaf.Config {

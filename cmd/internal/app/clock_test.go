@@ -18,17 +18,6 @@ import (
 	"github.com/leafbox/leafbox/leaf/outbox"
 )
 
-func TestValidateUplinkHubDomain(t *testing.T) {
-	const remote = "leafnodes: {remotes: [{url: 'nats://127.0.0.1:1'}]}\n"
-	mustValidate(t, remote+"uplinks: [{name: tel, subjects: [t.>], hub_subject_prefix: s., stream: S, hub_domain: hub}]\n")
-	err := validateErr(t, remote+"uplinks: [{name: tel, subjects: [t.>], hub_subject_prefix: s., hub_domain: hub}]\n")
-	requireErrorContains(t, err, "uplinks[0].hub_domain: needs stream")
-	err = validateErr(t, remote+"uplinks: [{name: tel, subjects: [t.>], hub_subject_prefix: s., stream: S, hub_domain: a.b}]\n")
-	requireErrorContains(t, err, `uplinks[0].hub_domain: "a.b" is not a JetStream domain`)
-	err = validateErr(t, remote+"jetstream: {domain: hub}\nuplinks: [{name: tel, subjects: [t.>], hub_subject_prefix: s., stream: S, hub_domain: hub}]\n")
-	requireErrorContains(t, err, `"hub" is this gateway's own jetstream.domain`)
-}
-
 // TestBuildRefusesBadClockState: an unreadable state file stops the
 // gateway with a clear error and is left as it is (moved from the old
 // layout's place into state/).
@@ -72,7 +61,7 @@ func TestUplinkClock(t *testing.T) {
 	epoch := time.Unix(0, 0)
 	started := time.Now()
 	a.clock, err = clock.Open(clock.Config{
-		StatePath: c.clockStatePath(),
+		StatePath: c.ClockStatePath(),
 		Now:       func() time.Time { return epoch.Add(time.Since(started)) },
 		Synced:    func() bool { return false },
 	})

@@ -243,12 +243,3 @@ func TestUplinkUnexpectedDuplicate(t *testing.T) {
 		t.Fatalf("requeued message stored with id %q, want a new one (not %q)", got, id)
 	}
 }
-
-func TestValidateDeadLetterAfter(t *testing.T) {
-	const remote = "leafnodes: {remotes: [{url: 'nats://127.0.0.1:1'}]}\njetstream: {store_dir: /tmp/x}\n"
-	c := mustValidate(t, remote+"uplinks: [{name: tel, subjects: [t.>], hub_subject_prefix: s., dead_letter_after: 5}]\n")
-	requireEqual(t, c.Uplinks[0].DeadLetterAfter, 5)
-	requireEqual(t, c.deadLetterDir(&c.Uplinks[0]), "/tmp/x/deadletter/tel")
-	err := validateErr(t, remote+"uplinks: [{name: tel, subjects: [t.>], hub_subject_prefix: s., dead_letter_after: -1}]\n")
-	requireErrorContains(t, err, "uplinks[0].dead_letter_after: must not be negative")
-}

@@ -1,33 +1,16 @@
-// Package app is leafbox's composition root: it reads the YAML
-// configuration, turns it into the options of each subsystem and owns the
+// Package app is leafbox's composition root: it turns the configuration
+// (cmd/internal/config) into the options of each subsystem and owns the
 // running pieces (the broker, the JetStream engine, the leafnode links to
 // hubs and the monitoring HTTP server).
 //
-// # Configuration
-//
-// The file is YAML with keys named like nats-server's own options (listen,
-// port, http_port, authorization, accounts, tls, jetstream, leafnodes), so
-// NATS documentation maps across. Unknown keys are errors. A configuration
-// goes through four steps, each explicit:
-//
-//	cfg, err := app.Load(path)          // or app.Default() or app.Parse(data)
-//	err = overrides.Apply(cfg)          // command-line flags win over the file
-//	cfg.SetDefaults(app.OSEnv())        // fill defaults; env only through Env
-//	err = cfg.Validate()                // *ConfigError with line numbers
-//
-// Sizes (max_payload, max_pending, ...) are integers or strings with a unit,
-// as in nats-server: K, M, G, T are powers of 1000 and KB, KiB, MB, MiB, GB,
-// GiB, TB, TiB are powers of 1024 ("1MB" is 1048576 bytes, as in
-// nats-server). Durations are Go duration strings ("10s", "2m", "1h30m") or
-// plain numbers of seconds. Relative file paths (tls.cert_file, store_dir,
-// ...) are relative to the directory of the configuration file.
-//
-// Errors about the file are *ConfigError values listing every problem found,
-// each with its line and the key's path, like
-// "gateway.yaml:12: tls.cert_file: open certs/x.pem: no such file or directory".
-//
-// Error messages of this package carry no package prefix: they are shown to
-// users by the command line, which prefixes the program's name.
+// Build follows the configuration once, top to bottom: Preflight, the
+// store directory, the identity, the broker's options, the links, the
+// clock, the leafnode listener and the JetStream engine; Start then starts
+// them in order, with the uplinks and downlinks. options.go holds the
+// mappings from configuration sections to subsystem configurations
+// (serverOptions, jetStreamConfig, leafAcceptConfig, outboxConfig); a
+// remote's link configuration is config.Config.LeafConfig, because
+// validation checks it with leaf.Config.Validate.
 //
 // # The leaf runtime
 //

@@ -70,7 +70,7 @@ func startGateway(t testing.TB, src string, flags Flags) *App {
 // of the validated c, the leaf runtime's loop-prevention denies included.
 func linkConfig(t testing.TB, c *Config, i int) leaf.Config {
 	t.Helper()
-	nc, err := c.nodeConfig("", "", nil)
+	nc, err := nodeConfig(c, "", "", nil)
 	requireNoError(t, err)
 	n, err := node.New(nc, nil, nil)
 	requireNoError(t, err)

@@ -3,65 +3,20 @@ package app
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"sync"
 	"time"
 
+	"github.com/leafbox/leafbox/cmd/internal/config"
 	"github.com/leafbox/leafbox/core/monitor"
 	"github.com/leafbox/leafbox/leaf"
 	"github.com/leafbox/leafbox/leaf/node"
 )
 
-// Defaults of the healthz block.
-const (
-	// DefaultHealthLinkDown is how long an uplink's or downlink's link may
-	// be down before /healthz reports it as degraded.
-	DefaultHealthLinkDown = 15 * time.Minute
-	// DefaultHealthBacklogAge is how old an uplink's oldest waiting
-	// message may be before /healthz reports it as degraded.
-	DefaultHealthBacklogAge = time.Hour
-)
-
 // storeProbeEvery is how long a store directory probe's result is reused,
 // so that frequent /healthz requests write nothing most of the time.
 const storeProbeEvery = 10 * time.Second
-
-// HealthzConfig is the healthz block: when /healthz reports an uplink or a
-// downlink as degraded. Degraded conditions are listed with status 200;
-// /healthz?uplinks=true, or uplinks_fatal, makes them fail with 503.
-type HealthzConfig struct {
-	// LinkDown is how long a link may be down (default 15m).
-	LinkDown Duration `yaml:"link_down,omitempty"`
-	// BacklogAge is how old an uplink's oldest waiting message may be
-	// (default 1h).
-	BacklogAge Duration `yaml:"backlog_age,omitempty"`
-	// UplinksFatal makes every degraded condition fail /healthz, as
-	// ?uplinks=true does, for probes that cannot pass a query.
-	UplinksFatal bool `yaml:"uplinks_fatal,omitempty"`
-}
-
-// setHealthzDefaults fills the healthz block's defaults.
-func (c *Config) setHealthzDefaults() {
-	if c.Healthz == nil {
-		c.Healthz = &HealthzConfig{}
-	}
-	setDefault(&c.Healthz.LinkDown, Duration(DefaultHealthLinkDown))
-	setDefault(&c.Healthz.BacklogAge, Duration(DefaultHealthBacklogAge))
-}
-
-// healthz checks the healthz block.
-func (v *validator) healthz() {
-	h := v.c.Healthz
-	if h == nil {
-		return
-	}
-	if h.LinkDown < 0 {
-		v.errf("healthz.link_down", "must not be negative")
-	}
-	if h.BacklogAge < 0 {
-		v.errf("healthz.backlog_age", "must not be negative")
-	}
-}
 
 // storeProbe tells whether the directories leafbox writes to still take
 // writes, by creating and removing a small file in each; the result is
@@ -82,13 +37,13 @@ type probedDir struct{ name, dir string }
 
 // newStoreProbe probes the JetStream store directory when JetStream runs
 // and the outboxes' directory when there are uplinks; nil when neither.
-func newStoreProbe(c *Config, jetStream bool) *storeProbe {
+func newStoreProbe(c *config.Config, jetStream bool) *storeProbe {
 	p := &storeProbe{every: storeProbeEvery, now: time.Now}
 	if jetStream {
 		p.dirs = append(p.dirs, probedDir{"store_dir", c.JetStream.StoreDir})
 	}
 	if len(c.Uplinks) > 0 {
-		p.dirs = append(p.dirs, probedDir{"outbox directory", c.outboxesDir()})
+		p.dirs = append(p.dirs, probedDir{"outbox directory", c.OutboxesDir()})
 	}
 	if len(p.dirs) == 0 {
 		return nil
@@ -124,8 +79,10 @@ func (p *storeProbe) check() []monitor.HealthzError {
 // probeWrite creates, writes, closes and removes a small file in dir.
 func probeWrite(dir string) error {
 	f, err := os.CreateTemp(dir, ".healthz-*")
-	if err != nil {
-		return unwrapPathError(err)
+	if pe := (*fs.PathError)(nil); errors.As(err, &pe) {
+		return pe.Err // the message names the directory already
+	} else if err != nil {
+		return err
 	}
 	_, werr := f.Write([]byte("ok\n"))
 	cerr := f.Close()
@@ -140,7 +97,7 @@ func deadLettered(st node.UplinkStatus) uint64 { return st.DeadLetterMsgs }
 
 // degraded lists the uplinks and downlinks in trouble at now, as cfg
 // measures it.
-func degraded(cfg HealthzConfig, now time.Time, ups []node.UplinkStatus, downs []node.DownlinkStatus) []monitor.HealthzError {
+func degraded(cfg config.HealthzConfig, now time.Time, ups []node.UplinkStatus, downs []node.DownlinkStatus) []monitor.HealthzError {
 	var out []monitor.HealthzError
 	linkDown := func(state string, since time.Time) (time.Duration, bool) {
 		if state == leaf.StateConnected.String() || since.IsZero() {
@@ -178,7 +135,7 @@ var _ monitor.DegradationChecker = appMonitor{}
 // CheckDegraded implements monitor.DegradationChecker with the uplinks'
 // and downlinks' trouble.
 func (m appMonitor) CheckDegraded(monitor.HealthzOptions) ([]monitor.HealthzError, bool) {
-	cfg := HealthzConfig{LinkDown: Duration(DefaultHealthLinkDown), BacklogAge: Duration(DefaultHealthBacklogAge)}
+	cfg := config.HealthzConfig{LinkDown: config.Duration(config.DefaultHealthLinkDown), BacklogAge: config.Duration(config.DefaultHealthBacklogAge)}
 	if m.health != nil {
 		if h := m.health.Load(); h != nil {
 			cfg = *h

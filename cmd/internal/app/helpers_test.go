@@ -7,7 +7,6 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
-	"errors"
 	"math/big"
 	"os"
 	"path/filepath"
@@ -15,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nkeys"
 )
 
 func requireNoError(t testing.TB, err error) {
@@ -84,21 +85,16 @@ func validateErr(t testing.TB, src string) error {
 	return c.Validate()
 }
 
-// problems returns the FieldErrors of a *ConfigError.
-func problems(t testing.TB, err error) []*FieldError {
+// newUserKey returns a new user NKey's public key and seed.
+func newUserKey(t testing.TB) (public, seed string) {
 	t.Helper()
-	var ce *ConfigError
-	if !errors.As(err, &ce) {
-		t.Fatalf("want a *ConfigError, got %T: %v", err, err)
-	}
-	return ce.Problems
-}
-
-// exported returns c without its unexported bookkeeping, for comparisons.
-func exported(c *Config) Config {
-	out := *c
-	out.file, out.dir, out.index, out.flags, out.storageNotes = "", "", nil, nil, nil
-	return out
+	kp, err := nkeys.CreateUser()
+	requireNoError(t, err)
+	pub, err := kp.PublicKey()
+	requireNoError(t, err)
+	s, err := kp.Seed()
+	requireNoError(t, err)
+	return pub, string(s)
 }
 
 func ptr[T any](v T) *T { return &v }

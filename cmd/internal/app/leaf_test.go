@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/nats-io/nats.go"
@@ -49,7 +48,7 @@ leafnodes:
 	c.SetDefaults(testEnv)
 	requireNoError(t, c.Validate())
 
-	global := c.leafConfig(&c.LeafNodes.Remotes[0])
+	global := c.LeafConfig(&c.LeafNodes.Remotes[0])
 	requireEqual(t, global, leaf.Config{
 		URLs:         []string{"nats-leaf://hub1:7422", "tls://hub2", "nats://leaf:s3cret@hub3:7422"},
 		NkeySeedFile: filepath.Join(dir, "secrets", "gw.nk"), // relative to the file
@@ -60,7 +59,7 @@ leafnodes:
 		Domain:       "edge",
 		JetStream:    true,
 	})
-	site := c.leafConfig(&c.LeafNodes.Remotes[1])
+	site := c.LeafConfig(&c.LeafNodes.Remotes[1])
 	requireEqual(t, site.Account, "SITE")
 	requireEqual(t, site.JetStream, false) // the engine serves the global account only
 	requireEqual(t, site.Domain, "edge")
@@ -81,69 +80,6 @@ leafnodes:
 	if a.node.Remote(1).Deny != nil {
 		t.Fatalf("deny rules without deny lists: %+v", a.node.Remote(1).Deny)
 	}
-}
-
-func TestValidateLeafRemotes(t *testing.T) {
-	dir := t.TempDir()
-	writeSeed(t, dir, "gw.nk")
-	_, seed := newUserKey(t)
-	garbage := writeFile(t, dir, "garbage.nk", "not a seed\n")
-	creds := writeFile(t, dir, "hub.creds", "no jwt here\n")
-	cases := []struct {
-		name, src string
-		want      []string
-	}{
-		{"websocket", "leafnodes:\n  remotes:\n    - url: ws://hub:80", []string{`gw.yaml:3: leafnodes.remotes[0].url: URL "ws://hub:80": websocket leafnodes are not supported yet`}},
-		{"secure websocket", "leafnodes:\n  remotes:\n    - urls: [nats://a, 'wss://b:443']", []string{`gw.yaml:3: leafnodes.remotes[0].urls[1]: URL "wss://b:443": websocket leafnodes are not supported yet`}},
-		{"http", "leafnodes:\n  remotes:\n    - url: http://hub", []string{`leafnodes.remotes[0].url: URL "http://hub": scheme must be nats-leaf, nats or tls`}},
-		{"no scheme", "leafnodes:\n  remotes:\n    - url: hub:7422", []string{`gw.yaml:3: leafnodes.remotes[0].url: not a URL: want scheme://[user[:password]@]host[:port], such as nats-leaf://hub:7422`}},
-		{"address", "leafnodes:\n  remotes:\n    - url: 127.0.0.1:7422", []string{`gw.yaml:3: leafnodes.remotes[0].url: not a URL`}},
-		{"path", "leafnodes:\n  remotes:\n    - url: nats://hub:7422/x", []string{`gw.yaml:3: leafnodes.remotes[0].url: URL "nats://hub:7422/x": want scheme://[user[:password]@]host[:port]`}},
-		{"bad port", "leafnodes:\n  remotes:\n    - url: nats://hub:port", []string{`gw.yaml:3: leafnodes.remotes[0].url: invalid URL: invalid port ":port"`}},
-		{"user info hidden", "leafnodes:\n  remotes:\n    - url: ws://leaf:s3cret@hub", []string{`URL "ws://hub": websocket`}},
-		{"seed pasted as nkey", "leafnodes:\n  remotes:\n    - url: nats://hub\n      nkey: " + seed, []string{"gw.yaml:4: leafnodes.remotes[0].nkey: is a seed, not a file name"}},
-		{"missing nkey file", "leafnodes:\n  remotes:\n    - url: nats://hub\n      nkey: /nonexistent/gw.nk", []string{"gw.yaml:4: leafnodes.remotes[0].nkey: open /nonexistent/gw.nk: no such file or directory"}},
-		{"not a seed file", "leafnodes:\n  remotes:\n    - url: nats://hub\n      nkey: " + garbage, []string{"gw.yaml:4: leafnodes.remotes[0].nkey: " + garbage + " holds no user NKey seed"}},
-		{"nkey and credentials", "leafnodes:\n  remotes:\n    - url: nats://hub\n      credentials: " + creds + "\n      nkey: gw.nk", []string{"gw.yaml:5: leafnodes.remotes[0].nkey: cannot be combined with credentials"}},
-		{"bad creds", "leafnodes:\n  remotes:\n    - url: nats://hub\n      credentials: " + creds, []string{"gw.yaml:4: leafnodes.remotes[0].credentials: " + creds + " holds no user JWT"}},
-		{"deny list", "leafnodes:\n  remotes:\n    - url: nats://hub\n      deny_imports:\n        - ok.>\n        - bad.>.x", []string{`gw.yaml:6: leafnodes.remotes[0].deny_imports[1]: invalid subject "bad.>.x"`}},
-		{"deny subject", "leafnodes:\n  remotes:\n    - url: nats://hub\n      deny_exports: 'a..b'", []string{`gw.yaml:4: leafnodes.remotes[0].deny_exports: invalid subject "a..b"`}},
-		{"tls client cert without key", "leafnodes:\n  remotes:\n    - url: tls://hub\n      tls:\n        cert_file: c.pem", []string{"gw.yaml:4: leafnodes.remotes[0].tls.key_file: missing (cert_file is set)"}},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			c, err := Load(writeFile(t, dir, "gw.yaml", tc.src))
-			requireNoError(t, err)
-			c.SetDefaults(testEnv)
-			err = c.Validate()
-			requireErrorContains(t, err, tc.want...)
-			for _, secret := range []string{seed, "s3cret"} {
-				if strings.Contains(err.Error(), secret) {
-					t.Fatalf("error quotes a secret: %v", err)
-				}
-			}
-		})
-	}
-
-	// A relative nkey path is resolved against the file's directory, and
-	// nats-server's compression aliases are accepted.
-	c, err := Load(writeFile(t, dir, "gw.yaml", "leafnodes:\n  remotes:\n    - url: nats://hub\n      nkey: gw.nk\n      compression: false\n"))
-	requireNoError(t, err)
-	c.SetDefaults(testEnv)
-	requireNoError(t, c.Validate())
-}
-
-func TestRemoteTLSKeysAreClientSide(t *testing.T) {
-	_, err := Parse([]byte("leafnodes:\n  remotes:\n    - url: tls://hub\n      tls:\n        verify: true\n"))
-	requireErrorContains(t, err, `line 5: leafnodes.remotes[0].tls.verify: unknown key "verify" (known keys: ca_file, cert_file, key_file)`)
-}
-
-func TestRedactedHidesURLSecrets(t *testing.T) {
-	c := mustValidate(t, "leafnodes:\n  remotes:\n    - urls: [nats://leaf:s3cret@hub1, nats://t0ken@hub2]\n      url: nats://hub3\n")
-	r := c.Redacted().LeafNodes.Remotes[0]
-	requireEqual(t, r.URLs, StringList{"nats://leaf:[REDACTED]@hub1", "nats://[REDACTED]@hub2"})
-	requireEqual(t, r.URL, "nats://hub3")
-	requireEqual(t, c.LeafNodes.Remotes[0].URLs[0], "nats://leaf:s3cret@hub1") // original untouched
 }
 
 func TestAppReloadLeafRemotes(t *testing.T) {
@@ -336,4 +272,24 @@ func TestAppLameDuckClosesLinksFirst(t *testing.T) {
 	requireNoError(t, a.LameDuck(ctx))
 	requireEqual(t, a.node.Link(0).Status().State, leaf.StateClosed)
 	requireNoError(t, a.Shutdown(ctx)) // harmless afterwards
+}
+
+// The loop-prevention denies the leaf runtime adds to each remote's link,
+// from the uplinks and downlinks of a configuration (leaf/node composes
+// them; config.Config.LeafConfig has only the remote's own).
+func TestValidateLoopDenies(t *testing.T) {
+	const remote = "leafnodes: {remotes: [{url: 'nats://127.0.0.1:1'}]}\n"
+	// Hub and local subjects arrive only through the downlink (another
+	// site's cmd.site2.x never reaches a local cmd.> subscriber), and the
+	// local ones never go back up.
+	c := mustValidate(t, "server_name: gw.1\n"+remote+
+		"downlinks: [{name: cmds, stream: CMDS, filter_subjects: [cmd.site1.>], hub_subject_prefix: cmd.site1., local_subject_prefix: cmd.}]\n")
+	lc := linkConfig(t, c, 0)
+	requireEqual(t, lc.DenyImports, []string{"cmd.site1.>", "cmd.>"})
+	requireEqual(t, lc.DenyExports, []string{"cmd.>"})
+	// What uplinks capture reaches the hub only through them.
+	c = mustValidate(t, remote+"uplinks: [{name: tel, subjects: [telemetry.>], hub_subject_prefix: site1., max_msgs: 10, discard: new}]\n")
+	if got := linkConfig(t, c, 0).DenyExports; len(got) != 1 || got[0] != "telemetry.>" {
+		t.Fatalf("captured subjects not denied to plain routing: %q", got)
+	}
 }

@@ -414,7 +414,7 @@ func TestAppReloadLeafListen(t *testing.T) {
 func TestLeafListenConfig(t *testing.T) {
 	addr := func(src string) string {
 		t.Helper()
-		return mustValidate(t, src).leafListenAddr()
+		return mustValidate(t, src).LeafListenAddr()
 	}
 	requireEqual(t, addr("leafnodes: {listen: 7433}"), "0.0.0.0:7433")
 	requireEqual(t, addr("leafnodes: {listen: '127.0.0.1'}"), "127.0.0.1:7422")
@@ -423,8 +423,8 @@ func TestLeafListenConfig(t *testing.T) {
 
 	c := mustValidate(t, "accounts: {SITE: {}}\nleafnodes: {listen: 7422, compression: fast,"+
 		" authorization: {token: t0k, account: SITE, timeout: 1s}}")
-	ac, problems := c.leafAcceptConfig()
-	requireEqual(t, len(problems), 0)
+	ac, err := leafAcceptConfig(c)
+	requireNoError(t, err)
 	requireEqual(t, ac.Compression, leaf.CompressionS2Fast)
 	requireEqual(t, ac.Account, "SITE")
 	requireEqual(t, ac.AuthTimeout, time.Second)

@@ -9,32 +9,6 @@ import (
 	"testing"
 )
 
-// A listener given only a port follows the client listener's host; its
-// own host wins.
-func TestLeafListenFollowsTheClientHost(t *testing.T) {
-	cases := []struct {
-		name string
-		src  string
-		o    Overrides
-		want string
-	}{
-		{"--addr and --leaf-port", "", Overrides{Host: ptr("127.0.0.1"), LeafPort: ptr(7422)}, "127.0.0.1:7422"},
-		{"listen and a bare port", "listen: 10.1.2.3:4222\nleafnodes: {listen: 7000}\n", Overrides{}, "10.1.2.3:7000"},
-		{"ipv6 client host", "listen: '[::1]:4222'\nleafnodes: {listen: 7000}\n", Overrides{}, "[::1]:7000"},
-		{"default client host", "", Overrides{LeafPort: ptr(7422)}, "0.0.0.0:7422"},
-		{"own host wins", "leafnodes: {listen: '0.0.0.0:7000'}\n", Overrides{Host: ptr("127.0.0.1")}, "0.0.0.0:7000"},
-		{"own host, default port", "leafnodes: {listen: 192.168.1.1}\n", Overrides{Host: ptr("127.0.0.1")}, "192.168.1.1:7422"},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			c := mustParse(t, tc.src)
-			tc.o.Apply(c)
-			c.SetDefaults(testEnv)
-			requireEqual(t, c.leafListenAddr(), tc.want)
-		})
-	}
-}
-
 // leafbox run --addr 127.0.0.1 --leaf-port -1 accepts leafs on loopback
 // only (it listened on [::] before).
 func TestLeafPortListensOnTheClientHost(t *testing.T) {

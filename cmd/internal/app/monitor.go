@@ -4,6 +4,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/leafbox/leafbox/cmd/internal/config"
 	"github.com/leafbox/leafbox/core/monitor"
 	"github.com/leafbox/leafbox/core/server"
 	"github.com/leafbox/leafbox/leaf/clock"
@@ -40,14 +41,14 @@ type appMonitor struct {
 	*server.Server
 	node     *node.Node
 	js       *jetstream.Engine // nil when JetStream is off
-	jsConfig JetStreamConfig
+	jsConfig config.JetStreamConfig
 	clock    *clock.Clock // reported by ClockStatus (clock.go)
 	// publicKey is the gateway identity's public key, shown in /varz.
 	publicKey string
 	// health is the healthz block in force; probe checks the store
 	// directories (nil: none); now is the time degraded conditions are
 	// measured at (nil: time.Now). See health.go.
-	health *atomic.Pointer[HealthzConfig]
+	health *atomic.Pointer[config.HealthzConfig]
 	probe  *storeProbe
 	now    func() time.Time
 }

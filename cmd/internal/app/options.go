@@ -1,52 +1,52 @@
 package app
 
 import (
-	"crypto/tls"
-	"crypto/x509"
-	"errors"
-	"fmt"
-	"os"
+	"log/slog"
 	"time"
 
-	"github.com/leafbox/leafbox/core/auth"
+	"github.com/leafbox/leafbox/cmd/internal/config"
 	"github.com/leafbox/leafbox/core/server"
+	"github.com/leafbox/leafbox/leaf"
+	"github.com/leafbox/leafbox/leaf/outbox"
+	"github.com/leafbox/leafbox/store/jetstream"
 )
 
-// ServerOptions validates c (Validate, which includes the auth package's
-// own validation of the resulting auth.Config) and builds the broker's
-// options from it: auth configuration, TLS configuration and limits. Call SetDefaults first. The
-// returned options have no Logger; the App sets it.
-func (c *Config) ServerOptions() (server.Options, error) {
-	if err := c.Validate(); err != nil {
+// serverOptions validates cfg (config.Config.Validate, which includes the
+// auth package's own validation of the resulting auth.Config) and builds
+// the broker's options from it: auth configuration, TLS configuration and
+// limits. Call SetDefaults first. The returned options have no Logger;
+// the App sets it.
+func serverOptions(cfg *config.Config) (server.Options, error) {
+	if err := cfg.Validate(); err != nil {
 		return server.Options{}, err
 	}
 	opts := server.Options{
-		ServerName:          c.ServerName,
-		Host:                c.Listen.Host,
-		Port:                c.Port,
-		MaxPayload:          int32(c.MaxPayload),
-		MaxControlLine:      int32(c.MaxControlLine),
-		MaxPending:          int64(c.MaxPending),
-		MaxConnections:      c.MaxConnections,
-		MaxSubs:             c.MaxSubscriptions,
-		PingInterval:        time.Duration(c.PingInterval),
-		MaxPingsOut:         c.PingMax,
-		WriteDeadline:       time.Duration(c.WriteDeadline),
-		LameDuckDuration:    time.Duration(c.LameDuckDuration),
-		LameDuckGracePeriod: time.Duration(c.LameDuckGracePeriod),
-		Auth:                c.authConfig(),
+		ServerName:          cfg.ServerName,
+		Host:                cfg.Listen.Host,
+		Port:                cfg.Port,
+		MaxPayload:          int32(cfg.MaxPayload),
+		MaxControlLine:      int32(cfg.MaxControlLine),
+		MaxPending:          int64(cfg.MaxPending),
+		MaxConnections:      cfg.MaxConnections,
+		MaxSubs:             cfg.MaxSubscriptions,
+		PingInterval:        time.Duration(cfg.PingInterval),
+		MaxPingsOut:         cfg.PingMax,
+		WriteDeadline:       time.Duration(cfg.WriteDeadline),
+		LameDuckDuration:    time.Duration(cfg.LameDuckDuration),
+		LameDuckGracePeriod: time.Duration(cfg.LameDuckGracePeriod),
+		Auth:                cfg.Auth(),
 	}
-	if js := c.JetStream; js != nil && js.Enabled {
+	if js := cfg.JetStream; js != nil && js.Enabled {
 		opts.JetStream = true
 		opts.JetStreamDomain = js.Domain
 	}
-	if a := c.Authorization; a != nil {
+	if a := cfg.Authorization; a != nil {
 		opts.AuthTimeout = time.Duration(a.Timeout)
 	}
-	if t := c.TLS; t != nil {
-		tc, problems := c.buildTLS("tls", t, true)
-		if len(problems) > 0 {
-			return server.Options{}, newConfigError(problems)
+	if t := cfg.TLS; t != nil {
+		tc, err := cfg.ServerTLS("tls", t)
+		if err != nil {
+			return server.Options{}, err
 		}
 		opts.TLS = tc
 		opts.TLSRequired = true
@@ -57,113 +57,80 @@ func (c *Config) ServerOptions() (server.Options, error) {
 	return opts, nil
 }
 
-// authConfig converts authorization, accounts and no_auth_user; nil when
-// none is configured, which means no authentication.
-func (c *Config) authConfig() *auth.Config {
-	ac := &auth.Config{NoAuthUser: c.NoAuthUser}
-	if a := c.Authorization; a != nil {
-		ac.Token = a.Token
-		if a.User != "" {
-			ac.Users = append(ac.Users, auth.User{Name: a.User, Password: a.Password})
-		}
-		for _, u := range a.Users {
-			ac.Users = append(ac.Users, u.authUser())
-		}
+// jetStreamConfig is the JetStream engine's configuration: the jetstream
+// block, with the streams in the store directory's layout.
+func jetStreamConfig(cfg *config.Config, log *slog.Logger) jetstream.Config {
+	js := cfg.JetStream
+	return jetstream.Config{
+		StoreDir:     cfg.Layout().Streams(),
+		MaxMemory:    int64(js.MaxMemoryStore),
+		MaxStore:     int64(js.MaxFileStore),
+		Domain:       js.Domain,
+		SyncInterval: time.Duration(js.SyncInterval),
+		Logger:       log.With("subsystem", "jetstream"),
 	}
-	for _, name := range sortedKeys(c.Accounts) {
-		acc := auth.Account{Name: name}
-		for _, u := range c.Accounts[name].Users {
-			acc.Users = append(acc.Users, u.authUser())
-		}
-		ac.Accounts = append(ac.Accounts, acc)
-	}
-	if ac.Token == "" && len(ac.Users) == 0 && len(ac.Accounts) == 0 && ac.NoAuthUser == "" {
-		return nil
-	}
-	return ac
 }
 
-func (u UserConfig) authUser() auth.User {
-	au := auth.User{Name: u.User, Password: u.Password, Nkey: u.Nkey, Account: u.Account}
-	if p := u.Permissions; p != nil {
-		au.Permissions = &auth.Permissions{
-			Publish:   p.Publish.authPermission(),
-			Subscribe: p.Subscribe.authPermission(),
-		}
-		if r := p.AllowResponses; r != nil && r.Enabled {
-			au.Permissions.Response = &auth.ResponsePermission{MaxMsgs: r.Max, Expires: time.Duration(r.Expires)}
-		}
+// leafAcceptConfig builds the listener's configuration from cfg's
+// leafnodes block; the caller adds the server's id. cfg has been
+// validated, so the tls block's files load.
+func leafAcceptConfig(cfg *config.Config) (leaf.AcceptConfig, error) {
+	ln := cfg.LeafNodes
+	ac := leaf.AcceptConfig{
+		Addr:          cfg.LeafListenAddr(),
+		Auth:          cfg.LeafAuth(),
+		ServerName:    cfg.ServerName,
+		MaxPayload:    int64(cfg.MaxPayload),
+		PingInterval:  time.Duration(cfg.PingInterval),
+		MaxPingsOut:   cfg.PingMax,
+		WriteDeadline: time.Duration(cfg.WriteDeadline),
 	}
-	return au
-}
-
-func (p *SubjectPermission) authPermission() *auth.SubjectPermission {
-	if p == nil {
-		return nil
-	}
-	return &auth.SubjectPermission{Allow: append([]string(nil), p.Allow...), Deny: append([]string(nil), p.Deny...)}
-}
-
-// buildTLS loads the files of a tls block at path. serverSide requires a
-// certificate and applies verify as client-certificate verification; for a
-// client (a leafnode remote) the CA file verifies the hub instead.
-func (c *Config) buildTLS(path string, t *TLSConfig, serverSide bool) (*tls.Config, []*FieldError) {
-	var problems []*FieldError
-	bad := func(key string, err error) {
-		problems = append(problems, c.fieldErr(path+key, err))
-	}
-	tc := &tls.Config{MinVersion: tls.VersionTLS12}
-	switch {
-	case t.CertFile == "" && t.KeyFile == "" && serverSide:
-		bad(".cert_file", errors.New("missing: a server certificate is required"))
-	case t.CertFile == "" && t.KeyFile != "":
-		bad(".cert_file", errors.New("missing (key_file is set)"))
-	case t.CertFile != "" && t.KeyFile == "":
-		bad(".key_file", errors.New("missing (cert_file is set)"))
-	case t.CertFile != "":
-		certPEM, err := os.ReadFile(c.Path(t.CertFile))
-		if err != nil {
-			bad(".cert_file", err)
-		}
-		keyPEM, kerr := os.ReadFile(c.Path(t.KeyFile))
-		if kerr != nil {
-			bad(".key_file", kerr)
-		}
-		if err == nil && kerr == nil {
-			cert, err := tls.X509KeyPair(certPEM, keyPEM)
-			if err != nil {
-				bad("", fmt.Errorf("cert_file and key_file: %v", err))
-			}
-			tc.Certificates = []tls.Certificate{cert}
-		}
-	}
-	var pool *x509.CertPool
-	if t.CAFile != "" {
-		caPEM, err := os.ReadFile(c.Path(t.CAFile))
-		if err != nil {
-			bad(".ca_file", err)
-		} else {
-			pool = x509.NewCertPool()
-			if !pool.AppendCertsFromPEM(caPEM) {
-				bad(".ca_file", fmt.Errorf("no PEM certificates found in %s", t.CAFile))
-			}
-		}
-	}
-	if serverSide {
-		tc.ClientCAs = pool
-		if t.Verify {
-			// With no ca_file, client certificates are verified against the
-			// system roots, as in nats-server.
-			tc.ClientAuth = tls.RequireAndVerifyClientCert
-		}
+	if mode, err := leaf.NormalizeCompression(ln.Compression); err == nil {
+		ac.Compression = mode
 	} else {
-		tc.RootCAs = pool
+		ac.Compression = ln.Compression // Validate reports it
 	}
-	if t.Timeout < 0 {
-		bad(".timeout", errors.New("must not be negative"))
+	if la := ln.Authorization; la != nil {
+		ac.Account = la.Account
+		ac.AuthTimeout = time.Duration(la.Timeout)
 	}
-	if len(problems) > 0 {
-		return nil, problems
+	if js := cfg.JetStream; js != nil && js.Enabled {
+		ac.JetStream = true
+		ac.Domain = js.Domain
 	}
-	return tc, nil
+	if ln.TLS != nil {
+		tc, err := cfg.ServerTLS("leafnodes.tls", ln.TLS)
+		if err != nil {
+			return ac, err
+		}
+		ac.TLS = tc
+		if ln.TLS.Timeout > 0 && ac.AuthTimeout < time.Duration(ln.TLS.Timeout) {
+			ac.AuthTimeout = time.Duration(ln.TLS.Timeout)
+		}
+	}
+	return ac, nil
+}
+
+// outboxConfig is uplink u's outbox configuration, all that comes from
+// the file: naming, hub target, age limit, dead letters, scheduling and
+// the state file. The caller adds what the running gateway provides: the
+// server name, logger, clock, dead-letter store, shared scheduler and the
+// disk-low check.
+func outboxConfig(c *config.Config, u *config.UplinkConfig) outbox.Config {
+	oc := outbox.Config{
+		Name:            u.Name,
+		HubPrefix:       u.HubSubjectPrefix,
+		Stream:          u.Stream,
+		HubDomain:       u.HubDomain,
+		MaxAge:          time.Duration(u.MaxAge),
+		DeadLetterAfter: u.DeadLetterAfter,
+		Priority:        u.Priority,
+		MaxRate:         int64(u.MaxRate),
+		DailyBudget:     int64(u.DailyBudget),
+		StateFile:       c.OutboxStateFile(u),
+	}
+	if u.DrainJitter != nil {
+		oc.DrainJitter = time.Duration(*u.DrainJitter)
+	}
+	return oc
 }

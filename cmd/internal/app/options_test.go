@@ -43,7 +43,7 @@ accounts:
   B: {}
 jetstream: {domain: edge, store_dir: /tmp/js}
 `)
-	opts, err := c.ServerOptions()
+	opts, err := serverOptions(c)
 	requireNoError(t, err)
 	want := server.Options{
 		ServerName:          "gw",
@@ -83,7 +83,7 @@ jetstream: {domain: edge, store_dir: /tmp/js}
 }
 
 func TestServerOptionsWithoutAuth(t *testing.T) {
-	opts, err := mustValidate(t, "port: -1").ServerOptions()
+	opts, err := serverOptions(mustValidate(t, "port: -1"))
 	requireNoError(t, err)
 	if opts.Auth != nil {
 		t.Fatalf("want no auth config, got %+v", opts.Auth)
@@ -93,11 +93,11 @@ func TestServerOptionsWithoutAuth(t *testing.T) {
 }
 
 func TestServerOptionsSingleUserAndToken(t *testing.T) {
-	opts, err := mustValidate(t, "authorization: {user: u, password: p}").ServerOptions()
+	opts, err := serverOptions(mustValidate(t, "authorization: {user: u, password: p}"))
 	requireNoError(t, err)
 	requireEqual(t, opts.Auth.Users, []auth.User{{Name: "u", Password: "p"}})
 
-	opts, err = mustValidate(t, "authorization: {token: tok}").ServerOptions()
+	opts, err = serverOptions(mustValidate(t, "authorization: {token: tok}"))
 	requireNoError(t, err)
 	requireEqual(t, opts.Auth, &auth.Config{Token: "tok"})
 	requireEqual(t, opts.AuthTimeout, server.DefaultAuthTimeout)
@@ -119,7 +119,7 @@ tls:
 	c, err := Load(path)
 	requireNoError(t, err)
 	c.SetDefaults(testEnv)
-	opts, err := c.ServerOptions()
+	opts, err := serverOptions(c)
 	requireNoError(t, err)
 	if opts.TLS == nil {
 		t.Fatal("no TLS config")
@@ -151,19 +151,8 @@ func TestServerOptionsTLSBadFiles(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := mustParse(t, tc.src)
 			c.SetDefaults(testEnv)
-			_, err := c.ServerOptions()
+			_, err := serverOptions(c)
 			requireErrorContains(t, err, tc.want...)
 		})
-	}
-}
-
-func TestServerOptionsLeafTLSIsClientSide(t *testing.T) {
-	dir := t.TempDir()
-	cert, _ := writeCert(t, dir)
-	c := mustValidate(t, "leafnodes:\n  remotes:\n    - url: tls://hub:7422\n      tls: {ca_file: "+cert+"}\n")
-	tc, problems := c.buildTLS("leafnodes.remotes[0].tls", c.LeafNodes.Remotes[0].TLS.tlsConfig(), false)
-	requireEqual(t, len(problems), 0)
-	if tc.RootCAs == nil || tc.ClientAuth != tls.NoClientCert {
-		t.Fatalf("want RootCAs and no client auth, got %+v", tc)
 	}
 }

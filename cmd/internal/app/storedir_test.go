@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/nats-io/nats.go"
@@ -124,17 +123,4 @@ func TestBuildTakesTheStoreDir(t *testing.T) {
 	}
 	requireNoError(t, os.Remove(filepath.Join(root, "state", "clock.json")))
 	startConfig(t, loopbackConfig(t, src, Env{}), Flags{})
-}
-
-// TestValidateUplinkNameFitsItsStateFile: an uplink's name becomes part
-// of its state file's name, which must fit the 255 bytes of a file name.
-func TestValidateUplinkNameFitsItsStateFile(t *testing.T) {
-	const remote = "leafnodes: {remotes: [{url: 'nats://127.0.0.1:1'}]}\n"
-	uplink := func(name string) string {
-		return remote + "uplinks: [{name: " + name + ", subjects: [t.>], hub_subject_prefix: s.}]\n"
-	}
-	c := mustValidate(t, uplink(strings.Repeat("u", storedir.MaxUplinkNameLen)))
-	requireEqual(t, len(filepath.Base(c.outboxStateFile(&c.Uplinks[0]))+".tmp"), 255)
-	err := validateErr(t, uplink(strings.Repeat("u", storedir.MaxUplinkNameLen+1)))
-	requireErrorContains(t, err, "uplinks[0].name", "is too long: at most 233 bytes")
 }

@@ -12,15 +12,6 @@ import (
 	"github.com/leafbox/leafbox/leaf/leaftest"
 )
 
-func TestValidateRemotePing(t *testing.T) {
-	c := mustValidate(t, "leafnodes: {remotes: [{url: 'nats://127.0.0.1:1', ping_interval: 5s, max_pings_out: 3}]}\n")
-	lc := c.leafConfig(&c.LeafNodes.Remotes[0])
-	requireEqual(t, lc.PingInterval, 5*time.Second)
-	requireEqual(t, lc.MaxPingsOut, 3)
-	err := validateErr(t, "leafnodes: {remotes: [{url: 'nats://127.0.0.1:1', ping_interval: 1ms, max_pings_out: -1}]}\n")
-	requireErrorContains(t, err, "remotes[0].ping_interval: 1ms is too short", "remotes[0].max_pings_out: must not be negative")
-}
-
 // TestUplinkBlackholedLink runs an uplink through a fault proxy that stops
 // forwarding bytes while keeping the connection open, as a dead mobile
 // network does. With a short ping_interval the gateway notices, keeps

@@ -11,23 +11,6 @@ import (
 	"github.com/leafbox/leafbox/leaf/leaftest"
 )
 
-func TestValidateUplinkRemote(t *testing.T) {
-	const remotes = "leafnodes: {remotes: [{url: 'nats://127.0.0.1:1', name: cloud}, {url: 'nats://127.0.0.1:2', name: plant}]}\n"
-	c := mustValidate(t, remotes+
-		"uplinks: [{name: a, subjects: [a.>], hub_subject_prefix: s., remote: plant}, {name: b, subjects: [b.>], hub_subject_prefix: s.}]\n"+
-		"downlinks: [{name: d, stream: CMD, remote: plant, durable: gw1_d, local_subject_prefix: cmd.}]\n")
-	requireEqual(t, c.remoteIndex(c.Uplinks[0].Remote), 1)
-	requireEqual(t, c.remoteIndex(c.Uplinks[1].Remote), 0)
-	requireEqual(t, c.remoteIndex(c.Downlinks[0].Remote), 1)
-
-	err := validateErr(t, remotes+"uplinks: [{name: a, subjects: [a.>], hub_subject_prefix: s., remote: nowhere}]\n"+
-		"downlinks: [{name: d, stream: CMD, remote: elsewhere}]\n")
-	requireErrorContains(t, err, `uplinks[0].remote: no leafnodes remote is named "nowhere"`,
-		`downlinks[0].remote: no leafnodes remote is named "elsewhere"`)
-	err = validateErr(t, "leafnodes: {remotes: [{url: 'nats://127.0.0.1:1', name: x}, {url: 'nats://127.0.0.1:2', name: x}]}\n")
-	requireErrorContains(t, err, `leafnodes.remotes[1].name: "x" is used twice`)
-}
-
 // TestUplinkRemoteSelection runs a gateway linked to two independent hubs
 // with an uplink toward each: every message reaches the hub of its
 // uplink's remote, and only that one.

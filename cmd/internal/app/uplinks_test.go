@@ -15,22 +15,6 @@ import (
 	"github.com/leafbox/leafbox/leaf/leaftest"
 )
 
-func TestValidateUplinks(t *testing.T) {
-	const remote = "leafnodes: {remotes: [{url: 'nats://127.0.0.1:1'}]}\n"
-	c := mustValidate(t, remote+"uplinks: [{name: tel, subjects: [telemetry.>], hub_subject_prefix: site1., max_msgs: 10, discard: new}]\n")
-	if got := linkConfig(t, c, 0).DenyExports; len(got) != 1 || got[0] != "telemetry.>" {
-		t.Fatalf("captured subjects not denied to plain routing: %q", got)
-	}
-	requireEqual(t, c.outboxDir(&c.Uplinks[0]), "/home/test/.local/state/leafbox/outbox/tel")
-
-	_, err := Parse([]byte("uplinks:\n  - name: a\n    subjects: [x.>]\n    bogus: 1\n"))
-	requireErrorContains(t, err, `line 4: uplinks[0].bogus: unknown key "bogus"`)
-	err = validateErr(t, "uplinks:\n  - name: a.b\n    subjects: [x.>]\n    hub_subject_prefix: ''\n    discard: sometimes\n")
-	requireErrorContains(t, err, "need a leafnodes remote", "line 2: uplinks[0].name", "hub_subject_prefix", "discard")
-	err = validateErr(t, remote+"uplinks: [{name: a, subjects: ['>'], hub_subject_prefix: s.}]\n")
-	requireErrorContains(t, err, `hub subject "s.>" overlaps captured subject ">"`)
-}
-
 // TestUplinkStoreAndForward runs a gateway App with an uplink toward a real
 // nats-server hub with JetStream. Messages published while the hub is down
 // are accepted (durable once the publisher's PING is answered), delivered

@@ -14,26 +14,6 @@ import (
 	"github.com/leafbox/leafbox/leaf/node"
 )
 
-func TestValidateUplinkSchedule(t *testing.T) {
-	const remote = "leafnodes: {remotes: [{url: 'nats://127.0.0.1:1'}]}\n"
-	c := mustValidate(t, remote+"uplink_limits: {max_rate: 1MB, daily_budget: 2G}\n"+
-		"uplinks: [{name: a, subjects: [x.>], hub_subject_prefix: s., priority: 7, max_rate: 64KiB, daily_budget: 100MB}]\n")
-	u := c.Uplinks[0]
-	if u.Priority != 7 || u.MaxRate != 64<<10 || u.DailyBudget != 100<<20 || u.DrainJitter == nil ||
-		time.Duration(*u.DrainJitter) != DefaultDrainJitter || c.UplinkLimits.MaxRate != 1<<20 || c.UplinkLimits.DailyBudget != 2e9 {
-		t.Fatalf("uplink %+v limits %+v", u, c.UplinkLimits)
-	}
-	c = mustValidate(t, remote+"uplinks: [{name: a, subjects: [x.>], hub_subject_prefix: s., drain_jitter: 0s}]\n")
-	requireEqual(t, *c.Uplinks[0].DrainJitter, 0)
-	err := validateErr(t, remote+"uplink_limits: {max_rate: -1}\n"+
-		"uplinks: [{name: a, subjects: [x.>], hub_subject_prefix: s., priority: 1001, max_rate: -5, daily_budget: -1, drain_jitter: -1s}]\n")
-	requireErrorContains(t, err, "uplinks[0].priority: 1001 is out of range", "uplinks[0].max_rate: must not be negative",
-		"uplinks[0].daily_budget: must not be negative", "uplinks[0].drain_jitter: must not be negative",
-		"uplink_limits.max_rate: must not be negative")
-	err = validateErr(t, "uplink_limits: {daily_budget: 1MB}\n")
-	requireErrorContains(t, err, "uplink_limits: has no effect without uplinks")
-}
-
 // TestUplinkPriorityAndRateCap runs a gateway with two uplinks toward a
 // real nats-server hub: an alarms uplink of a higher priority and a bulk
 // telemetry uplink, both with a backlog built while the hub was down, and

@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/leafbox/leafbox/cmd/internal/app"
+	"github.com/leafbox/leafbox/cmd/internal/config"
 )
 
 func newConfigCmd() *cobra.Command {
@@ -36,7 +36,7 @@ an "ok" summary with where streams and outboxes will live and the
 JetStream limits.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, err := loadConfig(args[0], app.Overrides{})
+			cfg, err := loadConfig(args[0], config.Overrides{})
 			if err == nil {
 				err = cfg.Preflight() // what run would fail on later
 			}
@@ -83,7 +83,7 @@ with the same arguments would use it. Passwords and tokens are redacted.`,
 	return cmd
 }
 
-func printConfig(w io.Writer, file string, cfg *app.Config) error {
+func printConfig(w io.Writer, file string, cfg *config.Config) error {
 	if file == "" {
 		file = "the built-in default"
 	}
@@ -104,7 +104,7 @@ func printConfig(w io.Writer, file string, cfg *app.Config) error {
 
 // identityLine describes the gateway identity of cfg, or "" when it has
 // no store directory to keep one in.
-func identityLine(cfg *app.Config) string {
+func identityLine(cfg *config.Config) string {
 	if id := cfg.Identity(); id != nil {
 		return "identity: " + id.PublicKey() + " (" + id.Path() + ")"
 	}
@@ -115,7 +115,7 @@ func identityLine(cfg *app.Config) string {
 }
 
 // summary describes cfg in one line for config check.
-func summary(cfg *app.Config) string {
+func summary(cfg *config.Config) string {
 	var parts []string
 	parts = append(parts, "clients "+hostPort(cfg.Listen.Host, cfg.Port))
 	if p := *cfg.HTTPPort; p == 0 {

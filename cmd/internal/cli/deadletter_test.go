@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/leafbox/leafbox/cmd/internal/app"
+	"github.com/leafbox/leafbox/cmd/internal/config"
 	"github.com/leafbox/leafbox/core/monitor"
 	"github.com/leafbox/leafbox/leaf/leaftest"
 )
@@ -44,7 +45,7 @@ func TestUplinkDeadLettersRequeue(t *testing.T) {
 		"leafnodes: {remotes: [{url: '"+hub.LeafURL()+"'}]}\n"+
 		"uplinks: [{name: tel, subjects: [telemetry.>, other.>], hub_subject_prefix: site1., stream: SITE, hub_domain: hub,"+
 		" drain_jitter: 0s, dead_letter_after: 1}]\n")
-	cfg, err := loadConfig(conf, app.Overrides{})
+	cfg, err := loadConfig(conf, config.Overrides{})
 	if err != nil {
 		t.Fatal(err)
 	}

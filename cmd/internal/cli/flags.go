@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/leafbox/leafbox/cmd/internal/app"
+	"github.com/leafbox/leafbox/cmd/internal/config"
 )
 
 // configFlags are the flags that override the configuration file; run and
@@ -37,8 +37,8 @@ func (f *configFlags) register(fs *pflag.FlagSet) {
 }
 
 // overrides returns the values of the flags set on the command line.
-func (f *configFlags) overrides(fs *pflag.FlagSet) (app.Overrides, error) {
-	var o app.Overrides
+func (f *configFlags) overrides(fs *pflag.FlagSet) (config.Overrides, error) {
+	var o config.Overrides
 	if fs.Changed("addr") {
 		o.Host = &f.addr
 	}
@@ -73,16 +73,16 @@ func (f *configFlags) overrides(fs *pflag.FlagSet) (app.Overrides, error) {
 // loadConfig reads file (or the embedded default when file is ""), applies
 // the overrides, the defaults and the gateway identity, when it exists,
 // and validates the result.
-func loadConfig(file string, o app.Overrides) (*app.Config, error) {
-	cfg := app.Default()
+func loadConfig(file string, o config.Overrides) (*config.Config, error) {
+	cfg := config.Default()
 	if file != "" {
 		var err error
-		if cfg, err = app.Load(file); err != nil {
+		if cfg, err = config.Load(file); err != nil {
 			return nil, err
 		}
 	}
 	o.Apply(cfg)
-	cfg.SetDefaults(app.OSEnv())
+	cfg.SetDefaults(config.OSEnv())
 	// Read only: run generates a missing identity when it starts.
 	if _, err := cfg.ApplyIdentity(false); err != nil {
 		return nil, err

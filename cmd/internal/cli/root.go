@@ -12,7 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/leafbox/leafbox/cmd/internal/app"
+	"github.com/leafbox/leafbox/cmd/internal/config"
 )
 
 // Execute runs the leafbox command line with args (without the program
@@ -28,7 +28,7 @@ func Execute(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	var silent *exitError
-	var ce *app.ConfigError
+	var ce *config.Error
 	switch {
 	case errors.As(err, &silent):
 		return silent.code

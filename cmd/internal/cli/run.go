@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/leafbox/leafbox/cmd/internal/app"
+	"github.com/leafbox/leafbox/cmd/internal/config"
 )
 
 // shutdownTimeout bounds the drain on SIGTERM or SIGINT.
@@ -93,12 +94,12 @@ func run(cmd *cobra.Command, f *runFlags) error {
 	if err := a.Start(); err != nil {
 		return err
 	}
-	reload := func() (*app.Config, error) { return loadConfig(f.config, overrides) }
+	reload := func() (*config.Config, error) { return loadConfig(f.config, overrides) }
 	return serve(a, sigs, reload, logger)
 }
 
 // serve handles signals until the app has stopped.
-func serve(a *app.App, sigs <-chan os.Signal, reload func() (*app.Config, error), logger *slog.Logger) error {
+func serve(a *app.App, sigs <-chan os.Signal, reload func() (*config.Config, error), logger *slog.Logger) error {
 	lameCtx, cancelLame := context.WithCancel(context.Background())
 	defer cancelLame()
 	lameDone := make(chan error, 1)

@@ -1,4 +1,4 @@
-package app
+package config
 
 import (
 	"fmt"
@@ -271,4 +271,27 @@ func (s SyncInterval) MarshalYAML() (any, error) {
 		return "always", nil
 	}
 	return time.Duration(s).String(), nil
+}
+
+// boolOrMapping decodes a value written either as true/false or as a
+// mapping of F's fields. It returns the bool with a nil mapping, or the
+// mapping; any other form is a type error saying want.
+func boolOrMapping[F any](unmarshal func(any) error, want string) (bool, *F, error) {
+	var c nodeCapture
+	if err := unmarshal(&c); err != nil {
+		return false, nil, err
+	}
+	switch {
+	case c.node.Kind == yaml.ScalarNode && c.node.ShortTag() == "!!bool":
+		var on bool
+		err := unmarshal(&on)
+		return on, nil, err
+	case c.node.Kind == yaml.MappingNode:
+		var f F
+		if err := unmarshal(&f); err != nil {
+			return false, nil, err
+		}
+		return false, &f, nil
+	}
+	return false, nil, typeError(c.node, "%s", want)
 }

@@ -1,4 +1,4 @@
-package app
+package config
 
 import (
 	"errors"
@@ -120,7 +120,7 @@ func TestValidateReportsAllProblems(t *testing.T) {
 func TestValidateUnwrapsFileErrors(t *testing.T) {
 	err := validateErr(t, "tls: {cert_file: /nonexistent/c.pem, key_file: /nonexistent/k.pem}")
 	if !errors.Is(err, fs.ErrNotExist) {
-		t.Fatalf("want errors.Is(err, fs.ErrNotExist) through *ConfigError, got %v", err)
+		t.Fatalf("want errors.Is(err, fs.ErrNotExist) through *Error, got %v", err)
 	}
 }
 

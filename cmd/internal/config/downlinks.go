@@ -1,4 +1,4 @@
-package app
+package config
 
 import (
 	"fmt"
@@ -7,7 +7,6 @@ import (
 
 	"github.com/leafbox/leafbox/core/subject"
 	"github.com/leafbox/leafbox/leaf/downlink"
-	"github.com/leafbox/leafbox/leaf/node"
 	"github.com/leafbox/leafbox/store/jsapi"
 )
 
@@ -101,26 +100,26 @@ func (v *validator) downlinks() {
 	names, durables := map[string]bool{}, map[string]bool{}
 	for i, d := range c.Downlinks {
 		path := fmt.Sprintf("downlinks[%d]", i)
-		switch {
-		case !jsapi.ValidName(d.Name):
-			v.errf(path+".name", "%q is not a valid name: %v", d.Name, jsapi.CheckName(d.Name))
+		switch err := jsapi.CheckName(d.Name); {
+		case err != nil:
+			v.errf(path+".name", "%q is not a valid name: %v", d.Name, err)
 		case names[d.Name]:
 			v.errf(path+".name", "%q is used twice", d.Name)
 		}
 		names[d.Name] = true
-		if d.Remote != "" && c.remoteIndex(d.Remote) < 0 {
+		if d.Remote != "" && c.RemoteIndex(d.Remote) < 0 {
 			v.errf(path+".remote", "no leafnodes remote is named %q", d.Remote)
 		}
 		if err := jsapi.CheckName(d.Stream); err != nil {
 			v.errf(path+".stream", "%q is not a stream name: %v", d.Stream, err)
 		}
-		switch {
+		switch err := jsapi.CheckName(d.Durable); {
 		case d.Durable == "" && c.identityPath() == "":
 			v.errf(path+".durable", "is required without server_name or a store directory (for the gateway's identity): the hub keeps the position under this name")
 		case d.Durable == "":
 			// Derived from the identity's server name at start.
-		case !jsapi.ValidName(d.Durable):
-			v.errf(path+".durable", "%q is not a consumer name: %v", d.Durable, jsapi.CheckName(d.Durable))
+		case err != nil:
+			v.errf(path+".durable", "%q is not a consumer name: %v", d.Durable, err)
 		case durables[d.Stream+" "+d.Durable]:
 			v.errf(path+".durable", "%q on stream %q is used twice", d.Durable, d.Stream)
 		}
@@ -183,5 +182,5 @@ func (v *validator) downlinks() {
 
 // localSubjects returns the local subjects the downlink delivers on.
 func (d *DownlinkConfig) localSubjects() []string {
-	return node.LocalSubjects(d.FilterSubjects, d.HubSubjectPrefix, d.LocalSubjectPrefix)
+	return downlink.LocalSubjects(d.FilterSubjects, d.HubSubjectPrefix, d.LocalSubjectPrefix)
 }

@@ -1,4 +1,4 @@
-package app
+package config
 
 import (
 	"context"
@@ -8,7 +8,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -22,7 +21,7 @@ const resolveTimeout = 3 * time.Second
 // resolves, and the store directory, and the outboxes' directory, is a
 // writable directory or can be created. It finds what `leafbox run` would
 // otherwise fail on later with a less direct error. Call it after
-// Validate; config check and Build do. Problems come as a *ConfigError.
+// Validate; config check and Build do. Problems come as a *Error.
 func (c *Config) Preflight() error {
 	var problems []*FieldError
 	bad := func(path string, err error) { problems = append(problems, c.fieldErr(path, err)) }
@@ -35,7 +34,7 @@ func (c *Config) Preflight() error {
 		}
 		hosts = append(hosts, struct{ path, host string }{"leafnodes.listen", host})
 	}
-	if httpPort(c) == 0 {
+	if c.MonitorPort() == 0 {
 		hosts = append(hosts[:1], hosts[2:]...) // monitoring is off
 	}
 	checked := map[string]error{}
@@ -62,8 +61,8 @@ func (c *Config) Preflight() error {
 			bad("uplinks", fmt.Errorf("outbox directory: %w", err))
 		}
 	}
-	err := newConfigError(problems)
-	if ce, ok := err.(*ConfigError); ok {
+	err := newError(problems)
+	if ce, ok := err.(*Error); ok {
 		ce.File = c.file
 	}
 	return err
@@ -159,14 +158,4 @@ func unwrapPathError(err error) error {
 		return pe.Err
 	}
 	return err
-}
-
-// withPrefix returns err with "prefix: " in front, unless its message
-// already starts so: subsystems prefix their own errors, and wrapping
-// them again doubled the prefix ("jetstream: jetstream: ...").
-func withPrefix(prefix string, err error) error {
-	if err == nil || strings.HasPrefix(err.Error(), prefix+": ") {
-		return err
-	}
-	return fmt.Errorf("%s: %w", prefix, err)
 }

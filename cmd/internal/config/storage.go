@@ -1,4 +1,4 @@
-package app
+package config
 
 import (
 	"fmt"
@@ -183,13 +183,13 @@ func (c *Config) uplinkDiskReserve() int64 {
 	return reserve
 }
 
-// streamsDir is where JetStream keeps its file streams (LAYOUT:
+// StreamsDir is where JetStream keeps its file streams (LAYOUT:
 // <store_dir>/streams). It is the one place that names the path.
-func (c *Config) streamsDir() string { return c.layout().Streams() }
+func (c *Config) StreamsDir() string { return c.Layout().Streams() }
 
-// outboxesDir is where the uplinks keep their outboxes (LAYOUT:
+// OutboxesDir is where the uplinks keep their outboxes (LAYOUT:
 // <store_dir>/outbox). It is the one place that names the path.
-func (c *Config) outboxesDir() string { return c.layout().Outboxes() }
+func (c *Config) OutboxesDir() string { return c.Layout().Outboxes() }
 
 // setStorageDefaults fills max_memory_store and max_file_store from the
 // machine when JetStream is on and they are unset, and records how.
@@ -200,7 +200,7 @@ func (c *Config) setStorageDefaults(m Machine) {
 		return
 	}
 	reserve := c.uplinkDiskReserve()
-	l := defaultStorageLimits(m, c.streamsDir(), reserve)
+	l := defaultStorageLimits(m, c.StreamsDir(), reserve)
 	if js.MaxMemoryStore == 0 {
 		js.MaxMemoryStore = Size(l.maxMemory)
 		c.storageNotes = append(c.storageNotes, fmt.Sprintf("max_memory_store %s: default, %s", bytesText(l.maxMemory), l.memoryNote))
@@ -225,12 +225,12 @@ func (c *Config) setStorageDefaults(m Machine) {
 func (c *Config) StorageSummary() []string {
 	var lines []string
 	if js := c.JetStream; js != nil && js.Enabled {
-		lines = append(lines, "jetstream on: streams in "+c.streamsDir())
+		lines = append(lines, "jetstream on: streams in "+c.StreamsDir())
 	} else {
 		lines = append(lines, "jetstream off")
 	}
 	if len(c.Uplinks) > 0 {
-		lines = append(lines, "uplink outboxes in "+c.outboxesDir())
+		lines = append(lines, "uplink outboxes in "+c.OutboxesDir())
 	}
 	return append(lines, c.storageNotes...)
 }

@@ -1,4 +1,4 @@
-package app
+package config
 
 import (
 	"bytes"
@@ -51,8 +51,8 @@ func (e *FieldError) writeTail(b *strings.Builder) {
 // Unwrap returns the underlying error.
 func (e *FieldError) Unwrap() error { return e.Err }
 
-// ConfigError lists every problem found in a configuration, in file order.
-type ConfigError struct {
+// Error lists every problem found in a configuration, in file order.
+type Error struct {
 	// File is the configuration file's path; empty when parsed from bytes.
 	File string
 	// Problems are never empty.
@@ -60,7 +60,7 @@ type ConfigError struct {
 }
 
 // Error formats one problem per line, compiler style: "file:line: path: problem".
-func (e *ConfigError) Error() string {
+func (e *Error) Error() string {
 	var b strings.Builder
 	for i, p := range e.Problems {
 		if i > 0 {
@@ -80,7 +80,7 @@ func (e *ConfigError) Error() string {
 }
 
 // Unwrap returns the problems, so errors.Is and errors.As see through.
-func (e *ConfigError) Unwrap() []error {
+func (e *Error) Unwrap() []error {
 	errs := make([]error, len(e.Problems))
 	for i, p := range e.Problems {
 		errs[i] = p
@@ -88,7 +88,7 @@ func (e *ConfigError) Unwrap() []error {
 	return errs
 }
 
-func newConfigError(problems []*FieldError) error {
+func newError(problems []*FieldError) error {
 	if len(problems) == 0 {
 		return nil
 	}
@@ -99,7 +99,7 @@ func newConfigError(problems []*FieldError) error {
 		}
 		return li < lj
 	})
-	return &ConfigError{Problems: problems}
+	return &Error{Problems: problems}
 }
 
 // posIndex records where each key path appears in the source.
@@ -186,7 +186,7 @@ var (
 )
 
 // Parse parses a YAML configuration. Every problem is reported at once in
-// a *ConfigError; keys the Config does not know are errors.
+// a *Error; keys the Config does not know are errors.
 func Parse(data []byte) (*Config, error) {
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
@@ -210,16 +210,16 @@ func Parse(data []byte) (*Config, error) {
 		for _, msg := range te.Errors {
 			problems = append(problems, typeProblem(ix, msg))
 		}
-		return nil, newConfigError(problems)
+		return nil, newError(problems)
 	default:
 		var extra yaml.Node
 		if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
-			return nil, newConfigError([]*FieldError{{Line: extra.Line, Err: errors.New("only one YAML document is allowed")}})
+			return nil, newError([]*FieldError{{Line: extra.Line, Err: errors.New("only one YAML document is allowed")}})
 		}
 	}
 	c.index = ix
 	if problems := c.normalize(); len(problems) > 0 {
-		return nil, newConfigError(problems)
+		return nil, newError(problems)
 	}
 	return c, nil
 }
@@ -227,9 +227,9 @@ func Parse(data []byte) (*Config, error) {
 func syntaxError(err error) error {
 	if m := syntaxErrRE.FindStringSubmatch(err.Error()); m != nil {
 		line, _ := strconv.Atoi(m[1])
-		return newConfigError([]*FieldError{{Line: line, Err: errors.New(m[2])}})
+		return newError([]*FieldError{{Line: line, Err: errors.New(m[2])}})
 	}
-	return newConfigError([]*FieldError{{Err: errors.New(strings.TrimPrefix(err.Error(), "yaml: "))}})
+	return newError([]*FieldError{{Err: errors.New(strings.TrimPrefix(err.Error(), "yaml: "))}})
 }
 
 // typeProblem turns one of yaml's "line N: ..." messages into a FieldError

@@ -1,4 +1,4 @@
-package app
+package config
 
 import (
 	"errors"
@@ -15,7 +15,7 @@ import (
 // uplinks' state directory, else the JetStream store directory; "" when
 // there is neither, and the gateway has no stable identity.
 func (c *Config) identityPath() string {
-	l := c.layout()
+	l := c.Layout()
 	if l.Root == "" {
 		return ""
 	}
@@ -61,14 +61,14 @@ func (c *Config) ApplyIdentity(create bool) (*identity.Identity, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.adoptIdentity(id)
+	c.AdoptIdentity(id)
 	return id, nil
 }
 
-// adoptIdentity records id as the gateway's identity and, unless
+// AdoptIdentity records id as the gateway's identity and, unless
 // server_name is configured, derives server_name and the downlinks'
 // default durables from it.
-func (c *Config) adoptIdentity(id *identity.Identity) {
+func (c *Config) AdoptIdentity(id *identity.Identity) {
 	if id == nil || c.identity != nil {
 		return
 	}
