@@ -135,7 +135,8 @@ func TestCaptureFixesTheID(t *testing.T) {
 
 // TestCaptureHeaderAllocatesOnce: the header Capture stores (the
 // publisher's, with a Nats-Msg-Id added) is built in one allocation, with
-// or without a header from the publisher, and none when it has an id.
+// or without a header from the publisher, and none when it has an id or
+// when the buffer it is built in has room (Capture's pooled buffers).
 func TestCaptureHeaderAllocatesOnce(t *testing.T) {
 	ob := newOutbox(t, newMem(t, store.Config{}), newFakeHub(false), Config{})
 	for _, tc := range []struct {
@@ -147,8 +148,12 @@ func TestCaptureHeaderAllocatesOnce(t *testing.T) {
 		{"NATS/1.0\r\nNats-Msg-Id: 7\r\n\r\n", 0},
 	} {
 		hdr := []byte(tc.hdr)
-		if n := testing.AllocsPerRun(100, func() { _ = ob.captureHeader(hdr) }); n != tc.allocs {
+		if n := testing.AllocsPerRun(100, func() { _, _ = ob.captureHeader(nil, hdr) }); n != tc.allocs {
 			t.Errorf("captureHeader(%q): %v allocations, want %v", tc.hdr, n, tc.allocs)
+		}
+		room := make([]byte, 0, 256)
+		if n := testing.AllocsPerRun(100, func() { _, _ = ob.captureHeader(room, hdr) }); n != 0 {
+			t.Errorf("captureHeader(%q) into a buffer with room: %v allocations, want 0", tc.hdr, n)
 		}
 	}
 }

@@ -290,6 +290,8 @@ type Outbox struct {
 	slot  *slot
 	meter meter // drain rate, watchdog and hub sequences
 
+	names subjectNames // captured subjects, so a repeated one costs no allocation
+
 	newMsg  chan struct{} // signalled by Capture
 	ackSig  chan struct{} // signalled by HandleReply
 	ackMu   sync.Mutex
@@ -431,41 +433,6 @@ func (o *Outbox) InboxPrefix() string { return o.inbox }
 // HubSubject returns the subject a captured message is sent to the hub
 // on.
 func (o *Outbox) HubSubject(subject string) string { return o.cfg.HubPrefix + subject }
-
-// Capture stores a message (copying the slices) and returns once the
-// stream holds it, durably when the stream syncs before returning. It
-// stores the message with its Nats-Msg-Id (IDPrefix and a number), unless
-// the publisher gave one, and with Config.Clock its capture stamp. A
-// message the stream refuses is counted as dropped and the error
-// returned.
-func (o *Outbox) Capture(subject string, hdr, data []byte) error {
-	o.captured.Add(1)
-	hdr = o.captureHeader(hdr)
-	if o.cfg.DiskLow != nil && o.cfg.DiskLow() {
-		o.dropOldest()
-	}
-	seq, _, err := o.stream.Store(subject, hdr, data, 0)
-	if err != nil {
-		switch {
-		case errors.Is(err, store.ErrStoreFull):
-			o.storeFull.Add(1)
-		case errors.Is(err, store.ErrMaxMsgs) || errors.Is(err, store.ErrMaxBytes):
-			o.rejected.Add(1)
-		default:
-			o.storeErrors.Add(1)
-		}
-		o.rs.SetError(fmt.Errorf("outbox: capture %s: %w", subject, err))
-		return err
-	}
-	o.stored.Add(1)
-	if o.syncer != nil {
-		raise(&o.written, seq) // durable after the next Sync
-	} else {
-		raise(&o.durable, seq)
-	}
-	runstate.Signal(o.newMsg)
-	return nil
-}
 
 // dropOldest removes the backlog's oldest message to make room on a disk
 // running low (Config.DiskLow). A message the forwarder has in flight may
@@ -1036,30 +1003,6 @@ func truncate(b []byte) string {
 		return string(b[:64]) + "…"
 	}
 	return string(b)
-}
-
-// captureHeader returns hdr with what Capture stores with a message: a
-// Nats-Msg-Id unless hdr has one, and with Config.Clock the capture stamp
-// unless hdr has one. The added fields are built on the stack and the new
-// block takes one allocation; hdr is only read.
-func (o *Outbox) captureHeader(hdr []byte) []byte {
-	addID := !proto.HasHeaderFold(hdr, HeaderMsgID)
-	addStamp := o.cfg.Clock != nil && !hasStamp(hdr)
-	if !addID && !addStamp {
-		return hdr
-	}
-	var room [192]byte // the stamp, the number and the framing, with a short id base
-	add := room[:0]
-	if addID {
-		add = append(add, HeaderMsgID+": "...)
-		add = append(add, o.idBase...)
-		add = strconv.AppendUint(add, o.ids.Add(1), 10)
-		add = append(add, "\r\n"...)
-	}
-	if addStamp {
-		add = appendStamp(add, o.cfg.Clock.Stamp())
-	}
-	return proto.AppendHeaderFields(nil, hdr, add)
 }
 
 // header returns hdr as published toward the hub: with Nats-Msg-Id added

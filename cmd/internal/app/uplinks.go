@@ -265,9 +265,9 @@ func startForwarder(cfg *Config, u *UplinkConfig, srv *server.Server, account st
 			break
 		}
 		// Runs on the publisher's read goroutine, before its next PING
-		// is answered (syncCaptures).
+		// is answered (syncCaptures); CaptureBytes allocates at most once.
 		_, err = conn.Subscribe(s, "", func(m server.Msg) {
-			_ = f.ob.Capture(string(m.Subject), m.Header, m.Data)
+			_ = f.ob.CaptureBytes(m.Subject, m.Header, m.Data)
 		})
 	}
 	if err == nil {
