@@ -3,10 +3,8 @@ package outbox
 import (
 	"errors"
 	"fmt"
-	"maps"
 	"strconv"
 	"sync"
-	"sync/atomic"
 
 	"github.com/leafbox/leafbox/core/proto"
 	"github.com/leafbox/leafbox/leaf/internal/runstate"
@@ -26,11 +24,11 @@ func (o *Outbox) Capture(subject string, hdr, data []byte) error {
 // CaptureBytes is Capture for a subject given as bytes, as the broker
 // hands a message to a subscriber; all three slices are borrowed for the
 // call. It runs on the publisher's read goroutine, so it is budgeted: a
-// subject captured before (one of the first maxSubjectNames distinct ones)
+// subject captured before (one of the first subject.MaxNames distinct ones)
 // costs no allocation, and the header Capture stores is built in a pooled
 // buffer.
 func (o *Outbox) CaptureBytes(subject, hdr, data []byte) error {
-	return o.capture(o.names.name(subject), hdr, data)
+	return o.capture(o.names.Name(subject), hdr, data)
 }
 
 func (o *Outbox) capture(subject string, hdr, data []byte) error {
@@ -97,43 +95,4 @@ func (o *Outbox) captureHeader(dst, hdr []byte) (out []byte, built bool) {
 		add = appendStamp(add, o.cfg.Clock.Stamp())
 	}
 	return proto.AppendHeaderFields(dst, hdr, add), true
-}
-
-// maxSubjectNames bounds the subjects an Outbox remembers as strings: a
-// gateway captures a few sensors' subjects again and again, and a subject
-// beyond the first maxSubjectNames distinct ones costs one allocation
-// each time.
-const maxSubjectNames = 1024
-
-// subjectNames turns captured subjects into strings, allocating each one
-// once. Readers take no lock: the map is replaced, never changed, so a
-// lookup reads a map no one writes. mu serializes the writers; it is held
-// alone (see the lock order in doc.go).
-type subjectNames struct {
-	names atomic.Pointer[map[string]string]
-	mu    sync.Mutex
-}
-
-// name returns subject as a string, from the remembered ones when it is
-// one of them.
-func (n *subjectNames) name(subject []byte) string {
-	if m := n.names.Load(); m != nil {
-		if s, ok := (*m)[string(subject)]; ok {
-			return s
-		}
-	}
-	s := string(subject)
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	old := n.names.Load()
-	if old != nil && len(*old) >= maxSubjectNames {
-		return s
-	}
-	m := map[string]string{}
-	if old != nil {
-		m = maps.Clone(*old)
-	}
-	m[s] = s
-	n.names.Store(&m)
-	return s
 }

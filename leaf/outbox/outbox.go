@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/leafbox/leafbox/core/proto"
+	"github.com/leafbox/leafbox/core/subject"
 	"github.com/leafbox/leafbox/leaf/internal/runstate"
 	"github.com/leafbox/leafbox/store"
 	"github.com/leafbox/leafbox/store/jsapi"
@@ -290,7 +291,7 @@ type Outbox struct {
 	slot  *slot
 	meter meter // drain rate, watchdog and hub sequences
 
-	names subjectNames // captured subjects, so a repeated one costs no allocation
+	names subject.Names // captured subjects, so a repeated one costs no allocation
 
 	newMsg  chan struct{} // signalled by Capture
 	ackSig  chan struct{} // signalled by HandleReply
