@@ -62,6 +62,7 @@ func (o *Outbox) capture(subject string, hdr, data []byte) error {
 		raise(&o.durable, seq)
 	}
 	runstate.Signal(o.newMsg)
+	o.rs.Changed()
 	return nil
 }
 

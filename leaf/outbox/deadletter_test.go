@@ -103,7 +103,7 @@ func newDLOutbox(t *testing.T, hub Hub, cfg Config) (*Outbox, store.Stream, stor
 // in order.
 func TestPermanentRefusalDeadLetters(t *testing.T) {
 	hub := newFakeHub(true)
-	ob, s, dl := newDLOutbox(t, hub, Config{Stream: "S", Window: 1, DeadLetterAfter: 2})
+	ob, _, dl := newDLOutbox(t, hub, Config{Stream: "S", Window: 1, DeadLetterAfter: 2})
 	capture(t, ob, 3, 0)
 	requireNoError(t, ob.Start(context.Background()))
 	ack(ob, hub.next(t), "S") // telemetry.0
@@ -119,7 +119,7 @@ func TestPermanentRefusalDeadLetters(t *testing.T) {
 		t.Fatalf("after the dead letter: sent %q, want telemetry.2", p.subject)
 	}
 	ack(ob, p, "S")
-	eventually(t, "backlog drained", func() bool { return s.State().Msgs == 0 })
+	waitStatus(t, ob, "backlog drained", func(st Status) bool { return st.BacklogMsgs == 0 })
 	st := ob.Status()
 	if st.Acked != 2 || st.DeadLettered != 1 || st.DeadLetterMsgs != 1 || st.Refusals != 2 ||
 		st.Dropped[DropRejectedByHub] != 1 || st.Dropped[DropLimits] != 0 {
@@ -156,7 +156,7 @@ func TestPermanentRefusalDeadLetters(t *testing.T) {
 // often, and nothing is dead-lettered.
 func TestTransientErrorsNotDeadLettered(t *testing.T) {
 	hub := newFakeHub(true)
-	ob, s, dl := newDLOutbox(t, hub, Config{Stream: "S", Window: 1, DeadLetterAfter: 1, AckTimeout: 20 * time.Millisecond})
+	ob, _, dl := newDLOutbox(t, hub, Config{Stream: "S", Window: 1, DeadLetterAfter: 1, AckTimeout: 20 * time.Millisecond})
 	capture(t, ob, 2, 0)
 	requireNoError(t, ob.Start(context.Background()))
 	errAck(ob, hub.next(t), 503, 10008, "JetStream system temporarily unavailable")
@@ -169,7 +169,7 @@ func TestTransientErrorsNotDeadLettered(t *testing.T) {
 	}
 	ack(ob, p, "S")
 	ack(ob, hub.next(t), "S")
-	eventually(t, "backlog drained", func() bool { return s.State().Msgs == 0 })
+	waitStatus(t, ob, "backlog drained", func(st Status) bool { return st.BacklogMsgs == 0 })
 	if st := ob.Status(); st.DeadLettered != 0 || dl.State().Msgs != 0 || st.Refusals != 0 || st.Acked != 2 {
 		t.Fatalf("status %+v", st)
 	}
@@ -203,7 +203,7 @@ func TestPublishRefusalDeadLetters(t *testing.T) {
 		t.Fatalf("sent %q", p.subject)
 	}
 	ack(ob, p, "S")
-	eventually(t, "dead-lettered", func() bool { return ob.Status().DeadLettered == 1 })
+	waitStatus(t, ob, "dead-lettered", func(st Status) bool { return st.DeadLettered == 1 })
 	list, err := ob.DeadLetters(0, 0)
 	requireNoError(t, err)
 	if len(list) != 1 || list[0].Reason != ReasonTooLarge || list[0].Refusals != DefaultDeadLetterAfter {
@@ -246,7 +246,7 @@ func TestNoStreamConfirmedByLookup(t *testing.T) {
 		capture(t, ob, 2, 0)
 		requireNoError(t, ob.Start(context.Background()))
 		ack(ob, hub.next(t), "S")
-		eventually(t, "dead-lettered", func() bool { return ob.Status().DeadLettered == 1 })
+		waitStatus(t, ob, "dead-lettered", func(st Status) bool { return st.DeadLettered == 1 })
 		if q := <-hub.lookups; q != `{"subject":"telemetry.0"}` {
 			t.Fatalf("lookup %s", q)
 		}
@@ -284,7 +284,7 @@ func TestNoStreamConfirmedByLookup(t *testing.T) {
 // after a resend stays an ordinary ack.
 func TestUnexpectedDuplicate(t *testing.T) {
 	hub := newFakeHub(true)
-	ob, s, _ := newDLOutbox(t, hub, Config{Stream: "S", Window: 1, AckTimeout: 30 * time.Millisecond})
+	ob, _, _ := newDLOutbox(t, hub, Config{Stream: "S", Window: 1, AckTimeout: 30 * time.Millisecond})
 	capture(t, ob, 2, 0)
 	requireNoError(t, ob.Start(context.Background()))
 	p := hub.next(t) // telemetry.0, first send
@@ -300,7 +300,7 @@ func TestUnexpectedDuplicate(t *testing.T) {
 		t.Fatalf("resent %q", p.subject)
 	}
 	ackSeq(ob, p, "S", 8, true)
-	eventually(t, "backlog drained", func() bool { return s.State().Msgs == 0 })
+	waitStatus(t, ob, "backlog drained", func(st Status) bool { return st.BacklogMsgs == 0 })
 	st := ob.Status()
 	if st.HubDuplicatesUnexpected != 1 || st.Acked != 1 || st.DeadLettered != 1 {
 		t.Fatalf("status %+v", st)
@@ -323,7 +323,7 @@ func TestUnexpectedDuplicate(t *testing.T) {
 		t.Fatalf("requeued message still carries %s: %q", HeaderDeadReason, p.hdr)
 	}
 	ackSeq(ob, p, "S", 9, false)
-	eventually(t, "requeued message acked", func() bool { return ob.Status().Acked == 2 })
+	waitStatus(t, ob, "requeued message acked", func(st Status) bool { return st.Acked == 2 })
 	if st := ob.Status(); st.Requeued != 1 || st.DeadLetterMsgs != 0 || st.Dropped[DropLimits] != 0 {
 		t.Fatalf("status after requeue %+v", st)
 	}
@@ -338,7 +338,7 @@ func TestRequeueKeepsOriginalID(t *testing.T) {
 	capture(t, ob, 1, 0)
 	requireNoError(t, ob.Start(context.Background()))
 	errAck(ob, hub.next(t), 400, 10060, "expected stream does not match")
-	eventually(t, "dead-lettered", func() bool { return ob.Status().DeadLettered == 1 })
+	waitStatus(t, ob, "dead-lettered", func(st Status) bool { return st.DeadLettered == 1 })
 	if _, err := ob.Requeue([]uint64{99}); err == nil {
 		t.Fatal("requeue of an unknown sequence succeeded")
 	}
@@ -354,7 +354,7 @@ func TestRequeueKeepsOriginalID(t *testing.T) {
 		t.Fatalf("header %q", p.hdr)
 	}
 	ack(ob, p, "S")
-	eventually(t, "acked", func() bool { return ob.Status().Acked == 1 })
+	waitStatus(t, ob, "acked", func(st Status) bool { return st.Acked == 1 })
 }
 
 // TestMissingPubAckConfirmedByLookup: a message the hub receives (a
@@ -378,7 +378,7 @@ func TestMissingPubAckConfirmedByLookup(t *testing.T) {
 		t.Fatalf("after the dead letter: sent %q", p.subject)
 	}
 	ack(ob, p, "S")
-	eventually(t, "acked", func() bool { return ob.Status().Acked == 1 })
+	waitStatus(t, ob, "acked", func(st Status) bool { return st.Acked == 1 })
 	if st := ob.Status(); st.DeadLettered != 1 {
 		t.Fatalf("status %+v", st)
 	}
@@ -396,7 +396,7 @@ func TestDeadLetterLimitsCounted(t *testing.T) {
 	for range 2 {
 		errAck(ob, hub.next(t), 400, 10060, "expected stream does not match")
 	}
-	eventually(t, "both dead-lettered", func() bool { return ob.Status().DeadLettered == 2 })
+	waitStatus(t, ob, "both dead-lettered", func(st Status) bool { return st.DeadLettered == 2 })
 	if st := ob.Status(); st.DeadLetterMsgs != 1 || st.Dropped[DropDeadLetterLimits] != 1 || st.Dropped[DropLimits] != 0 {
 		t.Fatalf("status %+v", st)
 	}

@@ -93,8 +93,7 @@ func TestDiskFull(t *testing.T) {
 	// Disk full, hub up: what is stored reaches the hub, but removing it
 	// needs space, so the forwarder retries and keeps it.
 	close(hub.open)
-	eventually(t, "the forwarder retries", func() bool {
-		st := ob.Status()
+	waitStatus(t, ob, "the forwarder retries", func(st Status) bool {
 		return st.Retries >= 2 && strings.Contains(st.LastError, "remove")
 	})
 	if st := ob.Status(); st.BacklogMsgs != limit || st.Acked != 0 {
@@ -104,11 +103,11 @@ func TestDiskFull(t *testing.T) {
 	// Space returns: the retried round removes the backlog; capture and
 	// forward as usual.
 	full.Store(false)
-	eventually(t, "the backlog drains", func() bool { return ob.Status().BacklogMsgs == 0 })
+	waitStatus(t, ob, "the backlog drains", func(st Status) bool { return st.BacklogMsgs == 0 })
 	if n := capture(450, 500); n != 0 {
 		t.Fatalf("%d captures failed after space returned", n)
 	}
-	eventually(t, "the outbox drains", func() bool { return ob.Status().BacklogMsgs == 0 })
+	waitStatus(t, ob, "the outbox drains", func(st Status) bool { return st.BacklogMsgs == 0 })
 	got := hub.perProducer(t, 1)[0]
 	var want []int
 	for i := 100; i < 500; i++ {
@@ -155,7 +154,7 @@ func TestDiskLowDropsOldest(t *testing.T) {
 		t.Fatalf("after 5 captures on a low disk: backlog %d, dropped %v", st.BacklogMsgs, st.Dropped)
 	}
 	close(hub.open)
-	eventually(t, "the outbox drains", func() bool { return s.State().Msgs == 0 })
+	waitStatus(t, ob, "the outbox drains", func(st Status) bool { return st.BacklogMsgs == 0 })
 	var want []int
 	for i := 5; i < 20; i++ {
 		want = append(want, i)

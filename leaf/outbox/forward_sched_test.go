@@ -68,7 +68,7 @@ func TestStreamResetDetected(t *testing.T) {
 	ackSeq(ob, hub.next(t), "S", 10, false)
 	ackSeq(ob, hub.next(t), "S", 11, false)
 	ackSeq(ob, hub.next(t), "S", 5, true) // duplicate: an earlier copy's sequence
-	eventually(t, "3 acked", func() bool { return ob.Status().Acked == 3 })
+	waitStatus(t, ob, "3 acked", func(st Status) bool { return st.Acked == 3 })
 	if st := ob.Status(); st.StreamResets != 0 || st.HubStream != "S" || st.HubSeq != 11 {
 		t.Fatalf("status %+v", st)
 	}
@@ -85,7 +85,7 @@ func TestStreamResetDetected(t *testing.T) {
 	requireNoError(t, ob.Start(context.Background()))
 	ackSeq(ob, hub.next(t), "S", 1, false)
 	ackSeq(ob, hub.next(t), "S", 2, false)
-	eventually(t, "2 acked", func() bool { return ob.Status().Acked == 2 })
+	waitStatus(t, ob, "2 acked", func(st Status) bool { return st.Acked == 2 })
 	if st := ob.Status(); st.StreamResets != 1 || st.HubSeq != 2 || st.BacklogMsgs != 0 {
 		t.Fatalf("status after the reset: %+v", st)
 	}

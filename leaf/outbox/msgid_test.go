@@ -52,7 +52,7 @@ func TestIDsUniqueAcrossOutboxLifetimes(t *testing.T) {
 	drain := func() {
 		t.Helper()
 		requireNoError(t, ob.Start(context.Background()))
-		eventually(t, "the outbox drains", func() bool { return s.State().Msgs == 0 && ob.Status().InFlight == 0 })
+		waitStatus(t, ob, "the outbox drains", func(st Status) bool { return st.BacklogMsgs == 0 && st.InFlight == 0 })
 	}
 	hubHolds := func(want int) {
 		t.Helper()
@@ -78,7 +78,7 @@ func TestIDsUniqueAcrossOutboxLifetimes(t *testing.T) {
 	open()
 	drain()
 	publish(5)
-	eventually(t, "10 acked", func() bool { return ob.Status().Acked == 10 })
+	waitStatus(t, ob, "10 acked", func(st Status) bool { return st.Acked == 10 })
 	stop()
 	hubHolds(10)
 

@@ -564,6 +564,17 @@ func (o *Outbox) Close() error {
 	return o.meter.save(o.cfg.StateFile, true)
 }
 
+// Wait returns nil once cond holds for the outbox's Status, or ctx's
+// error when ctx ends first. cond gets a fresh Status at once and after
+// every change the outbox makes to what it reports: captures, publishes,
+// acks, refusals, dead letters, requeues, expiry, and the forwarder's
+// state and last error. The fields that move with time alone (OldestAge,
+// the drain rate, ETA) and the scheduler's Waiting are read as they are
+// at those moments; a condition on them alone is not woken.
+func (o *Outbox) Wait(ctx context.Context, cond func(Status) bool) error {
+	return o.rs.Wait(ctx, func() bool { return cond(o.Status()) })
+}
+
 // Status returns a snapshot of the counters.
 func (o *Outbox) Status() Status {
 	st := o.stream.State()
@@ -698,6 +709,7 @@ func (o *Outbox) round(ctx context.Context) (progress bool, err error) {
 	apply := func() error {
 		n, err := o.processReplies(pending)
 		o.inFlight.Store(int64(len(pending)))
+		o.rs.Changed()
 		if n > 0 {
 			progress = true
 		}
@@ -773,6 +785,7 @@ func (o *Outbox) round(ctx context.Context) (progress bool, err error) {
 			pending[m.Seq] = sentMsg{size: size, first: first}
 			order = append(order, inflight{seq: m.Seq, deadline: time.Now().Add(o.cfg.AckTimeout)})
 			o.inFlight.Store(int64(len(pending)))
+			o.rs.Changed()
 		}
 		o.sched.idle(o.slot) // nothing more to send until an ack or a capture
 		select {
@@ -818,6 +831,7 @@ func (o *Outbox) round(ctx context.Context) (progress bool, err error) {
 			delete(pending, head.seq)
 			order = order[1:]
 			o.inFlight.Store(int64(len(pending)))
+			o.rs.Changed()
 			progress = true
 		}
 	}

@@ -119,15 +119,14 @@ func capture(t *testing.T, ob *Outbox, n, from int) {
 	}
 }
 
-// eventually waits for cond, failing after waitTimeout.
-func eventually(t *testing.T, what string, cond func() bool) {
+// waitStatus waits until cond holds for ob's Status (Outbox.Wait),
+// failing after waitTimeout.
+func waitStatus(t *testing.T, ob *Outbox, what string, cond func(Status) bool) {
 	t.Helper()
-	deadline := time.Now().Add(waitTimeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
+	ctx, cancel := context.WithTimeout(t.Context(), waitTimeout)
+	defer cancel()
+	if err := ob.Wait(ctx, cond); err != nil {
+		t.Fatalf("waiting for %s: %v; status %+v", what, err, ob.Status())
 	}
 }
 
@@ -156,7 +155,7 @@ func TestForwardInOrderWithinWindow(t *testing.T) {
 	}
 	// The window is full: nothing more until a PubAck, and nothing is
 	// removed before its PubAck.
-	eventually(t, "8 in flight", func() bool { return ob.Status().InFlight == 8 })
+	waitStatus(t, ob, "8 in flight", func(st Status) bool { return st.InFlight == 8 })
 	hub.requireNone(t)
 	if got := s.State().Msgs; got != 20 {
 		t.Fatalf("stream holds %d, want 20 before any ack", got)
@@ -177,7 +176,7 @@ func TestForwardInOrderWithinWindow(t *testing.T) {
 		}
 		ack(ob, p, "HUB")
 	}
-	eventually(t, "empty outbox", func() bool { return s.State().Msgs == 0 })
+	waitStatus(t, ob, "empty outbox", func(st Status) bool { return st.BacklogMsgs == 0 })
 	st := ob.Status()
 	if st.Captured != 20 || st.Stored != 20 || st.Acked != 20 || st.Forwarded != 20 || len(st.Dropped) != 0 {
 		t.Fatalf("status %+v", st)
@@ -206,7 +205,7 @@ func TestRetryAfterErrorAck(t *testing.T) {
 	// A late PubAck of the failed round still removes its message.
 	ack(ob, p3, "S")
 	ack(ob, r1, "S")
-	eventually(t, "empty outbox", func() bool { return s.State().Msgs == 0 })
+	waitStatus(t, ob, "empty outbox", func(st Status) bool { return st.BacklogMsgs == 0 })
 	st := ob.Status()
 	if st.Retries != 1 || st.Acked != 3 || !strings.Contains(st.LastError, "resource limits") {
 		t.Fatalf("status %+v", st)
@@ -229,7 +228,7 @@ func TestRetryAfterAckTimeoutAndPublishError(t *testing.T) {
 		t.Fatalf("stream holds %d, want 1 before any ack", got)
 	}
 	ack(ob, again, "S")
-	eventually(t, "empty outbox", func() bool { return s.State().Msgs == 0 })
+	waitStatus(t, ob, "empty outbox", func(st Status) bool { return st.BacklogMsgs == 0 })
 	if st := ob.Status(); st.Retries < 2 {
 		t.Fatalf("retries %d, want ≥ 2", st.Retries)
 	}
@@ -247,7 +246,7 @@ func TestWrongStreamKeepsMessage(t *testing.T) {
 		t.Fatalf("stream holds %d, want the message kept", got)
 	}
 	ack(ob, again, "HUB")
-	eventually(t, "empty outbox", func() bool { return s.State().Msgs == 0 })
+	waitStatus(t, ob, "empty outbox", func(st Status) bool { return st.BacklogMsgs == 0 })
 	if st := ob.Status(); st.WrongStream != 1 || st.Acked != 1 {
 		t.Fatalf("status %+v", st)
 	}
@@ -268,7 +267,7 @@ func TestResumeAfterReopen(t *testing.T) {
 	for range 4 {
 		ack(ob, hub.next(t), "S")
 	}
-	eventually(t, "4 acked", func() bool { return ob.Status().Acked == 4 })
+	waitStatus(t, ob, "4 acked", func(st Status) bool { return st.Acked == 4 })
 	requireNoError(t, ob.Close())
 	requireNoError(t, s.Close())
 
@@ -290,7 +289,7 @@ func TestResumeAfterReopen(t *testing.T) {
 		}
 		ack(ob, p, "S")
 	}
-	eventually(t, "empty outbox", func() bool { return s.State().Msgs == 0 })
+	waitStatus(t, ob, "empty outbox", func(st Status) bool { return st.BacklogMsgs == 0 })
 	// New captures get ids of the new epoch.
 	capture(t, ob, 1, 10)
 	if p := hub.next(t); string(p.hdr) != "NATS/1.0\r\nNats-Msg-Id: "+ob.IDPrefix()+"1\r\n\r\n" {

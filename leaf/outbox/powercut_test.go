@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leafbox/leafbox/leaf/internal/runstate"
 	"github.com/leafbox/leafbox/store"
 	"github.com/leafbox/leafbox/store/filestore"
 	"github.com/leafbox/leafbox/store/vfs"
@@ -32,6 +33,8 @@ type crashFS struct {
 	// syncHook, when set, runs before (before true) and after every
 	// File.Sync; an error before skips the sync and is returned.
 	syncHook func(before bool) error
+	// writeHook, when set, runs after every File.Write and WriteAt.
+	writeHook func()
 }
 
 func (c *crashFS) crash() {
@@ -107,11 +110,17 @@ func (f *crashFile) ReadAt(p []byte, off int64) (n int, err error) {
 
 func (f *crashFile) Write(p []byte) (n int, err error) {
 	err = f.fs.do(func() error { n, err = f.f.Write(p); return err })
+	if f.fs.writeHook != nil {
+		f.fs.writeHook()
+	}
 	return n, err
 }
 
 func (f *crashFile) WriteAt(p []byte, off int64) (n int, err error) {
 	err = f.fs.do(func() error { n, err = f.f.WriteAt(p, off); return err })
+	if f.fs.writeHook != nil {
+		f.fs.writeHook()
+	}
 	return n, err
 }
 
@@ -138,10 +147,11 @@ func (f *crashFile) Stat() (fs.FileInfo, error) {
 // acknowledges every publish at once. It outlives the gateway's crashes,
 // as a real hub does.
 type dedupHub struct {
-	mu     sync.Mutex
-	ob     *Outbox
-	ids    map[string]bool
-	stored []sent
+	mu      sync.Mutex
+	ob      *Outbox
+	ids     map[string]bool
+	stored  []sent
+	changes runstate.Changes // notified when stored grows
 }
 
 func newDedupHub() *dedupHub { return &dedupHub{ids: map[string]bool{}} }
@@ -170,8 +180,20 @@ func (h *dedupHub) Publish(subject, reply string, hdr, data []byte) error {
 	ob := h.ob
 	seq := len(h.stored)
 	h.mu.Unlock()
+	h.changes.Notify()
 	ob.HandleReply(reply, fmt.Appendf(nil, `{"stream":"S","seq":%d,"duplicate":%v}`, seq, dup))
 	return nil
+}
+
+// waitStored waits until the hub has stored n messages, failing after
+// waitTimeout.
+func (h *dedupHub) waitStored(t *testing.T, n int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), waitTimeout)
+	defer cancel()
+	if err := h.changes.Wait(ctx, func() bool { h.mu.Lock(); defer h.mu.Unlock(); return len(h.stored) == n }); err != nil {
+		t.Fatalf("waiting for the hub to store %d: %v", n, err)
+	}
 }
 
 // perProducer returns the payloads the hub stored for each producer
@@ -263,7 +285,7 @@ func TestPowerCutKeepsAcceptedMessages(t *testing.T) {
 						}
 					})
 				}
-				eventually(t, fmt.Sprintf("%d captures", cutAt), func() bool { return total.Load() >= cutAt })
+				waitStatus(t, ob, fmt.Sprintf("%d captures", cutAt), func(st Status) bool { return st.Stored >= uint64(cutAt) })
 				cfs.crash()
 				wg.Wait()
 				_ = ob.Close()
@@ -288,7 +310,7 @@ func TestPowerCutKeepsAcceptedMessages(t *testing.T) {
 					}
 				}
 				requireNoError(t, ob.Sync())
-				eventually(t, "the outbox drains", func() bool { return s.State().Msgs == 0 })
+				waitStatus(t, ob, "the outbox drains", func(st Status) bool { return st.BacklogMsgs == 0 })
 
 				got := hub.perProducer(t, producers)
 				for k := range producers {
@@ -349,6 +371,13 @@ func TestForwardsOnlyDurableMessages(t *testing.T) {
 		}
 		return nil
 	}}
+	// aWritten hears of the writes made while B's fsync runs: A's record.
+	aWritten := make(chan struct{}, 16)
+	cfs.writeHook = func() {
+		if armed.Load() && syncs.Load() == 1 {
+			aWritten <- struct{}{}
+		}
+	}
 	fsys := vfs.FS(cfs)
 	open := func(fsys vfs.FS) *filestore.Stream {
 		s, err := filestore.Open(fsys, "outbox/tel", filestore.Config{Config: store.Config{Name: "tel"}})
@@ -360,14 +389,21 @@ func TestForwardsOnlyDurableMessages(t *testing.T) {
 	ob, err := New(s, hub, Config{Name: "tel", ServerName: "gw"})
 	requireNoError(t, err)
 	requireNoError(t, ob.Start(context.Background()))
-	eventually(t, "the forwarder waits for messages", func() bool { return ob.Status().State == StateForwarding })
+	waitStatus(t, ob, "the forwarder waits for messages", func(st Status) bool { return st.State == StateForwarding })
 
 	armed.Store(true)
 	doneB, doneA := make(chan error, 1), make(chan error, 1)
 	go func() { doneB <- ob.Capture("telemetry.b", nil, []byte("B")) }()
 	<-entered[0] // B written, its fsync running
 	go func() { doneA <- ob.Capture("telemetry.a", nil, []byte("A")) }()
-	eventually(t, "A is written", func() bool { return s.State().LastSeq == 2 })
+	select {
+	case <-aWritten: // A's record is written, under the stream's lock
+	case <-time.After(waitTimeout):
+		t.Fatal("A is not written while B's fsync runs")
+	}
+	if last := s.State().LastSeq; last != 2 { // State waits for A's Store to let go of the lock
+		t.Fatalf("last sequence %d once A is written, want 2", last)
+	}
 	close(release[0]) // B is durable: its Capture returns and wakes the forwarder
 	requireNoError(t, <-doneB)
 	<-entered[1] // A's fsync is running
@@ -432,7 +468,7 @@ func TestDeferredSyncForwardsOnlySynced(t *testing.T) {
 	for i := range 5 {
 		requireNoError(t, ob.Capture("telemetry.p0", nil, []byte(strconv.Itoa(i))))
 	}
-	eventually(t, "the hub stores 5", func() bool { hub.mu.Lock(); defer hub.mu.Unlock(); return len(hub.stored) == 5 })
+	hub.waitStored(t, 5)
 	cfs.crash()
 	_ = ob.Close()
 	_ = s.Close()
@@ -447,7 +483,7 @@ func TestDeferredSyncForwardsOnlySynced(t *testing.T) {
 	for i := 5; i < 10; i++ {
 		requireNoError(t, ob.Capture("telemetry.p0", nil, []byte(strconv.Itoa(i))))
 	}
-	eventually(t, "the outbox drains", func() bool { return s.State().Msgs == 0 })
+	waitStatus(t, ob, "the outbox drains", func(st Status) bool { return st.BacklogMsgs == 0 })
 	if got := fmt.Sprint(hub.perProducer(t, 1)[0]); got != "[0 1 2 3 4 5 6 7 8 9]" {
 		t.Fatalf("hub holds %s, want 0 to 9 once each", got)
 	}
