@@ -43,7 +43,7 @@ func TestCrashDuringPublishStorm(t *testing.T) {
 	for m := range batch.Messages() {
 		mustNoErr(t, m.DoubleAck(ctx))
 	}
-	waitStateFlushed(t, env.eng, "S", "D")
+	flushState(t, env.eng, "S", "D")
 
 	// The storm: async publishes; acks are recorded as they arrive.
 	var (
@@ -132,23 +132,9 @@ func TestCrashDuringPublishStorm(t *testing.T) {
 	mustEqual(t, meta.Sequence.Stream, uint64(11))
 }
 
-// waitStateFlushed waits until the consumer's state reached its store.
-func waitStateFlushed(t *testing.T, e *Engine, stream, consumer string) {
+// flushState writes the consumer's state to its store before returning,
+// as a double-ack does.
+func flushState(t *testing.T, e *Engine, stream, consumer string) {
 	t.Helper()
-	c := e.lookup(stream).lookupConsumer(consumer)
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		c.mu.Lock()
-		dirty := c.stateDirty
-		c.mu.Unlock()
-		if !dirty {
-			// One more pump step writes what the last step snapshotted.
-			c.kick()
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("consumer state not flushed")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	e.lookup(stream).lookupConsumer(consumer).flushStateNow()
 }

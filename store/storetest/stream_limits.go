@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"maps"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/leafbox/leafbox/store"
@@ -143,87 +144,100 @@ func testMaxMsgSize(t *testing.T, open OpenStream) {
 	requireCounts(t, s, counts{Msgs: 1, First: 1, Last: 1})
 }
 
-// MaxAge expires messages, not before their age is reached.
+// MaxAge expires messages, not before their age is reached. This case
+// and the other age and TTL cases run in a synctest bubble: the stream
+// runs on the bubble's clock.
 func testMaxAge(t *testing.T, open OpenStream) {
-	const age = 200 * time.Millisecond
-	s := open(t, store.Config{MaxAge: age})
-	stored := time.Now()
-	mustStoreN(t, s, "a", "b")
-	// Unless this goroutine stalled for MaxAge, nothing has expired yet.
-	if st := s.State(); time.Since(stored) < age && st.Msgs != 2 {
-		t.Fatalf("%d messages right after storing 2, before MaxAge", st.Msgs)
-	}
-	waitFor(t, expiryTimeout, "MaxAge expiry", func() bool { return s.State().Msgs == 0 })
-	if elapsed := time.Since(stored); elapsed < age {
-		t.Fatalf("messages expired after %v, before MaxAge %v", elapsed, age)
-	}
-	st := s.State()
-	requireCounts(t, s, counts{Msgs: 0, First: 3, Last: 2})
-	requireEqual(t, st.Bytes, 0, "bytes")
-	requireEqual(t, st.NumSubjects, 0, "subjects")
+	synctest.Test(t, func(t *testing.T) {
+		const age = 200 * time.Millisecond
+		s := open(t, store.Config{MaxAge: age})
+		stored := time.Now()
+		mustStoreN(t, s, "a", "b")
+		requireExpiry(t, stored, age, "MaxAge expiry", func() bool { return s.State().Msgs == 0 })
+		st := s.State()
+		requireCounts(t, s, counts{Msgs: 0, First: 3, Last: 2})
+		requireEqual(t, st.Bytes, 0, "bytes")
+		requireEqual(t, st.NumSubjects, 0, "subjects")
+	})
 }
 
 // Expiry is a removal like any other: sequences continue, and a later
 // message outlives an earlier one.
 func testMaxAgeSequencesContinue(t *testing.T, open OpenStream) {
-	s := open(t, store.Config{MaxAge: 50 * time.Millisecond})
-	mustStore(t, s, "a", nil, nil)
-	waitFor(t, expiryTimeout, "first expiry", func() bool { return s.State().Msgs == 0 })
-	requireEqual(t, mustStore(t, s, "a", nil, nil), 2, "sequence after expiry")
-	waitFor(t, expiryTimeout, "second expiry", func() bool { return s.State().Msgs == 0 })
-	requireCounts(t, s, counts{Msgs: 0, First: 3, Last: 2})
+	synctest.Test(t, func(t *testing.T) {
+		const age = 50 * time.Millisecond
+		s := open(t, store.Config{MaxAge: age})
+		stored := time.Now()
+		mustStore(t, s, "a", nil, nil)
+		requireExpiry(t, stored, age, "first expiry", func() bool { return s.State().Msgs == 0 })
+		stored = time.Now()
+		requireEqual(t, mustStore(t, s, "a", nil, nil), 2, "sequence after expiry")
+		requireExpiry(t, stored, age, "second expiry", func() bool { return s.State().Msgs == 0 })
+		requireCounts(t, s, counts{Msgs: 0, First: 3, Last: 2})
+	})
 }
 
 // With AllowMsgTTL, a message with a TTL expires after it; others stay.
 func testTTL(t *testing.T, open OpenStream) {
-	const ttl = 100 * time.Millisecond
-	s := open(t, store.Config{AllowMsgTTL: true})
-	stored := time.Now()
-	_, _, err := s.Store("a", nil, []byte("short"), int64(ttl))
-	requireNoError(t, err, "Store with TTL")
-	mustStore(t, s, "b", nil, []byte("forever"))
-	_, _, err = s.Store("c", nil, []byte("long"), int64(time.Hour))
-	requireNoError(t, err, "Store with a long TTL")
-	waitFor(t, expiryTimeout, "TTL expiry", func() bool { return s.State().Msgs == 2 })
-	if elapsed := time.Since(stored); elapsed < ttl {
-		t.Fatalf("message expired after %v, before its TTL %v", elapsed, ttl)
-	}
-	requireSeqs(t, s, "", 2, 3)
-	requireCounts(t, s, counts{Msgs: 2, First: 2, Last: 3})
+	synctest.Test(t, func(t *testing.T) {
+		const ttl = 100 * time.Millisecond
+		s := open(t, store.Config{AllowMsgTTL: true})
+		stored := time.Now()
+		_, _, err := s.Store("a", nil, []byte("short"), int64(ttl))
+		requireNoError(t, err, "Store with TTL")
+		mustStore(t, s, "b", nil, []byte("forever"))
+		_, _, err = s.Store("c", nil, []byte("long"), int64(time.Hour))
+		requireNoError(t, err, "Store with a long TTL")
+		requireExpiry(t, stored, ttl, "TTL expiry", func() bool { return s.State().Msgs == 2 })
+		requireSeqs(t, s, "", 2, 3)
+		requireCounts(t, s, counts{Msgs: 2, First: 2, Last: 3})
+	})
 }
 
 // Without AllowMsgTTL the ttl argument is ignored. The control stream,
 // which allows TTLs, shows when the message would have expired.
 func testTTLNeedsAllow(t *testing.T, open OpenStream) {
-	const ttl = int64(20 * time.Millisecond)
-	s := open(t, store.Config{})
-	control := open(t, store.Config{AllowMsgTTL: true})
-	_, _, err := s.Store("a", nil, nil, ttl)
-	requireNoError(t, err, "Store with TTL")
-	_, _, err = control.Store("a", nil, nil, ttl)
-	requireNoError(t, err, "Store with TTL on the control stream")
-	waitFor(t, expiryTimeout, "control expiry", func() bool { return control.State().Msgs == 0 })
-	requireCounts(t, s, counts{Msgs: 1, First: 1, Last: 1})
+	synctest.Test(t, func(t *testing.T) {
+		const ttl = 20 * time.Millisecond
+		s := open(t, store.Config{})
+		control := open(t, store.Config{AllowMsgTTL: true})
+		stored := time.Now()
+		_, _, err := s.Store("a", nil, nil, int64(ttl))
+		requireNoError(t, err, "Store with TTL")
+		_, _, err = control.Store("a", nil, nil, int64(ttl))
+		requireNoError(t, err, "Store with TTL on the control stream")
+		requireExpiry(t, stored, ttl, "control expiry", func() bool { return control.State().Msgs == 0 })
+		requireCounts(t, s, counts{Msgs: 1, First: 1, Last: 1})
+	})
 }
 
 // MaxAge still expires a message whose TTL is longer.
 func testTTLMaxAgeStillApplies(t *testing.T, open OpenStream) {
-	s := open(t, store.Config{AllowMsgTTL: true, MaxAge: 50 * time.Millisecond})
-	_, _, err := s.Store("a", nil, nil, int64(time.Hour))
-	requireNoError(t, err, "Store with TTL")
-	waitFor(t, expiryTimeout, "MaxAge expiry", func() bool { return s.State().Msgs == 0 })
+	synctest.Test(t, func(t *testing.T) {
+		const age = 50 * time.Millisecond
+		s := open(t, store.Config{AllowMsgTTL: true, MaxAge: age})
+		stored := time.Now()
+		_, _, err := s.Store("a", nil, nil, int64(time.Hour))
+		requireNoError(t, err, "Store with TTL")
+		requireExpiry(t, stored, age, "MaxAge expiry", func() bool { return s.State().Msgs == 0 })
+	})
 }
 
 // With AllowMsgTTL, a negative TTL means "never": MaxAge does not expire the
 // message (nats-server's "Nats-TTL: never").
 func testTTLNever(t *testing.T, open OpenStream) {
-	s := open(t, store.Config{AllowMsgTTL: true, MaxAge: 50 * time.Millisecond})
-	_, _, err := s.Store("keep", nil, nil, -1)
-	requireNoError(t, err, "Store with TTL never")
-	mustStoreN(t, s, "a", "b")
-	waitFor(t, expiryTimeout, "MaxAge expiry", func() bool { return s.State().Msgs == 1 })
-	requireSeqs(t, s, "", 1)
-	requireEqual(t, mustStore(t, s, "c", nil, nil), 4, "next sequence")
-	waitFor(t, expiryTimeout, "MaxAge expiry", func() bool { return s.State().Msgs == 1 })
-	requireSeqs(t, s, "", 1)
+	synctest.Test(t, func(t *testing.T) {
+		const age = 50 * time.Millisecond
+		s := open(t, store.Config{AllowMsgTTL: true, MaxAge: age})
+		stored := time.Now()
+		_, _, err := s.Store("keep", nil, nil, -1)
+		requireNoError(t, err, "Store with TTL never")
+		mustStoreN(t, s, "a", "b")
+		requireExpiry(t, stored, age, "MaxAge expiry", func() bool { return s.State().Msgs == 1 })
+		requireSeqs(t, s, "", 1)
+		stored = time.Now()
+		requireEqual(t, mustStore(t, s, "c", nil, nil), 4, "next sequence")
+		requireExpiry(t, stored, age, "MaxAge expiry", func() bool { return s.State().Msgs == 1 })
+		requireSeqs(t, s, "", 1)
+	})
 }

@@ -3,6 +3,7 @@ package storetest
 import (
 	"fmt"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/leafbox/leafbox/store"
@@ -71,15 +72,19 @@ func testUpdateDiscardNewKeeps(t *testing.T, open OpenStream) {
 
 // Adding MaxAge expires the messages already older than it.
 func testUpdateMaxAge(t *testing.T, open OpenStream) {
-	s := open(t, store.Config{})
-	mustStoreN(t, s, "a", "b")
-	requireNoError(t, s.UpdateConfig(store.Config{MaxAge: 20 * time.Millisecond}), "UpdateConfig")
-	waitFor(t, expiryTimeout, "MaxAge expiry after UpdateConfig", func() bool { return s.State().Msgs == 0 })
-	requireCounts(t, s, counts{Msgs: 0, First: 3, Last: 2})
-	// And removing it again keeps new messages.
-	requireNoError(t, s.UpdateConfig(store.Config{}), "UpdateConfig")
-	mustStore(t, s, "c", nil, nil)
-	requireCounts(t, s, counts{Msgs: 1, First: 3, Last: 3})
+	synctest.Test(t, func(t *testing.T) { // the stream runs on the bubble's clock
+		const age = 20 * time.Millisecond
+		s := open(t, store.Config{})
+		stored := time.Now()
+		mustStoreN(t, s, "a", "b")
+		requireNoError(t, s.UpdateConfig(store.Config{MaxAge: age}), "UpdateConfig")
+		requireExpiry(t, stored, age, "MaxAge expiry after UpdateConfig", func() bool { return s.State().Msgs == 0 })
+		requireCounts(t, s, counts{Msgs: 0, First: 3, Last: 2})
+		// And removing it again keeps new messages.
+		requireNoError(t, s.UpdateConfig(store.Config{}), "UpdateConfig")
+		mustStore(t, s, "c", nil, nil)
+		requireCounts(t, s, counts{Msgs: 1, First: 3, Last: 3})
+	})
 }
 
 // UpdateConfig rejects impossible values with ErrInvalidConfig and keeps the
