@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leafbox/leafbox/core/require"
 	"github.com/leafbox/leafbox/store"
 	"github.com/leafbox/leafbox/store/jsapi"
 )
@@ -105,7 +106,7 @@ func TestPermanentRefusalDeadLetters(t *testing.T) {
 	hub := newFakeHub(true)
 	ob, _, dl := newDLOutbox(t, hub, Config{Stream: "S", Window: 1, DeadLetterAfter: 2})
 	capture(t, ob, 3, 0)
-	requireNoError(t, ob.Start(context.Background()))
+	require.NoError(t, ob.Start(context.Background()))
 	ack(ob, hub.next(t), "S") // telemetry.0
 	for range 2 {
 		p := hub.next(t)
@@ -130,7 +131,7 @@ func TestPermanentRefusalDeadLetters(t *testing.T) {
 	}
 	var sm store.Msg
 	m, err := dl.LoadNext("", 0, &sm)
-	requireNoError(t, err)
+	require.NoError(t, err)
 	if m.Subject != "telemetry.1" || string(m.Data) != "m1" {
 		t.Fatalf("dead letter %q %q", m.Subject, m.Data)
 	}
@@ -145,7 +146,7 @@ func TestPermanentRefusalDeadLetters(t *testing.T) {
 		t.Errorf("%s: %q", HeaderDeadError, v)
 	}
 	list, err := ob.DeadLetters(0, 0)
-	requireNoError(t, err)
+	require.NoError(t, err)
 	if len(list) != 1 || list[0].OutboxSeq != 2 || list[0].Reason != ReasonWrongStream || list[0].Time.IsZero() || list[0].MsgID != ob.IDPrefix()+"2" {
 		t.Fatalf("list %+v", list)
 	}
@@ -158,7 +159,7 @@ func TestTransientErrorsNotDeadLettered(t *testing.T) {
 	hub := newFakeHub(true)
 	ob, _, dl := newDLOutbox(t, hub, Config{Stream: "S", Window: 1, DeadLetterAfter: 1, AckTimeout: 20 * time.Millisecond})
 	capture(t, ob, 2, 0)
-	requireNoError(t, ob.Start(context.Background()))
+	require.NoError(t, ob.Start(context.Background()))
 	errAck(ob, hub.next(t), 503, 10008, "JetStream system temporarily unavailable")
 	errAck(ob, hub.next(t), 503, 10077, "maximum messages exceeded")
 	hub.next(t) // no PubAck: times out
@@ -197,7 +198,7 @@ func TestPublishRefusalDeadLetters(t *testing.T) {
 		err: Refused(ReasonTooLarge, errors.New("leaf: message exceeds the hub's max_payload"))}
 	ob, _, _ := newDLOutbox(t, hub, Config{})
 	capture(t, ob, 2, 0)
-	requireNoError(t, ob.Start(context.Background()))
+	require.NoError(t, ob.Start(context.Background()))
 	p := hub.next(t)
 	if p.subject != "telemetry.1" {
 		t.Fatalf("sent %q", p.subject)
@@ -205,7 +206,7 @@ func TestPublishRefusalDeadLetters(t *testing.T) {
 	ack(ob, p, "S")
 	waitStatus(t, ob, "dead-lettered", func(st Status) bool { return st.DeadLettered == 1 })
 	list, err := ob.DeadLetters(0, 0)
-	requireNoError(t, err)
+	require.NoError(t, err)
 	if len(list) != 1 || list[0].Reason != ReasonTooLarge || list[0].Refusals != DefaultDeadLetterAfter {
 		t.Fatalf("list %+v", list)
 	}
@@ -244,14 +245,14 @@ func TestNoStreamConfirmedByLookup(t *testing.T) {
 		ob, _, _ := newDLOutbox(t, hub, Config{HubDomain: "hub"})
 		hub.ob = ob
 		capture(t, ob, 2, 0)
-		requireNoError(t, ob.Start(context.Background()))
+		require.NoError(t, ob.Start(context.Background()))
 		ack(ob, hub.next(t), "S")
 		waitStatus(t, ob, "dead-lettered", func(st Status) bool { return st.DeadLettered == 1 })
 		if q := <-hub.lookups; q != `{"subject":"telemetry.0"}` {
 			t.Fatalf("lookup %s", q)
 		}
 		list, err := ob.DeadLetters(0, 0)
-		requireNoError(t, err)
+		require.NoError(t, err)
 		if len(list) != 1 || list[0].Reason != ReasonNoStream || list[0].Subject != "telemetry.0" {
 			t.Fatalf("list %+v", list)
 		}
@@ -266,7 +267,7 @@ func TestNoStreamConfirmedByLookup(t *testing.T) {
 			ob, _, _ := newDLOutbox(t, hub, Config{HubDomain: "hub", DeadLetterAfter: 1})
 			hub.ob = ob
 			capture(t, ob, 2, 0)
-			requireNoError(t, ob.Start(context.Background()))
+			require.NoError(t, ob.Start(context.Background()))
 			for range 2 {
 				<-hub.lookups
 			}
@@ -286,7 +287,7 @@ func TestUnexpectedDuplicate(t *testing.T) {
 	hub := newFakeHub(true)
 	ob, _, _ := newDLOutbox(t, hub, Config{Stream: "S", Window: 1, AckTimeout: 30 * time.Millisecond})
 	capture(t, ob, 2, 0)
-	requireNoError(t, ob.Start(context.Background()))
+	require.NoError(t, ob.Start(context.Background()))
 	p := hub.next(t) // telemetry.0, first send
 	ackSeq(ob, p, "S", 7, true)
 	p = hub.next(t)
@@ -306,7 +307,7 @@ func TestUnexpectedDuplicate(t *testing.T) {
 		t.Fatalf("status %+v", st)
 	}
 	list, err := ob.DeadLetters(0, 0)
-	requireNoError(t, err)
+	require.NoError(t, err)
 	if len(list) != 1 || list[0].Reason != ReasonDuplicateID || list[0].MsgID != ob.IDPrefix()+"1" {
 		t.Fatalf("list %+v", list)
 	}
@@ -336,7 +337,7 @@ func TestRequeueKeepsOriginalID(t *testing.T) {
 	hub := newFakeHub(true)
 	ob, _, _ := newDLOutbox(t, hub, Config{Stream: "S", DeadLetterAfter: 1})
 	capture(t, ob, 1, 0)
-	requireNoError(t, ob.Start(context.Background()))
+	require.NoError(t, ob.Start(context.Background()))
 	errAck(ob, hub.next(t), 400, 10060, "expected stream does not match")
 	waitStatus(t, ob, "dead-lettered", func(st Status) bool { return st.DeadLettered == 1 })
 	if _, err := ob.Requeue([]uint64{99}); err == nil {
@@ -366,7 +367,7 @@ func TestMissingPubAckConfirmedByLookup(t *testing.T) {
 	ob, _, _ := newDLOutbox(t, hub, Config{HubDomain: "hub", DeadLetterAfter: 1, Window: 1, AckTimeout: 20 * time.Millisecond})
 	hub.ob = ob
 	capture(t, ob, 2, 0)
-	requireNoError(t, ob.Start(context.Background()))
+	require.NoError(t, ob.Start(context.Background()))
 	if p := hub.next(t); p.subject != "telemetry.0" {
 		t.Fatalf("sent %q", p.subject)
 	}
@@ -392,7 +393,7 @@ func TestDeadLetterLimitsCounted(t *testing.T) {
 	dl := newMem(t, store.Config{MaxMsgs: 1})
 	ob := newOutbox(t, s, hub, Config{Stream: "S", DeadLetter: dl, DeadLetterAfter: 1, RetryMin: time.Millisecond, RetryMax: time.Millisecond})
 	capture(t, ob, 2, 0)
-	requireNoError(t, ob.Start(context.Background()))
+	require.NoError(t, ob.Start(context.Background()))
 	for range 2 {
 		errAck(ob, hub.next(t), 400, 10060, "expected stream does not match")
 	}

@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/leafbox/leafbox/core/require"
 	"github.com/leafbox/leafbox/store"
 	"github.com/leafbox/leafbox/store/filestore"
 	"github.com/leafbox/leafbox/store/vfs"
@@ -49,12 +50,12 @@ func TestDiskFull(t *testing.T) {
 		Config:    store.Config{Name: "tel", MaxMsgs: limit, Discard: store.DiscardOld},
 		BlockSize: 8 << 10, // many blocks: full disks hit rolls too
 	})
-	requireNoError(t, err)
+	require.NoError(t, err)
 	defer s.Close()
 	hub := &gatedHub{dedupHub: newDedupHub(), open: make(chan struct{})}
 	ob := newOutbox(t, s, hub, Config{Name: "tel", ServerName: "gw", Stream: "S", RetryMax: DefaultRetryMin})
 	hub.attach(ob)
-	requireNoError(t, ob.Start(context.Background()))
+	require.NoError(t, ob.Start(context.Background()))
 	capture := func(from, to int) (failed int) {
 		t.Helper()
 		for i := from; i < to; i++ {
@@ -132,16 +133,16 @@ func TestDiskFull(t *testing.T) {
 func TestDiskLowDropsOldest(t *testing.T) {
 	var low atomic.Bool
 	s, err := filestore.Open(vfs.NewMem(), "outbox/tel", filestore.Config{Config: store.Config{Name: "tel"}})
-	requireNoError(t, err)
+	require.NoError(t, err)
 	defer s.Close()
 	hub := &gatedHub{dedupHub: newDedupHub(), open: make(chan struct{})}
 	ob := newOutbox(t, s, hub, Config{Name: "tel", ServerName: "gw", Stream: "S", DiskLow: low.Load})
 	hub.attach(ob)
-	requireNoError(t, ob.Start(context.Background()))
+	require.NoError(t, ob.Start(context.Background()))
 	capture := func(from, to int) {
 		t.Helper()
 		for i := from; i < to; i++ {
-			requireNoError(t, ob.Capture("telemetry.p0", nil, []byte(strconv.Itoa(i))))
+			require.NoError(t, ob.Capture("telemetry.p0", nil, []byte(strconv.Itoa(i))))
 		}
 	}
 	capture(0, 10)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leafbox/leafbox/core/require"
 	"github.com/leafbox/leafbox/store"
 	"github.com/leafbox/leafbox/store/filestore"
 	"github.com/leafbox/leafbox/store/memstore"
@@ -188,7 +189,7 @@ func TestRetryAfterErrorAck(t *testing.T) {
 	hub := newFakeHub(true)
 	ob := newOutbox(t, s, hub, Config{RetryMin: time.Millisecond, RetryMax: 2 * time.Millisecond})
 	capture(t, ob, 3, 0)
-	requireNoError(t, ob.Start(context.Background()))
+	require.NoError(t, ob.Start(context.Background()))
 	p1, p2, p3 := hub.next(t), hub.next(t), hub.next(t)
 	ack(ob, p1, "S") // stored
 	ob.HandleReply(p2.reply, []byte(`{"error":{"code":503,"err_code":10077,"description":"resource limits exceeded"}}`))
@@ -218,7 +219,7 @@ func TestRetryAfterAckTimeoutAndPublishError(t *testing.T) {
 	ob := newOutbox(t, s, hub, Config{AckTimeout: 20 * time.Millisecond, RetryMin: time.Millisecond, RetryMax: 2 * time.Millisecond})
 	hub.fail <- errors.New("no interest")
 	capture(t, ob, 1, 0)
-	requireNoError(t, ob.Start(context.Background()))
+	require.NoError(t, ob.Start(context.Background()))
 	p := hub.next(t) // after the failed publish
 	again := hub.next(t)
 	if p.reply == again.reply || p.subject != again.subject {
@@ -239,7 +240,7 @@ func TestWrongStreamKeepsMessage(t *testing.T) {
 	hub := newFakeHub(true)
 	ob := newOutbox(t, s, hub, Config{Stream: "HUB", RetryMin: time.Millisecond, RetryMax: 2 * time.Millisecond})
 	capture(t, ob, 1, 0)
-	requireNoError(t, ob.Start(context.Background()))
+	require.NoError(t, ob.Start(context.Background()))
 	ack(ob, hub.next(t), "OTHER")
 	again := hub.next(t)
 	if got := s.State().Msgs; got != 1 {
@@ -256,20 +257,20 @@ func TestResumeAfterReopen(t *testing.T) {
 	dir := t.TempDir()
 	open := func() *filestore.Stream {
 		s, err := filestore.Open(vfs.OS, dir, filestore.Config{Config: store.Config{Name: "up"}})
-		requireNoError(t, err)
+		require.NoError(t, err)
 		return s
 	}
 	s := open()
 	hub := newFakeHub(true)
 	ob := newOutbox(t, s, hub, Config{})
 	capture(t, ob, 10, 0)
-	requireNoError(t, ob.Start(context.Background()))
+	require.NoError(t, ob.Start(context.Background()))
 	for range 4 {
 		ack(ob, hub.next(t), "S")
 	}
 	waitStatus(t, ob, "4 acked", func(st Status) bool { return st.Acked == 4 })
-	requireNoError(t, ob.Close())
-	requireNoError(t, s.Close())
+	require.NoError(t, ob.Close())
+	require.NoError(t, s.Close())
 
 	s = open()
 	defer s.Close()
@@ -279,7 +280,7 @@ func TestResumeAfterReopen(t *testing.T) {
 	if ob.IDPrefix() == first || !strings.HasPrefix(first, "gw.up.") || !strings.HasPrefix(ob.IDPrefix(), "gw.up.") {
 		t.Fatalf("id prefixes %q then %q: want gw.up.<epoch>. with a new epoch", first, ob.IDPrefix())
 	}
-	requireNoError(t, ob.Start(context.Background()))
+	require.NoError(t, ob.Start(context.Background()))
 	// The backlog is re-sent with the ids it was captured with.
 	for i := 4; i < 10; i++ {
 		p := hub.next(t)
@@ -326,12 +327,5 @@ func TestHeaderMerge(t *testing.T) {
 		if got := string(ob.header([]byte(c.in), 7)); got != c.want {
 			t.Errorf("header(%q) = %q, want %q", c.in, got, c.want)
 		}
-	}
-}
-
-func requireNoError(t testing.TB, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatalf("unexpected error: %v", err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leafbox/leafbox/core/require"
 	"github.com/leafbox/leafbox/leaf/internal/runstate"
 	"github.com/leafbox/leafbox/store"
 	"github.com/leafbox/leafbox/store/filestore"
@@ -237,7 +238,7 @@ func TestPowerCutKeepsAcceptedMessages(t *testing.T) {
 				cfg.SyncInterval = time.Hour
 			}
 			s, err := filestore.Open(fsys, "outbox/tel", cfg)
-			requireNoError(t, err)
+			require.NoError(t, err)
 			return s, Config{Name: "tel", ServerName: "gw", Stream: "S"}
 		}
 		for round, cutAt := range []int64{1, 40, 200, 555, 1500} {
@@ -247,9 +248,9 @@ func TestPowerCutKeepsAcceptedMessages(t *testing.T) {
 				hub := newDedupHub()
 				s, oc := open(cfs)
 				ob, err := New(s, hub, oc)
-				requireNoError(t, err)
+				require.NoError(t, err)
 				hub.attach(ob)
-				requireNoError(t, ob.Start(context.Background()))
+				require.NoError(t, ob.Start(context.Background()))
 
 				// captured[k] counts producer k's messages whose Capture
 				// returned nil; confirmed[k] those accepted: all of them
@@ -295,21 +296,21 @@ func TestPowerCutKeepsAcceptedMessages(t *testing.T) {
 				s, oc = open(mem)
 				defer s.Close()
 				ob, err = New(s, hub, oc)
-				requireNoError(t, err)
+				require.NoError(t, err)
 				defer ob.Close()
 				hub.attach(ob)
 				recovered := s.State().Msgs
-				requireNoError(t, ob.Start(context.Background()))
+				require.NoError(t, ob.Start(context.Background()))
 				next := make([]int64, producers)
 				for k := range producers {
 					// The message in flight at the cut (index captured[k])
 					// may have survived; the new ones continue after it.
 					next[k] = captured[k].Load() + 1
 					for i := next[k]; i < next[k]+after; i++ {
-						requireNoError(t, ob.Capture("telemetry.p"+strconv.Itoa(k), nil, []byte(strconv.FormatInt(i, 10))))
+						require.NoError(t, ob.Capture("telemetry.p"+strconv.Itoa(k), nil, []byte(strconv.FormatInt(i, 10))))
 					}
 				}
-				requireNoError(t, ob.Sync())
+				require.NoError(t, ob.Sync())
 				waitStatus(t, ob, "the outbox drains", func(st Status) bool { return st.BacklogMsgs == 0 })
 
 				got := hub.perProducer(t, producers)
@@ -381,14 +382,14 @@ func TestForwardsOnlyDurableMessages(t *testing.T) {
 	fsys := vfs.FS(cfs)
 	open := func(fsys vfs.FS) *filestore.Stream {
 		s, err := filestore.Open(fsys, "outbox/tel", filestore.Config{Config: store.Config{Name: "tel"}})
-		requireNoError(t, err)
+		require.NoError(t, err)
 		return s
 	}
 	s := open(fsys)
 	hub := newFakeHub(true)
 	ob, err := New(s, hub, Config{Name: "tel", ServerName: "gw"})
-	requireNoError(t, err)
-	requireNoError(t, ob.Start(context.Background()))
+	require.NoError(t, err)
+	require.NoError(t, ob.Start(context.Background()))
 	waitStatus(t, ob, "the forwarder waits for messages", func(st Status) bool { return st.State == StateForwarding })
 
 	armed.Store(true)
@@ -404,8 +405,9 @@ func TestForwardsOnlyDurableMessages(t *testing.T) {
 	if last := s.State().LastSeq; last != 2 { // State waits for A's Store to let go of the lock
 		t.Fatalf("last sequence %d once A is written, want 2", last)
 	}
-	close(release[0]) // B is durable: its Capture returns and wakes the forwarder
-	requireNoError(t, <-doneB)
+	close(release[0])
+	require. // B is durable: its Capture returns and wakes the forwarder
+			NoError(t, <-doneB)
 	<-entered[1] // A's fsync is running
 	if p := hub.next(t); string(p.data) != "B" {
 		t.Fatalf("sent %q first, want B", p.data)
@@ -433,8 +435,8 @@ func TestForwardsOnlyDurableMessages(t *testing.T) {
 	defer s.Close()
 	hub2 := newFakeHub(true)
 	ob2 := newOutbox(t, s, hub2, Config{Name: "tel", ServerName: "gw"})
-	requireNoError(t, ob2.Capture("telemetry.c", nil, []byte("C")))
-	requireNoError(t, ob2.Start(context.Background()))
+	require.NoError(t, ob2.Capture("telemetry.c", nil, []byte("C")))
+	require.NoError(t, ob2.Start(context.Background()))
 	var c sent
 	for c = hub2.next(t); string(c.data) != "C"; c = hub2.next(t) { // B again first: its PubAck never came
 	}
@@ -456,17 +458,17 @@ func TestDeferredSyncForwardsOnlySynced(t *testing.T) {
 	cfs := &crashFS{mem: mem}
 	open := func(fsys vfs.FS) (*filestore.Stream, Config) {
 		s, err := filestore.Open(fsys, "outbox/tel", filestore.Config{Config: store.Config{Name: "tel"}, SyncInterval: time.Hour})
-		requireNoError(t, err)
+		require.NoError(t, err)
 		return s, Config{Name: "tel", ServerName: "gw", Stream: "S"}
 	}
 	hub := newDedupHub()
 	s, oc := open(cfs)
 	ob, err := New(s, hub, oc)
-	requireNoError(t, err)
+	require.NoError(t, err)
 	hub.attach(ob)
-	requireNoError(t, ob.Start(context.Background()))
+	require.NoError(t, ob.Start(context.Background()))
 	for i := range 5 {
-		requireNoError(t, ob.Capture("telemetry.p0", nil, []byte(strconv.Itoa(i))))
+		require.NoError(t, ob.Capture("telemetry.p0", nil, []byte(strconv.Itoa(i))))
 	}
 	hub.waitStored(t, 5)
 	cfs.crash()
@@ -476,12 +478,12 @@ func TestDeferredSyncForwardsOnlySynced(t *testing.T) {
 	s, oc = open(mem)
 	defer s.Close()
 	ob, err = New(s, hub, oc)
-	requireNoError(t, err)
+	require.NoError(t, err)
 	defer ob.Close()
 	hub.attach(ob)
-	requireNoError(t, ob.Start(context.Background()))
+	require.NoError(t, ob.Start(context.Background()))
 	for i := 5; i < 10; i++ {
-		requireNoError(t, ob.Capture("telemetry.p0", nil, []byte(strconv.Itoa(i))))
+		require.NoError(t, ob.Capture("telemetry.p0", nil, []byte(strconv.Itoa(i))))
 	}
 	waitStatus(t, ob, "the outbox drains", func(st Status) bool { return st.BacklogMsgs == 0 })
 	if got := fmt.Sprint(hub.perProducer(t, 1)[0]); got != "[0 1 2 3 4 5 6 7 8 9]" {

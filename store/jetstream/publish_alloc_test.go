@@ -15,6 +15,7 @@ import (
 
 	njs "github.com/nats-io/nats.go/jetstream"
 
+	"github.com/leafbox/leafbox/core/require"
 	"github.com/leafbox/leafbox/core/server/servertest"
 )
 
@@ -41,7 +42,7 @@ func TestPublishAllocs(t *testing.T) {
 		t.Run(tc.storage.String(), func(t *testing.T) {
 			env := newTestEnv(t, Config{SyncInterval: 100 * time.Millisecond})
 			_, err := env.js.CreateStream(testCtx(t), njs.StreamConfig{Name: "B", Subjects: []string{"b"}, Storage: tc.storage})
-			mustNoErr(t, err)
+			require.NoError(t, err)
 			perMsg := publishAllocs(t, env.srv.Addr().String())
 			t.Logf("%s: %.4f allocations per publish", tc.storage, perMsg)
 			if perMsg > tc.budget {
@@ -59,7 +60,7 @@ func TestPublishAllocs(t *testing.T) {
 func publishAllocs(t *testing.T, addr string) float64 {
 	t.Helper()
 	c, err := net.Dial("tcp", addr)
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
 	const size, batch = 128, 1000
 	var burst []byte
@@ -68,18 +69,18 @@ func publishAllocs(t *testing.T, addr string) float64 {
 	}
 	burst = append(burst, "PING\r\n"...)
 	_, err = c.Write([]byte("CONNECT {\"verbose\":false,\"pedantic\":false}\r\nSUB _INBOX.acks 1\r\n"))
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	buf := make([]byte, 64<<10)
 	pong := []byte("PONG\r\n")
 	tail := make([]byte, 0, len(buf)+len(pong))
 	round := func() {
 		_, err := c.Write(burst)
-		mustNoErr(t, err)
+		require.NoError(t, err)
 		tail = tail[:0]
 		for !bytes.HasSuffix(tail, pong) {
 			_ = c.SetReadDeadline(time.Now().Add(servertest.Timeout))
 			n, err := c.Read(buf)
-			mustNoErr(t, err)
+			require.NoError(t, err)
 			if bytes.Contains(buf[:n], []byte(`"error"`)) {
 				t.Fatalf("publish failed: %q", buf[:n])
 			}

@@ -8,6 +8,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/leafbox/leafbox/core/require"
 	"github.com/leafbox/leafbox/store"
 	"github.com/leafbox/leafbox/store/internal/expiry"
 )
@@ -25,32 +26,11 @@ type OpenStream = func(t *testing.T, cfg store.Config) store.Stream
 // takes: it returns a new consumer store holding no state.
 type OpenConsumerStore = func(t *testing.T) store.ConsumerStore
 
-func requireNoError(t testing.TB, err error, what string) {
-	t.Helper()
-	if err != nil {
-		t.Fatalf("%s: unexpected error: %v", what, err)
-	}
-}
-
-func requireErrorIs(t testing.TB, err, target error, what string) {
-	t.Helper()
-	if !errors.Is(err, target) {
-		t.Fatalf("%s: got error %v, want %v", what, err, target)
-	}
-}
-
-func requireEqual[V comparable](t testing.TB, got, want V, what string) {
-	t.Helper()
-	if got != want {
-		t.Fatalf("%s: got %v, want %v", what, got, want)
-	}
-}
-
 // mustStore stores a message and returns its sequence.
 func mustStore(t testing.TB, s store.Stream, subj string, hdr, data []byte) uint64 {
 	t.Helper()
 	seq, _, err := s.Store(subj, hdr, data, 0)
-	requireNoError(t, err, fmt.Sprintf("Store(%q)", subj))
+	require.NoError(t, err, fmt.Sprintf("Store(%q)", subj))
 	return seq
 }
 
@@ -69,7 +49,7 @@ func mustStoreN(t testing.TB, s store.Stream, subjects ...string) []uint64 {
 func mustLoad(t testing.TB, s store.Stream, seq uint64) *store.Msg {
 	t.Helper()
 	sm, err := s.Load(seq, nil)
-	requireNoError(t, err, fmt.Sprintf("Load(%d)", seq))
+	require.NoError(t, err, fmt.Sprintf("Load(%d)", seq))
 	if sm.Seq != seq {
 		t.Fatalf("Load(%d) returned seq %d", seq, sm.Seq)
 	}
@@ -126,7 +106,7 @@ func collect(t testing.TB, s store.Stream, filter string, start uint64) []uint64
 		if errors.Is(err, store.ErrNotFound) {
 			return seqs
 		}
-		requireNoError(t, err, fmt.Sprintf("LoadNext(%q, %d)", filter, seq))
+		require.NoError(t, err, fmt.Sprintf("LoadNext(%q, %d)", filter, seq))
 		if m.Seq < seq {
 			t.Fatalf("LoadNext(%q, %d) went back to %d", filter, seq, m.Seq)
 		}
