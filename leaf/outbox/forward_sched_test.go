@@ -130,9 +130,7 @@ func TestRateCapDrainRateAndETA(t *testing.T) {
 		if mid.BacklogMsgs == 0 || mid.RateBytes < 0.4*rateCap || mid.RateBytes > 1.05*rateCap || mid.ETA <= 0 {
 			t.Fatalf("while draining: %+v", mid)
 		}
-		for ob.Status().BacklogMsgs > 0 {
-			time.Sleep(10 * time.Millisecond)
-		}
+		waitStatus(t, ob, "the backlog drains", func(st Status) bool { return st.BacklogMsgs == 0 })
 		elapsed := time.Since(start).Seconds()
 		st := ob.Status()
 		got := float64(st.AckedBytes) / elapsed

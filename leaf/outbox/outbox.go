@@ -570,7 +570,10 @@ func (o *Outbox) Close() error {
 // acks, refusals, dead letters, requeues, expiry, and the forwarder's
 // state and last error. The fields that move with time alone (OldestAge,
 // the drain rate, ETA) and the scheduler's Waiting are read as they are
-// at those moments; a condition on them alone is not woken.
+// at those moments; a condition on them alone is not woken. Each wake
+// builds a Status, so a waiter costs the outbox's busy paths a little: it
+// is for tests and for tools that wait on one outcome, not for a loop
+// that watches every message.
 func (o *Outbox) Wait(ctx context.Context, cond func(Status) bool) error {
 	return o.rs.Wait(ctx, func() bool { return cond(o.Status()) })
 }
