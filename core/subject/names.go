@@ -30,6 +30,9 @@ func (n *Names) Name(subj []byte) string {
 		if s, ok := (*m)[string(subj)]; ok {
 			return s
 		}
+		if len(*m) >= MaxNames {
+			return string(subj) // full: no lock for the subjects beyond it
+		}
 	}
 	s := string(subj)
 	n.mu.Lock()
