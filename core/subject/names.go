@@ -17,7 +17,9 @@ const MaxNames = 1024
 // pass on. The zero value is ready; it is safe for concurrent use.
 //
 // A lookup takes no lock: the map is replaced, never changed, so a reader
-// reads a map no one writes. mu serializes the writers and is held alone.
+// reads a map no one writes. Learning a subject copies the map (at most
+// MaxNames entries), a cost paid once per subject of a bounded set. mu
+// serializes the writers and is held alone.
 type Names struct {
 	names atomic.Pointer[map[string]string]
 	mu    sync.Mutex
