@@ -13,6 +13,16 @@
 // Store copies what it is given. Load, LoadNext and LoadLast fill the *Msg
 // the caller passes (or a new one when nil); its slices are owned by the
 // caller afterwards and stay valid.
+//
+// # Time
+//
+// An engine's clock is the time package: message timestamps and ages come
+// from time.Now, and MaxAge, TTL and sync timers are time.AfterFunc
+// timers and tickers armed by the goroutine that opens or stores, with
+// the engine's goroutines started by Open. A stream opened inside a
+// testing/synctest bubble therefore runs on the bubble's clock, timers
+// and goroutines included: the conformance suite checks MaxAge and TTLs
+// there to the instant, without waiting (store/storetest).
 package store
 
 import (

@@ -7,16 +7,17 @@ import (
 	"testing"
 
 	"github.com/leafbox/leafbox/core/auth"
+	"github.com/leafbox/leafbox/core/require"
 )
 
 func TestNoAuthConfigured(t *testing.T) {
 	a := mustNew(t, auth.Config{})
-	requireEqual(t, a.Required(), false)
-	requireEqual(t, a.NeedsNonce(), false)
+	require.Equal(t, a.Required(), false)
+	require.Equal(t, a.NeedsNonce(), false)
 	for _, c := range []auth.Credentials{{}, {User: "x", Pass: "y"}, {Token: "t"}} {
 		id := requireAuthorized(t, a, c, "")
-		requireEqual(t, id.User, "")
-		requireEqual(t, id.Account, auth.GlobalAccount)
+		require.Equal(t, id.User, "")
+		require.Equal(t, id.Account, auth.GlobalAccount)
 		if id.Perms != nil {
 			t.Fatalf("anonymous perms = %v, want nil", id.Perms)
 		}
@@ -25,7 +26,7 @@ func TestNoAuthConfigured(t *testing.T) {
 
 func TestAccountsOnlyIsNotRequired(t *testing.T) {
 	a := mustNew(t, auth.Config{Accounts: []auth.Account{{Name: "A"}}})
-	requireEqual(t, a.Required(), false)
+	require.Equal(t, a.Required(), false)
 	if got, want := a.Accounts(), []string{auth.GlobalAccount, "A"}; !slices.Equal(got, want) {
 		t.Fatalf("Accounts() = %v, want %v", got, want)
 	}
@@ -37,8 +38,8 @@ func TestUserPassword(t *testing.T) {
 		{Name: "hashed", Password: mustBcrypt(t, "hunter2")},
 		{Name: "nopass"},
 	}})
-	requireEqual(t, a.Required(), true)
-	requireEqual(t, a.NeedsNonce(), false)
+	require.Equal(t, a.Required(), true)
+	require.Equal(t, a.NeedsNonce(), false)
 
 	tests := []struct {
 		name string
@@ -66,8 +67,8 @@ func TestUserPassword(t *testing.T) {
 				return
 			}
 			id := requireAuthorized(t, a, tc.c, "")
-			requireEqual(t, id.User, tc.c.User)
-			requireEqual(t, id.Account, auth.GlobalAccount)
+			require.Equal(t, id.User, tc.c.User)
+			require.Equal(t, id.Account, auth.GlobalAccount)
 		})
 	}
 }
@@ -75,7 +76,7 @@ func TestUserPassword(t *testing.T) {
 func TestRefusalReasonHasNoSecret(t *testing.T) {
 	a := mustNew(t, auth.Config{Users: []auth.User{{Name: "bob", Password: "right-pass"}}})
 	err := requireRefused(t, a, auth.Credentials{User: "bob", Pass: "wrong-pass"}, "")
-	requireEqual(t, err.Error(), `auth: authorization violation: wrong password for user "bob"`)
+	require.Equal(t, err.Error(), `auth: authorization violation: wrong password for user "bob"`)
 	if strings.Contains(err.Error(), "pass\"") || strings.Contains(err.Error(), "right-pass") || strings.Contains(err.Error(), "wrong-pass") {
 		t.Fatalf("error %q leaks a password", err)
 	}
@@ -90,10 +91,10 @@ func TestToken(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a := mustNew(t, auth.Config{Token: tc.configured})
-			requireEqual(t, a.Required(), true)
+			require.Equal(t, a.Required(), true)
 			id := requireAuthorized(t, a, auth.Credentials{Token: "tok-123"}, "")
-			requireEqual(t, id.Account, auth.GlobalAccount)
-			requireEqual(t, id.User, "")
+			require.Equal(t, id.Account, auth.GlobalAccount)
+			require.Equal(t, id.User, "")
 			// nats.go leaf URLs with only a user name send it as user and token.
 			requireAuthorized(t, a, auth.Credentials{User: "tok-123", Token: "tok-123"}, "")
 			requireRefused(t, a, auth.Credentials{Token: "tok-124"}, "")
@@ -108,8 +109,8 @@ func TestNkey(t *testing.T) {
 	kp, pub := newTestUserKey(t)
 	otherKP, otherPub := newTestUserKey(t)
 	a := mustNew(t, auth.Config{Users: []auth.User{{Nkey: pub}}})
-	requireEqual(t, a.Required(), true)
-	requireEqual(t, a.NeedsNonce(), true)
+	require.Equal(t, a.Required(), true)
+	require.Equal(t, a.NeedsNonce(), true)
 
 	nonce := auth.NewNonce()
 	sig := mustSign(t, kp, nonce)
@@ -147,8 +148,8 @@ func TestNkey(t *testing.T) {
 				return
 			}
 			id := requireAuthorized(t, a, tc.c, tc.nonce)
-			requireEqual(t, id.User, pub)
-			requireEqual(t, id.Account, auth.GlobalAccount)
+			require.Equal(t, id.User, pub)
+			require.Equal(t, id.Account, auth.GlobalAccount)
 		})
 	}
 }
@@ -159,7 +160,7 @@ func TestNkeyAndPasswordUsersTogether(t *testing.T) {
 	nonce := auth.NewNonce()
 	requireAuthorized(t, a, auth.Credentials{Nkey: pub, Sig: rawURL(mustSign(t, kp, nonce))}, nonce)
 	id := requireAuthorized(t, a, auth.Credentials{User: "bob", Pass: "pw"}, nonce)
-	requireEqual(t, id.User, "bob")
+	require.Equal(t, id.User, "bob")
 	// A presented nkey selects the nkey path even if a password comes too.
 	requireRefused(t, a, auth.Credentials{Nkey: pub, User: "bob", Pass: "pw"}, nonce)
 }
@@ -175,26 +176,26 @@ func TestNoAuthUser(t *testing.T) {
 
 	t.Run("password user", func(t *testing.T) {
 		a := mustNew(t, auth.Config{Users: users, Accounts: accounts, NoAuthUser: "default"})
-		requireEqual(t, a.Required(), true)
+		require.Equal(t, a.Required(), true)
 		id := requireAuthorized(t, a, auth.Credentials{}, "")
-		requireEqual(t, id.User, "default")
-		requireEqual(t, id.Account, "A")
+		require.Equal(t, id.User, "default")
+		require.Equal(t, id.Account, "A")
 		// Sig or JWT alone are not credentials.
 		id = requireAuthorized(t, a, auth.Credentials{Sig: "x", JWT: "y"}, "")
-		requireEqual(t, id.User, "default")
+		require.Equal(t, id.User, "default")
 		// Presented credentials are checked, never replaced by the default.
 		requireRefused(t, a, auth.Credentials{User: "bob", Pass: "nope"}, "")
 		requireRefused(t, a, auth.Credentials{Pass: "pw"}, "")
 		requireRefused(t, a, auth.Credentials{Token: "pw"}, "")
 		id = requireAuthorized(t, a, auth.Credentials{User: "bob", Pass: "bobpw"}, "")
-		requireEqual(t, id.User, "bob")
+		require.Equal(t, id.User, "bob")
 	})
 	t.Run("nkey user", func(t *testing.T) {
 		a := mustNew(t, auth.Config{Users: users, Accounts: accounts, NoAuthUser: pub})
 		nonce := auth.NewNonce()
 		id := requireAuthorized(t, a, auth.Credentials{}, nonce)
-		requireEqual(t, id.User, pub)
-		requireEqual(t, id.Account, "A")
+		require.Equal(t, id.User, pub)
+		require.Equal(t, id.Account, "A")
 		// Presenting the key itself requires the signature.
 		requireRefused(t, a, auth.Credentials{Nkey: pub}, nonce)
 		requireAuthorized(t, a, auth.Credentials{Nkey: pub, Sig: rawURL(mustSign(t, kp, nonce))}, nonce)
@@ -223,7 +224,7 @@ func TestAccountBinding(t *testing.T) {
 	}
 	got := a.Accounts()
 	got[0] = "mutated"
-	requireEqual(t, a.Accounts()[0], auth.GlobalAccount)
+	require.Equal(t, a.Accounts()[0], auth.GlobalAccount)
 
 	for user, want := range map[string]string{
 		"global": auth.GlobalAccount, "explicit-global": auth.GlobalAccount,
@@ -234,7 +235,7 @@ func TestAccountBinding(t *testing.T) {
 			t.Errorf("user %q bound to %q, want %q", user, id.Account, want)
 		}
 	}
-	requireEqual(t, a.NeedsNonce(), true)
+	require.Equal(t, a.NeedsNonce(), true)
 }
 
 func TestGlobalAccountListedExplicitly(t *testing.T) {
@@ -246,7 +247,7 @@ func TestGlobalAccountListedExplicitly(t *testing.T) {
 		t.Fatalf("Accounts() = %v, want %v", got, want)
 	}
 	id := requireAuthorized(t, a, auth.Credentials{User: "u", Pass: "p"}, "")
-	requireEqual(t, id.Account, auth.GlobalAccount)
+	require.Equal(t, id.Account, auth.GlobalAccount)
 }
 
 func TestIdentitiesShareCompiledPerms(t *testing.T) {
@@ -272,12 +273,12 @@ func TestNewNonce(t *testing.T) {
 	seen := make(map[string]bool)
 	for range 100 {
 		n := auth.NewNonce()
-		requireEqual(t, len(n), 15)
+		require.Equal(t, len(n), 15)
 		raw, err := base64.RawURLEncoding.DecodeString(n)
 		if err != nil {
 			t.Fatalf("nonce %q is not raw base64url: %v", n, err)
 		}
-		requireEqual(t, len(raw), 11)
+		require.Equal(t, len(raw), 11)
 		if seen[n] {
 			t.Fatalf("nonce %q repeated", n)
 		}

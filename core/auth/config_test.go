@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nkeys"
 
 	"github.com/leafbox/leafbox/core/auth"
+	"github.com/leafbox/leafbox/core/require"
 )
 
 func TestNewValidation(t *testing.T) {
@@ -165,7 +166,7 @@ func TestNewValidation(t *testing.T) {
 			if !errors.Is(err, auth.ErrInvalidConfig) {
 				t.Fatalf("error %v does not wrap ErrInvalidConfig", err)
 			}
-			requireEqual(t, err.Error(), "auth: invalid config: "+tc.want)
+			require.Equal(t, err.Error(), "auth: invalid config: "+tc.want)
 			if verr := tc.cfg.Validate(); verr == nil || verr.Error() != err.Error() {
 				t.Fatalf("Validate() = %v, want %v", verr, err)
 			}

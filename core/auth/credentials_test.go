@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/leafbox/leafbox/core/auth"
+	"github.com/leafbox/leafbox/core/require"
 )
 
 func TestCredentialsNeverPrintSecrets(t *testing.T) {
@@ -47,9 +48,8 @@ func TestCredentialsNeverPrintSecrets(t *testing.T) {
 			t.Errorf("output %q lacks the user or the nkey", out)
 		}
 	}
-
-	requireEqual(t, c.String(), `{user="alice" nkey="UPUBLICKEY" pass=set token=set sig=set jwt=set}`)
-	requireEqual(t, auth.Credentials{User: "bob"}.String(), `{user="bob" nkey="" pass=unset token=unset sig=unset jwt=unset}`)
+	require.Equal(t, c.String(), `{user="alice" nkey="UPUBLICKEY" pass=set token=set sig=set jwt=set}`)
+	require.Equal(t, auth.Credentials{User: "bob"}.String(), `{user="bob" nkey="" pass=unset token=unset sig=unset jwt=unset}`)
 	if !strings.Contains(text.String(), "creds.user=alice creds.nkey=UPUBLICKEY creds.pass=true creds.token=true creds.sig=true creds.jwt=true") {
 		t.Errorf("text log = %q", text.String())
 	}

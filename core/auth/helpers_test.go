@@ -82,13 +82,6 @@ func requireRefused(t *testing.T, a *auth.Authenticator, c auth.Credentials, non
 	return err
 }
 
-func requireEqual[T comparable](t *testing.T, got, want T) {
-	t.Helper()
-	if got != want {
-		t.Fatalf("got %v, want %v", got, want)
-	}
-}
-
 // nkeysCreateAccount creates an account key pair, for tests that present a
 // key of the wrong role.
 func nkeysCreateAccount() (nkeys.KeyPair, error) { return nkeys.CreateAccount() }

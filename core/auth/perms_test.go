@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/leafbox/leafbox/core/auth"
+	"github.com/leafbox/leafbox/core/require"
 	"github.com/leafbox/leafbox/core/subject"
 )
 
@@ -195,7 +196,7 @@ func TestDeliveryFilter(t *testing.T) {
 			if !p.CanSubscribe(tc.sub, tc.queue) {
 				t.Fatalf("CanSubscribe(%q, %q) = false", tc.sub, tc.queue)
 			}
-			requireEqual(t, p.NeedsDeliveryCheck(tc.sub, tc.queue), tc.needs)
+			require.Equal(t, p.NeedsDeliveryCheck(tc.sub, tc.queue), tc.needs)
 			for range 2 {
 				for subj, want := range tc.deliver {
 					if got := p.CanDeliver(subj, tc.queue); got != want {
@@ -239,8 +240,8 @@ func TestResponseDefaults(t *testing.T) {
 			}
 		})
 	}
-	requireEqual(t, auth.DefaultResponseMaxMsgs, 1)
-	requireEqual(t, auth.DefaultResponseExpires, 2*time.Minute)
+	require.Equal(t, auth.DefaultResponseMaxMsgs, 1)
+	require.Equal(t, auth.DefaultResponseExpires, 2*time.Minute)
 }
 
 func TestCanPublishCachedAllocs(t *testing.T) {
@@ -256,7 +257,7 @@ func TestCanPublishCachedAllocs(t *testing.T) {
 			t.Fatal("unexpected results")
 		}
 	})
-	requireEqual(t, n, 0.0)
+	require.Equal(t, n, 0.0)
 }
 
 func TestCanDeliverCachedAllocs(t *testing.T) {
@@ -269,7 +270,7 @@ func TestCanDeliverCachedAllocs(t *testing.T) {
 			t.Fatal("foo.public must not reach queue workers")
 		}
 	})
-	requireEqual(t, n, 0.0)
+	require.Equal(t, n, 0.0)
 }
 
 // TestCanPublishMatchesModel checks the compiled, cached publish check

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/leafbox/leafbox/core/require"
 )
 
 // cids returns the connection ids of a page in order.
@@ -27,9 +29,9 @@ func TestConnzFieldNames(t *testing.T) {
 		"name", "lang", "version")
 	requireNoKeys(t, "open connection", c, "stop", "reason", "authorized_user", "account",
 		"subscriptions_list", "subscriptions_list_detail")
-	requireEqual(t, "kind", c["kind"], any("Client"))
-	requireEqual(t, "type", c["type"], any("nats"))
-	requireEqual(t, "limit", m["limit"], any(float64(DefaultConnListSize)))
+	require.Equal(t, c["kind"], any("Client"), "kind")
+	require.Equal(t, c["type"], any("nats"), "type")
+	require.Equal(t, m["limit"], any(float64(DefaultConnListSize)), "limit")
 
 	m = getJSON(t, h, "/connz?state=closed&auth=true&subs=1")
 	c = m["connections"].([]any)[0].(map[string]any)
@@ -43,21 +45,21 @@ func TestConnzValues(t *testing.T) {
 		t.Fatalf("cid=1: %d connections", len(cz.Conns))
 	}
 	c := cz.Conns[0]
-	requireEqual(t, "server_id", cz.ID, "NSERVERID")
-	requireEqual(t, "now", cz.Now, testNow)
-	requireEqual(t, "uptime", c.Uptime, "9h0m0s")
-	requireEqual(t, "idle", c.Idle, "5m0s")
-	requireEqual(t, "rtt", c.RTT, "2ms")
-	requireEqual(t, "subscriptions", c.NumSubs, uint32(3))
-	requireEqual(t, "pending", c.Pending, 10)
-	requireEqual(t, "limit with cid", cz.Limit, 1)
+	require.Equal(t, cz.ID, "NSERVERID", "server_id")
+	require.Equal(t, cz.Now, testNow, "now")
+	require.Equal(t, c.Uptime, "9h0m0s", "uptime")
+	require.Equal(t, c.Idle, "5m0s", "idle")
+	require.Equal(t, c.RTT, "2ms", "rtt")
+	require.Equal(t, c.NumSubs, uint32(3), "subscriptions")
+	require.Equal(t, c.Pending, 10, "pending")
+	require.Equal(t, cz.Limit, 1, "limit with cid")
 
 	// A closed connection's uptime and idle time stop at its close.
 	cz = getStruct[Connz](t, h, "/connz?state=closed&cid=5")
 	c = cz.Conns[0]
-	requireEqual(t, "closed uptime", c.Uptime, "4h30m0s")
-	requireEqual(t, "closed idle", c.Idle, "30m0s")
-	requireEqual(t, "reason", c.Reason, "Client Closed")
+	require.Equal(t, c.Uptime, "4h30m0s", "closed uptime")
+	require.Equal(t, c.Idle, "30m0s", "closed idle")
+	require.Equal(t, c.Reason, "Client Closed", "reason")
 	if c.Stop == nil || !c.Stop.Equal(t0.Add(5*time.Hour)) {
 		t.Fatalf("stop = %v", c.Stop)
 	}
@@ -127,10 +129,10 @@ func TestConnzPaging(t *testing.T) {
 			if got := cids(cz); !slices.Equal(got, tc.want) {
 				t.Fatalf("page %v, want %v", got, tc.want)
 			}
-			requireEqual(t, "total", cz.Total, tc.total)
-			requireEqual(t, "offset", cz.Offset, tc.offset)
-			requireEqual(t, "limit", cz.Limit, tc.lim)
-			requireEqual(t, "num_connections", cz.NumConns, len(tc.want))
+			require.Equal(t, cz.Total, tc.total, "total")
+			require.Equal(t, cz.Offset, tc.offset, "offset")
+			require.Equal(t, cz.Limit, tc.lim, "limit")
+			require.Equal(t, cz.NumConns, len(tc.want), "num_connections")
 		})
 	}
 	// An empty page is an empty list, not null.
@@ -167,7 +169,7 @@ func TestConnzFilters(t *testing.T) {
 			if got := cids(cz); !slices.Equal(got, tc.want) {
 				t.Fatalf("got %v, want %v", got, tc.want)
 			}
-			requireEqual(t, "total", cz.Total, len(tc.want))
+			require.Equal(t, cz.Total, len(tc.want), "total")
 		})
 	}
 }
@@ -185,11 +187,12 @@ func TestConnzAuth(t *testing.T) {
 	for _, c := range cz.Conns {
 		byCid[c.Cid] = c
 	}
-	requireEqual(t, "cid 1 user", byCid[1].AuthorizedUser, "alice")
-	requireEqual(t, "cid 1 account", byCid[1].Account, "A")
-	// The global account is not named, as in nats-server.
-	requireEqual(t, "cid 3 account", byCid[3].Account, "")
-	requireEqual(t, "cid 3 user", byCid[3].AuthorizedUser, "alice")
+	require.Equal(t, byCid[1].AuthorizedUser, "alice", "cid 1 user")
+	require.Equal(t, byCid[1].Account, "A", "cid 1 account")
+	require.
+		// The global account is not named, as in nats-server.
+		Equal(t, byCid[3].Account, "", "cid 3 account")
+	require.Equal(t, byCid[3].AuthorizedUser, "alice", "cid 3 user")
 }
 
 func TestConnzSubs(t *testing.T) {
@@ -265,6 +268,6 @@ func TestFormatRTT(t *testing.T) {
 		{2 * time.Second, "2s"},
 	}
 	for _, tc := range tests {
-		requireEqual(t, tc.in.String(), formatRTT(tc.in), tc.want)
+		require.Equal(t, formatRTT(tc.in), tc.want, tc.in.String())
 	}
 }

@@ -278,10 +278,3 @@ func require400(t *testing.T, h http.Handler, target, want string) {
 		t.Fatalf("GET %s: CORS header %q", target, got)
 	}
 }
-
-func requireEqual[T comparable](t *testing.T, what string, got, want T) {
-	t.Helper()
-	if got != want {
-		t.Fatalf("%s: got %v, want %v", what, got, want)
-	}
-}

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/leafbox/leafbox/core/require"
 )
 
 func TestHeaders(t *testing.T) {
@@ -24,37 +26,37 @@ func TestHeaders(t *testing.T) {
 	for _, path := range jsonPaths {
 		t.Run(path, func(t *testing.T) {
 			res, body := get(t, h, path)
-			requireEqual(t, "status", res.StatusCode, http.StatusOK)
-			requireEqual(t, "Content-Type", res.Header.Get("Content-Type"), "application/json")
-			requireEqual(t, "CORS", res.Header.Get("Access-Control-Allow-Origin"), "*")
+			require.Equal(t, res.StatusCode, http.StatusOK, "status")
+			require.Equal(t, res.Header.Get("Content-Type"), "application/json", "Content-Type")
+			require.Equal(t, res.Header.Get("Access-Control-Allow-Origin"), "*", "CORS")
 			decode(t, body)
 		})
 	}
 	res, _ := get(t, h, "/nope")
-	requireEqual(t, "unknown path", res.StatusCode, http.StatusNotFound)
-	requireEqual(t, "CORS on 404", res.Header.Get("Access-Control-Allow-Origin"), "*")
+	require.Equal(t, res.StatusCode, http.StatusNotFound, "unknown path")
+	require.Equal(t, res.Header.Get("Access-Control-Allow-Origin"), "*", "CORS on 404")
 	res, _ = get(t, h, "/varz/extra")
-	requireEqual(t, "path below an endpoint", res.StatusCode, http.StatusNotFound)
+	require.Equal(t, res.StatusCode, http.StatusNotFound, "path below an endpoint")
 }
 
 func TestRoot(t *testing.T) {
 	h := newTestHandler(t, newFixture())
 	res, body := get(t, h, "/")
-	requireEqual(t, "status", res.StatusCode, http.StatusOK)
-	requireEqual(t, "Content-Type", res.Header.Get("Content-Type"), "text/html; charset=utf-8")
+	require.Equal(t, res.StatusCode, http.StatusOK, "status")
+	require.Equal(t, res.Header.Get("Content-Type"), "text/html; charset=utf-8", "Content-Type")
 	for _, e := range endpoints {
 		if !strings.Contains(string(body), `href=".`+e.path+`"`) {
 			t.Errorf("index does not link %s", e.path)
 		}
 	}
-	requireEqual(t, "counted", h.requestStats()["/"], uint64(1))
+	require.Equal(t, h.requestStats()["/"], uint64(1), "counted")
 }
 
 func TestJSONP(t *testing.T) {
 	h := newTestHandler(t, newFixture())
 	res, body := get(t, h, "/healthz?callback=app.onHealth")
-	requireEqual(t, "Content-Type", res.Header.Get("Content-Type"), "application/javascript")
-	requireEqual(t, "body", string(body), `app.onHealth({"status":"ok"})`)
+	require.Equal(t, res.Header.Get("Content-Type"), "application/javascript", "Content-Type")
+	require.Equal(t, string(body), `app.onHealth({"status":"ok"})`, "body")
 
 	for _, cb := range []string{"alert(1)//", "a..b", "1abc", "a b", strings.Repeat("a", 200)} {
 		require400(t, h, "/healthz?callback="+urlEscape(cb), "invalid callback")
@@ -72,7 +74,7 @@ func TestJszDisabled(t *testing.T) {
 		"server_id", "now", "disabled", "config", "memory", "storage", "reserved_memory",
 		"reserved_storage", "accounts", "ha_assets", "api", "streams", "consumers",
 		"messages", "bytes", "total")
-	requireEqual(t, "disabled", m["disabled"], any(true))
+	require.Equal(t, m["disabled"], any(true), "disabled")
 	requireKeys(t, "jsz.config", object(t, m, "config"), "max_memory", "max_storage")
 	requireKeys(t, "jsz.api", object(t, m, "api"), "level", "total", "errors")
 	require400(t, h, "/jsz?accounts=x", "Error decoding boolean for 'accounts'")
@@ -109,7 +111,7 @@ func TestJszProvider(t *testing.T) {
 	p := &jsProvider{fakeProvider: newFixture()}
 	h := newTestHandler(t, p)
 	m := getJSON(t, h, "/jsz?consumers=true&offset=-3")
-	requireEqual(t, "server_id", m["server_id"], any("NSERVERID"))
+	require.Equal(t, m["server_id"], any("NSERVERID"), "server_id")
 	requireNoKeys(t, "enabled jsz", m, "disabled")
 	details := m["account_details"].([]any)
 	d := details[0].(map[string]any)
@@ -121,7 +123,7 @@ func TestJszProvider(t *testing.T) {
 	got := p.opts
 	p.mu.Unlock()
 	want := JszOptions{Consumers: true, Streams: true, Accounts: true, Limit: DefaultJszLimit}
-	requireEqual(t, "normalized options", got, want)
+	require.Equal(t, got, want, "normalized options")
 
 	p.err = errors.New("not leader")
 	require400(t, h, "/jsz", "not leader")
@@ -152,7 +154,7 @@ func TestLeafz(t *testing.T) {
 
 	h := newTestHandler(t, leafProvider{newFixture()})
 	m = getJSON(t, h, "/leafz?subs=1")
-	requireEqual(t, "leafnodes", m["leafnodes"], any(2.0))
+	require.Equal(t, m["leafnodes"], any(2.0), "leafnodes")
 	l := m["leafs"].([]any)[0].(map[string]any)
 	requireKeys(t, "leafs[0]", l, "id", "name", "is_spoke", "account", "ip", "port", "rtt",
 		"in_msgs", "out_msgs", "in_bytes", "out_bytes", "subscriptions", "subscriptions_list", "compression")
@@ -188,8 +190,8 @@ func TestUplinkz(t *testing.T) {
 
 	h := newTestHandler(t, uplinkProvider{newFixture()})
 	m = getJSON(t, h, "/uplinkz")
-	requireEqual(t, "num_uplinks", m["num_uplinks"], any(2.0))
-	requireEqual(t, "now", m["now"], any(testNow.Format(time.RFC3339)))
+	require.Equal(t, m["num_uplinks"], any(2.0), "num_uplinks")
+	require.Equal(t, m["now"], any(testNow.Format(time.RFC3339)), "now")
 	u := m["uplinks"].([]any)[0].(map[string]any)
 	requireKeys(t, "uplinks[0]", u, "name", "state", "link_state", "captured", "stored", "forwarded", "acked",
 		"dropped", "retries", "in_flight", "backlog_msgs", "backlog_bytes", "oldest_age_seconds", "last_error", "last_error_at")
@@ -200,14 +202,14 @@ func TestUplinkz(t *testing.T) {
 	if l := uz.Uplinks[1]; l.Name != "logs" || l.Dropped != nil || l.LastErrorAt != nil {
 		t.Fatalf("uplinks[1]: %+v", l)
 	}
-	requireEqual(t, "counted", h.requestStats()[UplinkzPath], uint64(2))
+	require.Equal(t, h.requestStats()[UplinkzPath], uint64(2), "counted")
 }
 
 func TestRoutezGatewayz(t *testing.T) {
 	h := newTestHandler(t, newFixture())
 	m := getJSON(t, h, "/routez")
 	requireKeys(t, "routez", m, "server_id", "server_name", "now", "num_routes", "routes")
-	requireEqual(t, "server_name", m["server_name"], any("edge-1"))
+	require.Equal(t, m["server_name"], any("edge-1"), "server_name")
 	if r, ok := m["routes"].([]any); !ok || len(r) != 0 {
 		t.Fatalf("routes = %#v", m["routes"])
 	}
@@ -224,8 +226,8 @@ func TestAccountz(t *testing.T) {
 	h := newTestHandler(t, p)
 
 	az := getStruct[Accountz](t, h, "/accountz")
-	requireEqual(t, "system_account", az.SystemAccount, "SYS")
-	requireEqual(t, "accounts", strings.Join(az.Accounts, ","), "$G,A,B,SYS")
+	require.Equal(t, az.SystemAccount, "SYS", "system_account")
+	require.Equal(t, strings.Join(az.Accounts, ","), "$G,A,B,SYS", "accounts")
 	requireKeys(t, "accountz", getJSON(t, h, "/accountz"), "server_id", "now", "system_account", "accounts")
 
 	m := getJSON(t, h, "/accountz?acc=A")
@@ -235,19 +237,19 @@ func TestAccountz(t *testing.T) {
 	requireNoKeys(t, "account detail", m, "accounts")
 	az = getStruct[Accountz](t, h, "/accountz?acc=A")
 	info := az.Account
-	requireEqual(t, "client_connections", info.ClientCnt, 2)
-	requireEqual(t, "leafnode_connections", info.LeafCnt, 1)
-	requireEqual(t, "subscriptions", info.SubCnt, uint32(4))
-	requireEqual(t, "jetstream_enabled", info.JetStream, false)
+	require.Equal(t, info.ClientCnt, 2, "client_connections")
+	require.Equal(t, info.LeafCnt, 1, "leafnode_connections")
+	require.Equal(t, info.SubCnt, uint32(4), "subscriptions")
+	require.Equal(t, info.JetStream, false, "jetstream_enabled")
 
 	az = getStruct[Accountz](t, h, "/accountz?acc=SYS")
-	requireEqual(t, "is_system", az.Account.IsSystem, true)
+	require.Equal(t, az.Account.IsSystem, true, "is_system")
 
 	require400(t, h, "/accountz?acc=nope", "Account nope does not exist")
 
 	js := newTestHandler(t, &jsProvider{fakeProvider: newFixture()})
 	az = getStruct[Accountz](t, js, "/accountz?acc=A")
-	requireEqual(t, "jetstream_enabled with JetStream", az.Account.JetStream, true)
+	require.Equal(t, az.Account.JetStream, true, "jetstream_enabled with JetStream")
 }
 
 func TestListen(t *testing.T) {
@@ -274,9 +276,10 @@ func TestListen(t *testing.T) {
 	body, _ := io.ReadAll(res.Body)
 	res.Body.Close()
 	m := decode(t, body)
-	// Without a configured monitoring address, the listener's is reported.
-	requireEqual(t, "http_host", m["http_host"], any("127.0.0.1"))
-	requireEqual(t, "http_port", m["http_port"], any(float64(addr.Port)))
+	require.
+		// Without a configured monitoring address, the listener's is reported.
+		Equal(t, m["http_host"], any("127.0.0.1"), "http_host")
+	require.Equal(t, m["http_port"], any(float64(addr.Port)), "http_port")
 	client.CloseIdleConnections()
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -312,7 +315,7 @@ func TestConcurrentRequests(t *testing.T) {
 	for _, n := range h.requestStats() {
 		total += n
 	}
-	requireEqual(t, "requests counted", total, uint64(8*20))
+	require.Equal(t, total, uint64(8*20), "requests counted")
 }
 
 // sharingProvider hands out the same stored values on every call, as a

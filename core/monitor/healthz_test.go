@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/leafbox/leafbox/core/require"
 )
 
 // checkingProvider adds a HealthChecker that reports fixed problems and
@@ -85,10 +87,10 @@ func TestHealthz(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			res, body := get(t, newTestHandler(t, tc.p), "/healthz"+tc.query)
-			requireEqual(t, "status", res.StatusCode, tc.status)
-			requireEqual(t, "body", string(body), tc.body)
-			requireEqual(t, "Content-Type", res.Header.Get("Content-Type"), "application/json")
-			requireEqual(t, "CORS", res.Header.Get("Access-Control-Allow-Origin"), "*")
+			require.Equal(t, res.StatusCode, tc.status, "status")
+			require.Equal(t, string(body), tc.body, "body")
+			require.Equal(t, res.Header.Get("Content-Type"), "application/json", "Content-Type")
+			require.Equal(t, res.Header.Get("Access-Control-Allow-Origin"), "*", "CORS")
 		})
 	}
 }
@@ -98,11 +100,11 @@ func TestHealthzPassesOptions(t *testing.T) {
 	h := newTestHandler(t, p)
 	get(t, h, "/healthz?js-enabled-only=true&js-meta-only=1&account=A&stream=S&consumer=C&details=true")
 	want := HealthzOptions{JSEnabledOnly: true, JSMetaOnly: true, Account: "A", Stream: "S", Consumer: "C", Details: true}
-	requireEqual(t, "options", p.lastCall(t), want)
+	require.Equal(t, p.lastCall(t), want, "options")
 
 	// js-enabled is the deprecated spelling of js-enabled-only.
 	get(t, h, "/healthz?js-enabled=true")
-	requireEqual(t, "options", p.lastCall(t), HealthzOptions{JSEnabledOnly: true})
+	require.Equal(t, p.lastCall(t), HealthzOptions{JSEnabledOnly: true}, "options")
 }
 
 func TestHealthzBadParams(t *testing.T) {
@@ -125,13 +127,13 @@ func TestHealthzErrorTypeJSON(t *testing.T) {
 		if err := json.Unmarshal(b, &back); err != nil {
 			t.Fatal(err)
 		}
-		requireEqual(t, "round trip", back, typ)
+		require.Equal(t, back, typ, "round trip")
 	}
 	var typ HealthzErrorType
 	if err := json.Unmarshal([]byte(`"NOPE"`), &typ); err == nil {
 		t.Fatal("unknown type decoded")
 	}
-	requireEqual(t, "out of range", HealthzErrorType(42).String(), "unknown")
+	require.Equal(t, HealthzErrorType(42).String(), "unknown", "out of range")
 }
 
 // degradingProvider reports fixed degraded conditions.
@@ -180,8 +182,8 @@ func TestHealthzDegraded(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			res, body := get(t, newTestHandler(t, tc.p), "/healthz"+tc.query)
-			requireEqual(t, "status", res.StatusCode, tc.status)
-			requireEqual(t, "body", string(body), tc.body)
+			require.Equal(t, res.StatusCode, tc.status, "status")
+			require.Equal(t, string(body), tc.body, "body")
 		})
 	}
 	require400(t, newTestHandler(t, degrading(false)), "/healthz?uplinks=perhaps", "Error decoding boolean for 'uplinks'")

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/leafbox/leafbox/core/require"
 )
 
 // sampleLine matches one sample of the text format: a name, optional
@@ -68,9 +70,9 @@ func (extraMetrics) WriteMetrics(w io.Writer) {
 func TestMetrics(t *testing.T) {
 	h := newTestHandler(t, extraMetrics{newFixture()})
 	res, body := get(t, h, "/metrics")
-	requireEqual(t, "status", res.StatusCode, 200)
-	requireEqual(t, "Content-Type", res.Header.Get("Content-Type"), "text/plain; version=0.0.4; charset=utf-8")
-	requireEqual(t, "CORS", res.Header.Get("Access-Control-Allow-Origin"), "*")
+	require.Equal(t, res.StatusCode, 200, "status")
+	require.Equal(t, res.Header.Get("Content-Type"), "text/plain; version=0.0.4; charset=utf-8", "Content-Type")
+	require.Equal(t, res.Header.Get("Access-Control-Allow-Origin"), "*", "CORS")
 
 	samples, types := parseMetrics(t, string(body))
 	want := map[string]float64{
@@ -109,13 +111,13 @@ func TestMetrics(t *testing.T) {
 		if strings.HasSuffix(name, "_total") {
 			wantType = "counter"
 		}
-		requireEqual(t, "type of "+name, typ, wantType)
+		require.Equal(t, typ, wantType, "type of "+name)
 	}
 
 	// A second scrape sees the first counted.
 	_, body = get(t, h, "/metrics")
 	samples, _ = parseMetrics(t, string(body))
-	requireEqual(t, "requests", samples[`leafbox_http_requests_total{path="/metrics"}`], 2.0)
+	require.Equal(t, samples[`leafbox_http_requests_total{path="/metrics"}`], 2.0, "requests")
 }
 
 func TestMetricWriter(t *testing.T) {
@@ -137,7 +139,7 @@ func TestMetricWriter(t *testing.T) {
 		"# HELP y Y.\n# TYPE y gauge\ny +Inf\n" +
 		"# HELP z Z.\n# TYPE z gauge\nz NaN\n" +
 		"# HELP big Big.\n# TYPE big gauge\nbig 1e+20\n"
-	requireEqual(t, "exposition", buf.String(), want)
+	require.Equal(t, buf.String(), want, "exposition")
 	parseMetrics(t, buf.String())
 }
 

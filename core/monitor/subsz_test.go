@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+
+	"github.com/leafbox/leafbox/core/require"
 )
 
 // subKeys renders a page as "account/cid/sid" strings.
@@ -26,7 +28,7 @@ func TestSubszFieldNames(t *testing.T) {
 	}
 	m := getJSON(t, h, "/subsz?subs=1")
 	list := m["subscriptions_list"].([]any)
-	requireEqual(t, "list length", len(list), 6)
+	require.Equal(t, len(list), 6, "list length")
 	for _, e := range list {
 		requireKeys(t, "subscriptions_list entry", e.(map[string]any), "account", "subject", "sid", "msgs", "cid")
 	}
@@ -35,14 +37,15 @@ func TestSubszFieldNames(t *testing.T) {
 func TestSubszStatsAndTotals(t *testing.T) {
 	h := newTestHandler(t, newFixture())
 	sz := getStruct[Subsz](t, h, "/subsz")
-	requireEqual(t, "num_subscriptions", sz.NumSubs, uint32(6))
-	requireEqual(t, "num_matches", sz.NumMatches, uint64(11))
-	// nats-server reports total only when listing.
-	requireEqual(t, "total without subs", sz.Total, 0)
-	requireEqual(t, "limit", sz.Limit, DefaultSubListSize)
+	require.Equal(t, sz.NumSubs, uint32(6), "num_subscriptions")
+	require.Equal(t, sz.NumMatches, uint64(11), "num_matches")
+	require.
+		// nats-server reports total only when listing.
+		Equal(t, sz.Total, 0, "total without subs")
+	require.Equal(t, sz.Limit, DefaultSubListSize, "limit")
 
 	sz = getStruct[Subsz](t, h, "/subsz?acc=A")
-	requireEqual(t, "num_subscriptions acc=A", sz.NumSubs, uint32(4))
+	require.Equal(t, sz.NumSubs, uint32(4), "num_subscriptions acc=A")
 }
 
 func TestSubszList(t *testing.T) {
@@ -69,7 +72,7 @@ func TestSubszList(t *testing.T) {
 			if got := subKeys(sz); !slices.Equal(got, tc.want) {
 				t.Fatalf("page %v, want %v", got, tc.want)
 			}
-			requireEqual(t, "total", sz.Total, tc.total)
+			require.Equal(t, sz.Total, tc.total, "total")
 		})
 	}
 }
@@ -77,10 +80,10 @@ func TestSubszList(t *testing.T) {
 func TestSubszDetailValues(t *testing.T) {
 	h := newTestHandler(t, newFixture())
 	sz := getStruct[Subsz](t, h, "/subsz?subs=1&acc=A&test=foo.one")
-	requireEqual(t, "subject", sz.Subs[0].Subject, "foo.one")
-	requireEqual(t, "max", sz.Subs[0].Max, int64(5))
-	requireEqual(t, "queue", sz.Subs[1].Queue, "q1")
-	requireEqual(t, "subject", sz.Subs[1].Subject, "foo.*")
+	require.Equal(t, sz.Subs[0].Subject, "foo.one", "subject")
+	require.Equal(t, sz.Subs[0].Max, int64(5), "max")
+	require.Equal(t, sz.Subs[1].Queue, "q1", "queue")
+	require.Equal(t, sz.Subs[1].Subject, "foo.*", "subject")
 }
 
 func TestSubszBadParams(t *testing.T) {

@@ -4,6 +4,8 @@ import (
 	"runtime"
 	"testing"
 	"time"
+
+	"github.com/leafbox/leafbox/core/require"
 )
 
 func TestVarzFieldNames(t *testing.T) {
@@ -45,19 +47,20 @@ func TestVarzFieldNames(t *testing.T) {
 func TestVarzValues(t *testing.T) {
 	h := newTestHandler(t, newFixture())
 	m := getJSON(t, h, "/varz")
-	requireEqual(t, "ping_interval (ns)", m["ping_interval"], any(float64(2*time.Minute)))
-	requireEqual(t, "write_deadline (ns)", m["write_deadline"], any(float64(10*time.Second)))
-	requireEqual(t, "auth_timeout (s)", m["auth_timeout"], any(2.0))
-	requireEqual(t, "uptime", m["uptime"], any("10h0m0s"))
-	requireEqual(t, "now", m["now"], any(testNow.Format(time.RFC3339Nano)))
-	requireEqual(t, "go", m["go"], any(runtime.Version()))
-	requireEqual(t, "cores", m["cores"], any(float64(runtime.NumCPU())))
-	requireEqual(t, "gomaxprocs", m["gomaxprocs"], any(float64(runtime.GOMAXPROCS(0))))
+	require.Equal(t, m["ping_interval"], any(float64(2*time.Minute)), "ping_interval (ns)")
+	require.Equal(t, m["write_deadline"], any(float64(10*time.Second)), "write_deadline (ns)")
+	require.Equal(t, m["auth_timeout"], any(2.0), "auth_timeout (s)")
+	require.Equal(t, m["uptime"], any("10h0m0s"), "uptime")
+	require.Equal(t, m["now"], any(testNow.Format(time.RFC3339Nano)), "now")
+	require.Equal(t, m["go"], any(runtime.Version()), "go")
+	require.Equal(t, m["cores"], any(float64(runtime.NumCPU())), "cores")
+	require.Equal(t, m["gomaxprocs"], any(float64(runtime.GOMAXPROCS(0))), "gomaxprocs")
 	if mem, _ := m["mem"].(float64); mem <= 0 {
 		t.Fatalf("mem = %v", m["mem"])
 	}
-	// The request itself is counted, as in nats-server.
-	requireEqual(t, "http_req_stats", object(t, m, "http_req_stats")["/varz"], any(1.0))
+	require.
+		// The request itself is counted, as in nats-server.
+		Equal(t, object(t, m, "http_req_stats")["/varz"], any(1.0), "http_req_stats")
 
 	get(t, h, "/connz")
 	get(t, h, "/subscriptionsz")
@@ -68,7 +71,7 @@ func TestVarzValues(t *testing.T) {
 		t.Fatalf("http_req_stats %v, want %v", v.HTTPReqStats, want)
 	}
 	for k, n := range want {
-		requireEqual(t, "http_req_stats["+k+"]", v.HTTPReqStats[k], n)
+		require.Equal(t, v.HTTPReqStats[k], n, "http_req_stats["+k+"]")
 	}
 }
 
@@ -76,18 +79,18 @@ func TestVarzKeepsProviderProcessFields(t *testing.T) {
 	p := newFixture()
 	p.varz.Mem, p.varz.Cores, p.varz.CPU, p.varz.GoVersion = 1234, 3, 12.5, "go0"
 	v := getStruct[Varz](t, newTestHandler(t, p), "/varz")
-	requireEqual(t, "mem", v.Mem, int64(1234))
-	requireEqual(t, "cores", v.Cores, 3)
-	requireEqual(t, "cpu", v.CPU, 12.5)
-	requireEqual(t, "go", v.GoVersion, "go0")
+	require.Equal(t, v.Mem, int64(1234), "mem")
+	require.Equal(t, v.Cores, 3, "cores")
+	require.Equal(t, v.CPU, 12.5, "cpu")
+	require.Equal(t, v.GoVersion, "go0", "go")
 }
 
 func TestVarzNilAndEmpty(t *testing.T) {
 	p := newFixture()
 	p.varz = Varz{}
 	v := getStruct[Varz](t, newTestHandler(t, p), "/varz")
-	requireEqual(t, "server_id from ServerID", v.ID, "NSERVERID")
-	requireEqual(t, "uptime without start", v.Uptime, "0s")
+	require.Equal(t, v.ID, "NSERVERID", "server_id from ServerID")
+	require.Equal(t, v.Uptime, "0s", "uptime without start")
 	if v.SlowConsumersStats == nil || v.StaleConnectionStats == nil {
 		t.Fatal("nested stats not filled")
 	}
@@ -113,7 +116,7 @@ func TestFormatUptime(t *testing.T) {
 		{731 * day, "2y1d0h0m0s"},
 	}
 	for _, tc := range tests {
-		requireEqual(t, tc.in.String(), formatUptime(tc.in), tc.want)
+		require.Equal(t, formatUptime(tc.in), tc.want, tc.in.String())
 	}
 }
 
@@ -130,8 +133,9 @@ func TestProcessSampler(t *testing.T) {
 	if p < 0 {
 		t.Fatalf("cpu percent %v", p)
 	}
-	// Within the sample interval the last value is reused.
-	requireEqual(t, "cached", s.cpuPercent(start.Add(2*time.Second+time.Millisecond)), p)
+	require.
+		// Within the sample interval the last value is reused.
+		Equal(t, s.cpuPercent(start.Add(2*time.Second+time.Millisecond)), p, "cached")
 	if residentMemory() <= 0 {
 		t.Fatal("resident memory not measured")
 	}

@@ -3,6 +3,8 @@ package sublist
 import (
 	"fmt"
 	"testing"
+
+	"github.com/leafbox/leafbox/core/require"
 )
 
 // newBenchSublist builds a Sublist shaped like a busy server: many literal
@@ -13,7 +15,7 @@ func newBenchSublist(b *testing.B) *Sublist[int] {
 	v := 0
 	insert := func(subj, queue string) {
 		v++
-		requireNoError(b, s.Insert(subj, queue, v))
+		require.NoError(b, s.Insert(subj, queue, v))
 	}
 	for i := range 100 {
 		for j := range 100 {
@@ -120,7 +122,7 @@ func BenchmarkCloseConnection(b *testing.B) {
 		s := New[int]()
 		for v := range 500 {
 			for _, e := range conn(v) {
-				requireNoError(b, s.Insert(e.Subject, e.Queue, e.Value))
+				require.NoError(b, s.Insert(e.Subject, e.Queue, e.Value))
 			}
 		}
 		for i := range cacheSize {
@@ -133,11 +135,11 @@ func BenchmarkCloseConnection(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			for _, e := range conn(0) {
-				requireNoError(b, s.Remove(e.Subject, e.Queue, e.Value))
+				require.NoError(b, s.Remove(e.Subject, e.Queue, e.Value))
 			}
 			b.StopTimer()
 			for _, e := range conn(0) {
-				requireNoError(b, s.Insert(e.Subject, e.Queue, e.Value))
+				require.NoError(b, s.Insert(e.Subject, e.Queue, e.Value))
 			}
 			for i := range cacheSize {
 				s.Match(fmt.Sprintf("sensor.%d", i))
@@ -154,7 +156,7 @@ func BenchmarkCloseConnection(b *testing.B) {
 			}
 			b.StopTimer()
 			for _, e := range conn(0) {
-				requireNoError(b, s.Insert(e.Subject, e.Queue, e.Value))
+				require.NoError(b, s.Insert(e.Subject, e.Queue, e.Value))
 			}
 			for i := range cacheSize {
 				s.Match(fmt.Sprintf("sensor.%d", i))

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/leafbox/leafbox/core/require"
 	"github.com/leafbox/leafbox/core/subject"
 )
 
@@ -46,7 +47,7 @@ func TestConcurrent(t *testing.T) {
 	s := newTestSublist(t, stable...)
 	m := &model{}
 	for _, e := range stable {
-		requireNoError(t, m.insert(e.subject, e.queue, e.value))
+		require.NoError(t, m.insert(e.subject, e.queue, e.value))
 	}
 	want := make(map[string]string)
 	for _, subj := range subjects {
@@ -142,7 +143,7 @@ func TestConcurrent(t *testing.T) {
 	}
 	checkAgainst(t, s, m, subjects)
 	st := s.Stats()
-	requireEqual(t, st.NumInserts-st.NumRemoves, uint64(len(stable)))
+	require.Equal(t, st.NumInserts-st.NumRemoves, uint64(len(stable)))
 }
 
 // contains reports whether r holds v in queue ("" for plain).

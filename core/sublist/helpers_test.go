@@ -1,36 +1,15 @@
 package sublist
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/leafbox/leafbox/core/require"
 	"github.com/leafbox/leafbox/core/subject"
 )
-
-func requireNoError(t testing.TB, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatalf("unexpected error: %v", err)
-	}
-}
-
-func requireErrorIs(t testing.TB, err, target error) {
-	t.Helper()
-	if !errors.Is(err, target) {
-		t.Fatalf("got error %v, want %v", err, target)
-	}
-}
-
-func requireEqual[V comparable](t testing.TB, got, want V) {
-	t.Helper()
-	if got != want {
-		t.Fatalf("got %v, want %v", got, want)
-	}
-}
 
 // canon renders a result in a canonical form: sorted plain values, then
 // queues sorted by name with sorted members, as in "[1 2] q:[3]". It fails
@@ -191,8 +170,8 @@ func checkAgainst(t testing.TB, s *Sublist[int], m *model, subjects []string) {
 			}
 		}
 	}
-	requireEqual(t, s.Count(), len(m.entries))
-	requireEqual(t, fmt.Sprint(walkEntries(s)), fmt.Sprint(m.walkEntries()))
+	require.Equal(t, s.Count(), len(m.entries))
+	require.Equal(t, fmt.Sprint(walkEntries(s)), fmt.Sprint(m.walkEntries()))
 	checkInvariants(t, s)
 }
 

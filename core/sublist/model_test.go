@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/leafbox/leafbox/core/require"
 )
 
 // Operations are decoded from bytes so that the random test and the fuzz
@@ -84,8 +86,8 @@ func runOps(t testing.TB, data []byte) {
 				continue
 			}
 			e := m.entries[r.next()%len(m.entries)]
-			requireNoError(t, s.Remove(e.Subject, e.Queue, e.Value))
-			requireNoError(t, m.remove(e.Subject, e.Queue, e.Value))
+			require.NoError(t, s.Remove(e.Subject, e.Queue, e.Value))
+			require.NoError(t, m.remove(e.Subject, e.Queue, e.Value))
 		case 5: // remove anything, usually absent
 			subj, queue, v := r.pattern(), r.pick(queueNames), r.next()%8
 			if got, want := s.Remove(subj, queue, v), m.remove(subj, queue, v); got != want {
@@ -106,7 +108,7 @@ func runOps(t testing.TB, data []byte) {
 	}
 	checkAgainst(t, s, m, publishSubjects)
 	st := s.Stats()
-	requireEqual(t, int(st.NumInserts-st.NumRemoves), len(m.entries))
+	require.Equal(t, int(st.NumInserts-st.NumRemoves), len(m.entries))
 }
 
 // batchOp and above encode a RemoveBatch; smaller bytes encode the other
@@ -173,14 +175,14 @@ func TestManyValuesPerNode(t *testing.T) {
 	for round := range 6 {
 		for range 3 * indexAt {
 			subj, queue, v := patterns[rng.IntN(len(patterns))], queueNames[rng.IntN(len(queueNames))], rng.IntN(4*indexAt)
-			requireNoError(t, s.Insert(subj, queue, v))
-			requireNoError(t, m.insert(subj, queue, v))
+			require.NoError(t, s.Insert(subj, queue, v))
+			require.NoError(t, m.insert(subj, queue, v))
 		}
 		checkAgainst(t, s, m, subjects)
 		for len(m.entries) > round*indexAt/2 {
 			e := m.entries[rng.IntN(len(m.entries))]
-			requireNoError(t, s.Remove(e.Subject, e.Queue, e.Value))
-			requireNoError(t, m.remove(e.Subject, e.Queue, e.Value))
+			require.NoError(t, s.Remove(e.Subject, e.Queue, e.Value))
+			require.NoError(t, m.remove(e.Subject, e.Queue, e.Value))
 			checkAgainst(t, s, m, subjects)
 		}
 	}

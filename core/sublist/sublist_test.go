@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/leafbox/leafbox/core/require"
 )
 
 type testEntry struct {
@@ -15,7 +17,7 @@ func newTestSublist(t testing.TB, entries ...testEntry) *Sublist[int] {
 	t.Helper()
 	s := New[int]()
 	for _, e := range entries {
-		requireNoError(t, s.Insert(e.subject, e.queue, e.value))
+		require.NoError(t, s.Insert(e.subject, e.queue, e.value))
 	}
 	return s
 }
@@ -68,10 +70,10 @@ func TestMatch(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newTestSublist(t, tc.entries...)
 			for _, pass := range []string{"miss", "hit"} {
-				requireEqual(t, pass+" "+canon(t, s.Match(tc.subject)), pass+" "+tc.want)
-				requireEqual(t, pass+" "+canon(t, s.MatchBytes([]byte(tc.subject))), pass+" "+tc.want)
+				require.Equal(t, pass+" "+canon(t, s.Match(tc.subject)), pass+" "+tc.want)
+				require.Equal(t, pass+" "+canon(t, s.MatchBytes([]byte(tc.subject))), pass+" "+tc.want)
 			}
-			requireEqual(t, s.HasInterest(tc.subject), tc.want != "[]")
+			require.Equal(t, s.HasInterest(tc.subject), tc.want != "[]")
 			checkInvariants(t, s)
 		})
 	}
@@ -80,15 +82,15 @@ func TestMatch(t *testing.T) {
 func TestInsertInvalid(t *testing.T) {
 	s := New[int]()
 	for _, subj := range []string{"", ".", "foo.", ".foo", "foo..bar", "foo.>.bar", ">.>", "foo bar", "foo\tbar", "foo\r\n"} {
-		requireErrorIs(t, s.Insert(subj, "", 1), ErrInvalidSubject)
-		requireErrorIs(t, s.Remove(subj, "", 1), ErrInvalidSubject)
+		require.ErrorIs(t, s.Insert(subj, "", 1), ErrInvalidSubject)
+		require.ErrorIs(t, s.Remove(subj, "", 1), ErrInvalidSubject)
 	}
 	for _, queue := range []string{" ", "a b", "q\n"} {
-		requireErrorIs(t, s.Insert("foo", queue, 1), ErrInvalidQueue)
-		requireErrorIs(t, s.Remove("foo", queue, 1), ErrInvalidQueue)
+		require.ErrorIs(t, s.Insert("foo", queue, 1), ErrInvalidQueue)
+		require.ErrorIs(t, s.Remove("foo", queue, 1), ErrInvalidQueue)
 	}
-	requireEqual(t, s.Count(), 0)
-	requireEqual(t, s.Stats().NumInserts, 0)
+	require.Equal(t, s.Count(), 0)
+	require.Equal(t, s.Stats().NumInserts, 0)
 }
 
 func TestRemove(t *testing.T) {
@@ -100,7 +102,7 @@ func TestRemove(t *testing.T) {
 		testEntry{"foo.bar", "", 5},
 		testEntry{"foo.bar", "", 5},
 	)
-	requireEqual(t, canon(t, s.Match("foo.bar")), "[1 2 5 5] q:[3 4]")
+	require.Equal(t, canon(t, s.Match("foo.bar")), "[1 2 5 5] q:[3 4]")
 
 	for _, e := range []testEntry{
 		{"foo.bar", "", 3},  // wrong value
@@ -112,9 +114,9 @@ func TestRemove(t *testing.T) {
 		{"*.bar", "", 1},
 		{"foo.>", "", 3},
 	} {
-		requireErrorIs(t, s.Remove(e.subject, e.queue, e.value), ErrNotFound)
+		require.ErrorIs(t, s.Remove(e.subject, e.queue, e.value), ErrNotFound)
 	}
-	requireEqual(t, s.Count(), 6)
+	require.Equal(t, s.Count(), 6)
 
 	steps := []struct {
 		entry testEntry
@@ -128,24 +130,24 @@ func TestRemove(t *testing.T) {
 		{testEntry{"foo.bar", "", 1}, "[]"},
 	}
 	for i, step := range steps {
-		requireNoError(t, s.Remove(step.entry.subject, step.entry.queue, step.entry.value))
-		requireEqual(t, canon(t, s.Match("foo.bar")), step.want)
-		requireEqual(t, s.Count(), len(steps)-i-1)
+		require.NoError(t, s.Remove(step.entry.subject, step.entry.queue, step.entry.value))
+		require.Equal(t, canon(t, s.Match("foo.bar")), step.want)
+		require.Equal(t, s.Count(), len(steps)-i-1)
 		checkInvariants(t, s)
 	}
-	requireErrorIs(t, s.Remove("foo.bar", "", 1), ErrNotFound)
+	require.ErrorIs(t, s.Remove("foo.bar", "", 1), ErrNotFound)
 	if !s.root.isEmpty() {
 		t.Fatalf("root not pruned: %+v", s.root)
 	}
-	requireEqual(t, s.Match("foo.bar"), &s.empty)
+	require.Equal(t, s.Match("foo.bar"), &s.empty)
 }
 
 func TestZeroValue(t *testing.T) {
 	var s Sublist[string]
-	requireEqual(t, len(s.Match("foo").Plain), 0)
-	requireNoError(t, s.Insert("foo", "", "a"))
-	requireEqual(t, fmt.Sprint(s.Match("foo").Plain), "[a]")
-	requireEqual(t, s.HasInterest("foo"), true)
+	require.Equal(t, len(s.Match("foo").Plain), 0)
+	require.NoError(t, s.Insert("foo", "", "a"))
+	require.Equal(t, fmt.Sprint(s.Match("foo").Plain), "[a]")
+	require.Equal(t, s.HasInterest("foo"), true)
 }
 
 // TestResultImmutable checks that a Result held by a caller never changes,
@@ -155,17 +157,15 @@ func TestResultImmutable(t *testing.T) {
 	held := s.Match("foo.bar")
 	heldQueue := held.Queues[0].Members
 	before := canon(t, held)
-
-	requireNoError(t, s.Insert("foo.*", "", 4))
-	requireNoError(t, s.Insert("foo.>", "q", 5))
-	requireNoError(t, s.Insert("foo.bar", "r", 6))
-	requireEqual(t, canon(t, s.Match("foo.bar")), "[1 4] q:[2 3 5] r:[6]")
-	requireNoError(t, s.Remove("foo.bar", "", 1))
-	requireNoError(t, s.Remove("foo.bar", "q", 2))
-	requireEqual(t, canon(t, s.Match("foo.bar")), "[4] q:[3 5] r:[6]")
-
-	requireEqual(t, canon(t, held), before)
-	requireEqual(t, fmt.Sprint(heldQueue), fmt.Sprint(held.Queues[0].Members))
+	require.NoError(t, s.Insert("foo.*", "", 4))
+	require.NoError(t, s.Insert("foo.>", "q", 5))
+	require.NoError(t, s.Insert("foo.bar", "r", 6))
+	require.Equal(t, canon(t, s.Match("foo.bar")), "[1 4] q:[2 3 5] r:[6]")
+	require.NoError(t, s.Remove("foo.bar", "", 1))
+	require.NoError(t, s.Remove("foo.bar", "q", 2))
+	require.Equal(t, canon(t, s.Match("foo.bar")), "[4] q:[3 5] r:[6]")
+	require.Equal(t, canon(t, held), before)
+	require.Equal(t, fmt.Sprint(heldQueue), fmt.Sprint(held.Queues[0].Members))
 }
 
 func TestWalk(t *testing.T) {
@@ -175,28 +175,28 @@ func TestWalk(t *testing.T) {
 	s := newTestSublist(t, entries...)
 	m := &model{}
 	for _, e := range entries {
-		requireNoError(t, m.insert(e.subject, e.queue, e.value))
+		require.NoError(t, m.insert(e.subject, e.queue, e.value))
 	}
-	requireEqual(t, fmt.Sprint(walkEntries(s)), fmt.Sprint(m.walkEntries()))
+	require.Equal(t, fmt.Sprint(walkEntries(s)), fmt.Sprint(m.walkEntries()))
 
 	calls := 0
 	s.Walk(func(string, string, int) bool { calls++; return calls < 3 })
-	requireEqual(t, calls, 3)
+	require.Equal(t, calls, 3)
 
 	// fn may call back into the Sublist; changes are not visited.
 	calls = 0
 	s.Walk(func(subj, queue string, v int) bool {
 		calls++
-		requireNoError(t, s.Insert(subj, queue, v+100))
+		require.NoError(t, s.Insert(subj, queue, v+100))
 		return true
 	})
-	requireEqual(t, calls, len(entries))
-	requireEqual(t, s.Count(), 2*len(entries))
+	require.Equal(t, calls, len(entries))
+	require.Equal(t, s.Count(), 2*len(entries))
 }
 
 func TestStats(t *testing.T) {
 	s := newTestSublist(t, testEntry{"foo.bar", "", 1}, testEntry{"foo.*", "", 2}, testEntry{"foo.*", "q", 3}, testEntry{"x", "", 4})
-	requireNoError(t, s.Remove("x", "", 4))
+	require.NoError(t, s.Remove("x", "", 4))
 	s.Match("foo.bar")              // miss, fanout 3
 	s.Match("foo.bar")              // hit
 	s.MatchBytes([]byte("foo.baz")) // miss, fanout 2
@@ -204,7 +204,7 @@ func TestStats(t *testing.T) {
 	s.Match("bad..subject")         // miss, not cached
 	st := s.Stats()
 	want := Stats{NumSubs: 3, NumCache: 3, NumInserts: 4, NumRemoves: 1, NumMatches: 5, CacheHitRate: 0.2, MaxFanout: 3, AvgFanout: 5.0 / 3}
-	requireEqual(t, st, want)
+	require.Equal(t, st, want)
 }
 
 // TestCacheEviction fills the cache past its bound and checks that results
@@ -212,22 +212,22 @@ func TestStats(t *testing.T) {
 func TestCacheEviction(t *testing.T) {
 	s := newTestSublist(t, testEntry{"x.*", "", 1}, testEntry{"x.7", "q", 2})
 	m := &model{}
-	requireNoError(t, m.insert("x.*", "", 1))
-	requireNoError(t, m.insert("x.7", "q", 2))
+	require.NoError(t, m.insert("x.*", "", 1))
+	require.NoError(t, m.insert("x.7", "q", 2))
 	var subjects []string
 	for i := range 3 * cacheSize {
 		subjects = append(subjects, fmt.Sprintf("x.%d", i))
 	}
 	checkAgainst(t, s, m, subjects)
-	requireEqual(t, s.Stats().NumCache, cacheSize)
+	require.Equal(t, s.Stats().NumCache, cacheSize)
 
 	for _, e := range []testEntry{{">", "r", 3}, {"x.5", "", 4}, {"*.9", "", 5}} {
-		requireNoError(t, s.Insert(e.subject, e.queue, e.value))
-		requireNoError(t, m.insert(e.subject, e.queue, e.value))
+		require.NoError(t, s.Insert(e.subject, e.queue, e.value))
+		require.NoError(t, m.insert(e.subject, e.queue, e.value))
 		checkAgainst(t, s, m, subjects)
 	}
-	requireNoError(t, s.Remove("x.*", "", 1))
-	requireNoError(t, m.remove("x.*", "", 1))
+	require.NoError(t, s.Remove("x.*", "", 1))
+	require.NoError(t, m.remove("x.*", "", 1))
 	checkAgainst(t, s, m, subjects)
 }
 
@@ -238,8 +238,8 @@ func TestRemoveBatchCache(t *testing.T) {
 	entries := []Entry[int]{{"x.*", "", 1}, {"x.1", "", 2}, {"y.*", "q", 3}, {"y.>", "", 4}, {">", "", 5}, {"x.2", "", 6}}
 	s, m := New[int](), &model{}
 	for _, e := range entries {
-		requireNoError(t, s.Insert(e.Subject, e.Queue, e.Value))
-		requireNoError(t, m.insert(e.Subject, e.Queue, e.Value))
+		require.NoError(t, s.Insert(e.Subject, e.Queue, e.Value))
+		require.NoError(t, m.insert(e.Subject, e.Queue, e.Value))
 	}
 	var subjects []string
 	for i := range cacheSize / 2 {
@@ -250,7 +250,7 @@ func TestRemoveBatchCache(t *testing.T) {
 		for _, subj := range subjects {
 			s.Match(subj)
 		}
-		requireEqual(t, s.Stats().NumCache, cacheSize)
+		require.Equal(t, s.Stats().NumCache, cacheSize)
 	}
 	removeBoth := func(batch ...Entry[int]) {
 		t.Helper()
@@ -261,7 +261,7 @@ func TestRemoveBatchCache(t *testing.T) {
 			}
 		}
 		got := s.RemoveBatch(batch)
-		requireEqual(t, fmt.Sprint(got), fmt.Sprint(want))
+		require.Equal(t, fmt.Sprint(got), fmt.Sprint(want))
 		checkInvariants(t, s)
 	}
 
@@ -269,23 +269,23 @@ func TestRemoveBatchCache(t *testing.T) {
 	// subjects go.
 	fill()
 	removeBoth(Entry[int]{"x.*", "", 1}, Entry[int]{"x.1", "", 2}, Entry[int]{"x.1", "", 2}, Entry[int]{"a..b", "", 1})
-	requireEqual(t, s.Stats().NumCache, cacheSize/2)
+	require.Equal(t, s.Stats().NumCache, cacheSize/2)
 	checkAgainst(t, s, m, subjects)
 
 	// Two wildcards over a full cache exceed it: the cache is emptied.
 	fill()
 	removeBoth(Entry[int]{"y.*", "q", 3}, Entry[int]{"y.>", "", 4})
-	requireEqual(t, s.Stats().NumCache, 0)
+	require.Equal(t, s.Stats().NumCache, 0)
 	checkAgainst(t, s, m, subjects)
 
 	// A literal entry costs one deletion, however full the cache.
 	fill()
 	removeBoth(Entry[int]{"x.2", "", 6})
-	requireEqual(t, s.Stats().NumCache, cacheSize-1)
+	require.Equal(t, s.Stats().NumCache, cacheSize-1)
 	checkAgainst(t, s, m, subjects)
 	removeBoth(Entry[int]{">", "", 5})
 	checkAgainst(t, s, m, subjects)
-	requireEqual(t, s.Count(), 0)
+	require.Equal(t, s.Count(), 0)
 }
 
 func TestLongSubjects(t *testing.T) {
@@ -294,9 +294,9 @@ func TestLongSubjects(t *testing.T) {
 		long += fmt.Sprintf(".t%d", i)
 	}
 	s := newTestSublist(t, testEntry{long, "", 1}, testEntry{"t.>", "", 2}, testEntry{long[:strings.LastIndexByte(long, '.')] + ".*", "", 3})
-	requireEqual(t, canon(t, s.Match(long)), "[1 2 3]")
-	requireNoError(t, s.Remove(long, "", 1))
-	requireEqual(t, canon(t, s.Match(long)), "[2 3]")
+	require.Equal(t, canon(t, s.Match(long)), "[1 2 3]")
+	require.NoError(t, s.Remove(long, "", 1))
+	require.Equal(t, canon(t, s.Match(long)), "[2 3]")
 	checkInvariants(t, s)
 }
 

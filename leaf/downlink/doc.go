@@ -77,4 +77,22 @@
 // wait; the message's delivery count starts over, which MaxDeliver
 // counts from. The consumer is durable, so neither a gateway restart nor
 // a hub restart loses the position: what was acked is never sent again.
+//
+// # Waiting on the status
+//
+// Wait(ctx, cond) blocks until cond holds for a fresh Status, checked at
+// once and after every change: each message handled, ack confirmed, pull
+// and resend, and each change of the state or last error. It never polls.
+//
+// # Lock order
+//
+//	Downlink.mu → runstate.Tracker.mu
+//
+// Downlink.mu guards Start and Close; under it only the run state is set
+// and the session's context cancelled. evMu guards the events HandleMsg
+// queues from the broker's goroutines for the session; it is a leaf, as
+// are the Tracker's mutex and its Changes mutex. Everything else (the
+// unconfirmed deliveries, the held sequences, the stash) belongs to the
+// session goroutine alone and takes no lock; it calls Local.Deliver and
+// the Hub holding none.
 package downlink

@@ -411,6 +411,14 @@ func (d *Downlink) Close() error {
 	return nil
 }
 
+// Wait returns nil once cond holds for the downlink's Status, or ctx's
+// error when ctx ends first. cond gets a fresh Status at once and after
+// every change of it: each message handled, ack confirmed, pull, resend,
+// and each change of the state or last error.
+func (d *Downlink) Wait(ctx context.Context, cond func(Status) bool) error {
+	return d.rs.Wait(ctx, func() bool { return cond(d.Status()) })
+}
+
 // Status returns a snapshot of the counters.
 func (d *Downlink) Status() Status {
 	s := Status{
@@ -620,6 +628,7 @@ func (d *Downlink) classify(subject string) (byte, string) {
 // the delivery fails or an earlier message waits. It reports whether the
 // message was delivered; an error means the hub is out of reach.
 func (d *Downlink) handle(ctx context.Context, ev event) (bool, error) {
+	defer d.rs.Changed() // the counters below, and blocked's
 	meta, ok := parseAck(ev.reply)
 	if !ok {
 		d.log.Warn("downlink: unexpected ack subject; message ignored", "reply", ev.reply)
@@ -743,6 +752,7 @@ func (d *Downlink) confirm(tail string) {
 	}
 	delete(d.unconfirmed, seq)
 	d.acked.Add(1)
+	d.rs.Changed()
 	if len(d.unconfirmed) == 0 {
 		d.confirmOrd = d.confirmOrd[:0]
 	}

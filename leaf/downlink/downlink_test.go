@@ -365,14 +365,14 @@ func TestDownlinkReportsBindErrors(t *testing.T) {
 	}
 }
 
+// waitStatus waits until cond holds for d's Status (Downlink.Wait),
+// failing after waitTimeout.
 func waitStatus(t *testing.T, d *Downlink, cond func(Status) bool) {
 	t.Helper()
-	deadline := time.Now().Add(waitTimeout)
-	for st := d.Status(); !cond(st); st = d.Status() {
-		if time.Now().After(deadline) {
-			t.Fatalf("status never reached the condition: %+v", st)
-		}
-		time.Sleep(5 * time.Millisecond) // poll interval
+	ctx, cancel := context.WithTimeout(t.Context(), waitTimeout)
+	defer cancel()
+	if err := d.Wait(ctx, cond); err != nil {
+		t.Fatalf("status never reached the condition (%v): %+v", err, d.Status())
 	}
 }
 

@@ -107,6 +107,7 @@ func (d *Downlink) resend(ctx context.Context) {
 		return
 	}
 	d.resets.Add(1)
+	d.rs.Changed()
 }
 
 // request sends an API request and waits for its answer; other inbox
@@ -166,5 +167,6 @@ func (d *Downlink) pull() (string, error) {
 		return "", fmt.Errorf("downlink: pull: %w", err)
 	}
 	d.pulls.Add(1)
+	d.rs.Changed()
 	return id, nil
 }

@@ -145,7 +145,7 @@ func (n *Node) startUplink(uc *UplinkConfig, clk *clock.Clock, sched *outbox.Sch
 		// Runs on the publisher's read goroutine, before its next PING
 		// is answered (syncCaptures).
 		_, err = conn.Subscribe(s, "", func(m leaf.Msg) {
-			_ = u.ob.Capture(string(m.Subject), m.Header, m.Data)
+			_ = u.ob.CaptureBytes(m.Subject, m.Header, m.Data)
 		})
 	}
 	if err == nil {

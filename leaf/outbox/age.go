@@ -174,6 +174,7 @@ func (o *Outbox) expireAged() (uint64, error) {
 	}
 	n, err := o.stream.Purge(store.PurgeOptions{Sequence: expireBelow})
 	o.aged.Add(n)
+	o.rs.Changed()
 	if err != nil {
 		return n, fmt.Errorf("outbox: age: %w", err)
 	}

@@ -64,6 +64,7 @@ type refusal struct {
 // Config.DeadLetterAfter-th refusal, or at once when now is set. Without
 // a dead-letter stream it only counts. The forwarder alone calls it.
 func (o *Outbox) refuse(seq uint64, rf *RefusedError, now bool) (bool, error) {
+	defer o.rs.Changed()
 	o.refusals.Add(1)
 	o.lastRefusal.Store(&refusal{text: fmt.Sprintf("sequence %d: %v", seq, rf), at: time.Now()})
 	n := o.refusedCount[seq] + 1
@@ -231,6 +232,7 @@ func (o *Outbox) RequeueAll() (int, error) {
 // without its Leafbox-Dead-* headers (and with a new Nats-Msg-Id when its
 // id was the reason).
 func (o *Outbox) requeueOne(m *store.Msg) error {
+	defer o.rs.Changed()
 	reason, _ := headerValue(m.Header, HeaderDeadReason)
 	hdr := proto.DeleteHeaders(m.Header, func(name []byte) bool {
 		return proto.HeaderNameHasPrefix(name, deadHeaderPrefix) ||

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leafbox/leafbox/core/require"
 	"github.com/leafbox/leafbox/store"
 	"github.com/leafbox/leafbox/store/jsapi"
 )
@@ -103,9 +104,9 @@ func newDLOutbox(t *testing.T, hub Hub, cfg Config) (*Outbox, store.Stream, stor
 // in order.
 func TestPermanentRefusalDeadLetters(t *testing.T) {
 	hub := newFakeHub(true)
-	ob, s, dl := newDLOutbox(t, hub, Config{Stream: "S", Window: 1, DeadLetterAfter: 2})
+	ob, _, dl := newDLOutbox(t, hub, Config{Stream: "S", Window: 1, DeadLetterAfter: 2})
 	capture(t, ob, 3, 0)
-	requireNoError(t, ob.Start(context.Background()))
+	require.NoError(t, ob.Start(context.Background()))
 	ack(ob, hub.next(t), "S") // telemetry.0
 	for range 2 {
 		p := hub.next(t)
@@ -119,7 +120,7 @@ func TestPermanentRefusalDeadLetters(t *testing.T) {
 		t.Fatalf("after the dead letter: sent %q, want telemetry.2", p.subject)
 	}
 	ack(ob, p, "S")
-	eventually(t, "backlog drained", func() bool { return s.State().Msgs == 0 })
+	waitStatus(t, ob, "backlog drained", func(st Status) bool { return st.BacklogMsgs == 0 })
 	st := ob.Status()
 	if st.Acked != 2 || st.DeadLettered != 1 || st.DeadLetterMsgs != 1 || st.Refusals != 2 ||
 		st.Dropped[DropRejectedByHub] != 1 || st.Dropped[DropLimits] != 0 {
@@ -130,7 +131,7 @@ func TestPermanentRefusalDeadLetters(t *testing.T) {
 	}
 	var sm store.Msg
 	m, err := dl.LoadNext("", 0, &sm)
-	requireNoError(t, err)
+	require.NoError(t, err)
 	if m.Subject != "telemetry.1" || string(m.Data) != "m1" {
 		t.Fatalf("dead letter %q %q", m.Subject, m.Data)
 	}
@@ -145,7 +146,7 @@ func TestPermanentRefusalDeadLetters(t *testing.T) {
 		t.Errorf("%s: %q", HeaderDeadError, v)
 	}
 	list, err := ob.DeadLetters(0, 0)
-	requireNoError(t, err)
+	require.NoError(t, err)
 	if len(list) != 1 || list[0].OutboxSeq != 2 || list[0].Reason != ReasonWrongStream || list[0].Time.IsZero() || list[0].MsgID != ob.IDPrefix()+"2" {
 		t.Fatalf("list %+v", list)
 	}
@@ -156,9 +157,9 @@ func TestPermanentRefusalDeadLetters(t *testing.T) {
 // often, and nothing is dead-lettered.
 func TestTransientErrorsNotDeadLettered(t *testing.T) {
 	hub := newFakeHub(true)
-	ob, s, dl := newDLOutbox(t, hub, Config{Stream: "S", Window: 1, DeadLetterAfter: 1, AckTimeout: 20 * time.Millisecond})
+	ob, _, dl := newDLOutbox(t, hub, Config{Stream: "S", Window: 1, DeadLetterAfter: 1, AckTimeout: 20 * time.Millisecond})
 	capture(t, ob, 2, 0)
-	requireNoError(t, ob.Start(context.Background()))
+	require.NoError(t, ob.Start(context.Background()))
 	errAck(ob, hub.next(t), 503, 10008, "JetStream system temporarily unavailable")
 	errAck(ob, hub.next(t), 503, 10077, "maximum messages exceeded")
 	hub.next(t) // no PubAck: times out
@@ -169,7 +170,7 @@ func TestTransientErrorsNotDeadLettered(t *testing.T) {
 	}
 	ack(ob, p, "S")
 	ack(ob, hub.next(t), "S")
-	eventually(t, "backlog drained", func() bool { return s.State().Msgs == 0 })
+	waitStatus(t, ob, "backlog drained", func(st Status) bool { return st.BacklogMsgs == 0 })
 	if st := ob.Status(); st.DeadLettered != 0 || dl.State().Msgs != 0 || st.Refusals != 0 || st.Acked != 2 {
 		t.Fatalf("status %+v", st)
 	}
@@ -197,15 +198,15 @@ func TestPublishRefusalDeadLetters(t *testing.T) {
 		err: Refused(ReasonTooLarge, errors.New("leaf: message exceeds the hub's max_payload"))}
 	ob, _, _ := newDLOutbox(t, hub, Config{})
 	capture(t, ob, 2, 0)
-	requireNoError(t, ob.Start(context.Background()))
+	require.NoError(t, ob.Start(context.Background()))
 	p := hub.next(t)
 	if p.subject != "telemetry.1" {
 		t.Fatalf("sent %q", p.subject)
 	}
 	ack(ob, p, "S")
-	eventually(t, "dead-lettered", func() bool { return ob.Status().DeadLettered == 1 })
+	waitStatus(t, ob, "dead-lettered", func(st Status) bool { return st.DeadLettered == 1 })
 	list, err := ob.DeadLetters(0, 0)
-	requireNoError(t, err)
+	require.NoError(t, err)
 	if len(list) != 1 || list[0].Reason != ReasonTooLarge || list[0].Refusals != DefaultDeadLetterAfter {
 		t.Fatalf("list %+v", list)
 	}
@@ -244,14 +245,14 @@ func TestNoStreamConfirmedByLookup(t *testing.T) {
 		ob, _, _ := newDLOutbox(t, hub, Config{HubDomain: "hub"})
 		hub.ob = ob
 		capture(t, ob, 2, 0)
-		requireNoError(t, ob.Start(context.Background()))
+		require.NoError(t, ob.Start(context.Background()))
 		ack(ob, hub.next(t), "S")
-		eventually(t, "dead-lettered", func() bool { return ob.Status().DeadLettered == 1 })
+		waitStatus(t, ob, "dead-lettered", func(st Status) bool { return st.DeadLettered == 1 })
 		if q := <-hub.lookups; q != `{"subject":"telemetry.0"}` {
 			t.Fatalf("lookup %s", q)
 		}
 		list, err := ob.DeadLetters(0, 0)
-		requireNoError(t, err)
+		require.NoError(t, err)
 		if len(list) != 1 || list[0].Reason != ReasonNoStream || list[0].Subject != "telemetry.0" {
 			t.Fatalf("list %+v", list)
 		}
@@ -266,7 +267,7 @@ func TestNoStreamConfirmedByLookup(t *testing.T) {
 			ob, _, _ := newDLOutbox(t, hub, Config{HubDomain: "hub", DeadLetterAfter: 1})
 			hub.ob = ob
 			capture(t, ob, 2, 0)
-			requireNoError(t, ob.Start(context.Background()))
+			require.NoError(t, ob.Start(context.Background()))
 			for range 2 {
 				<-hub.lookups
 			}
@@ -284,9 +285,9 @@ func TestNoStreamConfirmedByLookup(t *testing.T) {
 // after a resend stays an ordinary ack.
 func TestUnexpectedDuplicate(t *testing.T) {
 	hub := newFakeHub(true)
-	ob, s, _ := newDLOutbox(t, hub, Config{Stream: "S", Window: 1, AckTimeout: 30 * time.Millisecond})
+	ob, _, _ := newDLOutbox(t, hub, Config{Stream: "S", Window: 1, AckTimeout: 30 * time.Millisecond})
 	capture(t, ob, 2, 0)
-	requireNoError(t, ob.Start(context.Background()))
+	require.NoError(t, ob.Start(context.Background()))
 	p := hub.next(t) // telemetry.0, first send
 	ackSeq(ob, p, "S", 7, true)
 	p = hub.next(t)
@@ -300,13 +301,13 @@ func TestUnexpectedDuplicate(t *testing.T) {
 		t.Fatalf("resent %q", p.subject)
 	}
 	ackSeq(ob, p, "S", 8, true)
-	eventually(t, "backlog drained", func() bool { return s.State().Msgs == 0 })
+	waitStatus(t, ob, "backlog drained", func(st Status) bool { return st.BacklogMsgs == 0 })
 	st := ob.Status()
 	if st.HubDuplicatesUnexpected != 1 || st.Acked != 1 || st.DeadLettered != 1 {
 		t.Fatalf("status %+v", st)
 	}
 	list, err := ob.DeadLetters(0, 0)
-	requireNoError(t, err)
+	require.NoError(t, err)
 	if len(list) != 1 || list[0].Reason != ReasonDuplicateID || list[0].MsgID != ob.IDPrefix()+"1" {
 		t.Fatalf("list %+v", list)
 	}
@@ -323,7 +324,7 @@ func TestUnexpectedDuplicate(t *testing.T) {
 		t.Fatalf("requeued message still carries %s: %q", HeaderDeadReason, p.hdr)
 	}
 	ackSeq(ob, p, "S", 9, false)
-	eventually(t, "requeued message acked", func() bool { return ob.Status().Acked == 2 })
+	waitStatus(t, ob, "requeued message acked", func(st Status) bool { return st.Acked == 2 })
 	if st := ob.Status(); st.Requeued != 1 || st.DeadLetterMsgs != 0 || st.Dropped[DropLimits] != 0 {
 		t.Fatalf("status after requeue %+v", st)
 	}
@@ -336,9 +337,9 @@ func TestRequeueKeepsOriginalID(t *testing.T) {
 	hub := newFakeHub(true)
 	ob, _, _ := newDLOutbox(t, hub, Config{Stream: "S", DeadLetterAfter: 1})
 	capture(t, ob, 1, 0)
-	requireNoError(t, ob.Start(context.Background()))
+	require.NoError(t, ob.Start(context.Background()))
 	errAck(ob, hub.next(t), 400, 10060, "expected stream does not match")
-	eventually(t, "dead-lettered", func() bool { return ob.Status().DeadLettered == 1 })
+	waitStatus(t, ob, "dead-lettered", func(st Status) bool { return st.DeadLettered == 1 })
 	if _, err := ob.Requeue([]uint64{99}); err == nil {
 		t.Fatal("requeue of an unknown sequence succeeded")
 	}
@@ -354,7 +355,7 @@ func TestRequeueKeepsOriginalID(t *testing.T) {
 		t.Fatalf("header %q", p.hdr)
 	}
 	ack(ob, p, "S")
-	eventually(t, "acked", func() bool { return ob.Status().Acked == 1 })
+	waitStatus(t, ob, "acked", func(st Status) bool { return st.Acked == 1 })
 }
 
 // TestMissingPubAckConfirmedByLookup: a message the hub receives (a
@@ -366,7 +367,7 @@ func TestMissingPubAckConfirmedByLookup(t *testing.T) {
 	ob, _, _ := newDLOutbox(t, hub, Config{HubDomain: "hub", DeadLetterAfter: 1, Window: 1, AckTimeout: 20 * time.Millisecond})
 	hub.ob = ob
 	capture(t, ob, 2, 0)
-	requireNoError(t, ob.Start(context.Background()))
+	require.NoError(t, ob.Start(context.Background()))
 	if p := hub.next(t); p.subject != "telemetry.0" {
 		t.Fatalf("sent %q", p.subject)
 	}
@@ -378,7 +379,7 @@ func TestMissingPubAckConfirmedByLookup(t *testing.T) {
 		t.Fatalf("after the dead letter: sent %q", p.subject)
 	}
 	ack(ob, p, "S")
-	eventually(t, "acked", func() bool { return ob.Status().Acked == 1 })
+	waitStatus(t, ob, "acked", func(st Status) bool { return st.Acked == 1 })
 	if st := ob.Status(); st.DeadLettered != 1 {
 		t.Fatalf("status %+v", st)
 	}
@@ -392,11 +393,11 @@ func TestDeadLetterLimitsCounted(t *testing.T) {
 	dl := newMem(t, store.Config{MaxMsgs: 1})
 	ob := newOutbox(t, s, hub, Config{Stream: "S", DeadLetter: dl, DeadLetterAfter: 1, RetryMin: time.Millisecond, RetryMax: time.Millisecond})
 	capture(t, ob, 2, 0)
-	requireNoError(t, ob.Start(context.Background()))
+	require.NoError(t, ob.Start(context.Background()))
 	for range 2 {
 		errAck(ob, hub.next(t), 400, 10060, "expected stream does not match")
 	}
-	eventually(t, "both dead-lettered", func() bool { return ob.Status().DeadLettered == 2 })
+	waitStatus(t, ob, "both dead-lettered", func(st Status) bool { return st.DeadLettered == 2 })
 	if st := ob.Status(); st.DeadLetterMsgs != 1 || st.Dropped[DropDeadLetterLimits] != 1 || st.Dropped[DropLimits] != 0 {
 		t.Fatalf("status %+v", st)
 	}

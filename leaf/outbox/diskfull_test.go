@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/leafbox/leafbox/core/require"
 	"github.com/leafbox/leafbox/store"
 	"github.com/leafbox/leafbox/store/filestore"
 	"github.com/leafbox/leafbox/store/vfs"
@@ -49,12 +50,12 @@ func TestDiskFull(t *testing.T) {
 		Config:    store.Config{Name: "tel", MaxMsgs: limit, Discard: store.DiscardOld},
 		BlockSize: 8 << 10, // many blocks: full disks hit rolls too
 	})
-	requireNoError(t, err)
+	require.NoError(t, err)
 	defer s.Close()
 	hub := &gatedHub{dedupHub: newDedupHub(), open: make(chan struct{})}
 	ob := newOutbox(t, s, hub, Config{Name: "tel", ServerName: "gw", Stream: "S", RetryMax: DefaultRetryMin})
 	hub.attach(ob)
-	requireNoError(t, ob.Start(context.Background()))
+	require.NoError(t, ob.Start(context.Background()))
 	capture := func(from, to int) (failed int) {
 		t.Helper()
 		for i := from; i < to; i++ {
@@ -93,8 +94,7 @@ func TestDiskFull(t *testing.T) {
 	// Disk full, hub up: what is stored reaches the hub, but removing it
 	// needs space, so the forwarder retries and keeps it.
 	close(hub.open)
-	eventually(t, "the forwarder retries", func() bool {
-		st := ob.Status()
+	waitStatus(t, ob, "the forwarder retries", func(st Status) bool {
 		return st.Retries >= 2 && strings.Contains(st.LastError, "remove")
 	})
 	if st := ob.Status(); st.BacklogMsgs != limit || st.Acked != 0 {
@@ -104,11 +104,11 @@ func TestDiskFull(t *testing.T) {
 	// Space returns: the retried round removes the backlog; capture and
 	// forward as usual.
 	full.Store(false)
-	eventually(t, "the backlog drains", func() bool { return ob.Status().BacklogMsgs == 0 })
+	waitStatus(t, ob, "the backlog drains", func(st Status) bool { return st.BacklogMsgs == 0 })
 	if n := capture(450, 500); n != 0 {
 		t.Fatalf("%d captures failed after space returned", n)
 	}
-	eventually(t, "the outbox drains", func() bool { return ob.Status().BacklogMsgs == 0 })
+	waitStatus(t, ob, "the outbox drains", func(st Status) bool { return st.BacklogMsgs == 0 })
 	got := hub.perProducer(t, 1)[0]
 	var want []int
 	for i := 100; i < 500; i++ {
@@ -133,16 +133,16 @@ func TestDiskFull(t *testing.T) {
 func TestDiskLowDropsOldest(t *testing.T) {
 	var low atomic.Bool
 	s, err := filestore.Open(vfs.NewMem(), "outbox/tel", filestore.Config{Config: store.Config{Name: "tel"}})
-	requireNoError(t, err)
+	require.NoError(t, err)
 	defer s.Close()
 	hub := &gatedHub{dedupHub: newDedupHub(), open: make(chan struct{})}
 	ob := newOutbox(t, s, hub, Config{Name: "tel", ServerName: "gw", Stream: "S", DiskLow: low.Load})
 	hub.attach(ob)
-	requireNoError(t, ob.Start(context.Background()))
+	require.NoError(t, ob.Start(context.Background()))
 	capture := func(from, to int) {
 		t.Helper()
 		for i := from; i < to; i++ {
-			requireNoError(t, ob.Capture("telemetry.p0", nil, []byte(strconv.Itoa(i))))
+			require.NoError(t, ob.Capture("telemetry.p0", nil, []byte(strconv.Itoa(i))))
 		}
 	}
 	capture(0, 10)
@@ -155,7 +155,7 @@ func TestDiskLowDropsOldest(t *testing.T) {
 		t.Fatalf("after 5 captures on a low disk: backlog %d, dropped %v", st.BacklogMsgs, st.Dropped)
 	}
 	close(hub.open)
-	eventually(t, "the outbox drains", func() bool { return s.State().Msgs == 0 })
+	waitStatus(t, ob, "the outbox drains", func(st Status) bool { return st.BacklogMsgs == 0 })
 	var want []int
 	for i := 5; i < 20; i++ {
 		want = append(want, i)

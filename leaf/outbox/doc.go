@@ -255,4 +255,35 @@
 // the budget may overshoot by that much, and a lagging hub sequence can
 // only hide a reset, never invent one. A file that fails its version or
 // checksum check is refused with ErrBadState; removing it starts over.
+//
+// # Waiting on the status
+//
+// Wait(ctx, cond) blocks until cond holds for a fresh Status, checked at
+// once and after every change the outbox makes (a capture, a publish, an
+// ack batch, a refusal, a dead letter, a requeue, an expiry, a state or
+// error change); it never polls. A change costs its maker one atomic load
+// while no one waits (runstate.Changes), so Capture stays within its
+// allocation budget: a capture through the broker of a subject seen
+// before allocates nothing (TestCaptureAllocs).
+//
+// # Lock order
+//
+//	Outbox.mu → runstate.Tracker.mu
+//	requeueMu → syncMu → the stream's and the dead-letter stream's locks
+//	Scheduler.saveMu → Scheduler.mu
+//
+// Outbox.mu guards Start and Close; under it only the run state is set
+// and the forwarder's context cancelled. syncMu serializes Sync and is
+// held across the stream's fsync (store.Syncer), so a burst of PINGs
+// shares one fsync; requeueMu serializes Requeue, which stores into the
+// outbox, syncs it and removes from the dead-letter stream. ackMu (the
+// replies HandleReply queues for the forwarder), meter.mu (rates, hub
+// sequences, the watchdog's round), Scheduler.mu (turns, budgets, slots;
+// the scheduler calls no outbox), the Tracker's mutex and its Changes
+// mutex, and the subject.Names writers' mutex are leaves: nothing is
+// called and no other lock is taken while one is held. Status takes the
+// stream's, meter.mu, Scheduler.mu and the Tracker's lock one after the
+// other, never two at once. No lock is held while the forwarder calls
+// the Hub or waits for the scheduler, and Capture holds none of the
+// outbox's own while it calls the stream.
 package outbox

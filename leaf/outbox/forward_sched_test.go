@@ -9,6 +9,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/leafbox/leafbox/core/require"
 	"github.com/leafbox/leafbox/store"
 )
 
@@ -24,7 +25,7 @@ func TestWatchdogRearmsStuckRound(t *testing.T) {
 		s := newMem(t, store.Config{})
 		hub := newFakeHub(true)
 		ob := newOutbox(t, s, hub, Config{AckTimeout: 50 * time.Millisecond, WatchdogAfter: 200 * time.Millisecond})
-		requireNoError(t, ob.Start(context.Background()))
+		require.NoError(t, ob.Start(context.Background()))
 		synctest.Wait() // the round found nothing to send and waits
 		seq, _, err := s.Store("telemetry.x", nil, []byte("lost wakeup"), 0)
 		if err != nil {
@@ -47,7 +48,7 @@ func TestWatchdogRearmsStuckRound(t *testing.T) {
 		if st := ob.Status(); st.Acked != 1 || st.WatchdogRearms != 1 {
 			t.Fatalf("status %+v", st)
 		}
-		requireNoError(t, ob.Close())
+		require.NoError(t, ob.Close())
 	})
 }
 
@@ -62,17 +63,17 @@ func TestStreamResetDetected(t *testing.T) {
 	// duplicate PubAck is an ordinary one.
 	ob := newOutbox(t, s, hub, Config{StateFile: state, Stream: "S"})
 	capture(t, ob, 3, 0)
-	requireNoError(t, ob.Close())
+	require.NoError(t, ob.Close())
 	ob = newOutbox(t, s, hub, Config{StateFile: state, Stream: "S"})
-	requireNoError(t, ob.Start(context.Background()))
+	require.NoError(t, ob.Start(context.Background()))
 	ackSeq(ob, hub.next(t), "S", 10, false)
 	ackSeq(ob, hub.next(t), "S", 11, false)
 	ackSeq(ob, hub.next(t), "S", 5, true) // duplicate: an earlier copy's sequence
-	eventually(t, "3 acked", func() bool { return ob.Status().Acked == 3 })
+	waitStatus(t, ob, "3 acked", func(st Status) bool { return st.Acked == 3 })
 	if st := ob.Status(); st.StreamResets != 0 || st.HubStream != "S" || st.HubSeq != 11 {
 		t.Fatalf("status %+v", st)
 	}
-	requireNoError(t, ob.Close())
+	require.NoError(t, ob.Close())
 
 	// The gateway restarts; meanwhile the hub stream was deleted and
 	// created again.
@@ -82,10 +83,10 @@ func TestStreamResetDetected(t *testing.T) {
 		t.Fatalf("hub sequence after restart: %d", st.HubSeq)
 	}
 	capture(t, ob, 2, 3)
-	requireNoError(t, ob.Start(context.Background()))
+	require.NoError(t, ob.Start(context.Background()))
 	ackSeq(ob, hub.next(t), "S", 1, false)
 	ackSeq(ob, hub.next(t), "S", 2, false)
-	eventually(t, "2 acked", func() bool { return ob.Status().Acked == 2 })
+	waitStatus(t, ob, "2 acked", func(st Status) bool { return st.Acked == 2 })
 	if st := ob.Status(); st.StreamResets != 1 || st.HubSeq != 2 || st.BacklogMsgs != 0 {
 		t.Fatalf("status after the reset: %+v", st)
 	}
@@ -118,20 +119,18 @@ func TestRateCapDrainRateAndETA(t *testing.T) {
 		hub.ob = ob
 		payload := make([]byte, 90)
 		for range 300 {
-			requireNoError(t, ob.Capture("t.x", nil, payload))
+			require.NoError(t, ob.Capture("t.x", nil, payload))
 		}
 		perMsg := len("t.x") + len(payload) + len("NATS/1.0\r\nNats-Msg-Id: "+ob.IDPrefix()+"100\r\n\r\n") // ±1 digit
 		start := time.Now()
-		requireNoError(t, ob.Start(context.Background()))
+		require.NoError(t, ob.Start(context.Background()))
 		time.Sleep(2 * time.Second)
 		synctest.Wait()
 		mid := ob.Status()
 		if mid.BacklogMsgs == 0 || mid.RateBytes < 0.4*rateCap || mid.RateBytes > 1.05*rateCap || mid.ETA <= 0 {
 			t.Fatalf("while draining: %+v", mid)
 		}
-		for ob.Status().BacklogMsgs > 0 {
-			time.Sleep(10 * time.Millisecond)
-		}
+		waitStatus(t, ob, "the backlog drains", func(st Status) bool { return st.BacklogMsgs == 0 })
 		elapsed := time.Since(start).Seconds()
 		st := ob.Status()
 		got := float64(st.AckedBytes) / elapsed
@@ -143,7 +142,7 @@ func TestRateCapDrainRateAndETA(t *testing.T) {
 		if st.Acked != 300 || st.MaxRate != rateCap || st.ETA != 0 {
 			t.Fatalf("status %+v", st)
 		}
-		requireNoError(t, ob.Close())
+		require.NoError(t, ob.Close())
 	})
 }
 
@@ -156,7 +155,7 @@ func TestDrainJitterDelaysBacklog(t *testing.T) {
 		ob := newOutbox(t, s, hub, Config{DrainJitter: 10 * time.Second})
 		capture(t, ob, 1, 0)
 		start := time.Now()
-		requireNoError(t, ob.Start(context.Background()))
+		require.NoError(t, ob.Start(context.Background()))
 		synctest.Wait()
 		p := hub.next(t) // fake time runs until the delay ends
 		if d := time.Since(start); d > 10*time.Second {
@@ -164,6 +163,6 @@ func TestDrainJitterDelaysBacklog(t *testing.T) {
 		}
 		ack(ob, p, "S")
 		synctest.Wait()
-		requireNoError(t, ob.Close())
+		require.NoError(t, ob.Close())
 	})
 }

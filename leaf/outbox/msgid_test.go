@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/leafbox/leafbox/core/require"
 	"github.com/leafbox/leafbox/store"
 	"github.com/leafbox/leafbox/store/filestore"
 	"github.com/leafbox/leafbox/store/vfs"
@@ -31,28 +32,28 @@ func TestIDsUniqueAcrossOutboxLifetimes(t *testing.T) {
 		t.Helper()
 		var err error
 		s, err = filestore.Open(vfs.OS, live, filestore.Config{Config: store.Config{Name: "tel"}})
-		requireNoError(t, err)
+		require.NoError(t, err)
 		ob, err = New(s, hub, Config{Name: "tel", ServerName: "gw", Stream: "S"})
-		requireNoError(t, err)
+		require.NoError(t, err)
 		hub.attach(ob)
 	}
 	stop := func() {
 		t.Helper()
-		requireNoError(t, ob.Close())
-		requireNoError(t, s.Close())
+		require.NoError(t, ob.Close())
+		require.NoError(t, s.Close())
 	}
 	next := 0
 	publish := func(n int) {
 		t.Helper()
 		for range n {
-			requireNoError(t, ob.Capture("telemetry.p0", nil, []byte(strconv.Itoa(next))))
+			require.NoError(t, ob.Capture("telemetry.p0", nil, []byte(strconv.Itoa(next))))
 			next++
 		}
 	}
 	drain := func() {
 		t.Helper()
-		requireNoError(t, ob.Start(context.Background()))
-		eventually(t, "the outbox drains", func() bool { return s.State().Msgs == 0 && ob.Status().InFlight == 0 })
+		require.NoError(t, ob.Start(context.Background()))
+		waitStatus(t, ob, "the outbox drains", func(st Status) bool { return st.BacklogMsgs == 0 && st.InFlight == 0 })
 	}
 	hubHolds := func(want int) {
 		t.Helper()
@@ -72,28 +73,30 @@ func TestIDsUniqueAcrossOutboxLifetimes(t *testing.T) {
 	publish(5)
 	stop()
 	backup := filepath.Join(root, "backup")
-	requireNoError(t, os.CopyFS(backup, os.DirFS(live)))
+	require.NoError(t, os.CopyFS(backup, os.DirFS(live)))
 
 	// A restart forwards them; five more follow.
 	open()
 	drain()
 	publish(5)
-	eventually(t, "10 acked", func() bool { return ob.Status().Acked == 10 })
+	waitStatus(t, ob, "10 acked", func(st Status) bool { return st.Acked == 10 })
 	stop()
 	hubHolds(10)
+	require.
 
-	// The old backup is restored: its five are sent again, with their
-	// first ids (the hub drops them), and three new ones follow.
-	requireNoError(t, os.RemoveAll(live))
-	requireNoError(t, os.CopyFS(live, os.DirFS(backup)))
+		// The old backup is restored: its five are sent again, with their
+		// first ids (the hub drops them), and three new ones follow.
+		NoError(t, os.RemoveAll(live))
+	require.NoError(t, os.CopyFS(live, os.DirFS(backup)))
 	open()
 	publish(3)
 	drain()
 	stop()
 	hubHolds(13)
+	require.
 
-	// The outbox is wiped: the three new ones still reach the hub.
-	requireNoError(t, os.RemoveAll(live))
+		// The outbox is wiped: the three new ones still reach the hub.
+		NoError(t, os.RemoveAll(live))
 	open()
 	publish(3)
 	drain()
@@ -110,10 +113,10 @@ func TestCaptureFixesTheID(t *testing.T) {
 	if p := ob.IDPrefix(); !strings.HasPrefix(p, "gw.up.") || len(p) != len("gw.up.")+epochChars+1 || !strings.HasSuffix(p, ".") {
 		t.Fatalf("IDPrefix %q", p)
 	}
-	requireNoError(t, ob.Capture("a", nil, []byte("1")))
-	requireNoError(t, ob.Capture("a", []byte("NATS/1.0\r\nK: v\r\n\r\n"), []byte("2")))
-	requireNoError(t, ob.Capture("a", []byte("NATS/1.0\r\nnats-msg-id: mine\r\n\r\n"), []byte("3")))
-	requireNoError(t, ob.Capture("a", nil, []byte("4")))
+	require.NoError(t, ob.Capture("a", nil, []byte("1")))
+	require.NoError(t, ob.Capture("a", []byte("NATS/1.0\r\nK: v\r\n\r\n"), []byte("2")))
+	require.NoError(t, ob.Capture("a", []byte("NATS/1.0\r\nnats-msg-id: mine\r\n\r\n"), []byte("3")))
+	require.NoError(t, ob.Capture("a", nil, []byte("4")))
 	want := []string{
 		"NATS/1.0\r\nNats-Msg-Id: " + ob.IDPrefix() + "1\r\n\r\n",
 		"NATS/1.0\r\nK: v\r\nNats-Msg-Id: " + ob.IDPrefix() + "2\r\n\r\n",
@@ -123,7 +126,7 @@ func TestCaptureFixesTheID(t *testing.T) {
 	var sm store.Msg
 	for i, w := range want {
 		m, err := s.Load(uint64(i+1), &sm)
-		requireNoError(t, err)
+		require.NoError(t, err)
 		if string(m.Header) != w {
 			t.Errorf("stored message %d header %q, want %q", i+1, m.Header, w)
 		}
@@ -135,7 +138,8 @@ func TestCaptureFixesTheID(t *testing.T) {
 
 // TestCaptureHeaderAllocatesOnce: the header Capture stores (the
 // publisher's, with a Nats-Msg-Id added) is built in one allocation, with
-// or without a header from the publisher, and none when it has an id.
+// or without a header from the publisher, and none when it has an id or
+// when the buffer it is built in has room (Capture's pooled buffers).
 func TestCaptureHeaderAllocatesOnce(t *testing.T) {
 	ob := newOutbox(t, newMem(t, store.Config{}), newFakeHub(false), Config{})
 	for _, tc := range []struct {
@@ -147,8 +151,12 @@ func TestCaptureHeaderAllocatesOnce(t *testing.T) {
 		{"NATS/1.0\r\nNats-Msg-Id: 7\r\n\r\n", 0},
 	} {
 		hdr := []byte(tc.hdr)
-		if n := testing.AllocsPerRun(100, func() { _ = ob.captureHeader(hdr) }); n != tc.allocs {
+		if n := testing.AllocsPerRun(100, func() { _, _ = ob.captureHeader(nil, hdr) }); n != tc.allocs {
 			t.Errorf("captureHeader(%q): %v allocations, want %v", tc.hdr, n, tc.allocs)
+		}
+		room := make([]byte, 0, 256)
+		if n := testing.AllocsPerRun(100, func() { _, _ = ob.captureHeader(room, hdr) }); n != 0 {
+			t.Errorf("captureHeader(%q) into a buffer with room: %v allocations, want 0", tc.hdr, n)
 		}
 	}
 }

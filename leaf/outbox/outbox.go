@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/leafbox/leafbox/core/proto"
+	"github.com/leafbox/leafbox/core/subject"
 	"github.com/leafbox/leafbox/leaf/internal/runstate"
 	"github.com/leafbox/leafbox/store"
 	"github.com/leafbox/leafbox/store/jsapi"
@@ -290,6 +291,8 @@ type Outbox struct {
 	slot  *slot
 	meter meter // drain rate, watchdog and hub sequences
 
+	names subject.Names // captured subjects, so a repeated one costs no allocation
+
 	newMsg  chan struct{} // signalled by Capture
 	ackSig  chan struct{} // signalled by HandleReply
 	ackMu   sync.Mutex
@@ -432,41 +435,6 @@ func (o *Outbox) InboxPrefix() string { return o.inbox }
 // on.
 func (o *Outbox) HubSubject(subject string) string { return o.cfg.HubPrefix + subject }
 
-// Capture stores a message (copying the slices) and returns once the
-// stream holds it, durably when the stream syncs before returning. It
-// stores the message with its Nats-Msg-Id (IDPrefix and a number), unless
-// the publisher gave one, and with Config.Clock its capture stamp. A
-// message the stream refuses is counted as dropped and the error
-// returned.
-func (o *Outbox) Capture(subject string, hdr, data []byte) error {
-	o.captured.Add(1)
-	hdr = o.captureHeader(hdr)
-	if o.cfg.DiskLow != nil && o.cfg.DiskLow() {
-		o.dropOldest()
-	}
-	seq, _, err := o.stream.Store(subject, hdr, data, 0)
-	if err != nil {
-		switch {
-		case errors.Is(err, store.ErrStoreFull):
-			o.storeFull.Add(1)
-		case errors.Is(err, store.ErrMaxMsgs) || errors.Is(err, store.ErrMaxBytes):
-			o.rejected.Add(1)
-		default:
-			o.storeErrors.Add(1)
-		}
-		o.rs.SetError(fmt.Errorf("outbox: capture %s: %w", subject, err))
-		return err
-	}
-	o.stored.Add(1)
-	if o.syncer != nil {
-		raise(&o.written, seq) // durable after the next Sync
-	} else {
-		raise(&o.durable, seq)
-	}
-	runstate.Signal(o.newMsg)
-	return nil
-}
-
 // dropOldest removes the backlog's oldest message to make room on a disk
 // running low (Config.DiskLow). A message the forwarder has in flight may
 // be the one: its PubAck then finds nothing to remove.
@@ -594,6 +562,20 @@ func (o *Outbox) Close() error {
 	}
 	o.sched.unregister(o.slot)
 	return o.meter.save(o.cfg.StateFile, true)
+}
+
+// Wait returns nil once cond holds for the outbox's Status, or ctx's
+// error when ctx ends first. cond gets a fresh Status at once and after
+// every change the outbox makes to what it reports: captures, publishes,
+// acks, refusals, dead letters, requeues, expiry, and the forwarder's
+// state and last error. The fields that move with time alone (OldestAge,
+// the drain rate, ETA) and the scheduler's Waiting are read as they are
+// at those moments; a condition on them alone is not woken. Each wake
+// builds a Status, so a waiter costs the outbox's busy paths a little: it
+// is for tests and for tools that wait on one outcome, not for a loop
+// that watches every message.
+func (o *Outbox) Wait(ctx context.Context, cond func(Status) bool) error {
+	return o.rs.Wait(ctx, func() bool { return cond(o.Status()) })
 }
 
 // Status returns a snapshot of the counters.
@@ -730,6 +712,7 @@ func (o *Outbox) round(ctx context.Context) (progress bool, err error) {
 	apply := func() error {
 		n, err := o.processReplies(pending)
 		o.inFlight.Store(int64(len(pending)))
+		o.rs.Changed()
 		if n > 0 {
 			progress = true
 		}
@@ -805,6 +788,7 @@ func (o *Outbox) round(ctx context.Context) (progress bool, err error) {
 			pending[m.Seq] = sentMsg{size: size, first: first}
 			order = append(order, inflight{seq: m.Seq, deadline: time.Now().Add(o.cfg.AckTimeout)})
 			o.inFlight.Store(int64(len(pending)))
+			o.rs.Changed()
 		}
 		o.sched.idle(o.slot) // nothing more to send until an ack or a capture
 		select {
@@ -850,6 +834,7 @@ func (o *Outbox) round(ctx context.Context) (progress bool, err error) {
 			delete(pending, head.seq)
 			order = order[1:]
 			o.inFlight.Store(int64(len(pending)))
+			o.rs.Changed()
 			progress = true
 		}
 	}
@@ -1036,30 +1021,6 @@ func truncate(b []byte) string {
 		return string(b[:64]) + "…"
 	}
 	return string(b)
-}
-
-// captureHeader returns hdr with what Capture stores with a message: a
-// Nats-Msg-Id unless hdr has one, and with Config.Clock the capture stamp
-// unless hdr has one. The added fields are built on the stack and the new
-// block takes one allocation; hdr is only read.
-func (o *Outbox) captureHeader(hdr []byte) []byte {
-	addID := !proto.HasHeaderFold(hdr, HeaderMsgID)
-	addStamp := o.cfg.Clock != nil && !hasStamp(hdr)
-	if !addID && !addStamp {
-		return hdr
-	}
-	var room [192]byte // the stamp, the number and the framing, with a short id base
-	add := room[:0]
-	if addID {
-		add = append(add, HeaderMsgID+": "...)
-		add = append(add, o.idBase...)
-		add = strconv.AppendUint(add, o.ids.Add(1), 10)
-		add = append(add, "\r\n"...)
-	}
-	if addStamp {
-		add = appendStamp(add, o.cfg.Clock.Stamp())
-	}
-	return proto.AppendHeaderFields(nil, hdr, add)
 }
 
 // header returns hdr as published toward the hub: with Nats-Msg-Id added

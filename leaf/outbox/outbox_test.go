@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leafbox/leafbox/core/require"
 	"github.com/leafbox/leafbox/store"
 	"github.com/leafbox/leafbox/store/filestore"
 	"github.com/leafbox/leafbox/store/memstore"
@@ -119,15 +120,14 @@ func capture(t *testing.T, ob *Outbox, n, from int) {
 	}
 }
 
-// eventually waits for cond, failing after waitTimeout.
-func eventually(t *testing.T, what string, cond func() bool) {
+// waitStatus waits until cond holds for ob's Status (Outbox.Wait),
+// failing after waitTimeout.
+func waitStatus(t *testing.T, ob *Outbox, what string, cond func(Status) bool) {
 	t.Helper()
-	deadline := time.Now().Add(waitTimeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
+	ctx, cancel := context.WithTimeout(t.Context(), waitTimeout)
+	defer cancel()
+	if err := ob.Wait(ctx, cond); err != nil {
+		t.Fatalf("waiting for %s: %v; status %+v", what, err, ob.Status())
 	}
 }
 
@@ -156,7 +156,7 @@ func TestForwardInOrderWithinWindow(t *testing.T) {
 	}
 	// The window is full: nothing more until a PubAck, and nothing is
 	// removed before its PubAck.
-	eventually(t, "8 in flight", func() bool { return ob.Status().InFlight == 8 })
+	waitStatus(t, ob, "8 in flight", func(st Status) bool { return st.InFlight == 8 })
 	hub.requireNone(t)
 	if got := s.State().Msgs; got != 20 {
 		t.Fatalf("stream holds %d, want 20 before any ack", got)
@@ -177,7 +177,7 @@ func TestForwardInOrderWithinWindow(t *testing.T) {
 		}
 		ack(ob, p, "HUB")
 	}
-	eventually(t, "empty outbox", func() bool { return s.State().Msgs == 0 })
+	waitStatus(t, ob, "empty outbox", func(st Status) bool { return st.BacklogMsgs == 0 })
 	st := ob.Status()
 	if st.Captured != 20 || st.Stored != 20 || st.Acked != 20 || st.Forwarded != 20 || len(st.Dropped) != 0 {
 		t.Fatalf("status %+v", st)
@@ -189,7 +189,7 @@ func TestRetryAfterErrorAck(t *testing.T) {
 	hub := newFakeHub(true)
 	ob := newOutbox(t, s, hub, Config{RetryMin: time.Millisecond, RetryMax: 2 * time.Millisecond})
 	capture(t, ob, 3, 0)
-	requireNoError(t, ob.Start(context.Background()))
+	require.NoError(t, ob.Start(context.Background()))
 	p1, p2, p3 := hub.next(t), hub.next(t), hub.next(t)
 	ack(ob, p1, "S") // stored
 	ob.HandleReply(p2.reply, []byte(`{"error":{"code":503,"err_code":10077,"description":"resource limits exceeded"}}`))
@@ -206,7 +206,7 @@ func TestRetryAfterErrorAck(t *testing.T) {
 	// A late PubAck of the failed round still removes its message.
 	ack(ob, p3, "S")
 	ack(ob, r1, "S")
-	eventually(t, "empty outbox", func() bool { return s.State().Msgs == 0 })
+	waitStatus(t, ob, "empty outbox", func(st Status) bool { return st.BacklogMsgs == 0 })
 	st := ob.Status()
 	if st.Retries != 1 || st.Acked != 3 || !strings.Contains(st.LastError, "resource limits") {
 		t.Fatalf("status %+v", st)
@@ -219,7 +219,7 @@ func TestRetryAfterAckTimeoutAndPublishError(t *testing.T) {
 	ob := newOutbox(t, s, hub, Config{AckTimeout: 20 * time.Millisecond, RetryMin: time.Millisecond, RetryMax: 2 * time.Millisecond})
 	hub.fail <- errors.New("no interest")
 	capture(t, ob, 1, 0)
-	requireNoError(t, ob.Start(context.Background()))
+	require.NoError(t, ob.Start(context.Background()))
 	p := hub.next(t) // after the failed publish
 	again := hub.next(t)
 	if p.reply == again.reply || p.subject != again.subject {
@@ -229,7 +229,7 @@ func TestRetryAfterAckTimeoutAndPublishError(t *testing.T) {
 		t.Fatalf("stream holds %d, want 1 before any ack", got)
 	}
 	ack(ob, again, "S")
-	eventually(t, "empty outbox", func() bool { return s.State().Msgs == 0 })
+	waitStatus(t, ob, "empty outbox", func(st Status) bool { return st.BacklogMsgs == 0 })
 	if st := ob.Status(); st.Retries < 2 {
 		t.Fatalf("retries %d, want ≥ 2", st.Retries)
 	}
@@ -240,14 +240,14 @@ func TestWrongStreamKeepsMessage(t *testing.T) {
 	hub := newFakeHub(true)
 	ob := newOutbox(t, s, hub, Config{Stream: "HUB", RetryMin: time.Millisecond, RetryMax: 2 * time.Millisecond})
 	capture(t, ob, 1, 0)
-	requireNoError(t, ob.Start(context.Background()))
+	require.NoError(t, ob.Start(context.Background()))
 	ack(ob, hub.next(t), "OTHER")
 	again := hub.next(t)
 	if got := s.State().Msgs; got != 1 {
 		t.Fatalf("stream holds %d, want the message kept", got)
 	}
 	ack(ob, again, "HUB")
-	eventually(t, "empty outbox", func() bool { return s.State().Msgs == 0 })
+	waitStatus(t, ob, "empty outbox", func(st Status) bool { return st.BacklogMsgs == 0 })
 	if st := ob.Status(); st.WrongStream != 1 || st.Acked != 1 {
 		t.Fatalf("status %+v", st)
 	}
@@ -257,20 +257,20 @@ func TestResumeAfterReopen(t *testing.T) {
 	dir := t.TempDir()
 	open := func() *filestore.Stream {
 		s, err := filestore.Open(vfs.OS, dir, filestore.Config{Config: store.Config{Name: "up"}})
-		requireNoError(t, err)
+		require.NoError(t, err)
 		return s
 	}
 	s := open()
 	hub := newFakeHub(true)
 	ob := newOutbox(t, s, hub, Config{})
 	capture(t, ob, 10, 0)
-	requireNoError(t, ob.Start(context.Background()))
+	require.NoError(t, ob.Start(context.Background()))
 	for range 4 {
 		ack(ob, hub.next(t), "S")
 	}
-	eventually(t, "4 acked", func() bool { return ob.Status().Acked == 4 })
-	requireNoError(t, ob.Close())
-	requireNoError(t, s.Close())
+	waitStatus(t, ob, "4 acked", func(st Status) bool { return st.Acked == 4 })
+	require.NoError(t, ob.Close())
+	require.NoError(t, s.Close())
 
 	s = open()
 	defer s.Close()
@@ -280,7 +280,7 @@ func TestResumeAfterReopen(t *testing.T) {
 	if ob.IDPrefix() == first || !strings.HasPrefix(first, "gw.up.") || !strings.HasPrefix(ob.IDPrefix(), "gw.up.") {
 		t.Fatalf("id prefixes %q then %q: want gw.up.<epoch>. with a new epoch", first, ob.IDPrefix())
 	}
-	requireNoError(t, ob.Start(context.Background()))
+	require.NoError(t, ob.Start(context.Background()))
 	// The backlog is re-sent with the ids it was captured with.
 	for i := 4; i < 10; i++ {
 		p := hub.next(t)
@@ -290,7 +290,7 @@ func TestResumeAfterReopen(t *testing.T) {
 		}
 		ack(ob, p, "S")
 	}
-	eventually(t, "empty outbox", func() bool { return s.State().Msgs == 0 })
+	waitStatus(t, ob, "empty outbox", func(st Status) bool { return st.BacklogMsgs == 0 })
 	// New captures get ids of the new epoch.
 	capture(t, ob, 1, 10)
 	if p := hub.next(t); string(p.hdr) != "NATS/1.0\r\nNats-Msg-Id: "+ob.IDPrefix()+"1\r\n\r\n" {
@@ -327,12 +327,5 @@ func TestHeaderMerge(t *testing.T) {
 		if got := string(ob.header([]byte(c.in), 7)); got != c.want {
 			t.Errorf("header(%q) = %q, want %q", c.in, got, c.want)
 		}
-	}
-}
-
-func requireNoError(t testing.TB, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatalf("unexpected error: %v", err)
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leafbox/leafbox/core/require"
+	"github.com/leafbox/leafbox/leaf/internal/runstate"
 	"github.com/leafbox/leafbox/store"
 	"github.com/leafbox/leafbox/store/filestore"
 	"github.com/leafbox/leafbox/store/vfs"
@@ -32,6 +34,8 @@ type crashFS struct {
 	// syncHook, when set, runs before (before true) and after every
 	// File.Sync; an error before skips the sync and is returned.
 	syncHook func(before bool) error
+	// writeHook, when set, runs after every File.Write and WriteAt.
+	writeHook func()
 }
 
 func (c *crashFS) crash() {
@@ -107,11 +111,17 @@ func (f *crashFile) ReadAt(p []byte, off int64) (n int, err error) {
 
 func (f *crashFile) Write(p []byte) (n int, err error) {
 	err = f.fs.do(func() error { n, err = f.f.Write(p); return err })
+	if f.fs.writeHook != nil {
+		f.fs.writeHook()
+	}
 	return n, err
 }
 
 func (f *crashFile) WriteAt(p []byte, off int64) (n int, err error) {
 	err = f.fs.do(func() error { n, err = f.f.WriteAt(p, off); return err })
+	if f.fs.writeHook != nil {
+		f.fs.writeHook()
+	}
 	return n, err
 }
 
@@ -138,10 +148,11 @@ func (f *crashFile) Stat() (fs.FileInfo, error) {
 // acknowledges every publish at once. It outlives the gateway's crashes,
 // as a real hub does.
 type dedupHub struct {
-	mu     sync.Mutex
-	ob     *Outbox
-	ids    map[string]bool
-	stored []sent
+	mu      sync.Mutex
+	ob      *Outbox
+	ids     map[string]bool
+	stored  []sent
+	changes runstate.Changes // notified when stored grows
 }
 
 func newDedupHub() *dedupHub { return &dedupHub{ids: map[string]bool{}} }
@@ -170,8 +181,20 @@ func (h *dedupHub) Publish(subject, reply string, hdr, data []byte) error {
 	ob := h.ob
 	seq := len(h.stored)
 	h.mu.Unlock()
+	h.changes.Notify()
 	ob.HandleReply(reply, fmt.Appendf(nil, `{"stream":"S","seq":%d,"duplicate":%v}`, seq, dup))
 	return nil
+}
+
+// waitStored waits until the hub has stored n messages, failing after
+// waitTimeout.
+func (h *dedupHub) waitStored(t *testing.T, n int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), waitTimeout)
+	defer cancel()
+	if err := h.changes.Wait(ctx, func() bool { h.mu.Lock(); defer h.mu.Unlock(); return len(h.stored) == n }); err != nil {
+		t.Fatalf("waiting for the hub to store %d: %v", n, err)
+	}
 }
 
 // perProducer returns the payloads the hub stored for each producer
@@ -215,7 +238,7 @@ func TestPowerCutKeepsAcceptedMessages(t *testing.T) {
 				cfg.SyncInterval = time.Hour
 			}
 			s, err := filestore.Open(fsys, "outbox/tel", cfg)
-			requireNoError(t, err)
+			require.NoError(t, err)
 			return s, Config{Name: "tel", ServerName: "gw", Stream: "S"}
 		}
 		for round, cutAt := range []int64{1, 40, 200, 555, 1500} {
@@ -225,9 +248,9 @@ func TestPowerCutKeepsAcceptedMessages(t *testing.T) {
 				hub := newDedupHub()
 				s, oc := open(cfs)
 				ob, err := New(s, hub, oc)
-				requireNoError(t, err)
+				require.NoError(t, err)
 				hub.attach(ob)
-				requireNoError(t, ob.Start(context.Background()))
+				require.NoError(t, ob.Start(context.Background()))
 
 				// captured[k] counts producer k's messages whose Capture
 				// returned nil; confirmed[k] those accepted: all of them
@@ -263,7 +286,7 @@ func TestPowerCutKeepsAcceptedMessages(t *testing.T) {
 						}
 					})
 				}
-				eventually(t, fmt.Sprintf("%d captures", cutAt), func() bool { return total.Load() >= cutAt })
+				waitStatus(t, ob, fmt.Sprintf("%d captures", cutAt), func(st Status) bool { return st.Stored >= uint64(cutAt) })
 				cfs.crash()
 				wg.Wait()
 				_ = ob.Close()
@@ -273,22 +296,22 @@ func TestPowerCutKeepsAcceptedMessages(t *testing.T) {
 				s, oc = open(mem)
 				defer s.Close()
 				ob, err = New(s, hub, oc)
-				requireNoError(t, err)
+				require.NoError(t, err)
 				defer ob.Close()
 				hub.attach(ob)
 				recovered := s.State().Msgs
-				requireNoError(t, ob.Start(context.Background()))
+				require.NoError(t, ob.Start(context.Background()))
 				next := make([]int64, producers)
 				for k := range producers {
 					// The message in flight at the cut (index captured[k])
 					// may have survived; the new ones continue after it.
 					next[k] = captured[k].Load() + 1
 					for i := next[k]; i < next[k]+after; i++ {
-						requireNoError(t, ob.Capture("telemetry.p"+strconv.Itoa(k), nil, []byte(strconv.FormatInt(i, 10))))
+						require.NoError(t, ob.Capture("telemetry.p"+strconv.Itoa(k), nil, []byte(strconv.FormatInt(i, 10))))
 					}
 				}
-				requireNoError(t, ob.Sync())
-				eventually(t, "the outbox drains", func() bool { return s.State().Msgs == 0 })
+				require.NoError(t, ob.Sync())
+				waitStatus(t, ob, "the outbox drains", func(st Status) bool { return st.BacklogMsgs == 0 })
 
 				got := hub.perProducer(t, producers)
 				for k := range producers {
@@ -349,27 +372,42 @@ func TestForwardsOnlyDurableMessages(t *testing.T) {
 		}
 		return nil
 	}}
+	// aWritten hears of the writes made while B's fsync runs: A's record.
+	aWritten := make(chan struct{}, 16)
+	cfs.writeHook = func() {
+		if armed.Load() && syncs.Load() == 1 {
+			aWritten <- struct{}{}
+		}
+	}
 	fsys := vfs.FS(cfs)
 	open := func(fsys vfs.FS) *filestore.Stream {
 		s, err := filestore.Open(fsys, "outbox/tel", filestore.Config{Config: store.Config{Name: "tel"}})
-		requireNoError(t, err)
+		require.NoError(t, err)
 		return s
 	}
 	s := open(fsys)
 	hub := newFakeHub(true)
 	ob, err := New(s, hub, Config{Name: "tel", ServerName: "gw"})
-	requireNoError(t, err)
-	requireNoError(t, ob.Start(context.Background()))
-	eventually(t, "the forwarder waits for messages", func() bool { return ob.Status().State == StateForwarding })
+	require.NoError(t, err)
+	require.NoError(t, ob.Start(context.Background()))
+	waitStatus(t, ob, "the forwarder waits for messages", func(st Status) bool { return st.State == StateForwarding })
 
 	armed.Store(true)
 	doneB, doneA := make(chan error, 1), make(chan error, 1)
 	go func() { doneB <- ob.Capture("telemetry.b", nil, []byte("B")) }()
 	<-entered[0] // B written, its fsync running
 	go func() { doneA <- ob.Capture("telemetry.a", nil, []byte("A")) }()
-	eventually(t, "A is written", func() bool { return s.State().LastSeq == 2 })
-	close(release[0]) // B is durable: its Capture returns and wakes the forwarder
-	requireNoError(t, <-doneB)
+	select {
+	case <-aWritten: // A's record is written, under the stream's lock
+	case <-time.After(waitTimeout):
+		t.Fatal("A is not written while B's fsync runs")
+	}
+	if last := s.State().LastSeq; last != 2 { // State waits for A's Store to let go of the lock
+		t.Fatalf("last sequence %d once A is written, want 2", last)
+	}
+	close(release[0])
+	require. // B is durable: its Capture returns and wakes the forwarder
+			NoError(t, <-doneB)
 	<-entered[1] // A's fsync is running
 	if p := hub.next(t); string(p.data) != "B" {
 		t.Fatalf("sent %q first, want B", p.data)
@@ -397,8 +435,8 @@ func TestForwardsOnlyDurableMessages(t *testing.T) {
 	defer s.Close()
 	hub2 := newFakeHub(true)
 	ob2 := newOutbox(t, s, hub2, Config{Name: "tel", ServerName: "gw"})
-	requireNoError(t, ob2.Capture("telemetry.c", nil, []byte("C")))
-	requireNoError(t, ob2.Start(context.Background()))
+	require.NoError(t, ob2.Capture("telemetry.c", nil, []byte("C")))
+	require.NoError(t, ob2.Start(context.Background()))
 	var c sent
 	for c = hub2.next(t); string(c.data) != "C"; c = hub2.next(t) { // B again first: its PubAck never came
 	}
@@ -420,19 +458,19 @@ func TestDeferredSyncForwardsOnlySynced(t *testing.T) {
 	cfs := &crashFS{mem: mem}
 	open := func(fsys vfs.FS) (*filestore.Stream, Config) {
 		s, err := filestore.Open(fsys, "outbox/tel", filestore.Config{Config: store.Config{Name: "tel"}, SyncInterval: time.Hour})
-		requireNoError(t, err)
+		require.NoError(t, err)
 		return s, Config{Name: "tel", ServerName: "gw", Stream: "S"}
 	}
 	hub := newDedupHub()
 	s, oc := open(cfs)
 	ob, err := New(s, hub, oc)
-	requireNoError(t, err)
+	require.NoError(t, err)
 	hub.attach(ob)
-	requireNoError(t, ob.Start(context.Background()))
+	require.NoError(t, ob.Start(context.Background()))
 	for i := range 5 {
-		requireNoError(t, ob.Capture("telemetry.p0", nil, []byte(strconv.Itoa(i))))
+		require.NoError(t, ob.Capture("telemetry.p0", nil, []byte(strconv.Itoa(i))))
 	}
-	eventually(t, "the hub stores 5", func() bool { hub.mu.Lock(); defer hub.mu.Unlock(); return len(hub.stored) == 5 })
+	hub.waitStored(t, 5)
 	cfs.crash()
 	_ = ob.Close()
 	_ = s.Close()
@@ -440,14 +478,14 @@ func TestDeferredSyncForwardsOnlySynced(t *testing.T) {
 	s, oc = open(mem)
 	defer s.Close()
 	ob, err = New(s, hub, oc)
-	requireNoError(t, err)
+	require.NoError(t, err)
 	defer ob.Close()
 	hub.attach(ob)
-	requireNoError(t, ob.Start(context.Background()))
+	require.NoError(t, ob.Start(context.Background()))
 	for i := 5; i < 10; i++ {
-		requireNoError(t, ob.Capture("telemetry.p0", nil, []byte(strconv.Itoa(i))))
+		require.NoError(t, ob.Capture("telemetry.p0", nil, []byte(strconv.Itoa(i))))
 	}
-	eventually(t, "the outbox drains", func() bool { return s.State().Msgs == 0 })
+	waitStatus(t, ob, "the outbox drains", func(st Status) bool { return st.BacklogMsgs == 0 })
 	if got := fmt.Sprint(hub.perProducer(t, 1)[0]); got != "[0 1 2 3 4 5 6 7 8 9]" {
 		t.Fatalf("hub holds %s, want 0 to 9 once each", got)
 	}

@@ -10,19 +10,21 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/leafbox/leafbox/core/require"
 )
 
 func mustScheduler(t *testing.T, cfg SchedulerConfig) *Scheduler {
 	t.Helper()
 	s, err := OpenScheduler(cfg)
-	requireNoError(t, err)
+	require.NoError(t, err)
 	return s
 }
 
 func mustSlot(t *testing.T, s *Scheduler, name string, priority int, maxRate, budget int64) *slot {
 	t.Helper()
 	sl, err := s.register(name, priority, maxRate, budget)
-	requireNoError(t, err)
+	require.NoError(t, err)
 	return sl
 }
 
@@ -37,7 +39,7 @@ func TestSchedulerPriorityRoundRobinAndTotalRate(t *testing.T) {
 		bulk2 := mustSlot(t, s, "bulk2", 0, 0, 0)
 		alarm := mustSlot(t, s, "alarm", 5, 0, 0)
 		ctx := context.Background()
-		requireNoError(t, s.acquire(ctx, drain, 100, nil)) // empties the burst
+		require.NoError(t, s.acquire(ctx, drain, 100, nil)) // empties the burst
 		s.idle(drain)
 		start := time.Now()
 		// All three have a backlog from the start.
@@ -89,14 +91,14 @@ func TestSchedulerUplinkRateLetsOthersThrough(t *testing.T) {
 		done := make(chan time.Duration)
 		go func() {
 			for range 10 {
-				requireNoError(t, s.acquire(ctx, alarm, 100, nil))
+				require.NoError(t, s.acquire(ctx, alarm, 100, nil))
 			}
 			s.idle(alarm)
 			done <- time.Since(start)
 		}()
 		bulkSent := 0
 		for range 100 {
-			requireNoError(t, s.acquire(ctx, bulk, 100, nil))
+			require.NoError(t, s.acquire(ctx, bulk, 100, nil))
 			bulkSent++
 		}
 		s.idle(bulk)
@@ -124,8 +126,8 @@ func TestSchedulerDailyBudget(t *testing.T) {
 		bulk := mustSlot(t, s, "bulk", 0, 0, 0)
 		metered := mustSlot(t, s, "metered", 0, 0, 300)
 		ctx := context.Background()
-		requireNoError(t, s.acquire(ctx, metered, 200, nil))
-		requireNoError(t, s.acquire(ctx, metered, 200, nil)) // starts below its budget: may overshoot
+		require.NoError(t, s.acquire(ctx, metered, 200, nil))
+		require.NoError(t, s.acquire(ctx, metered, 200, nil)) // starts below its budget: may overshoot
 		s.idle(metered)
 		blocked := make(chan error, 1)
 		go func() { blocked <- s.acquire(ctx, metered, 1, nil) }()
@@ -133,20 +135,20 @@ func TestSchedulerDailyBudget(t *testing.T) {
 		if r, used := s.slotStatus(metered); r != WaitBudget || used != 400 {
 			t.Fatalf("metered: reason %q used %d", r, used)
 		}
-		requireNoError(t, s.acquire(ctx, bulk, 600, nil)) // total 1000: exhausted
+		require.NoError(t, s.acquire(ctx, bulk, 600, nil)) // total 1000: exhausted
 		s.idle(bulk)
 		if st := s.Status(); !st.Exhausted || st.Used != 1000 || st.Day != "2000-01-01" {
 			t.Fatalf("status %+v", st)
 		}
 		bulkDone := make(chan error, 1)
 		go func() { bulkDone <- s.acquire(ctx, bulk, 1, nil) }()
-		requireNoError(t, s.acquire(ctx, alarm, 100, nil)) // the top class still flows
+		require.NoError(t, s.acquire(ctx, alarm, 100, nil)) // the top class still flows
 		s.idle(alarm)
 		synctest.Wait()
 		if r, _ := s.slotStatus(bulk); r != WaitBudget {
 			t.Fatalf("bulk reason %q, want budget", r)
 		}
-		requireNoError(t, s.maybeSave(true))
+		require.NoError(t, s.maybeSave(true))
 
 		// Restart on the same day: the usage is read back.
 		s2 := mustScheduler(t, SchedulerConfig{DailyBudget: 1000, StateFile: path})
@@ -161,8 +163,8 @@ func TestSchedulerDailyBudget(t *testing.T) {
 		// A new UTC day releases both.
 		time.Sleep(24 * time.Hour)
 		synctest.Wait()
-		requireNoError(t, <-blocked)
-		requireNoError(t, <-bulkDone)
+		require.NoError(t, <-blocked)
+		require.NoError(t, <-bulkDone)
 		if st := s.Status(); st.Used != 2 || st.Day != "2000-01-02" || st.Exhausted {
 			t.Fatalf("next day: %+v", st)
 		}
@@ -173,14 +175,14 @@ func TestSchedulerBadStateAndConfig(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "scheduler.json")
 	s := mustScheduler(t, SchedulerConfig{StateFile: path})
 	sl := mustSlot(t, s, "a", 0, 0, 0)
-	requireNoError(t, s.acquire(context.Background(), sl, 10, nil))
-	requireNoError(t, s.Close())
+	require.NoError(t, s.acquire(context.Background(), sl, 10, nil))
+	require.NoError(t, s.Close())
 	if _, err := s.register("a", 1, 0, 0); err == nil {
 		t.Fatal("a name registered twice")
 	}
 	b, err := os.ReadFile(path)
-	requireNoError(t, err)
-	requireNoError(t, os.WriteFile(path, []byte(strings.Replace(string(b), `"total_bytes":10`, `"total_bytes":99`, 1)), 0o600))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(path, []byte(strings.Replace(string(b), `"total_bytes":10`, `"total_bytes":99`, 1)), 0o600))
 	if _, err := OpenScheduler(SchedulerConfig{StateFile: path}); !errors.Is(err, ErrBadState) || !strings.Contains(err.Error(), "checksum") {
 		t.Fatalf("damaged state file: %v", err)
 	}

@@ -201,10 +201,12 @@ type scanResult struct {
 // what a torn write leaves. It never panics on any input.
 func scanRecords(b []byte, fn func(off int, r *record)) scanResult {
 	var res scanResult
+	var r record // one for the scan, lent to fn per record: &r escapes
 	off := 0
 	for off < len(b) {
-		r, n, err := parseRecord(b[off:])
+		rec, n, err := parseRecord(b[off:])
 		if err == nil {
+			r = rec
 			fn(off, &r)
 			off += n
 			res.end = off

@@ -7,10 +7,12 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/leafbox/leafbox/store"
 	"github.com/leafbox/leafbox/store/filestore"
+	"github.com/leafbox/leafbox/store/internal/expiry"
 	"github.com/leafbox/leafbox/store/memstore"
 	"github.com/leafbox/leafbox/store/vfs"
 )
@@ -290,26 +292,39 @@ func TestSequencesSurviveReopen(t *testing.T) {
 
 // TestTTLSurvivesReopen checks that per-message TTLs and the "never"
 // exemption are on disk.
+// The stream runs on a synctest bubble's clock: "short" and "plain" go at
+// the reopened stream's lower MaxAge, "never" stays.
 func TestTTLSurvivesReopen(t *testing.T) {
-	mem := vfs.NewStrictMem()
-	cfg := filestore.Config{Config: store.Config{AllowMsgTTL: true, MaxAge: time.Hour}}
-	s := mustOpen(t, mem, "s", cfg)
-	s.Store("short", nil, nil, int64(150*time.Millisecond))
-	s.Store("never", nil, nil, -1)
-	s.Store("plain", nil, nil, 0)
-	s.Close()
-	cfg.MaxAge = 100 * time.Millisecond
-	s = mustOpen(t, mem, "s", cfg)
-	deadline := time.Now().Add(10 * time.Second)
-	for s.State().Msgs != 1 {
-		if time.Now().After(deadline) {
-			t.Fatalf("expiry after reopen: %+v", s.State())
+	synctest.Test(t, func(t *testing.T) {
+		const lag = expiry.Resolution // how late a timer may fire
+		epoch := time.Now()
+		mem := vfs.NewStrictMem()
+		cfg := filestore.Config{Config: store.Config{AllowMsgTTL: true, MaxAge: time.Hour}}
+		s := mustOpen(t, mem, "s", cfg)
+		s.Store("short", nil, nil, int64(150*time.Millisecond))
+		s.Store("never", nil, nil, -1)
+		s.Store("plain", nil, nil, 0)
+		s.Close()
+		cfg.MaxAge = 100 * time.Millisecond
+		s = mustOpen(t, mem, "s", cfg)
+		for _, step := range []struct {
+			at   time.Duration
+			msgs uint64
+		}{
+			{100*time.Millisecond - time.Nanosecond, 3},
+			{100*time.Millisecond + lag, 1}, // short and plain, by the new MaxAge
+			{time.Hour, 1},                  // never is exempt
+		} {
+			time.Sleep(step.at - time.Since(epoch))
+			synctest.Wait()
+			if got := s.State().Msgs; got != step.msgs {
+				t.Fatalf("%v after storing: %d messages, want %d", step.at, got, step.msgs)
+			}
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	if m, err := s.LoadNext("", 0, nil); err != nil || m.Subject != "never" {
-		t.Fatalf("left: %v, %v", m, err)
-	}
+		if m, err := s.LoadNext("", 0, nil); err != nil || m.Subject != "never" {
+			t.Fatalf("left: %v, %v", m, err)
+		}
+	})
 }
 
 // TestSyncDeferred checks the store.Syncer ability: a stream with a

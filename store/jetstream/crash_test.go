@@ -10,6 +10,7 @@ import (
 
 	njs "github.com/nats-io/nats.go/jetstream"
 
+	"github.com/leafbox/leafbox/core/require"
 	"github.com/leafbox/leafbox/store/vfs"
 )
 
@@ -34,16 +35,16 @@ func TestCrashDuringPublishStorm(t *testing.T) {
 	env = newTestEnvWith(t, env)
 	ctx := testCtx(t)
 	s, err := env.js.CreateStream(ctx, njs.StreamConfig{Name: "S", Subjects: []string{"s"}, Storage: njs.FileStorage})
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	c, err := s.CreateConsumer(ctx, njs.ConsumerConfig{Durable: "D", AckPolicy: njs.AckExplicitPolicy, AckWait: time.Hour})
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	publishN(t, env.js, "s", 20)
 	batch, err := c.Fetch(10)
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	for m := range batch.Messages() {
-		mustNoErr(t, m.DoubleAck(ctx))
+		require.NoError(t, m.DoubleAck(ctx))
 	}
-	waitStateFlushed(t, env.eng, "S", "D")
+	flushState(t, env.eng, "S", "D")
 
 	// The storm: async publishes; acks are recorded as they arrive.
 	var (
@@ -112,43 +113,29 @@ func TestCrashDuringPublishStorm(t *testing.T) {
 	env.startEngine()
 
 	s, err = env.js.Stream(ctx, "S")
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	for seq, body := range survivors {
 		m, err := s.GetMsg(ctx, seq)
 		if err != nil {
 			t.Fatalf("acked message %d lost: %v", seq, err)
 		}
-		mustEqual(t, string(m.Data), body)
+		require.Equal(t, string(m.Data), body)
 	}
 	if len(survivors) < 500 {
 		t.Fatalf("only %d survivors", len(survivors))
 	}
 	c, err = s.Consumer(ctx, "D")
-	mustNoErr(t, err)
-	mustEqual(t, c.CachedInfo().AckFloor.Stream, uint64(10))
+	require.NoError(t, err)
+	require.Equal(t, c.CachedInfo().AckFloor.Stream, uint64(10))
 	m, err := c.Next()
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	meta, _ := m.Metadata()
-	mustEqual(t, meta.Sequence.Stream, uint64(11))
+	require.Equal(t, meta.Sequence.Stream, uint64(11))
 }
 
-// waitStateFlushed waits until the consumer's state reached its store.
-func waitStateFlushed(t *testing.T, e *Engine, stream, consumer string) {
+// flushState writes the consumer's state to its store before returning,
+// as a double-ack does.
+func flushState(t *testing.T, e *Engine, stream, consumer string) {
 	t.Helper()
-	c := e.lookup(stream).lookupConsumer(consumer)
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		c.mu.Lock()
-		dirty := c.stateDirty
-		c.mu.Unlock()
-		if !dirty {
-			// One more pump step writes what the last step snapshotted.
-			c.kick()
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("consumer state not flushed")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	e.lookup(stream).lookupConsumer(consumer).flushStateNow()
 }

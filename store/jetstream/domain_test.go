@@ -8,6 +8,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	njs "github.com/nats-io/nats.go/jetstream"
+
+	"github.com/leafbox/leafbox/core/require"
 )
 
 // TestDomainAPI: with a domain, the engine serves $JS.<domain>.API as
@@ -18,16 +20,17 @@ func TestDomainAPI(t *testing.T) {
 	env := newTestEnv(t, Config{Domain: "edge"})
 	ctx := testCtx(t)
 	djs, err := njs.NewWithDomain(env.nc, "edge")
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	ai, err := djs.AccountInfo(ctx)
-	mustNoErr(t, err)
-	mustEqual(t, ai.Domain, "edge")
+	require.NoError(t, err)
+	require.Equal(t, ai.Domain, "edge")
 	kv, err := djs.CreateKeyValue(ctx, njs.KeyValueConfig{Bucket: "cfg"})
-	mustNoErr(t, err)
-	rev, err := kv.Put(ctx, "mode", []byte("eco")) // on $JS.edge.API.$KV.cfg.mode
-	mustNoErr(t, err)
+	require.NoError(t, err)
+	rev, err := kv.Put(ctx, "mode", []byte("eco"))
+	require. // on $JS.edge.API.$KV.cfg.mode
+			NoError(t, err)
 	e, err := kv.Get(ctx, "mode")
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	if string(e.Value()) != "eco" || e.Revision() != rev {
 		t.Fatalf("kv get: %q rev %d, want eco rev %d", e.Value(), e.Revision(), rev)
 	}
@@ -47,10 +50,10 @@ func TestRequiredAPILevel(t *testing.T) {
 	env := newTestEnv(t, Config{})
 	ctx := testCtx(t)
 	_, err := env.js.CreateStream(ctx, njs.StreamConfig{Name: "X", Subjects: []string{"x.>"}})
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	inbox := nats.NewInbox()
 	deliveries, err := env.nc.SubscribeSync(inbox)
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	body := `{"stream_name":"X","config":{"name":"JS_SRC_1","deliver_subject":"` + inbox +
 		`","ack_policy":"none","max_deliver":1,"idle_heartbeat":1000000000,"flow_control":true,"direct":true}}`
 	request := func(level string) map[string]any {
@@ -61,9 +64,9 @@ func TestRequiredAPILevel(t *testing.T) {
 			m.Header.Set("Nats-Required-Api-Level", level)
 		}
 		resp, err := env.nc.RequestMsg(m, 5*time.Second)
-		mustNoErr(t, err)
+		require.NoError(t, err)
 		var out map[string]any
-		mustNoErr(t, json.Unmarshal(resp.Data, &out))
+		require.NoError(t, json.Unmarshal(resp.Data, &out))
 		return out
 	}
 	for _, level := range []string{"5", "4", "x"} {
@@ -82,14 +85,14 @@ func TestRequiredAPILevel(t *testing.T) {
 	m.Data = []byte(`{"name":"Y","subjects":["y.>"]}`)
 	m.Header.Set("Nats-Required-Api-Level", "3")
 	resp, err := env.nc.RequestMsg(m, 5*time.Second)
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	if !strings.Contains(string(resp.Data), `"config"`) || strings.Contains(string(resp.Data), `"error"`) {
 		t.Fatalf("stream create at level 3: %s", resp.Data)
 	}
 	_, err = env.js.Publish(ctx, "x.1", []byte("hello"))
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	m, err = deliveries.NextMsg(5 * time.Second)
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	if m.Subject != "x.1" || string(m.Data) != "hello" {
 		t.Fatalf("delivery %q %q", m.Subject, m.Data)
 	}

@@ -132,20 +132,6 @@ func testCtx(t testing.TB) context.Context {
 	return ctx
 }
 
-func mustNoErr(t testing.TB, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatalf("unexpected error: %v", err)
-	}
-}
-
-func mustEqual[T comparable](t testing.TB, got, want T) {
-	t.Helper()
-	if got != want {
-		t.Fatalf("got %v, want %v", got, want)
-	}
-}
-
 // forEachStorage runs f once per storage type.
 func forEachStorage(t *testing.T, f func(t *testing.T, st njs.StorageType)) {
 	t.Helper()

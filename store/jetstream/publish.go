@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/leafbox/leafbox/core/proto"
@@ -24,8 +25,13 @@ func (s *stream) handlePublish(subj, reply, hdr, data []byte) {
 		s.eng.bus.Publish(string(reply), "", nil, b)
 		return
 	}
-	resp, stored := s.processPublish(string(subj), hdr, data)
-	if stored && s.commit != nil && s.commit.queue(string(reply), resp) {
+	buf := ackBufs.Get().(*[]byte)
+	defer ackBufs.Put(buf)
+	resp, stored := s.processPublish((*buf)[:0], s.subjects.Name(subj), hdr, data)
+	if cap(resp) <= maxPooledAck {
+		*buf = resp[:0] // the next publish reuses it: nothing below keeps resp
+	}
+	if stored && s.commit != nil && s.commit.queue(string(reply), bytes.Clone(resp)) {
 		return
 	}
 	if len(reply) == 0 || resp == nil {
@@ -34,9 +40,16 @@ func (s *stream) handlePublish(subj, reply, hdr, data []byte) {
 	s.eng.bus.Publish(string(reply), "", nil, resp)
 }
 
+// ackBufs holds the buffers PubAcks are built in (a *[]byte each), so
+// that a publish answered at once allocates no PubAck.
+var ackBufs = sync.Pool{New: func() any { b := make([]byte, 0, 128); return &b }}
+
+const maxPooledAck = 1 << 10
+
 // processPublish runs the publish path. It returns the PubAck body (nil
-// when the stream does not ack) and whether a new message was stored.
-func (s *stream) processPublish(subj string, hdr, data []byte) ([]byte, bool) {
+// when the stream does not ack), appended to dst on success, and whether
+// a new message was stored.
+func (s *stream) processPublish(dst []byte, subj string, hdr, data []byte) ([]byte, bool) {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -53,7 +66,7 @@ func (s *stream) processPublish(subj string, hdr, data []byte) ([]byte, bool) {
 		b, _ := json.Marshal(jsapi.ErrorPubAck(s.name, apiErr))
 		return b, false
 	}
-	return s.appendPubAck(nil, res.seq, res.duplicate), stored
+	return s.appendPubAck(dst, res.seq, res.duplicate), stored
 }
 
 // headerBatchID marks a message of an atomic batch publish; a reply

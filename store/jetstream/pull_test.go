@@ -7,6 +7,8 @@ import (
 	"time"
 
 	njs "github.com/nats-io/nats.go/jetstream"
+
+	"github.com/leafbox/leafbox/core/require"
 )
 
 // publishN publishes n messages "0".."n-1" to subj.
@@ -15,7 +17,7 @@ func publishN(t *testing.T, js njs.JetStream, subj string, n int) {
 	ctx := testCtx(t)
 	for i := 0; i < n; i++ {
 		_, err := js.Publish(ctx, subj, []byte(fmt.Sprint(i)))
-		mustNoErr(t, err)
+		require.NoError(t, err)
 	}
 }
 
@@ -25,56 +27,56 @@ func TestPullFetchAck(t *testing.T) {
 		env := newTestEnv(t, Config{})
 		ctx := testCtx(t)
 		s, err := env.js.CreateStream(ctx, njs.StreamConfig{Name: "S", Subjects: []string{"s.>"}, Storage: st})
-		mustNoErr(t, err)
+		require.NoError(t, err)
 		publishN(t, env.js, "s.a", 10)
 
 		c, err := s.CreateOrUpdateConsumer(ctx, njs.ConsumerConfig{Durable: "D", AckPolicy: njs.AckExplicitPolicy})
-		mustNoErr(t, err)
-		mustEqual(t, c.CachedInfo().NumPending, uint64(10))
+		require.NoError(t, err)
+		require.Equal(t, c.CachedInfo().NumPending, uint64(10))
 
 		batch, err := c.Fetch(4)
-		mustNoErr(t, err)
+		require.NoError(t, err)
 		n := 0
 		for m := range batch.Messages() {
 			meta, err := m.Metadata()
-			mustNoErr(t, err)
-			mustEqual(t, meta.Sequence.Stream, uint64(n+1))
-			mustEqual(t, meta.Sequence.Consumer, uint64(n+1))
-			mustEqual(t, meta.NumPending, uint64(10-n-1))
-			mustEqual(t, meta.NumDelivered, uint64(1))
-			mustEqual(t, string(m.Data()), fmt.Sprint(n))
-			mustEqual(t, m.Subject(), "s.a")
-			mustNoErr(t, m.DoubleAck(ctx))
+			require.NoError(t, err)
+			require.Equal(t, meta.Sequence.Stream, uint64(n+1))
+			require.Equal(t, meta.Sequence.Consumer, uint64(n+1))
+			require.Equal(t, meta.NumPending, uint64(10-n-1))
+			require.Equal(t, meta.NumDelivered, uint64(1))
+			require.Equal(t, string(m.Data()), fmt.Sprint(n))
+			require.Equal(t, m.Subject(), "s.a")
+			require.NoError(t, m.DoubleAck(ctx))
 			n++
 		}
-		mustNoErr(t, batch.Error())
-		mustEqual(t, n, 4)
+		require.NoError(t, batch.Error())
+		require.Equal(t, n, 4)
 
 		info, err := c.Info(ctx)
-		mustNoErr(t, err)
-		mustEqual(t, info.NumPending, uint64(6))
-		mustEqual(t, info.NumAckPending, 0)
-		mustEqual(t, info.AckFloor.Stream, uint64(4))
-		mustEqual(t, info.Delivered.Consumer, uint64(4))
+		require.NoError(t, err)
+		require.Equal(t, info.NumPending, uint64(6))
+		require.Equal(t, info.NumAckPending, 0)
+		require.Equal(t, info.AckFloor.Stream, uint64(4))
+		require.Equal(t, info.Delivered.Consumer, uint64(4))
 
 		// Fetch more than is there: 6 arrive, then the request expires.
 		batch, err = c.Fetch(10, njs.FetchMaxWait(300*time.Millisecond))
-		mustNoErr(t, err)
+		require.NoError(t, err)
 		n = 0
 		for m := range batch.Messages() {
-			mustNoErr(t, m.Ack())
+			require.NoError(t, m.Ack())
 			n++
 		}
-		mustNoErr(t, batch.Error())
-		mustEqual(t, n, 6)
+		require.NoError(t, batch.Error())
+		require.Equal(t, n, 6)
 
 		// No wait on an empty consumer returns at once.
 		batch, err = c.FetchNoWait(5)
-		mustNoErr(t, err)
+		require.NoError(t, err)
 		for range batch.Messages() {
 			t.Fatal("unexpected message")
 		}
-		mustNoErr(t, batch.Error())
+		require.NoError(t, batch.Error())
 
 		// Next times out with nothing pending.
 		if _, err := c.Next(njs.FetchMaxWait(200 * time.Millisecond)); !errors.Is(err, njs.ErrMsgIteratorClosed) && !errors.Is(err, njs.ErrNoMessages) && err == nil {
@@ -89,51 +91,53 @@ func TestPullNakRedeliveryAndTerm(t *testing.T) {
 		env := newTestEnv(t, Config{})
 		ctx := testCtx(t)
 		s, err := env.js.CreateStream(ctx, njs.StreamConfig{Name: "S", Subjects: []string{"s"}, Storage: st})
-		mustNoErr(t, err)
+		require.NoError(t, err)
 		publishN(t, env.js, "s", 3)
 		c, err := s.CreateOrUpdateConsumer(ctx, njs.ConsumerConfig{Durable: "D", AckPolicy: njs.AckExplicitPolicy, MaxDeliver: 3})
-		mustNoErr(t, err)
+		require.NoError(t, err)
 
 		m, err := c.Next()
-		mustNoErr(t, err)
-		mustNoErr(t, m.Nak())
+		require.NoError(t, err)
+		require.NoError(t, m.Nak())
 		m, err = c.Next()
-		mustNoErr(t, err)
+		require.NoError(t, err)
 		meta, _ := m.Metadata()
-		mustEqual(t, meta.Sequence.Stream, uint64(1))
-		mustEqual(t, meta.NumDelivered, uint64(2))
-		mustEqual(t, meta.Sequence.Consumer, uint64(2))
+		require.Equal(t, meta.Sequence.Stream, uint64(1))
+		require.Equal(t, meta.NumDelivered, uint64(2))
+		require.Equal(t, meta.Sequence.Consumer, uint64(2))
+		require.
 
-		// NAK with delay: the next message comes first.
-		mustNoErr(t, m.NakWithDelay(300*time.Millisecond))
+			// NAK with delay: the next message comes first.
+			NoError(t, m.NakWithDelay(300*time.Millisecond))
 		m, err = c.Next()
-		mustNoErr(t, err)
+		require.NoError(t, err)
 		meta, _ = m.Metadata()
-		mustEqual(t, meta.Sequence.Stream, uint64(2))
-		mustNoErr(t, m.Term())
+		require.Equal(t, meta.Sequence.Stream, uint64(2))
+		require.NoError(t, m.Term())
 		m, err = c.Next()
-		mustNoErr(t, err)
+		require.NoError(t, err)
 		meta, _ = m.Metadata()
-		mustEqual(t, meta.Sequence.Stream, uint64(3))
-		mustNoErr(t, m.Ack())
+		require.Equal(t, meta.Sequence.Stream, uint64(3))
+		require.NoError(t, m.Ack())
 		start := time.Now()
 		m, err = c.Next()
-		mustNoErr(t, err)
+		require.NoError(t, err)
 		meta, _ = m.Metadata()
-		mustEqual(t, meta.Sequence.Stream, uint64(1))
-		mustEqual(t, meta.NumDelivered, uint64(3))
+		require.Equal(t, meta.Sequence.Stream, uint64(1))
+		require.Equal(t, meta.NumDelivered, uint64(3))
 		if time.Since(start) > 2*time.Second {
 			t.Fatalf("nak delay took %v", time.Since(start))
 		}
-		// Third delivery was the last: a NAK drops it.
-		mustNoErr(t, m.Nak())
+		require.
+			// Third delivery was the last: a NAK drops it.
+			NoError(t, m.Nak())
 		if _, err := c.Next(njs.FetchMaxWait(300 * time.Millisecond)); err == nil {
 			t.Fatal("redelivered beyond max_deliver")
 		}
 		info, err := c.Info(ctx)
-		mustNoErr(t, err)
-		mustEqual(t, info.NumAckPending, 0)
-		mustEqual(t, info.AckFloor.Stream, uint64(3))
+		require.NoError(t, err)
+		require.Equal(t, info.NumAckPending, 0)
+		require.Equal(t, info.AckFloor.Stream, uint64(3))
 	})
 }
 
@@ -142,27 +146,27 @@ func TestPullAckWaitAndProgress(t *testing.T) {
 	env := newTestEnv(t, Config{})
 	ctx := testCtx(t)
 	s, err := env.js.CreateStream(ctx, njs.StreamConfig{Name: "S", Subjects: []string{"s"}, Storage: njs.MemoryStorage})
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	publishN(t, env.js, "s", 1)
 	c, err := s.CreateOrUpdateConsumer(ctx, njs.ConsumerConfig{Durable: "D", AckPolicy: njs.AckExplicitPolicy, AckWait: 200 * time.Millisecond})
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	m, err := c.Next()
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	// In progress keeps it ours past one ack wait.
 	deadline := time.Now().Add(400 * time.Millisecond)
 	for time.Now().Before(deadline) {
-		mustNoErr(t, m.InProgress())
+		require.NoError(t, m.InProgress())
 		time.Sleep(50 * time.Millisecond)
 	}
 	info, err := c.Info(ctx)
-	mustNoErr(t, err)
-	mustEqual(t, info.NumRedelivered, 0)
+	require.NoError(t, err)
+	require.Equal(t, info.NumRedelivered, 0)
 	// Then, unacked, it comes back after ack_wait.
 	m, err = c.Next(njs.FetchMaxWait(2 * time.Second))
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	meta, _ := m.Metadata()
-	mustEqual(t, meta.NumDelivered, uint64(2))
-	mustNoErr(t, m.Ack())
+	require.Equal(t, meta.NumDelivered, uint64(2))
+	require.NoError(t, m.Ack())
 }
 
 func TestPullBackoff(t *testing.T) {
@@ -170,18 +174,18 @@ func TestPullBackoff(t *testing.T) {
 	env := newTestEnv(t, Config{})
 	ctx := testCtx(t)
 	s, err := env.js.CreateStream(ctx, njs.StreamConfig{Name: "S", Subjects: []string{"s"}, Storage: njs.MemoryStorage})
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	publishN(t, env.js, "s", 1)
 	c, err := s.CreateOrUpdateConsumer(ctx, njs.ConsumerConfig{
 		Durable: "D", AckPolicy: njs.AckExplicitPolicy, MaxDeliver: 3,
 		BackOff: []time.Duration{50 * time.Millisecond, 100 * time.Millisecond},
 	})
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	for i := 1; i <= 3; i++ {
 		m, err := c.Next(njs.FetchMaxWait(2 * time.Second))
-		mustNoErr(t, err)
+		require.NoError(t, err)
 		meta, _ := m.Metadata()
-		mustEqual(t, meta.NumDelivered, uint64(i))
+		require.Equal(t, meta.NumDelivered, uint64(i))
 	}
 	if _, err := c.Next(njs.FetchMaxWait(300 * time.Millisecond)); err == nil {
 		t.Fatal("delivered beyond max_deliver")
@@ -193,9 +197,9 @@ func TestPullConsume(t *testing.T) {
 	env := newTestEnv(t, Config{})
 	ctx := testCtx(t)
 	s, err := env.js.CreateStream(ctx, njs.StreamConfig{Name: "S", Subjects: []string{"s.*"}, Storage: njs.MemoryStorage})
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	c, err := s.CreateOrUpdateConsumer(ctx, njs.ConsumerConfig{Durable: "D", AckPolicy: njs.AckExplicitPolicy, FilterSubject: "s.a"})
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	const total = 2000
 	got := make(chan uint64, total)
 	cc, err := c.Consume(func(m njs.Msg) {
@@ -203,7 +207,7 @@ func TestPullConsume(t *testing.T) {
 		_ = m.Ack()
 		got <- meta.Sequence.Stream
 	}, njs.PullMaxMessages(100))
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	defer cc.Stop()
 	pubErr := make(chan error, 1)
 	go func() {
@@ -239,22 +243,22 @@ func TestPullMaxAckPending(t *testing.T) {
 	env := newTestEnv(t, Config{})
 	ctx := testCtx(t)
 	s, err := env.js.CreateStream(ctx, njs.StreamConfig{Name: "S", Subjects: []string{"s"}, Storage: njs.MemoryStorage})
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	publishN(t, env.js, "s", 10)
 	c, err := s.CreateOrUpdateConsumer(ctx, njs.ConsumerConfig{Durable: "D", AckPolicy: njs.AckExplicitPolicy, MaxAckPending: 3})
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	batch, err := c.Fetch(10, njs.FetchMaxWait(300*time.Millisecond))
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	var msgs []njs.Msg
 	for m := range batch.Messages() {
 		msgs = append(msgs, m)
 	}
-	mustEqual(t, len(msgs), 3)
-	mustNoErr(t, msgs[0].Ack())
+	require.Equal(t, len(msgs), 3)
+	require.NoError(t, msgs[0].Ack())
 	m, err := c.Next()
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	meta, _ := m.Metadata()
-	mustEqual(t, meta.Sequence.Stream, uint64(4))
+	require.Equal(t, meta.Sequence.Stream, uint64(4))
 }
 
 func TestPullAckAll(t *testing.T) {
@@ -262,21 +266,21 @@ func TestPullAckAll(t *testing.T) {
 	env := newTestEnv(t, Config{})
 	ctx := testCtx(t)
 	s, err := env.js.CreateStream(ctx, njs.StreamConfig{Name: "S", Subjects: []string{"s"}, Storage: njs.MemoryStorage})
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	publishN(t, env.js, "s", 5)
 	c, err := s.CreateOrUpdateConsumer(ctx, njs.ConsumerConfig{Durable: "D", AckPolicy: njs.AckAllPolicy})
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	batch, err := c.Fetch(5)
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	var last njs.Msg
 	for m := range batch.Messages() {
 		last = m
 	}
-	mustNoErr(t, last.DoubleAck(ctx))
+	require.NoError(t, last.DoubleAck(ctx))
 	info, err := c.Info(ctx)
-	mustNoErr(t, err)
-	mustEqual(t, info.NumAckPending, 0)
-	mustEqual(t, info.AckFloor.Stream, uint64(5))
+	require.NoError(t, err)
+	require.Equal(t, info.NumAckPending, 0)
+	require.Equal(t, info.AckFloor.Stream, uint64(5))
 }
 
 func TestDeliverPolicies(t *testing.T) {
@@ -285,7 +289,7 @@ func TestDeliverPolicies(t *testing.T) {
 		env := newTestEnv(t, Config{})
 		ctx := testCtx(t)
 		s, err := env.js.CreateStream(ctx, njs.StreamConfig{Name: "S", Subjects: []string{"s.*"}, Storage: st})
-		mustNoErr(t, err)
+		require.NoError(t, err)
 		for i := 0; i < 3; i++ {
 			publishN(t, env.js, "s.a", 1)
 			publishN(t, env.js, "s.b", 1)
@@ -313,16 +317,16 @@ func TestDeliverPolicies(t *testing.T) {
 				cfg := tc.cfg
 				cfg.AckPolicy = njs.AckNonePolicy
 				c, err := s.CreateConsumer(ctx, cfg)
-				mustNoErr(t, err)
-				mustEqual(t, c.CachedInfo().NumPending, tc.pending)
+				require.NoError(t, err)
+				require.Equal(t, c.CachedInfo().NumPending, tc.pending)
 				batch, err := c.Fetch(3, njs.FetchMaxWait(200*time.Millisecond))
-				mustNoErr(t, err)
+				require.NoError(t, err)
 				var seqs []uint64
 				for m := range batch.Messages() {
 					meta, _ := m.Metadata()
 					seqs = append(seqs, meta.Sequence.Stream)
 				}
-				mustEqual(t, fmt.Sprint(seqs), fmt.Sprint(tc.seqs))
+				require.Equal(t, fmt.Sprint(seqs), fmt.Sprint(tc.seqs))
 			})
 		}
 	})
@@ -333,23 +337,23 @@ func TestConsumerCRUD(t *testing.T) {
 	env := newTestEnv(t, Config{})
 	ctx := testCtx(t)
 	s, err := env.js.CreateStream(ctx, njs.StreamConfig{Name: "S", Subjects: []string{"s.*"}, Storage: njs.MemoryStorage})
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	cfg := njs.ConsumerConfig{Durable: "D", AckPolicy: njs.AckExplicitPolicy, FilterSubject: "s.a"}
 	c, err := s.CreateConsumer(ctx, cfg)
-	mustNoErr(t, err)
-	mustEqual(t, c.CachedInfo().Config.AckWait, 30*time.Second)
-	mustEqual(t, c.CachedInfo().Config.MaxAckPending, 1000)
+	require.NoError(t, err)
+	require.Equal(t, c.CachedInfo().Config.AckWait, 30*time.Second)
+	require.Equal(t, c.CachedInfo().Config.MaxAckPending, 1000)
 	// Same config: fine; other config with create: 10148.
 	_, err = s.CreateConsumer(ctx, cfg)
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	cfg2 := cfg
 	cfg2.Description = "x"
 	if _, err := s.CreateConsumer(ctx, cfg2); !errors.Is(err, njs.ErrConsumerExists) {
 		t.Fatalf("create other: %v", err)
 	}
 	c, err = s.UpdateConsumer(ctx, cfg2)
-	mustNoErr(t, err)
-	mustEqual(t, c.CachedInfo().Config.Description, "x")
+	require.NoError(t, err)
+	require.Equal(t, c.CachedInfo().Config.Description, "x")
 	if _, err := s.UpdateConsumer(ctx, njs.ConsumerConfig{Durable: "NOPE", AckPolicy: njs.AckExplicitPolicy}); !errors.Is(err, njs.ErrConsumerDoesNotExist) {
 		t.Fatalf("update missing: %v", err)
 	}
@@ -359,21 +363,21 @@ func TestConsumerCRUD(t *testing.T) {
 		t.Fatal("ack policy updated")
 	}
 	_, err = s.CreateConsumer(ctx, njs.ConsumerConfig{Name: "E", AckPolicy: njs.AckNonePolicy})
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	names := s.ConsumerNames(ctx)
 	var got []string
 	for n := range names.Name() {
 		got = append(got, n)
 	}
-	mustNoErr(t, names.Err())
-	mustEqual(t, fmt.Sprint(got), "[D E]")
+	require.NoError(t, names.Err())
+	require.Equal(t, fmt.Sprint(got), "[D E]")
 	list := s.ListConsumers(ctx)
 	count := 0
 	for range list.Info() {
 		count++
 	}
-	mustEqual(t, count, 2)
-	mustNoErr(t, s.DeleteConsumer(ctx, "D"))
+	require.Equal(t, count, 2)
+	require.NoError(t, s.DeleteConsumer(ctx, "D"))
 	if _, err := s.Consumer(ctx, "D"); !errors.Is(err, njs.ErrConsumerNotFound) {
 		t.Fatalf("deleted consumer: %v", err)
 	}
@@ -387,9 +391,9 @@ func TestEphemeralInactiveThreshold(t *testing.T) {
 	env := newTestEnv(t, Config{})
 	ctx := testCtx(t)
 	s, err := env.js.CreateStream(ctx, njs.StreamConfig{Name: "S", Storage: njs.MemoryStorage})
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	_, err = s.CreateConsumer(ctx, njs.ConsumerConfig{Name: "eph", AckPolicy: njs.AckNonePolicy, InactiveThreshold: 100 * time.Millisecond})
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	c := env.eng.lookup("S").lookupConsumer("eph")
 	select {
 	case <-c.done:

@@ -11,6 +11,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	njs "github.com/nats-io/nats.go/jetstream"
+
+	"github.com/leafbox/leafbox/core/require"
 )
 
 func TestPushConsumerLegacy(t *testing.T) {
@@ -18,10 +20,10 @@ func TestPushConsumerLegacy(t *testing.T) {
 	env := newTestEnv(t, Config{})
 	ctx := testCtx(t)
 	_, err := env.js.CreateStream(ctx, njs.StreamConfig{Name: "S", Subjects: []string{"s.*"}, Storage: njs.MemoryStorage})
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	publishN(t, env.js, "s.a", 5)
 	js, err := env.nc.JetStream()
-	mustNoErr(t, err)
+	require.NoError(t, err)
 
 	// Durable push consumer with explicit acks and a queue group.
 	got := make(chan *nats.Msg, 100)
@@ -29,15 +31,15 @@ func TestPushConsumerLegacy(t *testing.T) {
 		_ = m.Ack()
 		got <- m
 	}, nats.Durable("PUSH"), nats.ManualAck(), nats.DeliverAll())
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	defer sub.Unsubscribe()
 	for i := 0; i < 5; i++ {
 		select {
 		case m := <-got:
 			meta, err := m.Metadata()
-			mustNoErr(t, err)
-			mustEqual(t, meta.Sequence.Stream, uint64(i+1))
-			mustEqual(t, m.Subject, "s.a")
+			require.NoError(t, err)
+			require.Equal(t, meta.Sequence.Stream, uint64(i+1))
+			require.Equal(t, m.Subject, "s.a")
 		case <-ctx.Done():
 			t.Fatalf("received %d of 5", i)
 		}
@@ -49,8 +51,8 @@ func TestPushConsumerLegacy(t *testing.T) {
 		t.Fatal("live message not delivered")
 	}
 	info, err := sub.ConsumerInfo()
-	mustNoErr(t, err)
-	mustEqual(t, info.PushBound, true)
+	require.NoError(t, err)
+	require.Equal(t, info.PushBound, true)
 }
 
 func TestPushHeartbeatsAndFlowControl(t *testing.T) {
@@ -58,29 +60,29 @@ func TestPushHeartbeatsAndFlowControl(t *testing.T) {
 	env := newTestEnv(t, Config{})
 	ctx := testCtx(t)
 	_, err := env.js.CreateStream(ctx, njs.StreamConfig{Name: "S", Subjects: []string{"s"}, Storage: njs.MemoryStorage})
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	// A raw push consumer shows the status messages themselves.
 	inbox := nats.NewInbox()
 	sub, err := env.nc.SubscribeSync(inbox)
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	js, err := env.nc.JetStream()
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	_, err = js.AddConsumer("S", &nats.ConsumerConfig{
 		Name: "P", DeliverSubject: inbox, AckPolicy: nats.AckNonePolicy,
 		Heartbeat: 100 * time.Millisecond, FlowControl: true,
 	})
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	m, err := sub.NextMsg(2 * time.Second)
-	mustNoErr(t, err)
-	mustEqual(t, m.Header.Get("Status"), "100")
-	mustEqual(t, m.Header.Get("Description"), "Idle Heartbeat")
-	mustEqual(t, m.Header.Get("Nats-Last-Consumer"), "0")
+	require.NoError(t, err)
+	require.Equal(t, m.Header.Get("Status"), "100")
+	require.Equal(t, m.Header.Get("Description"), "Idle Heartbeat")
+	require.Equal(t, m.Header.Get("Nats-Last-Consumer"), "0")
 
 	// Publish more than the first flow-control window (2 MiB).
 	payload := make([]byte, 64<<10)
 	for i := 0; i < 48; i++ {
 		_, err := env.js.Publish(ctx, "s", payload)
-		mustNoErr(t, err)
+		require.NoError(t, err)
 	}
 	var data, fc int
 	for data < 48 {
@@ -93,7 +95,7 @@ func TestPushHeartbeatsAndFlowControl(t *testing.T) {
 			data++
 		case m.Header.Get("Description") == "FlowControl Request":
 			fc++
-			mustNoErr(t, m.Respond(nil))
+			require.NoError(t, m.Respond(nil))
 		}
 	}
 	if fc == 0 {
@@ -107,33 +109,33 @@ func TestOrderedConsumer(t *testing.T) {
 		env := newTestEnv(t, Config{})
 		ctx := testCtx(t)
 		s, err := env.js.CreateStream(ctx, njs.StreamConfig{Name: "S", Subjects: []string{"s.*"}, Storage: st})
-		mustNoErr(t, err)
+		require.NoError(t, err)
 		publishN(t, env.js, "s.a", 100)
 		oc, err := s.OrderedConsumer(ctx, njs.OrderedConsumerConfig{FilterSubjects: []string{"s.a"}})
-		mustNoErr(t, err)
+		require.NoError(t, err)
 		for i := 0; i < 100; i++ {
 			m, err := oc.Next(njs.FetchMaxWait(2 * time.Second))
-			mustNoErr(t, err)
-			mustEqual(t, string(m.Data()), fmt.Sprint(i))
+			require.NoError(t, err)
+			require.Equal(t, string(m.Data()), fmt.Sprint(i))
 		}
 		publishN(t, env.js, "s.a", 1)
 		m, err := oc.Next(njs.FetchMaxWait(2 * time.Second))
-		mustNoErr(t, err)
-		mustEqual(t, string(m.Data()), "0")
+		require.NoError(t, err)
+		require.Equal(t, string(m.Data()), "0")
 
 		// Legacy push ordered consumer.
 		js, err := env.nc.JetStream()
-		mustNoErr(t, err)
+		require.NoError(t, err)
 		got := make(chan *nats.Msg, 200)
 		sub, err := js.Subscribe("s.a", func(m *nats.Msg) { got <- m }, nats.OrderedConsumer())
-		mustNoErr(t, err)
+		require.NoError(t, err)
 		defer sub.Unsubscribe()
 		for i := 0; i < 101; i++ {
 			select {
 			case m := <-got:
 				meta, err := m.Metadata()
-				mustNoErr(t, err)
-				mustEqual(t, meta.Sequence.Consumer, uint64(i+1))
+				require.NoError(t, err)
+				require.Equal(t, meta.Sequence.Consumer, uint64(i+1))
 			case <-ctx.Done():
 				t.Fatalf("ordered push: got %d of 101", i)
 			}
@@ -147,48 +149,48 @@ func TestKeyValue(t *testing.T) {
 		env := newTestEnv(t, Config{})
 		ctx := testCtx(t)
 		kv, err := env.js.CreateKeyValue(ctx, njs.KeyValueConfig{Bucket: "cfg", History: 5, Storage: st})
-		mustNoErr(t, err)
+		require.NoError(t, err)
 
 		rev, err := kv.Put(ctx, "a", []byte("1"))
-		mustNoErr(t, err)
-		mustEqual(t, rev, uint64(1))
+		require.NoError(t, err)
+		require.Equal(t, rev, uint64(1))
 		e, err := kv.Get(ctx, "a")
-		mustNoErr(t, err)
-		mustEqual(t, string(e.Value()), "1")
-		mustEqual(t, e.Revision(), uint64(1))
+		require.NoError(t, err)
+		require.Equal(t, string(e.Value()), "1")
+		require.Equal(t, e.Revision(), uint64(1))
 
 		if _, err := kv.Create(ctx, "a", []byte("x")); !errors.Is(err, njs.ErrKeyExists) {
 			t.Fatalf("create existing: %v", err)
 		}
 		rev, err = kv.Update(ctx, "a", []byte("2"), 1)
-		mustNoErr(t, err)
-		mustEqual(t, rev, uint64(2))
+		require.NoError(t, err)
+		require.Equal(t, rev, uint64(2))
 		if _, err := kv.Update(ctx, "a", []byte("3"), 1); err == nil {
 			t.Fatal("update with stale revision")
 		}
 		_, err = kv.Create(ctx, "b", []byte("b1"))
-		mustNoErr(t, err)
-		mustNoErr(t, kv.Delete(ctx, "b"))
+		require.NoError(t, err)
+		require.NoError(t, kv.Delete(ctx, "b"))
 		if _, err := kv.Get(ctx, "b"); !errors.Is(err, njs.ErrKeyNotFound) {
 			t.Fatalf("get deleted: %v", err)
 		}
 		// Create over a delete marker works.
 		_, err = kv.Create(ctx, "b", []byte("b2"))
-		mustNoErr(t, err)
+		require.NoError(t, err)
 		e, err = kv.GetRevision(ctx, "a", 1)
-		mustNoErr(t, err)
-		mustEqual(t, string(e.Value()), "1")
+		require.NoError(t, err)
+		require.Equal(t, string(e.Value()), "1")
 
 		hist, err := kv.History(ctx, "a")
-		mustNoErr(t, err)
-		mustEqual(t, len(hist), 2)
+		require.NoError(t, err)
+		require.Equal(t, len(hist), 2)
 
 		w, err := kv.Watch(ctx, "a")
-		mustNoErr(t, err)
+		require.NoError(t, err)
 		defer w.Stop()
 		select {
 		case e := <-w.Updates():
-			mustEqual(t, string(e.Value()), "2")
+			require.Equal(t, string(e.Value()), "2")
 		case <-ctx.Done():
 			t.Fatal("watch: no initial value")
 		}
@@ -201,43 +203,42 @@ func TestKeyValue(t *testing.T) {
 			t.Fatal("watch: no initial marker")
 		}
 		_, err = kv.Put(ctx, "a", []byte("live"))
-		mustNoErr(t, err)
+		require.NoError(t, err)
 		select {
 		case e := <-w.Updates():
-			mustEqual(t, string(e.Value()), "live")
+			require.Equal(t, string(e.Value()), "live")
 		case <-ctx.Done():
 			t.Fatal("watch: no live update")
 		}
-
-		mustNoErr(t, kv.Purge(ctx, "a"))
+		require.NoError(t, kv.Purge(ctx, "a"))
 		if _, err := kv.Get(ctx, "a"); !errors.Is(err, njs.ErrKeyNotFound) {
 			t.Fatalf("get purged: %v", err)
 		}
 		hist, err = kv.History(ctx, "a")
-		mustNoErr(t, err)
-		mustEqual(t, len(hist), 1)
+		require.NoError(t, err)
+		require.Equal(t, len(hist), 1)
 
 		status, err := kv.Status(ctx)
-		mustNoErr(t, err)
-		mustEqual(t, status.Bucket(), "cfg")
+		require.NoError(t, err)
+		require.Equal(t, status.Bucket(), "cfg")
 
 		// Listing with two literal filters uses filter_subjects, so the
 		// create subject carries no wildcard: headers-only,
 		// last-per-subject and the initial-values marker all take part.
 		lister, err := kv.ListKeysFiltered(ctx, "a", "b")
-		mustNoErr(t, err)
+		require.NoError(t, err)
 		var listed []string
 		for k := range lister.Keys() {
 			listed = append(listed, k)
 		}
-		mustEqual(t, fmt.Sprint(listed), "[b]")
+		require.Equal(t, fmt.Sprint(listed), "[b]")
 
 		t.Run("keys", func(t *testing.T) {
 			keys, err := kv.Keys(ctx)
-			mustNoErr(t, err)
-			mustEqual(t, fmt.Sprint(keys), "[b]")
+			require.NoError(t, err)
+			require.Equal(t, fmt.Sprint(keys), "[b]")
 			w, err := kv.WatchAll(ctx)
-			mustNoErr(t, err)
+			require.NoError(t, err)
 			defer w.Stop()
 			n := 0
 			for e := range w.Updates() {
@@ -246,7 +247,7 @@ func TestKeyValue(t *testing.T) {
 				}
 				n++
 			}
-			mustEqual(t, n, 2)
+			require.Equal(t, n, 2)
 		})
 
 		names := env.js.KeyValueStoreNames(ctx)
@@ -254,8 +255,8 @@ func TestKeyValue(t *testing.T) {
 		for n := range names.Name() {
 			buckets = append(buckets, n)
 		}
-		mustEqual(t, fmt.Sprint(buckets), "[cfg]")
-		mustNoErr(t, env.js.DeleteKeyValue(ctx, "cfg"))
+		require.Equal(t, fmt.Sprint(buckets), "[cfg]")
+		require.NoError(t, env.js.DeleteKeyValue(ctx, "cfg"))
 		if _, err := env.js.KeyValue(ctx, "cfg"); !errors.Is(err, njs.ErrBucketNotFound) {
 			t.Fatalf("deleted bucket: %v", err)
 		}
@@ -268,35 +269,35 @@ func TestObjectStore(t *testing.T) {
 		env := newTestEnv(t, Config{})
 		ctx := testCtx(t)
 		obs, err := env.js.CreateObjectStore(ctx, njs.ObjectStoreConfig{Bucket: "files", Storage: st})
-		mustNoErr(t, err)
+		require.NoError(t, err)
 		data := make([]byte, 5<<20+123)
 		_, _ = rand.Read(data)
 		info, err := obs.Put(ctx, njs.ObjectMeta{Name: "blob"}, bytes.NewReader(data))
-		mustNoErr(t, err)
-		mustEqual(t, info.Size, uint64(len(data)))
+		require.NoError(t, err)
+		require.Equal(t, info.Size, uint64(len(data)))
 		r, err := obs.Get(ctx, "blob")
-		mustNoErr(t, err)
+		require.NoError(t, err)
 		got, err := io.ReadAll(r)
-		mustNoErr(t, err)
+		require.NoError(t, err)
 		if !bytes.Equal(got, data) {
 			t.Fatalf("object differs: %d vs %d bytes", len(got), len(data))
 		}
 		// Overwrite, then delete.
 		_, err = obs.PutBytes(ctx, "blob", []byte("small"))
-		mustNoErr(t, err)
+		require.NoError(t, err)
 		small, err := obs.GetBytes(ctx, "blob")
-		mustNoErr(t, err)
-		mustEqual(t, string(small), "small")
-		mustNoErr(t, obs.Delete(ctx, "blob"))
+		require.NoError(t, err)
+		require.Equal(t, string(small), "small")
+		require.NoError(t, obs.Delete(ctx, "blob"))
 		if _, err := obs.GetBytes(ctx, "blob"); !errors.Is(err, njs.ErrObjectNotFound) {
 			t.Fatalf("deleted object: %v", err)
 		}
 		t.Run("list", func(t *testing.T) {
 			_, err := obs.PutString(ctx, "x", "1")
-			mustNoErr(t, err)
+			require.NoError(t, err)
 			list, err := obs.List(ctx)
-			mustNoErr(t, err)
-			mustEqual(t, len(list), 1)
+			require.NoError(t, err)
+			require.Equal(t, len(list), 1)
 		})
 	})
 }

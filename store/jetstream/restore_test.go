@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	njs "github.com/nats-io/nats.go/jetstream"
+
+	"github.com/leafbox/leafbox/core/require"
 )
 
 // metaPath finds the meta.json of the stream (or consumer) directory
@@ -34,17 +36,16 @@ func TestRestoreFailuresAreRecorded(t *testing.T) {
 	ctx := testCtx(t)
 	for _, name := range []string{"GOOD", "BAD"} {
 		_, err := env.js.CreateStream(ctx, njs.StreamConfig{Name: name, Subjects: []string{strings.ToLower(name) + ".>"}, Storage: njs.FileStorage})
-		mustNoErr(t, err)
+		require.NoError(t, err)
 	}
 	_, err := env.js.CreateOrUpdateConsumer(ctx, "GOOD", njs.ConsumerConfig{Durable: "C", AckPolicy: njs.AckExplicitPolicy})
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	_, err = env.js.CreateOrUpdateConsumer(ctx, "GOOD", njs.ConsumerConfig{Durable: "D", AckPolicy: njs.AckExplicitPolicy})
-	mustNoErr(t, err)
-	mustEqual(t, len(env.eng.RestoreFailures()), 0)
-
-	mustNoErr(t, env.eng.Close())
-	mustNoErr(t, os.WriteFile(metaPath(t, env.cfg.StoreDir, "BAD"), []byte("{garbage"), 0o600))
-	mustNoErr(t, os.WriteFile(metaPath(t, env.cfg.StoreDir, "D"), []byte("{garbage"), 0o600))
+	require.NoError(t, err)
+	require.Equal(t, len(env.eng.RestoreFailures()), 0)
+	require.NoError(t, env.eng.Close())
+	require.NoError(t, os.WriteFile(metaPath(t, env.cfg.StoreDir, "BAD"), []byte("{garbage"), 0o600))
+	require.NoError(t, os.WriteFile(metaPath(t, env.cfg.StoreDir, "D"), []byte("{garbage"), 0o600))
 	env.startEngine()
 
 	failures := env.eng.RestoreFailures()
@@ -63,8 +64,8 @@ func TestRestoreFailuresAreRecorded(t *testing.T) {
 	}
 	// The rest runs.
 	info, err := env.js.Stream(ctx, "GOOD")
-	mustNoErr(t, err)
-	mustEqual(t, info.CachedInfo().Config.Name, "GOOD")
+	require.NoError(t, err)
+	require.Equal(t, info.CachedInfo().Config.Name, "GOOD")
 	_, err = env.js.Consumer(ctx, "GOOD", "C")
-	mustNoErr(t, err)
+	require.NoError(t, err)
 }

@@ -7,6 +7,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	njs "github.com/nats-io/nats.go/jetstream"
+
+	"github.com/leafbox/leafbox/core/require"
 )
 
 // pullRaw sends a MSG.NEXT request and returns the inbox subscription.
@@ -14,7 +16,7 @@ func pullRaw(t *testing.T, nc *nats.Conn, stream, consumer string, req any) *nat
 	t.Helper()
 	inbox := nats.NewInbox()
 	sub, err := nc.SubscribeSync(inbox)
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	t.Cleanup(func() { _ = sub.Unsubscribe() })
 	var body []byte
 	switch r := req.(type) {
@@ -23,9 +25,9 @@ func pullRaw(t *testing.T, nc *nats.Conn, stream, consumer string, req any) *nat
 		body = []byte(r)
 	default:
 		body, err = json.Marshal(r)
-		mustNoErr(t, err)
+		require.NoError(t, err)
 	}
-	mustNoErr(t, nc.PublishRequest("$JS.API.CONSUMER.MSG.NEXT."+stream+"."+consumer, inbox, body))
+	require.NoError(t, nc.PublishRequest("$JS.API.CONSUMER.MSG.NEXT."+stream+"."+consumer, inbox, body))
 	return sub
 }
 
@@ -34,9 +36,9 @@ func pullRaw(t *testing.T, nc *nats.Conn, stream, consumer string, req any) *nat
 func expectStatus(t *testing.T, sub *nats.Subscription, status, desc string) *nats.Msg {
 	t.Helper()
 	m, err := sub.NextMsg(3 * time.Second)
-	mustNoErr(t, err)
-	mustEqual(t, m.Header.Get("Status"), status)
-	mustEqual(t, m.Header.Get("Description"), desc)
+	require.NoError(t, err)
+	require.Equal(t, m.Header.Get("Status"), status)
+	require.Equal(t, m.Header.Get("Description"), desc)
 	return m
 }
 
@@ -45,9 +47,9 @@ func TestPullStatuses(t *testing.T) {
 	env := newTestEnv(t, Config{})
 	ctx := testCtx(t)
 	s, err := env.js.CreateStream(ctx, njs.StreamConfig{Name: "S", Subjects: []string{"s"}, Storage: njs.MemoryStorage})
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	_, err = s.CreateConsumer(ctx, njs.ConsumerConfig{Durable: "D", AckPolicy: njs.AckExplicitPolicy, MaxWaiting: 1})
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	nc := env.nc
 
 	t.Run("no wait, nothing pending", func(t *testing.T) {
@@ -57,20 +59,20 @@ func TestPullStatuses(t *testing.T) {
 	t.Run("expires with heartbeats", func(t *testing.T) {
 		sub := pullRaw(t, nc, "S", "D", map[string]any{"batch": 5, "expires": 500 * time.Millisecond, "idle_heartbeat": 100 * time.Millisecond})
 		hb := expectStatus(t, sub, "100", "Idle Heartbeat")
-		mustEqual(t, hb.Header.Get("Nats-Last-Consumer"), "0")
+		require.Equal(t, hb.Header.Get("Nats-Last-Consumer"), "0")
 		var m *nats.Msg
 		for {
 			var err error
 			m, err = sub.NextMsg(3 * time.Second)
-			mustNoErr(t, err)
+			require.NoError(t, err)
 			if m.Header.Get("Status") != "100" {
 				break
 			}
 		}
-		mustEqual(t, m.Header.Get("Status"), "408")
-		mustEqual(t, m.Header.Get("Description"), "Request Timeout")
-		mustEqual(t, m.Header.Get("Nats-Pending-Messages"), "5")
-		mustEqual(t, m.Header.Get("Nats-Pending-Bytes"), "0")
+		require.Equal(t, m.Header.Get("Status"), "408")
+		require.Equal(t, m.Header.Get("Description"), "Request Timeout")
+		require.Equal(t, m.Header.Get("Nats-Pending-Messages"), "5")
+		require.Equal(t, m.Header.Get("Nats-Pending-Bytes"), "0")
 	})
 	t.Run("bad heartbeat", func(t *testing.T) {
 		sub := pullRaw(t, nc, "S", "D", map[string]any{"batch": 1, "expires": 100 * time.Millisecond, "idle_heartbeat": 100 * time.Millisecond})
@@ -78,38 +80,39 @@ func TestPullStatuses(t *testing.T) {
 	})
 	t.Run("max waiting", func(t *testing.T) {
 		first := pullRaw(t, nc, "S", "D", map[string]any{"batch": 1, "expires": 2 * time.Second})
-		// The engine queues a request on the publisher's goroutine, so
-		// once the server answered a PING it holds the first request.
-		mustNoErr(t, nc.Flush())
-		mustEqual(t, env.eng.lookup("S").lookupConsumer("D").info().NumWaiting, 1)
+		require.
+			// The engine queues a request on the publisher's goroutine, so
+			// once the server answered a PING it holds the first request.
+			NoError(t, nc.Flush())
+		require.Equal(t, env.eng.lookup("S").lookupConsumer("D").info().NumWaiting, 1)
 		sub := pullRaw(t, nc, "S", "D", map[string]any{"batch": 1, "expires": time.Second})
 		expectStatus(t, sub, "409", "Exceeded MaxWaiting")
 		_, err := env.js.Publish(ctx, "s", []byte("x"))
-		mustNoErr(t, err)
+		require.NoError(t, err)
 		m, err := first.NextMsg(3 * time.Second)
-		mustNoErr(t, err)
-		mustEqual(t, string(m.Data), "x")
-		mustNoErr(t, m.Ack())
+		require.NoError(t, err)
+		require.Equal(t, string(m.Data), "x")
+		require.NoError(t, m.Ack())
 	})
 	t.Run("max bytes", func(t *testing.T) {
 		_, err := env.js.Publish(ctx, "s", make([]byte, 100))
-		mustNoErr(t, err)
+		require.NoError(t, err)
 		sub := pullRaw(t, nc, "S", "D", map[string]any{"batch": 5, "max_bytes": 50, "expires": time.Second})
 		m := expectStatus(t, sub, "409", "Message Size Exceeds MaxBytes")
-		mustEqual(t, m.Header.Get("Nats-Pending-Bytes"), "50")
+		require.Equal(t, m.Header.Get("Nats-Pending-Bytes"), "50")
 		sub = pullRaw(t, nc, "S", "D", map[string]any{"batch": 1, "max_bytes": 4096, "expires": time.Second})
 		m, err = sub.NextMsg(3 * time.Second)
-		mustNoErr(t, err)
-		mustEqual(t, len(m.Data), 100)
-		mustNoErr(t, m.Ack())
+		require.NoError(t, err)
+		require.Equal(t, len(m.Data), 100)
+		require.NoError(t, m.Ack())
 		m = expectStatus(t, sub, "409", "Batch Completed")
-		mustEqual(t, m.Header.Get("Nats-Pending-Messages"), "0")
+		require.Equal(t, m.Header.Get("Nats-Pending-Messages"), "0")
 	})
 	t.Run("consumer deleted", func(t *testing.T) {
 		sub := pullRaw(t, nc, "S", "D", map[string]any{"batch": 1, "expires": 5 * time.Second})
-		mustNoErr(t, nc.Flush())
-		mustEqual(t, env.eng.lookup("S").lookupConsumer("D").info().NumWaiting, 1)
-		mustNoErr(t, s.DeleteConsumer(ctx, "D"))
+		require.NoError(t, nc.Flush())
+		require.Equal(t, env.eng.lookup("S").lookupConsumer("D").info().NumWaiting, 1)
+		require.NoError(t, s.DeleteConsumer(ctx, "D"))
 		expectStatus(t, sub, "409", "Consumer Deleted")
 		sub = pullRaw(t, nc, "S", "D", nil)
 		if _, err := sub.NextMsg(3 * time.Second); err != nats.ErrNoResponders {
@@ -119,7 +122,7 @@ func TestPullStatuses(t *testing.T) {
 	t.Run("push consumer", func(t *testing.T) {
 		js, _ := nc.JetStream()
 		_, err := js.AddConsumer("S", &nats.ConsumerConfig{Durable: "P", DeliverSubject: "deliver.p", AckPolicy: nats.AckExplicitPolicy})
-		mustNoErr(t, err)
+		require.NoError(t, err)
 		sub := pullRaw(t, nc, "S", "P", nil)
 		expectStatus(t, sub, "409", "Consumer is push based")
 	})
@@ -130,54 +133,54 @@ func TestHeadersOnlyAndDirectGet(t *testing.T) {
 	env := newTestEnv(t, Config{})
 	ctx := testCtx(t)
 	s, err := env.js.CreateStream(ctx, njs.StreamConfig{Name: "S", Subjects: []string{"s.*"}, AllowDirect: true, Storage: njs.MemoryStorage})
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	m := nats.NewMsg("s.a")
 	m.Header.Set("K", "v")
 	m.Data = []byte("hello")
 	_, err = env.js.PublishMsg(ctx, m)
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	_, err = env.js.Publish(ctx, "s.b", []byte("bee"))
-	mustNoErr(t, err)
+	require.NoError(t, err)
 
 	c, err := s.CreateConsumer(ctx, njs.ConsumerConfig{HeadersOnly: true, AckPolicy: njs.AckNonePolicy})
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	got, err := c.Next()
-	mustNoErr(t, err)
-	mustEqual(t, len(got.Data()), 0)
-	mustEqual(t, got.Headers().Get("Nats-Msg-Size"), "5")
-	mustEqual(t, got.Headers().Get("K"), "v")
+	require.NoError(t, err)
+	require.Equal(t, len(got.Data()), 0)
+	require.Equal(t, got.Headers().Get("Nats-Msg-Size"), "5")
+	require.Equal(t, got.Headers().Get("K"), "v")
 
 	// Raw direct get: last by subject in the subject, headers added.
 	resp, err := env.nc.Request("$JS.API.DIRECT.GET.S.s.a", nil, time.Second)
-	mustNoErr(t, err)
-	mustEqual(t, string(resp.Data), "hello")
-	mustEqual(t, resp.Header.Get("Nats-Stream"), "S")
-	mustEqual(t, resp.Header.Get("Nats-Subject"), "s.a")
-	mustEqual(t, resp.Header.Get("Nats-Sequence"), "1")
-	mustEqual(t, resp.Header.Get("K"), "v")
+	require.NoError(t, err)
+	require.Equal(t, string(resp.Data), "hello")
+	require.Equal(t, resp.Header.Get("Nats-Stream"), "S")
+	require.Equal(t, resp.Header.Get("Nats-Subject"), "s.a")
+	require.Equal(t, resp.Header.Get("Nats-Sequence"), "1")
+	require.Equal(t, resp.Header.Get("K"), "v")
 	if _, err := time.Parse(time.RFC3339Nano, resp.Header.Get("Nats-Time-Stamp")); err != nil {
 		t.Fatalf("time stamp: %v", err)
 	}
 	resp, err = env.nc.Request("$JS.API.DIRECT.GET.S.s.zzz", nil, time.Second)
-	mustNoErr(t, err)
-	mustEqual(t, resp.Header.Get("Status"), "404")
+	require.NoError(t, err)
+	require.Equal(t, resp.Header.Get("Status"), "404")
 	resp, err = env.nc.Request("$JS.API.DIRECT.GET.S", nil, time.Second)
-	mustNoErr(t, err)
-	mustEqual(t, resp.Header.Get("Status"), "408")
+	require.NoError(t, err)
+	require.Equal(t, resp.Header.Get("Status"), "408")
 
 	// Batch direct get ends with EOB.
 	sub, err := env.nc.SubscribeSync(nats.NewInbox())
-	mustNoErr(t, err)
-	mustNoErr(t, env.nc.PublishRequest("$JS.API.DIRECT.GET.S", sub.Subject, []byte(`{"seq":1,"batch":5}`)))
+	require.NoError(t, err)
+	require.NoError(t, env.nc.PublishRequest("$JS.API.DIRECT.GET.S", sub.Subject, []byte(`{"seq":1,"batch":5}`)))
 	for i := 1; i <= 2; i++ {
 		m, err := sub.NextMsg(time.Second)
-		mustNoErr(t, err)
-		mustEqual(t, m.Header.Get("Nats-Sequence"), string(rune('0'+i)))
+		require.NoError(t, err)
+		require.Equal(t, m.Header.Get("Nats-Sequence"), string(rune('0'+i)))
 	}
 	eob, err := sub.NextMsg(time.Second)
-	mustNoErr(t, err)
-	mustEqual(t, eob.Header.Get("Status"), "204")
-	mustEqual(t, eob.Header.Get("Nats-Last-Sequence"), "2")
+	require.NoError(t, err)
+	require.Equal(t, eob.Header.Get("Status"), "204")
+	require.Equal(t, eob.Header.Get("Nats-Last-Sequence"), "2")
 }
 
 func TestDomain(t *testing.T) {
@@ -185,14 +188,14 @@ func TestDomain(t *testing.T) {
 	env := newTestEnv(t, Config{Domain: "gw"})
 	ctx := testCtx(t)
 	js, err := njs.NewWithDomain(env.nc, "gw")
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	_, err = js.CreateStream(ctx, njs.StreamConfig{Name: "S", Storage: njs.MemoryStorage})
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	ack, err := js.Publish(ctx, "S", nil)
-	mustNoErr(t, err)
-	mustEqual(t, ack.Domain, "gw")
+	require.NoError(t, err)
+	require.Equal(t, ack.Domain, "gw")
 	_, err = env.js.Stream(ctx, "S")
-	mustNoErr(t, err)
+	require.NoError(t, err)
 }
 
 // TestCreateWithWildcardFilterSubject checks the engine's side of
@@ -204,36 +207,36 @@ func TestCreateWithWildcardFilterSubject(t *testing.T) {
 	env := newTestEnv(t, Config{})
 	ctx := testCtx(t)
 	_, err := env.js.CreateStream(ctx, njs.StreamConfig{Name: "S", Subjects: []string{"s.>"}, Storage: njs.MemoryStorage})
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	publishN(t, env.js, "s.a.1", 1)
 	publishN(t, env.js, "s.b.1", 1)
 	publishN(t, env.js, "s.a.2", 1)
 
 	inbox := nats.NewInbox()
 	sub, err := env.nc.SubscribeSync(inbox)
-	mustNoErr(t, err)
-	mustNoErr(t, env.nc.Flush())
+	require.NoError(t, err)
+	require.NoError(t, env.nc.Flush())
 	body := `{"stream_name":"S","config":{"name":"w","filter_subject":"s.a.*","ack_policy":"none"},"action":"create"}`
 	env.eng.dispatch("$JS.API.CONSUMER.CREATE.S.w.s.a.*", inbox, nil, []byte(body))
 	resp, err := sub.NextMsg(time.Second)
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	var info struct {
 		Error *struct {
 			ErrCode int `json:"err_code"`
 		} `json:"error"`
 		NumPending uint64 `json:"num_pending"`
 	}
-	mustNoErr(t, json.Unmarshal(resp.Data, &info))
+	require.NoError(t, json.Unmarshal(resp.Data, &info))
 	if info.Error != nil {
 		t.Fatalf("create: %s", resp.Data)
 	}
-	mustEqual(t, info.NumPending, uint64(2))
+	require.Equal(t, info.NumPending, uint64(2))
 
 	// A mismatching filter in the subject is 10131.
 	env.eng.dispatch("$JS.API.CONSUMER.CREATE.S.w2.s.b.*", inbox, nil, []byte(body))
 	resp, err = sub.NextMsg(time.Second)
-	mustNoErr(t, err)
-	mustNoErr(t, json.Unmarshal(resp.Data, &info))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(resp.Data, &info))
 	if info.Error == nil || info.Error.ErrCode != 10131 {
 		t.Fatalf("mismatching filter: %s", resp.Data)
 	}

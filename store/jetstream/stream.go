@@ -27,6 +27,9 @@ type stream struct {
 	bytes atomic.Uint64
 	// policy mirrors cfg.Retention for readers without s.mu.
 	policy atomic.Uint32
+	// subjects names the published subjects, so that a repeated one
+	// costs the publish path no allocation.
+	subjects subject.Names
 
 	// mu serialises writes: publishes, purges, removals, config updates.
 	mu        sync.Mutex

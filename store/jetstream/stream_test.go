@@ -8,6 +8,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	njs "github.com/nats-io/nats.go/jetstream"
+
+	"github.com/leafbox/leafbox/core/require"
 )
 
 func TestAccountInfo(t *testing.T) {
@@ -15,12 +17,12 @@ func TestAccountInfo(t *testing.T) {
 	env := newTestEnv(t, Config{Domain: "edge"})
 	ctx := testCtx(t)
 	_, err := env.js.CreateStream(ctx, njs.StreamConfig{Name: "S", Storage: njs.MemoryStorage})
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	info, err := env.js.AccountInfo(ctx)
-	mustNoErr(t, err)
-	mustEqual(t, info.Streams, 1)
-	mustEqual(t, info.Domain, "edge")
-	mustEqual(t, info.API.Level, apiLevel)
+	require.NoError(t, err)
+	require.Equal(t, info.Streams, 1)
+	require.Equal(t, info.Domain, "edge")
+	require.Equal(t, info.API.Level, apiLevel)
 }
 
 func TestStreamCRUD(t *testing.T) {
@@ -29,14 +31,14 @@ func TestStreamCRUD(t *testing.T) {
 	ctx := testCtx(t)
 	cfg := njs.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Storage: njs.MemoryStorage}
 	s, err := env.js.CreateStream(ctx, cfg)
-	mustNoErr(t, err)
-	mustEqual(t, s.CachedInfo().Config.Name, "ORDERS")
-	mustEqual(t, s.CachedInfo().Config.MaxMsgs, int64(-1))
-	mustEqual(t, s.CachedInfo().Config.Duplicates, 2*time.Minute)
+	require.NoError(t, err)
+	require.Equal(t, s.CachedInfo().Config.Name, "ORDERS")
+	require.Equal(t, s.CachedInfo().Config.MaxMsgs, int64(-1))
+	require.Equal(t, s.CachedInfo().Config.Duplicates, 2*time.Minute)
 
 	// Identical create is idempotent; a different one is 10058.
 	_, err = env.js.CreateStream(ctx, cfg)
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	cfg2 := cfg
 	cfg2.MaxMsgs = 10
 	_, err = env.js.CreateStream(ctx, cfg2)
@@ -52,8 +54,8 @@ func TestStreamCRUD(t *testing.T) {
 	}
 
 	s, err = env.js.UpdateStream(ctx, cfg2)
-	mustNoErr(t, err)
-	mustEqual(t, s.CachedInfo().Config.MaxMsgs, int64(10))
+	require.NoError(t, err)
+	require.Equal(t, s.CachedInfo().Config.MaxMsgs, int64(10))
 
 	_, err = env.js.UpdateStream(ctx, njs.StreamConfig{Name: "NOPE", Storage: njs.MemoryStorage})
 	if !errors.Is(err, njs.ErrStreamNotFound) {
@@ -61,31 +63,30 @@ func TestStreamCRUD(t *testing.T) {
 	}
 
 	_, err = env.js.CreateStream(ctx, njs.StreamConfig{Name: "B", Subjects: []string{"b.*"}, Storage: njs.MemoryStorage})
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	var names []string
 	lister := env.js.StreamNames(ctx)
 	for n := range lister.Name() {
 		names = append(names, n)
 	}
-	mustNoErr(t, lister.Err())
-	mustEqual(t, fmt.Sprint(names), "[B ORDERS]")
+	require.NoError(t, lister.Err())
+	require.Equal(t, fmt.Sprint(names), "[B ORDERS]")
 
 	filtered := env.js.StreamNames(ctx, njs.WithStreamListSubject("b.x"))
 	names = names[:0]
 	for n := range filtered.Name() {
 		names = append(names, n)
 	}
-	mustEqual(t, fmt.Sprint(names), "[B]")
+	require.Equal(t, fmt.Sprint(names), "[B]")
 
 	infos := env.js.ListStreams(ctx)
 	count := 0
 	for range infos.Info() {
 		count++
 	}
-	mustNoErr(t, infos.Err())
-	mustEqual(t, count, 2)
-
-	mustNoErr(t, env.js.DeleteStream(ctx, "B"))
+	require.NoError(t, infos.Err())
+	require.Equal(t, count, 2)
+	require.NoError(t, env.js.DeleteStream(ctx, "B"))
 	if err := env.js.DeleteStream(ctx, "B"); !errors.Is(err, njs.ErrStreamNotFound) {
 		t.Fatalf("delete twice: %v", err)
 	}
@@ -100,24 +101,24 @@ func TestPublishAndLimits(t *testing.T) {
 		env := newTestEnv(t, Config{})
 		ctx := testCtx(t)
 		s, err := env.js.CreateStream(ctx, njs.StreamConfig{Name: "S", Subjects: []string{"s.>"}, MaxMsgs: 5, Storage: st})
-		mustNoErr(t, err)
+		require.NoError(t, err)
 		for i := 1; i <= 8; i++ {
 			ack, err := env.js.Publish(ctx, "s.x", []byte(fmt.Sprint(i)))
-			mustNoErr(t, err)
-			mustEqual(t, ack.Sequence, uint64(i))
-			mustEqual(t, ack.Stream, "S")
+			require.NoError(t, err)
+			require.Equal(t, ack.Sequence, uint64(i))
+			require.Equal(t, ack.Stream, "S")
 		}
 		info, err := s.Info(ctx)
-		mustNoErr(t, err)
-		mustEqual(t, info.State.Msgs, uint64(5))
-		mustEqual(t, info.State.FirstSeq, uint64(4))
-		mustEqual(t, info.State.LastSeq, uint64(8))
+		require.NoError(t, err)
+		require.Equal(t, info.State.Msgs, uint64(5))
+		require.Equal(t, info.State.FirstSeq, uint64(4))
+		require.Equal(t, info.State.LastSeq, uint64(8))
 
 		// Discard new rejects with an error ack.
 		_, err = env.js.CreateStream(ctx, njs.StreamConfig{Name: "N", Subjects: []string{"n"}, MaxMsgs: 1, Discard: njs.DiscardNew, Storage: st})
-		mustNoErr(t, err)
+		require.NoError(t, err)
 		_, err = env.js.Publish(ctx, "n", nil)
-		mustNoErr(t, err)
+		require.NoError(t, err)
 		_, err = env.js.Publish(ctx, "n", nil)
 		var apiErr *njs.APIError
 		if !errors.As(err, &apiErr) || apiErr.ErrorCode != 10077 || apiErr.Description != "maximum messages exceeded" {
@@ -126,20 +127,20 @@ func TestPublishAndLimits(t *testing.T) {
 
 		// Per-subject limits keep the newest per subject.
 		ps, err := env.js.CreateStream(ctx, njs.StreamConfig{Name: "P", Subjects: []string{"p.*"}, MaxMsgsPerSubject: 2, Storage: st})
-		mustNoErr(t, err)
+		require.NoError(t, err)
 		for i := 0; i < 5; i++ {
 			_, err := env.js.Publish(ctx, "p.a", nil)
-			mustNoErr(t, err)
+			require.NoError(t, err)
 			_, err = env.js.Publish(ctx, "p.b", nil)
-			mustNoErr(t, err)
+			require.NoError(t, err)
 		}
 		info, err = ps.Info(ctx)
-		mustNoErr(t, err)
-		mustEqual(t, info.State.Msgs, uint64(4))
+		require.NoError(t, err)
+		require.Equal(t, info.State.Msgs, uint64(4))
 
 		// Max message size.
 		_, err = env.js.CreateStream(ctx, njs.StreamConfig{Name: "M", Subjects: []string{"m"}, MaxMsgSize: 10, Storage: st})
-		mustNoErr(t, err)
+		require.NoError(t, err)
 		_, err = env.js.Publish(ctx, "m", make([]byte, 11))
 		if !errors.As(err, &apiErr) || apiErr.ErrorCode != 10054 {
 			t.Fatalf("max msg size: %v", err)
@@ -152,15 +153,15 @@ func TestPublishDedupeAndExpectations(t *testing.T) {
 	env := newTestEnv(t, Config{})
 	ctx := testCtx(t)
 	_, err := env.js.CreateStream(ctx, njs.StreamConfig{Name: "S", Subjects: []string{"s.>"}, Storage: njs.MemoryStorage})
-	mustNoErr(t, err)
+	require.NoError(t, err)
 
 	ack, err := env.js.Publish(ctx, "s.a", []byte("1"), njs.WithMsgID("one"))
-	mustNoErr(t, err)
-	mustEqual(t, ack.Duplicate, false)
+	require.NoError(t, err)
+	require.Equal(t, ack.Duplicate, false)
 	ack, err = env.js.Publish(ctx, "s.a", []byte("1"), njs.WithMsgID("one"))
-	mustNoErr(t, err)
-	mustEqual(t, ack.Duplicate, true)
-	mustEqual(t, ack.Sequence, uint64(1))
+	require.NoError(t, err)
+	require.Equal(t, ack.Duplicate, true)
+	require.Equal(t, ack.Sequence, uint64(1))
 
 	var apiErr *njs.APIError
 	_, err = env.js.Publish(ctx, "s.a", nil, njs.WithExpectStream("OTHER"))
@@ -172,23 +173,23 @@ func TestPublishDedupeAndExpectations(t *testing.T) {
 		t.Fatalf("expected last seq: %v", err)
 	}
 	_, err = env.js.Publish(ctx, "s.a", nil, njs.WithExpectLastSequence(1))
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	_, err = env.js.Publish(ctx, "s.b", nil, njs.WithExpectLastSequencePerSubject(0))
-	mustNoErr(t, err) // seq 3
+	require.NoError(t, err) // seq 3
 	_, err = env.js.Publish(ctx, "s.b", nil, njs.WithExpectLastSequencePerSubject(1))
 	if !errors.As(err, &apiErr) || apiErr.ErrorCode != 10071 || apiErr.Description != "wrong last sequence: 3" {
 		t.Fatalf("expected last subject seq: %v", err)
 	}
 	_, err = env.js.Publish(ctx, "s.b", nil, njs.WithExpectLastSequencePerSubject(3))
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	_, err = env.js.Publish(ctx, "s.c", nil, njs.WithMsgID("two"))
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	_, err = env.js.Publish(ctx, "s.c", nil, njs.WithExpectLastMsgID("nope"))
 	if !errors.As(err, &apiErr) || apiErr.ErrorCode != 10070 {
 		t.Fatalf("expected last msg id: %v", err)
 	}
 	_, err = env.js.Publish(ctx, "s.c", nil, njs.WithExpectLastMsgID("two"))
-	mustNoErr(t, err)
+	require.NoError(t, err)
 
 	// Rollup needs allow_rollup_hdrs.
 	m := nats.NewMsg("s.c")
@@ -210,27 +211,27 @@ func TestRollup(t *testing.T) {
 		env := newTestEnv(t, Config{})
 		ctx := testCtx(t)
 		s, err := env.js.CreateStream(ctx, njs.StreamConfig{Name: "S", Subjects: []string{"s.>"}, AllowRollup: true, Storage: st})
-		mustNoErr(t, err)
+		require.NoError(t, err)
 		for i := 0; i < 3; i++ {
 			_, err = env.js.Publish(ctx, "s.a", nil)
-			mustNoErr(t, err)
+			require.NoError(t, err)
 			_, err = env.js.Publish(ctx, "s.b", nil)
-			mustNoErr(t, err)
+			require.NoError(t, err)
 		}
 		m := nats.NewMsg("s.a")
 		m.Header.Set("Nats-Rollup", "sub")
 		_, err = env.js.PublishMsg(ctx, m)
-		mustNoErr(t, err)
+		require.NoError(t, err)
 		info, err := s.Info(ctx)
-		mustNoErr(t, err)
-		mustEqual(t, info.State.Msgs, uint64(4))
+		require.NoError(t, err)
+		require.Equal(t, info.State.Msgs, uint64(4))
 		m = nats.NewMsg("s.b")
 		m.Header.Set("Nats-Rollup", "all")
 		_, err = env.js.PublishMsg(ctx, m)
-		mustNoErr(t, err)
+		require.NoError(t, err)
 		info, err = s.Info(ctx)
-		mustNoErr(t, err)
-		mustEqual(t, info.State.Msgs, uint64(1))
+		require.NoError(t, err)
+		require.Equal(t, info.State.Msgs, uint64(1))
 	})
 }
 
@@ -240,51 +241,50 @@ func TestPurgeDeleteAndGet(t *testing.T) {
 		env := newTestEnv(t, Config{})
 		ctx := testCtx(t)
 		s, err := env.js.CreateStream(ctx, njs.StreamConfig{Name: "S", Subjects: []string{"s.>"}, AllowDirect: true, Storage: st})
-		mustNoErr(t, err)
+		require.NoError(t, err)
 		for i := 1; i <= 10; i++ {
 			m := nats.NewMsg(fmt.Sprintf("s.%d", i%2))
 			m.Data = []byte(fmt.Sprint(i))
 			m.Header.Set("X", fmt.Sprint(i))
 			_, err := env.js.PublishMsg(ctx, m)
-			mustNoErr(t, err)
+			require.NoError(t, err)
 		}
 		raw, err := s.GetMsg(ctx, 3)
-		mustNoErr(t, err)
-		mustEqual(t, string(raw.Data), "3")
-		mustEqual(t, raw.Header.Get("X"), "3")
+		require.NoError(t, err)
+		require.Equal(t, string(raw.Data), "3")
+		require.Equal(t, raw.Header.Get("X"), "3")
 		raw, err = s.GetLastMsgForSubject(ctx, "s.0")
-		mustNoErr(t, err)
-		mustEqual(t, raw.Sequence, uint64(10))
+		require.NoError(t, err)
+		require.Equal(t, raw.Sequence, uint64(10))
 
 		// Direct get by sequence and last by subject.
 		direct, err := env.js.Stream(ctx, "S")
-		mustNoErr(t, err)
+		require.NoError(t, err)
 		raw, err = direct.GetMsg(ctx, 4, njs.WithGetMsgSubject("s.0"))
-		mustNoErr(t, err)
-		mustEqual(t, raw.Sequence, uint64(4))
-
-		mustNoErr(t, s.DeleteMsg(ctx, 3))
+		require.NoError(t, err)
+		require.Equal(t, raw.Sequence, uint64(4))
+		require.NoError(t, s.DeleteMsg(ctx, 3))
 		if _, err := s.GetMsg(ctx, 3); !errors.Is(err, njs.ErrMsgNotFound) {
 			t.Fatalf("deleted msg: %v", err)
 		}
-		mustNoErr(t, s.SecureDeleteMsg(ctx, 4))
+		require.NoError(t, s.SecureDeleteMsg(ctx, 4))
 		if err := s.DeleteMsg(ctx, 3); err == nil {
 			t.Fatalf("delete twice succeeded")
 		}
-
-		mustNoErr(t, s.Purge(ctx, njs.WithPurgeSubject("s.1")))
+		require.NoError(t, s.Purge(ctx, njs.WithPurgeSubject("s.1")))
 		info, err := s.Info(ctx)
-		mustNoErr(t, err)
-		mustEqual(t, info.State.Msgs, uint64(4)) // 6, 8, 10 and 2
-		mustNoErr(t, s.Purge(ctx, njs.WithPurgeKeep(1)))
+		require.NoError(t, err)
+		require.Equal(t, info.State.Msgs, uint64(4))
+		require. // 6, 8, 10 and 2
+				NoError(t, s.Purge(ctx, njs.WithPurgeKeep(1)))
 		info, err = s.Info(ctx)
-		mustNoErr(t, err)
-		mustEqual(t, info.State.Msgs, uint64(1))
-		mustNoErr(t, s.Purge(ctx))
+		require.NoError(t, err)
+		require.Equal(t, info.State.Msgs, uint64(1))
+		require.NoError(t, s.Purge(ctx))
 		info, err = s.Info(ctx)
-		mustNoErr(t, err)
-		mustEqual(t, info.State.Msgs, uint64(0))
-		mustEqual(t, info.State.FirstSeq, uint64(11))
+		require.NoError(t, err)
+		require.Equal(t, info.State.Msgs, uint64(0))
+		require.Equal(t, info.State.FirstSeq, uint64(11))
 	})
 }
 
@@ -293,9 +293,9 @@ func TestDenyDeleteAndPurge(t *testing.T) {
 	env := newTestEnv(t, Config{})
 	ctx := testCtx(t)
 	s, err := env.js.CreateStream(ctx, njs.StreamConfig{Name: "S", DenyDelete: true, DenyPurge: true, Storage: njs.MemoryStorage})
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	_, err = env.js.Publish(ctx, "S", nil)
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	if err := s.DeleteMsg(ctx, 1); err == nil {
 		t.Fatal("delete allowed")
 	}
@@ -309,11 +309,11 @@ func TestMessageTTLAndSealed(t *testing.T) {
 	env := newTestEnv(t, Config{})
 	ctx := testCtx(t)
 	s, err := env.js.CreateStream(ctx, njs.StreamConfig{Name: "S", AllowMsgTTL: true, Storage: njs.MemoryStorage})
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	_, err = env.js.Publish(ctx, "S", []byte("short"), njs.WithMsgTTL(time.Second))
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	_, err = env.js.Publish(ctx, "S", []byte("kept"))
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	m := nats.NewMsg("S")
 	m.Header.Set("Nats-TTL", "500ms")
 	_, err = env.js.PublishMsg(ctx, m)
@@ -322,15 +322,15 @@ func TestMessageTTLAndSealed(t *testing.T) {
 		t.Fatalf("sub-second ttl: %v", err)
 	}
 	c, err := s.CreateConsumer(ctx, njs.ConsumerConfig{DeliverPolicy: njs.DeliverNewPolicy, AckPolicy: njs.AckNonePolicy})
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	_ = c
 	// The message with a TTL goes after a second.
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		info, err := s.Info(ctx)
-		mustNoErr(t, err)
+		require.NoError(t, err)
 		if info.State.Msgs == 1 {
-			mustEqual(t, info.State.FirstSeq, uint64(2))
+			require.Equal(t, info.State.FirstSeq, uint64(2))
 			break
 		}
 		if time.Now().After(deadline) {
@@ -342,7 +342,7 @@ func TestMessageTTLAndSealed(t *testing.T) {
 	cfg := s.CachedInfo().Config
 	cfg.Sealed = true
 	_, err = env.js.UpdateStream(ctx, cfg)
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	_, err = env.js.Publish(ctx, "S", nil)
 	if !errors.As(err, &apiErr) || apiErr.ErrorCode != 10109 {
 		t.Fatalf("publish to sealed: %v", err)
@@ -362,7 +362,7 @@ func TestStorageLimits(t *testing.T) {
 		t.Fatalf("reservation over limit: %v", err)
 	}
 	_, err = env.js.CreateStream(ctx, njs.StreamConfig{Name: "S", Storage: njs.MemoryStorage})
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	for i := 0; ; i++ {
 		_, err := env.js.Publish(ctx, "S", make([]byte, 100))
 		if err != nil {
@@ -385,25 +385,25 @@ func TestStreamInfoDetailsAndUpdateSubjects(t *testing.T) {
 	env := newTestEnv(t, Config{})
 	ctx := testCtx(t)
 	s, err := env.js.CreateStream(ctx, njs.StreamConfig{Name: "S", Subjects: []string{"a.*"}, FirstSeq: 100, Storage: njs.MemoryStorage})
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	ack, err := env.js.Publish(ctx, "a.x", nil)
-	mustNoErr(t, err)
-	mustEqual(t, ack.Sequence, uint64(100))
+	require.NoError(t, err)
+	require.Equal(t, ack.Sequence, uint64(100))
 	publishN(t, env.js, "a.y", 3)
-	mustNoErr(t, s.DeleteMsg(ctx, 101))
+	require.NoError(t, s.DeleteMsg(ctx, 101))
 	info, err := s.Info(ctx, njs.WithSubjectFilter("a.>"), njs.WithDeletedDetails(true))
-	mustNoErr(t, err)
-	mustEqual(t, len(info.State.Subjects), 2)
-	mustEqual(t, info.State.Subjects["a.y"], uint64(2))
-	mustEqual(t, fmt.Sprint(info.State.Deleted), "[101]")
+	require.NoError(t, err)
+	require.Equal(t, len(info.State.Subjects), 2)
+	require.Equal(t, info.State.Subjects["a.y"], uint64(2))
+	require.Equal(t, fmt.Sprint(info.State.Deleted), "[101]")
 
 	cfg := info.Config
 	cfg.Subjects = []string{"b.*"}
 	_, err = env.js.UpdateStream(ctx, cfg)
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	ack, err = env.js.Publish(ctx, "b.x", nil)
-	mustNoErr(t, err)
-	mustEqual(t, ack.Sequence, uint64(104))
+	require.NoError(t, err)
+	require.Equal(t, ack.Sequence, uint64(104))
 	if _, err := env.js.Publish(ctx, "a.x", nil); !errors.Is(err, njs.ErrNoStreamResponse) && !errors.Is(err, nats.ErrNoResponders) {
 		t.Fatalf("publish to old subject: %v", err)
 	}
@@ -414,23 +414,23 @@ func TestConsumerPause(t *testing.T) {
 	env := newTestEnv(t, Config{})
 	ctx := testCtx(t)
 	s, err := env.js.CreateStream(ctx, njs.StreamConfig{Name: "S", Storage: njs.MemoryStorage})
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	c, err := s.CreateConsumer(ctx, njs.ConsumerConfig{Durable: "D", AckPolicy: njs.AckNonePolicy})
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	resp, err := env.js.PauseConsumer(ctx, "S", "D", time.Now().Add(time.Hour))
-	mustNoErr(t, err)
-	mustEqual(t, resp.Paused, true)
+	require.NoError(t, err)
+	require.Equal(t, resp.Paused, true)
 	publishN(t, env.js, "S", 1)
 	if _, err := c.Next(njs.FetchMaxWait(200 * time.Millisecond)); err == nil {
 		t.Fatal("paused consumer delivered")
 	}
 	info, err := c.Info(ctx)
-	mustNoErr(t, err)
-	mustEqual(t, info.Paused, true)
+	require.NoError(t, err)
+	require.Equal(t, info.Paused, true)
 	_, err = env.js.ResumeConsumer(ctx, "S", "D")
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	_, err = c.Next(njs.FetchMaxWait(2 * time.Second))
-	mustNoErr(t, err)
+	require.NoError(t, err)
 }
 
 func TestMonitoringAccessors(t *testing.T) {
@@ -438,26 +438,26 @@ func TestMonitoringAccessors(t *testing.T) {
 	env := newTestEnv(t, Config{MaxStore: 1 << 30})
 	ctx := testCtx(t)
 	s, err := env.js.CreateStream(ctx, njs.StreamConfig{Name: "F", MaxBytes: 1 << 20})
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	_, err = env.js.CreateStream(ctx, njs.StreamConfig{Name: "M", Storage: njs.MemoryStorage})
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	publishN(t, env.js, "F", 3)
 	publishN(t, env.js, "M", 2)
 	_, err = s.CreateConsumer(ctx, njs.ConsumerConfig{Durable: "D", AckPolicy: njs.AckExplicitPolicy})
-	mustNoErr(t, err)
+	require.NoError(t, err)
 
 	st := env.eng.Stats()
-	mustEqual(t, st.Streams, 2)
-	mustEqual(t, st.Consumers, 1)
-	mustEqual(t, st.Messages, uint64(5))
-	mustEqual(t, st.ReservedStore, uint64(1<<20))
+	require.Equal(t, st.Streams, 2)
+	require.Equal(t, st.Consumers, 1)
+	require.Equal(t, st.Messages, uint64(5))
+	require.Equal(t, st.ReservedStore, uint64(1<<20))
 	if st.Store == 0 || st.Memory == 0 || st.APITotal == 0 {
 		t.Fatalf("stats: %+v", st)
 	}
 	details := env.eng.Streams(true)
-	mustEqual(t, len(details), 2)
-	mustEqual(t, details[0].Name, "F")
-	mustEqual(t, details[0].State.Msgs, uint64(3))
-	mustEqual(t, len(details[0].Consumers), 1)
-	mustEqual(t, details[0].Consumers[0].NumPending, uint64(3))
+	require.Equal(t, len(details), 2)
+	require.Equal(t, details[0].Name, "F")
+	require.Equal(t, details[0].State.Msgs, uint64(3))
+	require.Equal(t, len(details[0].Consumers), 1)
+	require.Equal(t, details[0].Consumers[0].NumPending, uint64(3))
 }

@@ -5,6 +5,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/leafbox/leafbox/core/require"
 	"github.com/leafbox/leafbox/store"
 	"github.com/leafbox/leafbox/store/internal/expiry"
 )
@@ -23,21 +24,21 @@ func TestMaxAgeExactInBubble(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := newTestStream(t, store.Config{MaxAge: time.Second})
 		_, _, err := s.Store("a", nil, nil, 0)
-		requireNoError(t, err)
+		require.NoError(t, err)
 		time.Sleep(500 * time.Millisecond)
 		_, _, err = s.Store("b", nil, nil, 0)
-		requireNoError(t, err)
+		require.NoError(t, err)
 
 		time.Sleep(500*time.Millisecond - time.Nanosecond)
 		synctest.Wait()
-		requireEqual(t, s.State().Msgs, 2, "messages just before the first is due")
+		require.Equal(t, s.State().Msgs, 2, "messages just before the first is due")
 		time.Sleep(time.Nanosecond)
 		synctest.Wait()
-		requireEqual(t, s.State().FirstSeq, 2, "first sequence once the first is due")
+		require.Equal(t, s.State().FirstSeq, 2, "first sequence once the first is due")
 		time.Sleep(500 * time.Millisecond)
 		synctest.Wait()
-		requireEqual(t, s.State().Msgs, 0, "messages once both are due")
-		requireEqual(t, expiryAt(s), 0, "timer armed for an empty stream")
+		require.Equal(t, s.State().Msgs, 0, "messages once both are due")
+		require.Equal(t, expiryAt(s), 0, "timer armed for an empty stream")
 	})
 }
 
@@ -48,7 +49,7 @@ func TestTTLOrderInBubble(t *testing.T) {
 		ttl := func(i int) time.Duration { return time.Duration((i*37)%n+1) * expiry.Resolution }
 		for i := range n {
 			_, _, err := s.Store("a", nil, nil, int64(ttl(i)))
-			requireNoError(t, err)
+			require.NoError(t, err)
 		}
 		for step := 1; step <= n; step++ {
 			time.Sleep(expiry.Resolution)
@@ -62,7 +63,7 @@ func TestTTLOrderInBubble(t *testing.T) {
 			}
 		}
 		s.mu.RLock()
-		requireEqual(t, len(s.expiry.TTLs), 0, "pending TTLs")
+		require.Equal(t, len(s.expiry.TTLs), 0, "pending TTLs")
 		s.mu.RUnlock()
 	})
 }
@@ -74,18 +75,18 @@ func TestTTLHeapPruned(t *testing.T) {
 		s := newTestStream(t, store.Config{AllowMsgTTL: true, MaxMsgsPerSubject: 1})
 		for range 10_000 {
 			_, _, err := s.Store("kv.key", nil, nil, int64(time.Hour))
-			requireNoError(t, err)
+			require.NoError(t, err)
 		}
 		s.mu.RLock()
 		live, pending := s.expiry.Live, len(s.expiry.TTLs)
 		s.mu.RUnlock()
-		requireEqual(t, live, 1, "live TTL messages")
+		require.Equal(t, live, 1, "live TTL messages")
 		if pending > 2+64+1 {
 			t.Fatalf("heap holds %d items for 1 live TTL message", pending)
 		}
 		time.Sleep(time.Hour)
 		synctest.Wait()
-		requireEqual(t, s.State().Msgs, 0, "messages after the TTL")
+		require.Equal(t, s.State().Msgs, 0, "messages after the TTL")
 	})
 }
 
@@ -93,13 +94,13 @@ func TestTTLHeapPruned(t *testing.T) {
 func TestCloseStopsExpiry(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s, err := New(store.Config{MaxAge: time.Second})
-		requireNoError(t, err)
+		require.NoError(t, err)
 		_, _, err = s.Store("a", nil, nil, 0)
-		requireNoError(t, err)
-		requireNoError(t, s.Close())
+		require.NoError(t, err)
+		require.NoError(t, s.Close())
 		time.Sleep(2 * time.Second)
 		synctest.Wait()
-		requireEqual(t, expiryAt(s), 0, "timer deadline after Close")
+		require.Equal(t, expiryAt(s), 0, "timer deadline after Close")
 	})
 }
 
@@ -109,14 +110,14 @@ func TestNoAgeAtFront(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := newTestStream(t, store.Config{AllowMsgTTL: true, MaxAge: time.Second})
 		_, _, err := s.Store("keep", nil, nil, -1)
-		requireNoError(t, err)
+		require.NoError(t, err)
 		for range 3 {
 			_, _, err = s.Store("a", nil, nil, 0)
-			requireNoError(t, err)
+			require.NoError(t, err)
 		}
 		time.Sleep(time.Second)
 		synctest.Wait()
-		requireEqual(t, s.State().Msgs, 1, "messages after MaxAge")
-		requireEqual(t, expiryAt(s), 0, "timer deadline with only a never-expiring message")
+		require.Equal(t, s.State().Msgs, 1, "messages after MaxAge")
+		require.Equal(t, expiryAt(s), 0, "timer deadline with only a never-expiring message")
 	})
 }

@@ -6,28 +6,15 @@ import (
 	"math"
 	"testing"
 
+	"github.com/leafbox/leafbox/core/require"
 	"github.com/leafbox/leafbox/store"
 )
-
-func requireNoError(t testing.TB, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatalf("unexpected error: %v", err)
-	}
-}
-
-func requireEqual[V comparable](t testing.TB, got, want V, what string) {
-	t.Helper()
-	if got != want {
-		t.Fatalf("%s: got %v, want %v", what, got, want)
-	}
-}
 
 // newTestStream returns a stream for cfg, closed when the test ends.
 func newTestStream(t testing.TB, cfg store.Config) *Stream {
 	t.Helper()
 	s, err := New(cfg)
-	requireNoError(t, err)
+	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
 	return s
 }
@@ -62,15 +49,15 @@ func checkInvariants(t testing.TB, s *Stream) {
 		t.Fatalf("log keeps %d blocks for %d slots from %d, want %d", len(l.blocks), l.n, l.start, want)
 	}
 	if l.n > 0 {
-		requireEqual(t, l.at(0).seq, s.firstSeq, "first sequence")
+		require.Equal(t, l.at(0).seq, s.firstSeq, "first sequence")
 	}
-	requireEqual(t, removed, l.removed, "tombstones")
-	requireEqual(t, msgs, s.msgs, "messages")
-	requireEqual(t, bytes, s.bytes, "bytes")
-	requireEqual(t, len(counts), len(s.subjects), "subjects")
+	require.Equal(t, removed, l.removed, "tombstones")
+	require.Equal(t, msgs, s.msgs, "messages")
+	require.Equal(t, bytes, s.bytes, "bytes")
+	require.Equal(t, len(counts), len(s.subjects), "subjects")
 	for name, ss := range s.subjects {
-		requireEqual(t, ss.name, name, "subject name")
-		requireEqual(t, counts[ss], ss.msgs, "count of "+name)
+		require.Equal(t, ss.name, name, "subject name")
+		require.Equal(t, counts[ss], ss.msgs, "count of "+name)
 		// Walk the list both ways.
 		var n uint64
 		var prev uint64
@@ -82,8 +69,8 @@ func checkInvariants(t testing.TB, s *Stream) {
 			prev, seq = seq, e.next
 			n++
 		}
-		requireEqual(t, prev, ss.last, "last of "+name)
-		requireEqual(t, n, ss.msgs, "list length of "+name)
+		require.Equal(t, prev, ss.last, "last of "+name)
+		require.Equal(t, n, ss.msgs, "list length of "+name)
 	}
 }
 
@@ -101,7 +88,7 @@ func TestNewRejectsInvalidConfig(t *testing.T) {
 		}
 	}
 	_, err := New(store.Config{MaxMsgs: -1})
-	requireEqual(t, err.Error(), "store: invalid config: MaxMsgs is negative (-1)", "message")
+	require.Equal(t, err.Error(), "store: invalid config: MaxMsgs is negative (-1)", "message")
 }
 
 func TestInvalidSubjectError(t *testing.T) {
@@ -118,10 +105,10 @@ func TestInvalidSubjectError(t *testing.T) {
 func TestLogStaysCompactWithPinnedFirst(t *testing.T) {
 	s := newTestStream(t, store.Config{MaxMsgsPerSubject: 1})
 	_, _, err := s.Store("kv.old", nil, nil, 0)
-	requireNoError(t, err)
+	require.NoError(t, err)
 	for range 100_000 {
 		_, _, err := s.Store("kv.hot", nil, []byte("v"), 0)
-		requireNoError(t, err)
+		require.NoError(t, err)
 	}
 	if n := s.log.n; n > 2*compactMinGarbage+2 {
 		t.Fatalf("log holds %d slots for 2 messages", n)
@@ -129,7 +116,7 @@ func TestLogStaysCompactWithPinnedFirst(t *testing.T) {
 	if n := len(s.log.blocks); n > 2 {
 		t.Fatalf("log holds %d blocks for 2 messages", n)
 	}
-	requireEqual(t, s.State().NumDeleted, 99_999, "NumDeleted")
+	require.Equal(t, s.State().NumDeleted, 99_999, "NumDeleted")
 	checkInvariants(t, s)
 }
 
@@ -138,17 +125,17 @@ func TestLogShrinksAfterPurge(t *testing.T) {
 	s := newTestStream(t, store.Config{})
 	for range 50_000 {
 		_, _, err := s.Store("a", nil, nil, 0)
-		requireNoError(t, err)
+		require.NoError(t, err)
 	}
 	_, err := s.Purge(store.PurgeOptions{Sequence: 49_990})
-	requireNoError(t, err)
+	require.NoError(t, err)
 	if n := len(s.log.blocks); n > 2 {
 		t.Fatalf("log keeps %d blocks for %d messages", n, s.msgs)
 	}
 	checkInvariants(t, s)
 	_, err = s.Purge(store.PurgeOptions{})
-	requireNoError(t, err)
-	requireEqual(t, len(s.log.blocks), 0, "blocks after purge")
+	require.NoError(t, err)
+	require.Equal(t, len(s.log.blocks), 0, "blocks after purge")
 }
 
 // Random operations keep the log and the subject index consistent.
@@ -171,7 +158,7 @@ func TestInvariantsUnderChurn(t *testing.T) {
 			}
 		default:
 			_, _, err := s.Store(fmt.Sprintf("s.%d", next(20)), nil, []byte("x"), 0)
-			requireNoError(t, err)
+			require.NoError(t, err)
 		}
 		if i%500 == 0 {
 			checkInvariants(t, s)
@@ -188,7 +175,7 @@ func TestStoreAllocs(t *testing.T) {
 	data := make([]byte, 100)
 	for range 5000 { // reach the steady state: log at capacity, evicting
 		_, _, err := s.Store("a.b", nil, data, 0)
-		requireNoError(t, err)
+		require.NoError(t, err)
 	}
 	if n := testing.AllocsPerRun(1000, func() { _, _, _ = s.Store("a.b", nil, data, 0) }); n != 1 {
 		t.Fatalf("Store allocates %v times, want 1 (the message copy)", n)
@@ -205,11 +192,11 @@ func TestLoadAllocs(t *testing.T) {
 	s := newTestStream(t, store.Config{})
 	for i := range 100 {
 		_, _, err := s.Store(fmt.Sprintf("k.%d", i%10), []byte("h"), []byte("data"), 0)
-		requireNoError(t, err)
+		require.NoError(t, err)
 	}
 	var sm store.Msg
 	_, err := s.Load(1, &sm)
-	requireNoError(t, err)
+	require.NoError(t, err)
 	for name, f := range map[string]func(){
 		"Load":              func() { _, _ = s.Load(50, &sm) },
 		"LoadLast(literal)": func() { _, _ = s.LoadLast("k.3", &sm) },

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"testing"
 
+	"github.com/leafbox/leafbox/core/require"
 	"github.com/leafbox/leafbox/store"
 )
 
@@ -55,7 +56,7 @@ func requireConsumerState(t testing.TB, got, want *store.ConsumerState) {
 func mustConsumerState(t testing.TB, c store.ConsumerStore) *store.ConsumerState {
 	t.Helper()
 	st, err := c.State()
-	requireNoError(t, err, "State")
+	require.NoError(t, err, "State")
 	return st
 }
 
@@ -68,19 +69,19 @@ func testConsumerZeroState(t *testing.T, open OpenConsumerStore) {
 // State returns what Update recorded.
 func testConsumerRoundTrip(t *testing.T, open OpenConsumerStore) {
 	c := open(t)
-	requireNoError(t, c.Update(sampleConsumerState()), "Update")
+	require.NoError(t, c.Update(sampleConsumerState()), "Update")
 	requireConsumerState(t, mustConsumerState(t, c), sampleConsumerState())
 }
 
 // Each Update replaces the whole state: entries missing from it are gone.
 func testConsumerUpdateReplaces(t *testing.T, open OpenConsumerStore) {
 	c := open(t)
-	requireNoError(t, c.Update(sampleConsumerState()), "Update")
+	require.NoError(t, c.Update(sampleConsumerState()), "Update")
 	next := &store.ConsumerState{
 		Delivered: store.SequencePair{Consumer: 13, Stream: 41},
 		AckFloor:  store.SequencePair{Consumer: 13, Stream: 41},
 	}
-	requireNoError(t, c.Update(next), "second Update")
+	require.NoError(t, c.Update(next), "second Update")
 	requireConsumerState(t, mustConsumerState(t, c), next)
 	for i := range uint64(100) {
 		st := &store.ConsumerState{
@@ -88,7 +89,7 @@ func testConsumerUpdateReplaces(t *testing.T, open OpenConsumerStore) {
 			AckFloor:  store.SequencePair{Consumer: 13, Stream: 41},
 			Pending:   map[uint64]store.Pending{42 + i: {Sequence: 14 + i, Timestamp: int64(i)}},
 		}
-		requireNoError(t, c.Update(st), fmt.Sprintf("Update %d", i))
+		require.NoError(t, c.Update(st), fmt.Sprintf("Update %d", i))
 		requireConsumerState(t, mustConsumerState(t, c), st)
 	}
 }
@@ -97,7 +98,7 @@ func testConsumerUpdateReplaces(t *testing.T, open OpenConsumerStore) {
 func testConsumerUpdateCopies(t *testing.T, open OpenConsumerStore) {
 	c := open(t)
 	st := sampleConsumerState()
-	requireNoError(t, c.Update(st), "Update")
+	require.NoError(t, c.Update(st), "Update")
 	st.Pending[99] = store.Pending{Sequence: 99}
 	delete(st.Pending, 33)
 	st.Redelivered[33] = 7
@@ -108,7 +109,7 @@ func testConsumerUpdateCopies(t *testing.T, open OpenConsumerStore) {
 // State returns a fresh copy each time.
 func testConsumerStateCopies(t *testing.T, open OpenConsumerStore) {
 	c := open(t)
-	requireNoError(t, c.Update(sampleConsumerState()), "Update")
+	require.NoError(t, c.Update(sampleConsumerState()), "Update")
 	got := mustConsumerState(t, c)
 	got.Pending[99] = store.Pending{Sequence: 99}
 	got.Redelivered[33] = 7
@@ -119,20 +120,20 @@ func testConsumerStateCopies(t *testing.T, open OpenConsumerStore) {
 // After Close, Update and State fail with ErrClosed.
 func testConsumerClose(t *testing.T, open OpenConsumerStore) {
 	c := open(t)
-	requireNoError(t, c.Update(sampleConsumerState()), "Update")
-	requireNoError(t, c.Close(), "Close")
-	requireErrorIs(t, c.Update(sampleConsumerState()), store.ErrClosed, "Update after Close")
+	require.NoError(t, c.Update(sampleConsumerState()), "Update")
+	require.NoError(t, c.Close(), "Close")
+	require.ErrorIs(t, c.Update(sampleConsumerState()), store.ErrClosed, "Update after Close")
 	_, err := c.State()
-	requireErrorIs(t, err, store.ErrClosed, "State after Close")
+	require.ErrorIs(t, err, store.ErrClosed, "State after Close")
 	_ = c.Close()
 }
 
 // After Delete, Update and State fail with ErrClosed.
 func testConsumerDelete(t *testing.T, open OpenConsumerStore) {
 	c := open(t)
-	requireNoError(t, c.Update(sampleConsumerState()), "Update")
-	requireNoError(t, c.Delete(), "Delete")
-	requireErrorIs(t, c.Update(sampleConsumerState()), store.ErrClosed, "Update after Delete")
+	require.NoError(t, c.Update(sampleConsumerState()), "Update")
+	require.NoError(t, c.Delete(), "Delete")
+	require.ErrorIs(t, c.Update(sampleConsumerState()), store.ErrClosed, "Update after Delete")
 	_, err := c.State()
-	requireErrorIs(t, err, store.ErrClosed, "State after Delete")
+	require.ErrorIs(t, err, store.ErrClosed, "State after Delete")
 }

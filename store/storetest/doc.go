@@ -13,6 +13,11 @@
 //		})
 //	}
 //
+// The age and TTL cases (Limits/MaxAge…, TTL…, UpdateConfig/MaxAge) run
+// inside a testing/synctest bubble and call the opener there, so the
+// stream runs on the bubble's clock and expiry is checked on both sides of
+// its due time without real waiting.
+//
 // RunStreamTests runs named cases (Store/…, Load/…, LoadNext, Limits/…,
 // TTL/…, UpdateConfig/…, Purge/…, Close, Delete, Concurrent) that each open
 // fresh streams. RunModelTest drives random operations against a naive

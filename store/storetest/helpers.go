@@ -5,47 +5,32 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"testing/synctest"
 	"time"
 
+	"github.com/leafbox/leafbox/core/require"
 	"github.com/leafbox/leafbox/store"
+	"github.com/leafbox/leafbox/store/internal/expiry"
 )
 
 // OpenStream is the signature of the constructor the suites take: it returns
 // a new, empty stream with the limits of cfg, failing t if it cannot. It
 // should register the stream's Close or Delete with t.Cleanup; the suite may
-// already have closed or deleted it by then.
+// already have closed or deleted it by then. The age and TTL cases call it
+// inside a testing/synctest bubble, so that the stream, its timers and its
+// goroutines run on the bubble's clock: it must open a new stream that
+// shares nothing with goroutines outside the bubble.
 type OpenStream = func(t *testing.T, cfg store.Config) store.Stream
 
 // OpenConsumerStore is the signature of the constructor RunConsumerStoreTests
 // takes: it returns a new consumer store holding no state.
 type OpenConsumerStore = func(t *testing.T) store.ConsumerStore
 
-func requireNoError(t testing.TB, err error, what string) {
-	t.Helper()
-	if err != nil {
-		t.Fatalf("%s: unexpected error: %v", what, err)
-	}
-}
-
-func requireErrorIs(t testing.TB, err, target error, what string) {
-	t.Helper()
-	if !errors.Is(err, target) {
-		t.Fatalf("%s: got error %v, want %v", what, err, target)
-	}
-}
-
-func requireEqual[V comparable](t testing.TB, got, want V, what string) {
-	t.Helper()
-	if got != want {
-		t.Fatalf("%s: got %v, want %v", what, got, want)
-	}
-}
-
 // mustStore stores a message and returns its sequence.
 func mustStore(t testing.TB, s store.Stream, subj string, hdr, data []byte) uint64 {
 	t.Helper()
 	seq, _, err := s.Store(subj, hdr, data, 0)
-	requireNoError(t, err, fmt.Sprintf("Store(%q)", subj))
+	require.NoError(t, err, fmt.Sprintf("Store(%q)", subj))
 	return seq
 }
 
@@ -64,7 +49,7 @@ func mustStoreN(t testing.TB, s store.Stream, subjects ...string) []uint64 {
 func mustLoad(t testing.TB, s store.Stream, seq uint64) *store.Msg {
 	t.Helper()
 	sm, err := s.Load(seq, nil)
-	requireNoError(t, err, fmt.Sprintf("Load(%d)", seq))
+	require.NoError(t, err, fmt.Sprintf("Load(%d)", seq))
 	if sm.Seq != seq {
 		t.Fatalf("Load(%d) returned seq %d", seq, sm.Seq)
 	}
@@ -121,7 +106,7 @@ func collect(t testing.TB, s store.Stream, filter string, start uint64) []uint64
 		if errors.Is(err, store.ErrNotFound) {
 			return seqs
 		}
-		requireNoError(t, err, fmt.Sprintf("LoadNext(%q, %d)", filter, seq))
+		require.NoError(t, err, fmt.Sprintf("LoadNext(%q, %d)", filter, seq))
 		if m.Seq < seq {
 			t.Fatalf("LoadNext(%q, %d) went back to %d", filter, seq, m.Seq)
 		}
@@ -133,19 +118,24 @@ func collect(t testing.TB, s store.Stream, filter string, start uint64) []uint64
 // size is store.Size for a message without header.
 func size(subj string, data string) uint64 { return store.Size(subj, nil, []byte(data)) }
 
-// waitFor polls cond until it holds, failing the test after timeout. An
-// engine's expiry timer is internal, so tests observe it this way.
-func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+// expiryLag is how late, on a synctest bubble's clock, an engine may
+// expire a message: the expiry timer's resolution (store/internal/expiry),
+// with room to spare. In a bubble nothing else delays it.
+const expiryLag = 5 * expiry.Resolution
+
+// requireExpiry checks, in a synctest bubble, that what an engine's expiry
+// timer does (cond) has not happened just before due after start, and has
+// by expiryLag after it. Time is the bubble's: nothing waits for real.
+func requireExpiry(t *testing.T, start time.Time, due time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(time.Millisecond)
+	time.Sleep(time.Until(start.Add(due - time.Nanosecond)))
+	synctest.Wait()
+	if cond() {
+		t.Fatalf("%s before %v", what, due)
+	}
+	time.Sleep(time.Until(start.Add(due + expiryLag)))
+	synctest.Wait()
+	if !cond() {
+		t.Fatalf("no %s %v after it was due (%v)", what, expiryLag, due)
 	}
 }
-
-// expiryTimeout bounds how long the age and TTL tests wait for an engine's
-// timer; generous so that a loaded machine does not fail them.
-const expiryTimeout = 10 * time.Second

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leafbox/leafbox/core/require"
 	"github.com/leafbox/leafbox/store"
 )
 
@@ -19,8 +20,8 @@ func testSequencesStartAtOne(t *testing.T, open OpenStream) {
 	before := time.Now().Add(-time.Second).UnixNano()
 	for want := uint64(1); want <= 3; want++ {
 		seq, ts, err := s.Store("a", nil, []byte("x"), 0)
-		requireNoError(t, err, "Store")
-		requireEqual(t, seq, want, "sequence")
+		require.NoError(t, err, "Store")
+		require.Equal(t, seq, want, "sequence")
 		if after := time.Now().Add(time.Second).UnixNano(); ts < before || ts > after {
 			t.Fatalf("Store time %d is not now (%d..%d)", ts, before, after)
 		}
@@ -36,12 +37,13 @@ func testSequencesNeverRepeat(t *testing.T, open OpenStream) {
 	if ok, err := s.Remove(2, false); !ok || err != nil {
 		t.Fatalf("Remove(2) = %v, %v", ok, err)
 	}
-	requireEqual(t, mustStore(t, s, "a", nil, nil), 3, "after removing the last message")
+	require.Equal(t, mustStore(t, s, "a", nil, nil), 3, "after removing the last message")
 	_, err := s.Purge(store.PurgeOptions{})
-	requireNoError(t, err, "Purge")
-	requireEqual(t, mustStore(t, s, "a", nil, nil), 4, "after purge")
-	mustStoreN(t, s, "b", "c") // evicts 4 and 5
-	requireEqual(t, mustStore(t, s, "d", nil, nil), 7, "after eviction")
+	require.NoError(t, err, "Purge")
+	require.Equal(t, mustStore(t, s, "a", nil, nil), 4, "after purge")
+	mustStoreN(t, s, "b", "c")
+	require. // evicts 4 and 5
+			Equal(t, mustStore(t, s, "d", nil, nil), 7, "after eviction")
 	requireCounts(t, s, counts{Msgs: 2, First: 6, Last: 7})
 }
 
@@ -64,7 +66,7 @@ func testStoreEmptyMessage(t *testing.T, open OpenStream) {
 	if len(sm.Header) != 0 || len(sm.Data) != 0 {
 		t.Fatalf("empty message loaded as header=%q data=%q", sm.Header, sm.Data)
 	}
-	requireEqual(t, s.State().Bytes, store.Size("empty", nil, nil), "bytes")
+	require.Equal(t, s.State().Bytes, store.Size("empty", nil, nil), "bytes")
 }
 
 // Store rejects subjects no publisher may use and consumes no sequence
@@ -77,7 +79,7 @@ func testStoreInvalidSubject(t *testing.T, open OpenStream) {
 		}
 	}
 	requireCounts(t, s, counts{})
-	requireEqual(t, mustStore(t, s, "ok", nil, nil), 1, "first valid sequence")
+	require.Equal(t, mustStore(t, s, "ok", nil, nil), 1, "first valid sequence")
 }
 
 // Load returns every field as stored; Time is Store's timestamp.
@@ -85,14 +87,14 @@ func testLoadFields(t *testing.T, open OpenStream) {
 	s := open(t, store.Config{})
 	hdr := []byte("NATS/1.0\r\nNats-Msg-Id: 1\r\n\r\n")
 	seq, ts, err := s.Store("orders.new", hdr, []byte("hello"), 0)
-	requireNoError(t, err, "Store")
+	require.NoError(t, err, "Store")
 	sm := mustLoad(t, s, seq)
 	requireMsg(t, sm, seq, "orders.new", hdr, []byte("hello"))
-	requireEqual(t, sm.Time, ts, "Time")
+	require.Equal(t, sm.Time, ts, "Time")
 	// Into a caller's Msg, too.
 	var into store.Msg
 	got, err := s.Load(seq, &into)
-	requireNoError(t, err, "Load into a Msg")
+	require.NoError(t, err, "Load into a Msg")
 	if got != &into {
 		t.Fatalf("Load did not fill the Msg passed")
 	}
@@ -104,12 +106,13 @@ func testLoadFields(t *testing.T, open OpenStream) {
 func testLoadErrors(t *testing.T, open OpenStream) {
 	s := open(t, store.Config{MaxMsgs: 4})
 	_, err := s.Load(1, nil)
-	requireErrorIs(t, err, store.ErrNotFound, "Load(1) on a new stream")
+	require.ErrorIs(t, err, store.ErrNotFound, "Load(1) on a new stream")
 	mustStoreN(t, s, "a", "b", "c", "d", "e", "f") // 1 and 2 evicted
 	_, err = s.Remove(4, false)
-	requireNoError(t, err, "Remove")
-	_, err = s.Purge(store.PurgeOptions{Sequence: 4}) // purges 3
-	requireNoError(t, err, "Purge")
+	require.NoError(t, err, "Remove")
+	_, err = s.Purge(store.PurgeOptions{Sequence: 4})
+	require. // purges 3
+			NoError(t, err, "Purge")
 	for _, tc := range []struct {
 		seq  uint64
 		want error
@@ -123,7 +126,7 @@ func testLoadErrors(t *testing.T, open OpenStream) {
 		{1 << 62, store.ErrNotFound},
 	} {
 		_, err := s.Load(tc.seq, nil)
-		requireErrorIs(t, err, tc.want, fmt.Sprintf("Load(%d)", tc.seq))
+		require.ErrorIs(t, err, tc.want, fmt.Sprintf("Load(%d)", tc.seq))
 	}
 	requireMsg(t, mustLoad(t, s, 5), 5, "e", nil, []byte("e-4"))
 }
@@ -141,7 +144,7 @@ func testLoadReturnsCopies(t *testing.T, open OpenStream) {
 
 	// Reuse sm for a message without header and with shorter data.
 	m, err := s.Load(2, sm)
-	requireNoError(t, err, "Load(2) into a used Msg")
+	require.NoError(t, err, "Load(2) into a used Msg")
 	if len(m.Header) != 0 {
 		t.Fatalf("reused Msg kept header %q", m.Header)
 	}
@@ -174,16 +177,16 @@ func testRemove(t *testing.T, open OpenStream) {
 		{5, false, true},
 	} {
 		ok, err := s.Remove(tc.seq, tc.erase)
-		requireNoError(t, err, fmt.Sprintf("Remove(%d, %v)", tc.seq, tc.erase))
-		requireEqual(t, ok, tc.want, fmt.Sprintf("Remove(%d, %v)", tc.seq, tc.erase))
+		require.NoError(t, err, fmt.Sprintf("Remove(%d, %v)", tc.seq, tc.erase))
+		require.Equal(t, ok, tc.want, fmt.Sprintf("Remove(%d, %v)", tc.seq, tc.erase))
 	}
 	requireCounts(t, s, counts{Msgs: 2, First: 2, Last: 5, Deleted: 2})
-	requireEqual(t, s.State().Bytes, size("b", "b-1")+size("d", "d-3"), "bytes")
-	requireEqual(t, s.State().NumSubjects, 2, "subjects")
+	require.Equal(t, s.State().Bytes, size("b", "b-1")+size("d", "d-3"), "bytes")
+	require.Equal(t, s.State().NumSubjects, 2, "subjects")
 	_, err := s.Load(5, nil)
-	requireErrorIs(t, err, store.ErrDeleted, "Load of the removed last message")
+	require.ErrorIs(t, err, store.ErrDeleted, "Load of the removed last message")
 	requireSeqs(t, s, "", 2, 4)
-	requireEqual(t, mustStore(t, s, "f", nil, nil), 6, "next sequence")
+	require.Equal(t, mustStore(t, s, "f", nil, nil), 6, "next sequence")
 }
 
 // Removing every message leaves an empty stream whose FirstSeq is
@@ -193,16 +196,16 @@ func testRemoveAll(t *testing.T, open OpenStream) {
 	mustStoreN(t, s, "a", "b", "c")
 	for _, seq := range []uint64{2, 3, 1} {
 		_, err := s.Remove(seq, false)
-		requireNoError(t, err, "Remove")
+		require.NoError(t, err, "Remove")
 	}
 	st := s.State()
 	requireCounts(t, s, counts{Msgs: 0, First: 4, Last: 3})
-	requireEqual(t, st.Bytes, 0, "bytes")
-	requireEqual(t, st.NumSubjects, 0, "subjects")
+	require.Equal(t, st.Bytes, 0, "bytes")
+	require.Equal(t, st.NumSubjects, 0, "subjects")
 	if !st.FirstTime.IsZero() || st.LastTime.IsZero() {
 		t.Fatalf("empty stream times: first %v (want zero), last %v (want the last store)", st.FirstTime, st.LastTime)
 	}
-	requireEqual(t, mustStore(t, s, "d", nil, nil), 4, "next sequence")
+	require.Equal(t, mustStore(t, s, "d", nil, nil), 4, "next sequence")
 	requireCounts(t, s, counts{Msgs: 1, First: 4, Last: 4})
 }
 
@@ -212,23 +215,24 @@ func testState(t *testing.T, open OpenStream) {
 	var times []int64
 	for _, subj := range []string{"a", "b", "a", "c", "a"} {
 		_, ts, err := s.Store(subj, nil, []byte("x"), 0)
-		requireNoError(t, err, "Store")
+		require.NoError(t, err, "Store")
 		times = append(times, ts)
 	}
 	st := s.State()
 	requireCounts(t, s, counts{Msgs: 5, First: 1, Last: 5})
-	requireEqual(t, st.NumSubjects, 3, "NumSubjects")
-	requireEqual(t, st.FirstTime.UnixNano(), times[0], "FirstTime")
-	requireEqual(t, st.LastTime.UnixNano(), times[4], "LastTime")
+	require.Equal(t, st.NumSubjects, 3, "NumSubjects")
+	require.Equal(t, st.FirstTime.UnixNano(), times[0], "FirstTime")
+	require.Equal(t, st.LastTime.UnixNano(), times[4], "LastTime")
 
 	_, _ = s.Remove(1, false)
 	_, _ = s.Remove(3, false)
 	_, _ = s.Remove(5, false)
 	st = s.State()
 	requireCounts(t, s, counts{Msgs: 2, First: 2, Last: 5, Deleted: 2})
-	requireEqual(t, st.NumSubjects, 2, "NumSubjects") // b and c
-	requireEqual(t, st.FirstTime.UnixNano(), times[1], "FirstTime after removing the first")
-	requireEqual(t, st.LastTime.UnixNano(), times[4], "LastTime is the last store even once removed")
+	require.Equal(t, st.NumSubjects, 2, "NumSubjects")
+	require. // b and c
+			Equal(t, st.FirstTime.UnixNano(), times[1], "FirstTime after removing the first")
+	require.Equal(t, st.LastTime.UnixNano(), times[4], "LastTime is the last store even once removed")
 }
 
 // Bytes is the sum of store.Size over the messages held.
@@ -247,11 +251,11 @@ func testStateBytes(t *testing.T, open OpenStream) {
 	for _, m := range msgs {
 		mustStore(t, s, m.subj, m.hdr, m.data)
 		total += store.Size(m.subj, m.hdr, m.data)
-		requireEqual(t, s.State().Bytes, total, "bytes after Store")
+		require.Equal(t, s.State().Bytes, total, "bytes after Store")
 	}
 	_, _ = s.Remove(2, false)
 	total -= store.Size(msgs[1].subj, msgs[1].hdr, msgs[1].data)
-	requireEqual(t, s.State().Bytes, total, "bytes after Remove")
+	require.Equal(t, s.State().Bytes, total, "bytes after Remove")
 	_, _ = s.Purge(store.PurgeOptions{})
-	requireEqual(t, s.State().Bytes, 0, "bytes after Purge")
+	require.Equal(t, s.State().Bytes, 0, "bytes after Purge")
 }

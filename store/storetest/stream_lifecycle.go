@@ -5,6 +5,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/leafbox/leafbox/core/require"
 	"github.com/leafbox/leafbox/store"
 )
 
@@ -13,18 +14,18 @@ import (
 func requireClosed(t *testing.T, s store.Stream) {
 	t.Helper()
 	_, _, err := s.Store("a", nil, nil, 0)
-	requireErrorIs(t, err, store.ErrClosed, "Store")
+	require.ErrorIs(t, err, store.ErrClosed, "Store")
 	_, err = s.Load(1, nil)
-	requireErrorIs(t, err, store.ErrClosed, "Load")
+	require.ErrorIs(t, err, store.ErrClosed, "Load")
 	_, err = s.LoadNext("", 1, nil)
-	requireErrorIs(t, err, store.ErrClosed, "LoadNext")
+	require.ErrorIs(t, err, store.ErrClosed, "LoadNext")
 	_, err = s.LoadLast("", nil)
-	requireErrorIs(t, err, store.ErrClosed, "LoadLast")
+	require.ErrorIs(t, err, store.ErrClosed, "LoadLast")
 	_, err = s.Remove(1, false)
-	requireErrorIs(t, err, store.ErrClosed, "Remove")
+	require.ErrorIs(t, err, store.ErrClosed, "Remove")
 	_, err = s.Purge(store.PurgeOptions{})
-	requireErrorIs(t, err, store.ErrClosed, "Purge")
-	requireErrorIs(t, s.UpdateConfig(store.Config{}), store.ErrClosed, "UpdateConfig")
+	require.ErrorIs(t, err, store.ErrClosed, "Purge")
+	require.ErrorIs(t, s.UpdateConfig(store.Config{}), store.ErrClosed, "UpdateConfig")
 	// The methods without an error result must not panic.
 	_ = s.State()
 	_ = s.FilteredState("", 0)
@@ -35,7 +36,7 @@ func requireClosed(t *testing.T, s store.Stream) {
 func testClose(t *testing.T, open OpenStream) {
 	s := open(t, store.Config{MaxAge: 1 << 40})
 	mustStoreN(t, s, "a", "b")
-	requireNoError(t, s.Close(), "Close")
+	require.NoError(t, s.Close(), "Close")
 	requireClosed(t, s)
 	_ = s.Close()
 }
@@ -44,7 +45,7 @@ func testClose(t *testing.T, open OpenStream) {
 func testDelete(t *testing.T, open OpenStream) {
 	s := open(t, store.Config{})
 	mustStoreN(t, s, "a", "b")
-	requireNoError(t, s.Delete(), "Delete")
+	require.NoError(t, s.Delete(), "Delete")
 	requireClosed(t, s)
 	_ = s.Close()
 }
@@ -109,5 +110,5 @@ func testConcurrent(t *testing.T, open OpenStream) {
 			}
 		}
 	}
-	requireEqual(t, s.State().LastSeq, writers*perWriter, "LastSeq")
+	require.Equal(t, s.State().LastSeq, writers*perWriter, "LastSeq")
 }

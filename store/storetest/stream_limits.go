@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"maps"
 	"testing"
+	"testing/synctest"
 	"time"
 
+	"github.com/leafbox/leafbox/core/require"
 	"github.com/leafbox/leafbox/store"
 )
 
@@ -14,10 +16,10 @@ func testMaxMsgsDiscardOld(t *testing.T, open OpenStream) {
 	s := open(t, store.Config{MaxMsgs: 3})
 	mustStoreN(t, s, "a", "b", "c", "d", "e")
 	requireCounts(t, s, counts{Msgs: 3, First: 3, Last: 5})
-	requireEqual(t, s.State().Bytes, size("c", "c-2")+size("d", "d-3")+size("e", "e-4"), "bytes")
-	requireEqual(t, s.State().NumSubjects, 3, "subjects")
+	require.Equal(t, s.State().Bytes, size("c", "c-2")+size("d", "d-3")+size("e", "e-4"), "bytes")
+	require.Equal(t, s.State().NumSubjects, 3, "subjects")
 	_, err := s.Load(2, nil)
-	requireErrorIs(t, err, store.ErrDeleted, "Load of an evicted message")
+	require.ErrorIs(t, err, store.ErrDeleted, "Load of an evicted message")
 }
 
 // Under DiscardNew, MaxMsgs rejects the message with ErrMaxMsgs and uses no
@@ -26,12 +28,12 @@ func testMaxMsgsDiscardNew(t *testing.T, open OpenStream) {
 	s := open(t, store.Config{MaxMsgs: 3, Discard: store.DiscardNew})
 	mustStoreN(t, s, "a", "b", "c")
 	_, _, err := s.Store("d", nil, nil, 0)
-	requireErrorIs(t, err, store.ErrMaxMsgs, "Store over MaxMsgs")
+	require.ErrorIs(t, err, store.ErrMaxMsgs, "Store over MaxMsgs")
 	requireCounts(t, s, counts{Msgs: 3, First: 1, Last: 3})
 	_, _ = s.Remove(2, false)
-	requireEqual(t, mustStore(t, s, "d", nil, nil), 4, "sequence after making room")
+	require.Equal(t, mustStore(t, s, "d", nil, nil), 4, "sequence after making room")
 	_, _, err = s.Store("e", nil, nil, 0)
-	requireErrorIs(t, err, store.ErrMaxMsgs, "Store over MaxMsgs again")
+	require.ErrorIs(t, err, store.ErrMaxMsgs, "Store over MaxMsgs again")
 }
 
 // Under DiscardOld, MaxBytes evicts the oldest messages until the stream
@@ -42,16 +44,16 @@ func testMaxBytesDiscardOld(t *testing.T, open OpenStream) {
 	s := open(t, store.Config{MaxBytes: int64(3 * one)})
 	mustStoreN(t, s, "a", "b", "c", "d")
 	requireCounts(t, s, counts{Msgs: 3, First: 2, Last: 4})
-	requireEqual(t, s.State().Bytes, 3*one, "bytes")
+	require.Equal(t, s.State().Bytes, 3*one, "bytes")
 
 	_, _, err := s.Store("big", nil, bytes.Repeat([]byte("x"), int(3*one)), 0)
-	requireErrorIs(t, err, store.ErrMaxBytes, "Store of a message larger than MaxBytes")
+	require.ErrorIs(t, err, store.ErrMaxBytes, "Store of a message larger than MaxBytes")
 	requireCounts(t, s, counts{Msgs: 3, First: 2, Last: 4})
 
 	// A message twice the usual size evicts two.
 	mustStore(t, s, "e", nil, bytes.Repeat([]byte("x"), int(2*one-size("e", ""))))
 	requireCounts(t, s, counts{Msgs: 2, First: 4, Last: 5})
-	requireEqual(t, s.State().Bytes, 3*one, "bytes")
+	require.Equal(t, s.State().Bytes, 3*one, "bytes")
 }
 
 // Under DiscardNew, a stream may fill up to exactly MaxBytes; beyond that
@@ -60,12 +62,12 @@ func testMaxBytesDiscardNew(t *testing.T, open OpenStream) {
 	one := size("a", "a-0")
 	s := open(t, store.Config{MaxBytes: int64(3 * one), Discard: store.DiscardNew})
 	mustStoreN(t, s, "a", "b", "c")
-	requireEqual(t, s.State().Bytes, 3*one, "bytes at the limit")
+	require.Equal(t, s.State().Bytes, 3*one, "bytes at the limit")
 	_, _, err := s.Store("d", nil, nil, 0)
-	requireErrorIs(t, err, store.ErrMaxBytes, "Store over MaxBytes")
+	require.ErrorIs(t, err, store.ErrMaxBytes, "Store over MaxBytes")
 	requireCounts(t, s, counts{Msgs: 3, First: 1, Last: 3})
 	_, _ = s.Remove(1, false)
-	requireEqual(t, mustStore(t, s, "d", nil, []byte("d-3")), 4, "sequence after making room")
+	require.Equal(t, mustStore(t, s, "d", nil, []byte("d-3")), 4, "sequence after making room")
 }
 
 // MaxMsgsPerSubject keeps the newest messages of each subject.
@@ -79,7 +81,7 @@ func testMaxMsgsPerSubject(t *testing.T, open OpenStream) {
 	}
 	requireCounts(t, s, counts{Msgs: 5, First: 2, Last: 7, Deleted: 1})
 	sm, err := s.LoadLast("k1", nil)
-	requireNoError(t, err, "LoadLast")
+	require.NoError(t, err, "LoadLast")
 	requireMsg(t, sm, 6, "k1", nil, []byte("k1-5"))
 }
 
@@ -94,9 +96,9 @@ func testMaxMsgsPerSubjectKV(t *testing.T, open OpenStream) {
 	requireCounts(t, s, counts{Msgs: 3, First: 149, Last: 151, Deleted: 0})
 	requireSeqs(t, s, "kv.*", 149, 150, 151)
 	sm, err := s.LoadLast("kv.a", nil)
-	requireNoError(t, err, "LoadLast")
-	requireEqual(t, sm.Seq, 151, "LoadLast(kv.a)")
-	requireEqual(t, s.FilteredState("kv.b", 0), store.FilteredState{Msgs: 1, First: 149, Last: 149}, "FilteredState(kv.b)")
+	require.NoError(t, err, "LoadLast")
+	require.Equal(t, sm.Seq, 151, "LoadLast(kv.a)")
+	require.Equal(t, s.FilteredState("kv.b", 0), store.FilteredState{Msgs: 1, First: 149, Last: 149}, "FilteredState(kv.b)")
 }
 
 // Under DiscardNew without DiscardNewPerSubject, a subject at its limit
@@ -105,17 +107,17 @@ func testMaxMsgsPerSubjectKV(t *testing.T, open OpenStream) {
 func testMaxMsgsPerSubjectDiscardNew(t *testing.T, open OpenStream) {
 	s := open(t, store.Config{MaxMsgsPerSubject: 1, MaxMsgs: 2, Discard: store.DiscardNew})
 	mustStoreN(t, s, "a", "b")
-	requireEqual(t, mustStore(t, s, "a", nil, nil), 3, "replacing a at MaxMsgs")
+	require.Equal(t, mustStore(t, s, "a", nil, nil), 3, "replacing a at MaxMsgs")
 	_, _, err := s.Store("c", nil, nil, 0)
-	requireErrorIs(t, err, store.ErrMaxMsgs, "a new subject at MaxMsgs")
+	require.ErrorIs(t, err, store.ErrMaxMsgs, "a new subject at MaxMsgs")
 	requireSeqs(t, s, "", 2, 3)
 
 	one := size("a", "a-0")
 	s = open(t, store.Config{MaxMsgsPerSubject: 1, MaxBytes: int64(2 * one), Discard: store.DiscardNew})
 	mustStoreN(t, s, "a", "b")
-	requireEqual(t, mustStore(t, s, "a", nil, []byte("a-2")), 3, "replacing a at MaxBytes")
+	require.Equal(t, mustStore(t, s, "a", nil, []byte("a-2")), 3, "replacing a at MaxBytes")
 	_, _, err = s.Store("a", nil, []byte("a bigger value"), 0)
-	requireErrorIs(t, err, store.ErrMaxBytes, "a larger replacement at MaxBytes")
+	require.ErrorIs(t, err, store.ErrMaxBytes, "a larger replacement at MaxBytes")
 	requireSeqs(t, s, "", 2, 3)
 }
 
@@ -125,10 +127,10 @@ func testDiscardNewPerSubject(t *testing.T, open OpenStream) {
 	s := open(t, store.Config{MaxMsgsPerSubject: 2, Discard: store.DiscardNew, DiscardNewPerSubject: true})
 	mustStoreN(t, s, "a", "a", "b")
 	_, _, err := s.Store("a", nil, nil, 0)
-	requireErrorIs(t, err, store.ErrMaxMsgsPerSubject, "third message on a")
-	requireEqual(t, mustStore(t, s, "b", nil, nil), 4, "second message on b")
+	require.ErrorIs(t, err, store.ErrMaxMsgsPerSubject, "third message on a")
+	require.Equal(t, mustStore(t, s, "b", nil, nil), 4, "second message on b")
 	_, _ = s.Remove(1, false)
-	requireEqual(t, mustStore(t, s, "a", nil, nil), 5, "a after making room")
+	require.Equal(t, mustStore(t, s, "a", nil, nil), 5, "a after making room")
 	requireCounts(t, s, counts{Msgs: 4, First: 2, Last: 5})
 }
 
@@ -137,93 +139,106 @@ func testMaxMsgSize(t *testing.T, open OpenStream) {
 	s := open(t, store.Config{MaxMsgSize: 10})
 	mustStore(t, s, "a.long.subject.name", []byte("hdr"), []byte("1234567"))
 	_, _, err := s.Store("a", []byte("hdr"), []byte("12345678"), 0)
-	requireErrorIs(t, err, store.ErrMaxMsgSize, "11 bytes")
+	require.ErrorIs(t, err, store.ErrMaxMsgSize, "11 bytes")
 	_, _, err = s.Store("a", nil, []byte("12345678901"), 0)
-	requireErrorIs(t, err, store.ErrMaxMsgSize, "11 bytes of data")
+	require.ErrorIs(t, err, store.ErrMaxMsgSize, "11 bytes of data")
 	requireCounts(t, s, counts{Msgs: 1, First: 1, Last: 1})
 }
 
-// MaxAge expires messages, not before their age is reached.
+// MaxAge expires messages, not before their age is reached. This case
+// and the other age and TTL cases run in a synctest bubble: the stream
+// runs on the bubble's clock.
 func testMaxAge(t *testing.T, open OpenStream) {
-	const age = 200 * time.Millisecond
-	s := open(t, store.Config{MaxAge: age})
-	stored := time.Now()
-	mustStoreN(t, s, "a", "b")
-	// Unless this goroutine stalled for MaxAge, nothing has expired yet.
-	if st := s.State(); time.Since(stored) < age && st.Msgs != 2 {
-		t.Fatalf("%d messages right after storing 2, before MaxAge", st.Msgs)
-	}
-	waitFor(t, expiryTimeout, "MaxAge expiry", func() bool { return s.State().Msgs == 0 })
-	if elapsed := time.Since(stored); elapsed < age {
-		t.Fatalf("messages expired after %v, before MaxAge %v", elapsed, age)
-	}
-	st := s.State()
-	requireCounts(t, s, counts{Msgs: 0, First: 3, Last: 2})
-	requireEqual(t, st.Bytes, 0, "bytes")
-	requireEqual(t, st.NumSubjects, 0, "subjects")
+	synctest.Test(t, func(t *testing.T) {
+		const age = 200 * time.Millisecond
+		s := open(t, store.Config{MaxAge: age})
+		stored := time.Now()
+		mustStoreN(t, s, "a", "b")
+		requireExpiry(t, stored, age, "MaxAge expiry", func() bool { return s.State().Msgs == 0 })
+		st := s.State()
+		requireCounts(t, s, counts{Msgs: 0, First: 3, Last: 2})
+		require.Equal(t, st.Bytes, 0, "bytes")
+		require.Equal(t, st.NumSubjects, 0, "subjects")
+	})
 }
 
 // Expiry is a removal like any other: sequences continue, and a later
 // message outlives an earlier one.
 func testMaxAgeSequencesContinue(t *testing.T, open OpenStream) {
-	s := open(t, store.Config{MaxAge: 50 * time.Millisecond})
-	mustStore(t, s, "a", nil, nil)
-	waitFor(t, expiryTimeout, "first expiry", func() bool { return s.State().Msgs == 0 })
-	requireEqual(t, mustStore(t, s, "a", nil, nil), 2, "sequence after expiry")
-	waitFor(t, expiryTimeout, "second expiry", func() bool { return s.State().Msgs == 0 })
-	requireCounts(t, s, counts{Msgs: 0, First: 3, Last: 2})
+	synctest.Test(t, func(t *testing.T) {
+		const age = 50 * time.Millisecond
+		s := open(t, store.Config{MaxAge: age})
+		stored := time.Now()
+		mustStore(t, s, "a", nil, nil)
+		requireExpiry(t, stored, age, "first expiry", func() bool { return s.State().Msgs == 0 })
+		stored = time.Now()
+		require.Equal(t, mustStore(t, s, "a", nil, nil), 2, "sequence after expiry")
+		requireExpiry(t, stored, age, "second expiry", func() bool { return s.State().Msgs == 0 })
+		requireCounts(t, s, counts{Msgs: 0, First: 3, Last: 2})
+	})
 }
 
 // With AllowMsgTTL, a message with a TTL expires after it; others stay.
 func testTTL(t *testing.T, open OpenStream) {
-	const ttl = 100 * time.Millisecond
-	s := open(t, store.Config{AllowMsgTTL: true})
-	stored := time.Now()
-	_, _, err := s.Store("a", nil, []byte("short"), int64(ttl))
-	requireNoError(t, err, "Store with TTL")
-	mustStore(t, s, "b", nil, []byte("forever"))
-	_, _, err = s.Store("c", nil, []byte("long"), int64(time.Hour))
-	requireNoError(t, err, "Store with a long TTL")
-	waitFor(t, expiryTimeout, "TTL expiry", func() bool { return s.State().Msgs == 2 })
-	if elapsed := time.Since(stored); elapsed < ttl {
-		t.Fatalf("message expired after %v, before its TTL %v", elapsed, ttl)
-	}
-	requireSeqs(t, s, "", 2, 3)
-	requireCounts(t, s, counts{Msgs: 2, First: 2, Last: 3})
+	synctest.Test(t, func(t *testing.T) {
+		const ttl = 100 * time.Millisecond
+		s := open(t, store.Config{AllowMsgTTL: true})
+		stored := time.Now()
+		_, _, err := s.Store("a", nil, []byte("short"), int64(ttl))
+		require.NoError(t, err, "Store with TTL")
+		mustStore(t, s, "b", nil, []byte("forever"))
+		_, _, err = s.Store("c", nil, []byte("long"), int64(time.Hour))
+		require.NoError(t, err, "Store with a long TTL")
+		requireExpiry(t, stored, ttl, "TTL expiry", func() bool { return s.State().Msgs == 2 })
+		requireSeqs(t, s, "", 2, 3)
+		requireCounts(t, s, counts{Msgs: 2, First: 2, Last: 3})
+	})
 }
 
 // Without AllowMsgTTL the ttl argument is ignored. The control stream,
 // which allows TTLs, shows when the message would have expired.
 func testTTLNeedsAllow(t *testing.T, open OpenStream) {
-	const ttl = int64(20 * time.Millisecond)
-	s := open(t, store.Config{})
-	control := open(t, store.Config{AllowMsgTTL: true})
-	_, _, err := s.Store("a", nil, nil, ttl)
-	requireNoError(t, err, "Store with TTL")
-	_, _, err = control.Store("a", nil, nil, ttl)
-	requireNoError(t, err, "Store with TTL on the control stream")
-	waitFor(t, expiryTimeout, "control expiry", func() bool { return control.State().Msgs == 0 })
-	requireCounts(t, s, counts{Msgs: 1, First: 1, Last: 1})
+	synctest.Test(t, func(t *testing.T) {
+		const ttl = 20 * time.Millisecond
+		s := open(t, store.Config{})
+		control := open(t, store.Config{AllowMsgTTL: true})
+		stored := time.Now()
+		_, _, err := s.Store("a", nil, nil, int64(ttl))
+		require.NoError(t, err, "Store with TTL")
+		_, _, err = control.Store("a", nil, nil, int64(ttl))
+		require.NoError(t, err, "Store with TTL on the control stream")
+		requireExpiry(t, stored, ttl, "control expiry", func() bool { return control.State().Msgs == 0 })
+		requireCounts(t, s, counts{Msgs: 1, First: 1, Last: 1})
+	})
 }
 
 // MaxAge still expires a message whose TTL is longer.
 func testTTLMaxAgeStillApplies(t *testing.T, open OpenStream) {
-	s := open(t, store.Config{AllowMsgTTL: true, MaxAge: 50 * time.Millisecond})
-	_, _, err := s.Store("a", nil, nil, int64(time.Hour))
-	requireNoError(t, err, "Store with TTL")
-	waitFor(t, expiryTimeout, "MaxAge expiry", func() bool { return s.State().Msgs == 0 })
+	synctest.Test(t, func(t *testing.T) {
+		const age = 50 * time.Millisecond
+		s := open(t, store.Config{AllowMsgTTL: true, MaxAge: age})
+		stored := time.Now()
+		_, _, err := s.Store("a", nil, nil, int64(time.Hour))
+		require.NoError(t, err, "Store with TTL")
+		requireExpiry(t, stored, age, "MaxAge expiry", func() bool { return s.State().Msgs == 0 })
+	})
 }
 
 // With AllowMsgTTL, a negative TTL means "never": MaxAge does not expire the
 // message (nats-server's "Nats-TTL: never").
 func testTTLNever(t *testing.T, open OpenStream) {
-	s := open(t, store.Config{AllowMsgTTL: true, MaxAge: 50 * time.Millisecond})
-	_, _, err := s.Store("keep", nil, nil, -1)
-	requireNoError(t, err, "Store with TTL never")
-	mustStoreN(t, s, "a", "b")
-	waitFor(t, expiryTimeout, "MaxAge expiry", func() bool { return s.State().Msgs == 1 })
-	requireSeqs(t, s, "", 1)
-	requireEqual(t, mustStore(t, s, "c", nil, nil), 4, "next sequence")
-	waitFor(t, expiryTimeout, "MaxAge expiry", func() bool { return s.State().Msgs == 1 })
-	requireSeqs(t, s, "", 1)
+	synctest.Test(t, func(t *testing.T) {
+		const age = 50 * time.Millisecond
+		s := open(t, store.Config{AllowMsgTTL: true, MaxAge: age})
+		stored := time.Now()
+		_, _, err := s.Store("keep", nil, nil, -1)
+		require.NoError(t, err, "Store with TTL never")
+		mustStoreN(t, s, "a", "b")
+		requireExpiry(t, stored, age, "MaxAge expiry", func() bool { return s.State().Msgs == 1 })
+		requireSeqs(t, s, "", 1)
+		stored = time.Now()
+		require.Equal(t, mustStore(t, s, "c", nil, nil), 4, "next sequence")
+		requireExpiry(t, stored, age, "MaxAge expiry", func() bool { return s.State().Msgs == 1 })
+		requireSeqs(t, s, "", 1)
+	})
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/leafbox/leafbox/core/require"
 	"github.com/leafbox/leafbox/store"
 )
 
@@ -11,8 +12,8 @@ import (
 func mustPurge(t testing.TB, s store.Stream, opts store.PurgeOptions, want uint64) {
 	t.Helper()
 	n, err := s.Purge(opts)
-	requireNoError(t, err, fmt.Sprintf("Purge(%+v)", opts))
-	requireEqual(t, n, want, fmt.Sprintf("Purge(%+v) count", opts))
+	require.NoError(t, err, fmt.Sprintf("Purge(%+v)", opts))
+	require.Equal(t, n, want, fmt.Sprintf("Purge(%+v) count", opts))
 }
 
 // Purging everything empties the stream, sets FirstSeq to LastSeq+1 and
@@ -24,16 +25,16 @@ func testPurgeAll(t *testing.T, open OpenStream) {
 		mustPurge(t, s, store.PurgeOptions{Subject: filter}, 4)
 		st := s.State()
 		requireCounts(t, s, counts{Msgs: 0, First: 5, Last: 4})
-		requireEqual(t, st.Bytes, 0, "bytes")
-		requireEqual(t, st.NumSubjects, 0, "subjects")
+		require.Equal(t, st.Bytes, 0, "bytes")
+		require.Equal(t, st.NumSubjects, 0, "subjects")
 		if !st.FirstTime.IsZero() {
 			t.Fatalf("FirstTime after purge: %v, want zero", st.FirstTime)
 		}
 		_, err := s.Load(2, nil)
-		requireErrorIs(t, err, store.ErrDeleted, "Load of a purged message")
+		require.ErrorIs(t, err, store.ErrDeleted, "Load of a purged message")
 		_, err = s.LoadLast("a", nil)
-		requireErrorIs(t, err, store.ErrNotFound, "LoadLast of a purged subject")
-		requireEqual(t, mustStore(t, s, "a", nil, nil), 5, "sequence after purge")
+		require.ErrorIs(t, err, store.ErrNotFound, "LoadLast of a purged subject")
+		require.Equal(t, mustStore(t, s, "a", nil, nil), 5, "sequence after purge")
 		requireCounts(t, s, counts{Msgs: 1, First: 5, Last: 5})
 	}
 }
@@ -45,7 +46,7 @@ func testPurgeSubject(t *testing.T, open OpenStream) {
 	mustPurge(t, s, store.PurgeOptions{Subject: "a"}, 3)
 	requireSeqs(t, s, "", 2, 4)
 	requireCounts(t, s, counts{Msgs: 2, First: 2, Last: 5, Deleted: 2})
-	requireEqual(t, s.State().NumSubjects, 2, "subjects")
+	require.Equal(t, s.State().NumSubjects, 2, "subjects")
 	mustPurge(t, s, store.PurgeOptions{Subject: "none"}, 0)
 	mustPurge(t, s, store.PurgeOptions{Subject: "c"}, 1)
 	mustPurge(t, s, store.PurgeOptions{Subject: "b"}, 1)
@@ -123,8 +124,8 @@ func testPurgeSequencePastEnd(t *testing.T, open OpenStream) {
 	mustPurge(t, s, store.PurgeOptions{Sequence: 10}, 0)
 	requireCounts(t, s, counts{Msgs: 0, First: 10, Last: 9})
 	_, err := s.Load(7, nil)
-	requireErrorIs(t, err, store.ErrDeleted, "Load of a skipped sequence")
-	requireEqual(t, mustStore(t, s, "d", nil, nil), 10, "sequence after the purge")
+	require.ErrorIs(t, err, store.ErrDeleted, "Load of a skipped sequence")
+	require.Equal(t, mustStore(t, s, "d", nil, nil), 10, "sequence after the purge")
 	requireCounts(t, s, counts{Msgs: 1, First: 10, Last: 10})
 }
 
@@ -135,7 +136,7 @@ func testPurgeEmpty(t *testing.T, open OpenStream) {
 	mustPurge(t, s, store.PurgeOptions{Subject: "a"}, 0)
 	mustPurge(t, s, store.PurgeOptions{Keep: 3}, 0)
 	st := s.State()
-	requireEqual(t, st.Msgs, 0, "messages")
-	requireEqual(t, st.LastSeq, 0, "LastSeq")
-	requireEqual(t, mustStore(t, s, "a", nil, nil), 1, "first sequence")
+	require.Equal(t, st.Msgs, 0, "messages")
+	require.Equal(t, st.LastSeq, 0, "LastSeq")
+	require.Equal(t, mustStore(t, s, "a", nil, nil), 1, "first sequence")
 }

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"testing"
 
+	"github.com/leafbox/leafbox/core/require"
 	"github.com/leafbox/leafbox/core/subject"
 	"github.com/leafbox/leafbox/store"
 )
@@ -39,10 +40,10 @@ func testLoadNext(t *testing.T, open OpenStream) {
 			sm, err := s.LoadNext(c.filter, c.start, nil)
 			what := fmt.Sprintf("LoadNext(%q, %d)", c.filter, c.start)
 			if c.want == notFound {
-				requireErrorIs(t, err, store.ErrNotFound, what)
+				require.ErrorIs(t, err, store.ErrNotFound, what)
 				continue
 			}
-			requireNoError(t, err, what)
+			require.NoError(t, err, what)
 			requireMsg(t, sm, c.want, querySubjects[c.want-1], nil, fmt.Appendf(nil, "%s-%d", querySubjects[c.want-1], c.want-1))
 		}
 	}
@@ -54,7 +55,7 @@ func testLoadNext(t *testing.T, open OpenStream) {
 	})
 	for _, seq := range []uint64{2, 6} {
 		_, err := s.Remove(seq, false)
-		requireNoError(t, err, "Remove")
+		require.NoError(t, err, "Remove")
 	}
 	check([]tc{
 		{"", 2, 3}, {"a.c", 0, notFound}, {"*", 0, notFound}, {"", 6, notFound}, {"a.*", 2, 5},
@@ -77,7 +78,7 @@ func testLoadNextWalk(t *testing.T, open OpenStream) {
 func testLoadLast(t *testing.T, open OpenStream) {
 	empty := open(t, store.Config{})
 	_, err := empty.LoadLast("", nil)
-	requireErrorIs(t, err, store.ErrNotFound, "LoadLast on an empty stream")
+	require.ErrorIs(t, err, store.ErrNotFound, "LoadLast on an empty stream")
 
 	s := newQueryStream(t, open)
 	check := func(filter string, want uint64) {
@@ -85,12 +86,12 @@ func testLoadLast(t *testing.T, open OpenStream) {
 		sm, err := s.LoadLast(filter, nil)
 		what := fmt.Sprintf("LoadLast(%q)", filter)
 		if want == notFound {
-			requireErrorIs(t, err, store.ErrNotFound, what)
+			require.ErrorIs(t, err, store.ErrNotFound, what)
 			return
 		}
-		requireNoError(t, err, what)
-		requireEqual(t, sm.Seq, want, what)
-		requireEqual(t, sm.Subject, querySubjects[want-1], what+" subject")
+		require.NoError(t, err, what)
+		require.Equal(t, sm.Seq, want, what)
+		require.Equal(t, sm.Subject, querySubjects[want-1], what+" subject")
 	}
 	for filter, want := range map[string]uint64{
 		"": 6, ">": 6, "a.b": 5, "a.*": 5, "a.>": 5, "*.b": 5, "b.>": 3, "*.*.c": 4, "*": 6, "x": notFound, "c.>": notFound,
@@ -99,7 +100,7 @@ func testLoadLast(t *testing.T, open OpenStream) {
 	}
 	for _, seq := range []uint64{5, 6} {
 		_, err := s.Remove(seq, false)
-		requireNoError(t, err, "Remove")
+		require.NoError(t, err, "Remove")
 	}
 	for filter, want := range map[string]uint64{"": 4, "a.b": 1, "a.*": 2, "*": notFound} {
 		check(filter, want)
@@ -112,7 +113,7 @@ func testFilteredState(t *testing.T, open OpenStream) {
 	s := newQueryStream(t, open)
 	check := func(filter string, from uint64, want store.FilteredState) {
 		t.Helper()
-		requireEqual(t, s.FilteredState(filter, from), want, fmt.Sprintf("FilteredState(%q, %d)", filter, from))
+		require.Equal(t, s.FilteredState(filter, from), want, fmt.Sprintf("FilteredState(%q, %d)", filter, from))
 	}
 	check("", 0, store.FilteredState{Msgs: 6, First: 1, Last: 6})
 	check(">", 1, store.FilteredState{Msgs: 6, First: 1, Last: 6})
@@ -169,7 +170,7 @@ func testQueryCrossCheck(t *testing.T, open OpenStream) {
 			subj = "hot"
 		}
 		subjects[seq] = subj
-		requireEqual(t, mustStore(t, s, subj, nil, nil), seq, "sequence")
+		require.Equal(t, mustStore(t, s, subj, nil, nil), seq, "sequence")
 	}
 	for seq := uint64(1); seq <= n; seq++ {
 		if seq%7 == 3 || (seq >= 200 && seq < 260) || seq == 1 || seq == n {
@@ -195,13 +196,13 @@ func testQueryCrossCheck(t *testing.T, open OpenStream) {
 				}
 			}
 			what := fmt.Sprintf("(%q, %d)", filter, start)
-			requireEqual(t, s.FilteredState(filter, start), want, "FilteredState"+what)
+			require.Equal(t, s.FilteredState(filter, start), want, "FilteredState"+what)
 			sm, err := s.LoadNext(filter, start, nil)
 			if want.Msgs == 0 {
-				requireErrorIs(t, err, store.ErrNotFound, "LoadNext"+what)
+				require.ErrorIs(t, err, store.ErrNotFound, "LoadNext"+what)
 			} else {
-				requireNoError(t, err, "LoadNext"+what)
-				requireEqual(t, sm.Seq, want.First, "LoadNext"+what)
+				require.NoError(t, err, "LoadNext"+what)
+				require.Equal(t, sm.Seq, want.First, "LoadNext"+what)
 			}
 		}
 		var last uint64

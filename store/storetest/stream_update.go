@@ -3,8 +3,10 @@ package storetest
 import (
 	"fmt"
 	"testing"
+	"testing/synctest"
 	"time"
 
+	"github.com/leafbox/leafbox/core/require"
 	"github.com/leafbox/leafbox/store"
 )
 
@@ -12,7 +14,7 @@ import (
 func testUpdateShrinkMaxMsgs(t *testing.T, open OpenStream) {
 	s := open(t, store.Config{})
 	mustStoreN(t, s, "a", "b", "c", "d", "e")
-	requireNoError(t, s.UpdateConfig(store.Config{MaxMsgs: 2}), "UpdateConfig")
+	require.NoError(t, s.UpdateConfig(store.Config{MaxMsgs: 2}), "UpdateConfig")
 	requireSeqs(t, s, "", 4, 5)
 	requireCounts(t, s, counts{Msgs: 2, First: 4, Last: 5})
 	mustStore(t, s, "f", nil, nil)
@@ -24,18 +26,18 @@ func testUpdateShrinkMaxBytes(t *testing.T, open OpenStream) {
 	s := open(t, store.Config{})
 	mustStoreN(t, s, "a", "b", "c", "d", "e")
 	one := size("a", "a-0")
-	requireNoError(t, s.UpdateConfig(store.Config{MaxBytes: int64(2*one + one/2)}), "UpdateConfig")
+	require.NoError(t, s.UpdateConfig(store.Config{MaxBytes: int64(2*one + one/2)}), "UpdateConfig")
 	requireSeqs(t, s, "", 4, 5)
-	requireEqual(t, s.State().Bytes, 2*one, "bytes")
+	require.Equal(t, s.State().Bytes, 2*one, "bytes")
 }
 
 // Lowering MaxMsgsPerSubject keeps the newest messages of each subject.
 func testUpdateShrinkPerSubject(t *testing.T, open OpenStream) {
 	s := open(t, store.Config{})
 	mustStoreN(t, s, "a", "b", "a", "a", "b", "a")
-	requireNoError(t, s.UpdateConfig(store.Config{MaxMsgsPerSubject: 2}), "UpdateConfig")
+	require.NoError(t, s.UpdateConfig(store.Config{MaxMsgsPerSubject: 2}), "UpdateConfig")
 	requireSeqs(t, s, "", 2, 4, 5, 6)
-	requireNoError(t, s.UpdateConfig(store.Config{MaxMsgsPerSubject: 1}), "UpdateConfig")
+	require.NoError(t, s.UpdateConfig(store.Config{MaxMsgsPerSubject: 1}), "UpdateConfig")
 	requireSeqs(t, s, "", 5, 6)
 }
 
@@ -45,7 +47,7 @@ func testUpdateShrinkPerSubject(t *testing.T, open OpenStream) {
 func testUpdatePerSubjectFirst(t *testing.T, open OpenStream) {
 	s := open(t, store.Config{})
 	mustStoreN(t, s, "a", "b", "a", "a")
-	requireNoError(t, s.UpdateConfig(store.Config{MaxMsgsPerSubject: 1, MaxMsgs: 2}), "UpdateConfig")
+	require.NoError(t, s.UpdateConfig(store.Config{MaxMsgsPerSubject: 1, MaxMsgs: 2}), "UpdateConfig")
 	requireSeqs(t, s, "", 2, 4)
 }
 
@@ -54,32 +56,38 @@ func testUpdatePerSubjectFirst(t *testing.T, open OpenStream) {
 func testUpdateDiscardNewKeeps(t *testing.T, open OpenStream) {
 	s := open(t, store.Config{Discard: store.DiscardNew})
 	mustStoreN(t, s, "a", "b", "c", "d", "e")
-	requireNoError(t, s.UpdateConfig(store.Config{MaxMsgs: 2, Discard: store.DiscardNew}), "UpdateConfig")
+	require.NoError(t, s.UpdateConfig(store.Config{MaxMsgs: 2, Discard: store.DiscardNew}), "UpdateConfig")
 	requireCounts(t, s, counts{Msgs: 5, First: 1, Last: 5})
 	_, _, err := s.Store("f", nil, nil, 0)
-	requireErrorIs(t, err, store.ErrMaxMsgs, "Store over the lowered MaxMsgs")
-	requireNoError(t, s.UpdateConfig(store.Config{MaxBytes: 1, Discard: store.DiscardNew}), "UpdateConfig")
+	require.ErrorIs(t, err, store.ErrMaxMsgs, "Store over the lowered MaxMsgs")
+	require.NoError(t, s.UpdateConfig(store.Config{MaxBytes: 1, Discard: store.DiscardNew}), "UpdateConfig")
 	requireCounts(t, s, counts{Msgs: 5, First: 1, Last: 5})
 	_, _, err = s.Store("f", nil, nil, 0)
-	requireErrorIs(t, err, store.ErrMaxBytes, "Store over the lowered MaxBytes")
-	requireNoError(t, s.UpdateConfig(store.Config{MaxMsgs: 6, Discard: store.DiscardNew}), "UpdateConfig")
-	requireEqual(t, mustStore(t, s, "f", nil, nil), 6, "Store under the raised limit")
-	// Switching to DiscardOld enforces the limit by eviction.
-	requireNoError(t, s.UpdateConfig(store.Config{MaxMsgs: 2}), "UpdateConfig")
+	require.ErrorIs(t, err, store.ErrMaxBytes, "Store over the lowered MaxBytes")
+	require.NoError(t, s.UpdateConfig(store.Config{MaxMsgs: 6, Discard: store.DiscardNew}), "UpdateConfig")
+	require.Equal(t, mustStore(t, s, "f", nil, nil), 6, "Store under the raised limit")
+	require.
+		// Switching to DiscardOld enforces the limit by eviction.
+		NoError(t, s.UpdateConfig(store.Config{MaxMsgs: 2}), "UpdateConfig")
 	requireSeqs(t, s, "", 5, 6)
 }
 
 // Adding MaxAge expires the messages already older than it.
 func testUpdateMaxAge(t *testing.T, open OpenStream) {
-	s := open(t, store.Config{})
-	mustStoreN(t, s, "a", "b")
-	requireNoError(t, s.UpdateConfig(store.Config{MaxAge: 20 * time.Millisecond}), "UpdateConfig")
-	waitFor(t, expiryTimeout, "MaxAge expiry after UpdateConfig", func() bool { return s.State().Msgs == 0 })
-	requireCounts(t, s, counts{Msgs: 0, First: 3, Last: 2})
-	// And removing it again keeps new messages.
-	requireNoError(t, s.UpdateConfig(store.Config{}), "UpdateConfig")
-	mustStore(t, s, "c", nil, nil)
-	requireCounts(t, s, counts{Msgs: 1, First: 3, Last: 3})
+	synctest.Test(t, func(t *testing.T) { // the stream runs on the bubble's clock
+		const age = 20 * time.Millisecond
+		s := open(t, store.Config{})
+		stored := time.Now()
+		mustStoreN(t, s, "a", "b")
+		require.NoError(t, s.UpdateConfig(store.Config{MaxAge: age}), "UpdateConfig")
+		requireExpiry(t, stored, age, "MaxAge expiry after UpdateConfig", func() bool { return s.State().Msgs == 0 })
+		requireCounts(t, s, counts{Msgs: 0, First: 3, Last: 2})
+		require.
+			// And removing it again keeps new messages.
+			NoError(t, s.UpdateConfig(store.Config{}), "UpdateConfig")
+		mustStore(t, s, "c", nil, nil)
+		requireCounts(t, s, counts{Msgs: 1, First: 3, Last: 3})
+	})
 }
 
 // UpdateConfig rejects impossible values with ErrInvalidConfig and keeps the
@@ -95,7 +103,7 @@ func testUpdateInvalid(t *testing.T, open OpenStream) {
 		{Discard: store.DiscardNew + 1},
 	} {
 		err := s.UpdateConfig(cfg)
-		requireErrorIs(t, err, store.ErrInvalidConfig, fmt.Sprintf("UpdateConfig(%+v)", cfg))
+		require.ErrorIs(t, err, store.ErrInvalidConfig, fmt.Sprintf("UpdateConfig(%+v)", cfg))
 	}
 	mustStoreN(t, s, "a", "b", "c")
 	requireSeqs(t, s, "", 2, 3)

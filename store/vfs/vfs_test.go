@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/leafbox/leafbox/core/require"
 	"github.com/leafbox/leafbox/store/vfs"
 )
 
@@ -26,20 +27,13 @@ func fileSystems(t *testing.T) map[string]func(t *testing.T) (vfs.FS, string) {
 	}
 }
 
-func must(t *testing.T, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
 func readFile(t *testing.T, fsys vfs.FS, name string) string {
 	t.Helper()
 	f, err := fsys.Open(name)
-	must(t, err)
+	require.NoError(t, err)
 	defer f.Close()
 	b, err := io.ReadAll(f)
-	must(t, err)
+	require.NoError(t, err)
 	return string(b)
 }
 
@@ -50,20 +44,21 @@ func TestFSBehaviour(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			fsys, root := open(t)
 			dir := filepath.Join(root, "a", "b")
-			must(t, fsys.MkdirAll(dir, 0o755))
-			must(t, fsys.MkdirAll(dir, 0o755)) // idempotent
+			require.NoError(t, fsys.MkdirAll(dir, 0o755))
+			require.NoError(t, fsys.MkdirAll(dir, 0o755)) // idempotent
 
 			p := filepath.Join(dir, "f")
 			f, err := fsys.Create(p)
-			must(t, err)
+			require.NoError(t, err)
 			n, err := f.Write([]byte("hello world"))
 			if n != 11 || err != nil {
 				t.Fatalf("Write: %d, %v", n, err)
 			}
 			_, err = f.WriteAt([]byte("W"), 6)
-			must(t, err)
-			_, err = f.WriteAt([]byte("!"), 13) // past the end: a zero gap
-			must(t, err)
+			require.NoError(t, err)
+			_, err = f.WriteAt([]byte("!"), 13)
+			require. // past the end: a zero gap
+					NoError(t, err)
 			buf := make([]byte, 5)
 			if n, err := f.ReadAt(buf, 0); n != 5 || err != nil || string(buf) != "hello" {
 				t.Fatalf("ReadAt: %d %v %q", n, err, buf)
@@ -71,14 +66,14 @@ func TestFSBehaviour(t *testing.T) {
 			if n, err := f.ReadAt(buf, 12); n != 2 || err != io.EOF {
 				t.Fatalf("ReadAt at the end: %d %v", n, err)
 			}
-			must(t, f.Sync())
+			require.NoError(t, f.Sync())
 			fi, err := f.Stat()
-			must(t, err)
+			require.NoError(t, err)
 			if fi.Size() != 14 {
 				t.Fatalf("size %d", fi.Size())
 			}
-			must(t, f.Truncate(5))
-			must(t, f.Close())
+			require.NoError(t, f.Truncate(5))
+			require.NoError(t, f.Close())
 			if err := f.Close(); err == nil {
 				t.Fatalf("second Close succeeded")
 			}
@@ -88,10 +83,10 @@ func TestFSBehaviour(t *testing.T) {
 
 			// OpenFile flags.
 			f, err = fsys.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0)
-			must(t, err)
+			require.NoError(t, err)
 			_, err = f.Write([]byte("!"))
-			must(t, err)
-			must(t, f.Close())
+			require.NoError(t, err)
+			require.NoError(t, f.Close())
 			if got := readFile(t, fsys, p); got != "hello!" {
 				t.Fatalf("after append %q", got)
 			}
@@ -102,7 +97,7 @@ func TestFSBehaviour(t *testing.T) {
 				t.Fatalf("Open of a missing file: %v", err)
 			}
 			ro, err := fsys.Open(p)
-			must(t, err)
+			require.NoError(t, err)
 			if _, err := ro.Write([]byte("x")); err == nil {
 				t.Fatalf("Write to a read-only file succeeded")
 			}
@@ -111,10 +106,10 @@ func TestFSBehaviour(t *testing.T) {
 			// Rename replaces, Stat and ReadDir see the result.
 			q := filepath.Join(dir, "g")
 			f, err = fsys.Create(q)
-			must(t, err)
+			require.NoError(t, err)
 			f.Write([]byte("old"))
 			f.Close()
-			must(t, fsys.Rename(p, q))
+			require.NoError(t, fsys.Rename(p, q))
 			if got := readFile(t, fsys, q); got != "hello!" {
 				t.Fatalf("renamed content %q", got)
 			}
@@ -123,11 +118,11 @@ func TestFSBehaviour(t *testing.T) {
 			}
 			for _, n := range []string{"c", "a"} {
 				f, err := fsys.Create(filepath.Join(dir, n))
-				must(t, err)
+				require.NoError(t, err)
 				f.Close()
 			}
 			es, err := fsys.ReadDir(dir)
-			must(t, err)
+			require.NoError(t, err)
 			var names []string
 			for _, e := range es {
 				names = append(names, e.Name())
@@ -136,21 +131,22 @@ func TestFSBehaviour(t *testing.T) {
 				t.Fatalf("ReadDir: %v", names)
 			}
 			fi, err = fsys.Stat(dir)
-			must(t, err)
+			require.NoError(t, err)
 			if !fi.IsDir() {
 				t.Fatalf("Stat of a directory: not a directory")
 			}
+			require.
 
-			// Remove and RemoveAll.
-			must(t, fsys.Remove(filepath.Join(dir, "a")))
+				// Remove and RemoveAll.
+				NoError(t, fsys.Remove(filepath.Join(dir, "a")))
 			if err := fsys.Remove(filepath.Join(dir, "a")); !errors.Is(err, fs.ErrNotExist) {
 				t.Fatalf("second Remove: %v", err)
 			}
 			if err := fsys.Remove(dir); err == nil {
 				t.Fatalf("Remove of a non-empty directory succeeded")
 			}
-			must(t, fsys.RemoveAll(filepath.Join(root, "a")))
-			must(t, fsys.RemoveAll(filepath.Join(root, "a")))
+			require.NoError(t, fsys.RemoveAll(filepath.Join(root, "a")))
+			require.NoError(t, fsys.RemoveAll(filepath.Join(root, "a")))
 			if _, err := fsys.Stat(q); !errors.Is(err, fs.ErrNotExist) {
 				t.Fatalf("Stat after RemoveAll: %v", err)
 			}
@@ -161,14 +157,14 @@ func TestFSBehaviour(t *testing.T) {
 // TestStrictMemDropsUnsynced simulates power cuts.
 func TestStrictMemDropsUnsynced(t *testing.T) {
 	m := vfs.NewStrictMem()
-	must(t, m.MkdirAll("d", 0o755))
+	require.NoError(t, m.MkdirAll("d", 0o755))
 	f, err := m.Create("d/f")
-	must(t, err)
+	require.NoError(t, err)
 	f.Write([]byte("synced"))
-	must(t, f.Sync())
+	require.NoError(t, f.Sync())
 	f.Write([]byte(" lost"))
 	g, err := m.Create("d/never-synced")
-	must(t, err)
+	require.NoError(t, err)
 	g.Write([]byte("lost"))
 
 	m.ResetToSyncedState()
@@ -179,20 +175,22 @@ func TestStrictMemDropsUnsynced(t *testing.T) {
 	if got := readFile(t, m, "d/never-synced"); got != "" {
 		t.Fatalf("unsynced file %q", got)
 	}
-	// Handles stay usable; a truncation is only durable once synced.
-	must(t, f.Truncate(2))
+	require.
+		// Handles stay usable; a truncation is only durable once synced.
+		NoError(t, f.Truncate(2))
 	m.ResetToSyncedState()
 	if got := readFile(t, m, "d/f"); got != "synced" {
 		t.Fatalf("unsynced truncate survived: %q", got)
 	}
-	must(t, f.Truncate(2))
-	must(t, f.Sync())
+	require.NoError(t, f.Truncate(2))
+	require.NoError(t, f.Sync())
 	m.ResetToSyncedState()
 	if got := readFile(t, m, "d/f"); got != "sy" {
 		t.Fatalf("synced truncate lost: %q", got)
 	}
-	// Rename is durable at once and carries the synced content along.
-	must(t, m.Rename("d/f", "d/h"))
+	require.
+		// Rename is durable at once and carries the synced content along.
+		NoError(t, m.Rename("d/f", "d/h"))
 	m.ResetToSyncedState()
 	if got := readFile(t, m, "d/h"); got != "sy" {
 		t.Fatalf("renamed %q", got)
@@ -223,11 +221,11 @@ func TestInject(t *testing.T) {
 		}
 		return nil
 	})
-	must(t, fsys.MkdirAll("d", 0o755))
+	require.NoError(t, fsys.MkdirAll("d", 0o755))
 	f, err := fsys.Create("d/f")
-	must(t, err)
+	require.NoError(t, err)
 	_, err = f.Write([]byte("a"))
-	must(t, err)
+	require.NoError(t, err)
 	full = true
 	if _, err := f.WriteAt([]byte("b"), 1); !errors.Is(err, syscall.ENOSPC) {
 		t.Fatalf("injected ENOSPC: %v", err)
@@ -247,9 +245,10 @@ func TestTrigger(t *testing.T) {
 	boom := errors.New("boom")
 	tr := vfs.NewTrigger(2, boom)
 	fsys := vfs.Inject(vfs.NewMem(), tr.Fail)
-	must(t, fsys.MkdirAll("d", 0o755)) // 1
-	f, err := fsys.Create("d/f")       // 2
-	must(t, err)
+	require.NoError(t, fsys.MkdirAll("d", 0o755)) // 1
+	f, err := fsys.Create("d/f")
+	require. // 2
+			NoError(t, err)
 	if _, err := f.Read(make([]byte, 1)); errors.Is(err, boom) {
 		t.Fatalf("reads do not count")
 	}
@@ -269,7 +268,7 @@ func TestTrigger(t *testing.T) {
 	only := vfs.NewTrigger(0, boom, vfs.OpSync)
 	fsys = vfs.Inject(vfs.NewMem(), only.Fail)
 	f, err = fsys.Create("f")
-	must(t, err)
+	require.NoError(t, err)
 	if _, err := f.Write([]byte("x")); err != nil {
 		t.Fatalf("unselected op failed: %v", err)
 	}

@@ -1,7 +1,8 @@
 // Package runstate holds what the outbox's forwarder and the downlink's
 // puller share in running: the state and last error they report, the
 // randomised exponential backoff between their attempts and the wait for
-// it, and a non-blocking wake-up.
+// it, a non-blocking wake-up, and the wait for a condition on their
+// status that every change wakes (Changes).
 package runstate
 
 import (
@@ -11,10 +12,13 @@ import (
 	"time"
 )
 
-// Tracker records a run loop's state and its last error. Its zero value
-// holds the zero state and no error; once Close is called, Set no longer
-// changes the state. A Tracker is safe for concurrent use.
+// Tracker records a run loop's state and its last error, and wakes the
+// waiters on its owner's status (Wait) when they or anything else the
+// owner reports changes (Changed). Its zero value holds the zero state
+// and no error; once Close is called, Set no longer changes the state. A
+// Tracker is safe for concurrent use.
 type Tracker[S ~string] struct {
+	changes   Changes
 	mu        sync.Mutex
 	state     S
 	closed    bool
@@ -29,6 +33,7 @@ func (r *Tracker[S]) Set(st S) {
 		r.state = st
 	}
 	r.mu.Unlock()
+	r.changes.Notify()
 }
 
 // Close records st as the final state.
@@ -36,6 +41,7 @@ func (r *Tracker[S]) Close(st S) {
 	r.mu.Lock()
 	r.state, r.closed = st, true
 	r.mu.Unlock()
+	r.changes.Notify()
 }
 
 // SetError records err, which must not be nil, as the last error, at the
@@ -44,6 +50,19 @@ func (r *Tracker[S]) SetError(err error) {
 	r.mu.Lock()
 	r.lastErr, r.lastErrAt = err.Error(), time.Now()
 	r.mu.Unlock()
+	r.changes.Notify()
+}
+
+// Changed wakes the waiters (Wait) after a change of the owner's status
+// other than the state and error, such as a counter. It costs one atomic
+// load while no one waits.
+func (r *Tracker[S]) Changed() { r.changes.Notify() }
+
+// Wait returns nil once done reports true, checking it at once and after
+// every change (Set, Close, SetError, Changed), or ctx's error when ctx
+// ends first.
+func (r *Tracker[S]) Wait(ctx context.Context, done func() bool) error {
+	return r.changes.Wait(ctx, done)
 }
 
 // State returns the state.
