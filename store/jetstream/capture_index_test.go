@@ -3,6 +3,7 @@ package jetstream
 import (
 	"testing"
 
+	"github.com/leafbox/leafbox/core/require"
 	njs "github.com/nats-io/nats.go/jetstream"
 )
 
@@ -18,27 +19,27 @@ func TestCapturingStream(t *testing.T) {
 		}
 		return name
 	}
-	mustEqual(t, captured("cmd.a"), "")
+	require.Equal(t, captured("cmd.a"), "")
 	_, err := env.js.CreateStream(ctx, njs.StreamConfig{Name: "CMDS", Subjects: []string{"cmd.>"}, Storage: njs.FileStorage})
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	_, err = env.js.CreateStream(ctx, njs.StreamConfig{Name: "BARE", Storage: njs.MemoryStorage})
-	mustNoErr(t, err)
-	mustEqual(t, captured("cmd.a"), "CMDS")
-	mustEqual(t, captured("cmd.a.b"), "CMDS")
-	mustEqual(t, captured("BARE"), "BARE") // no subjects: the stream's name
-	mustEqual(t, captured("cmd"), "")
+	require.NoError(t, err)
+	require.Equal(t, captured("cmd.a"), "CMDS")
+	require.Equal(t, captured("cmd.a.b"), "CMDS")
+	require.Equal(t, captured("BARE"), "BARE") // no subjects: the stream's name
+	require.Equal(t, captured("cmd"), "")
 
 	_, err = env.js.UpdateStream(ctx, njs.StreamConfig{Name: "CMDS", Subjects: []string{"cmd.site1.*"}, Storage: njs.FileStorage})
-	mustNoErr(t, err)
-	mustEqual(t, captured("cmd.a"), "")
-	mustEqual(t, captured("cmd.site1.x"), "CMDS")
+	require.NoError(t, err)
+	require.Equal(t, captured("cmd.a"), "")
+	require.Equal(t, captured("cmd.site1.x"), "CMDS")
 
 	env.restart() // restored streams are indexed again
-	mustEqual(t, captured("cmd.site1.x"), "CMDS")
-	mustEqual(t, captured("BARE"), "")
+	require.Equal(t, captured("cmd.site1.x"), "CMDS")
+	require.Equal(t, captured("BARE"), "")
 
-	mustNoErr(t, env.js.DeleteStream(ctx, "CMDS"))
-	mustEqual(t, captured("cmd.site1.x"), "")
+	require.NoError(t, env.js.DeleteStream(ctx, "CMDS"))
+	require.Equal(t, captured("cmd.site1.x"), "")
 
 	if n := testing.AllocsPerRun(100, func() { env.eng.CapturingStream("cmd.site1.x") }); n != 0 {
 		t.Errorf("cached CapturingStream: %v allocations", n)
