@@ -1,0 +1,98 @@
+// Package bridge connects devices that do not speak NATS (MQTT brokers,
+// serial ports, Modbus slaves) to the subject space.
+//
+// A bridge is a Bridge: Run connects to its device side, moves messages
+// between it and the broker through the Bus it is given, and returns when
+// the device side fails or its context ends. A Runner runs one bridge,
+// restarting it with jittered backoff after a failure, and keeps its
+// Status; a Registry holds the running bridges of a configuration and
+// applies a new one by starting, stopping or restarting only the bridges
+// that changed.
+//
+// A bridge reaches the broker only through Bus, which this package
+// declares and the composition root implements over the server's
+// in-process client; no bridge imports the server, JetStream or the leaf
+// runtime. Bridges under bridge/ import this package, core/subject (the
+// MQTT topic mapping lives there, shared with the MQTT listener),
+// core/proto (header blocks) and store/jsapi (PubAck decoding), and their
+// device library.
+//
+// # Delivery
+//
+// Inbound (device → NATS), per route: a core publish (Bus.Publish), or
+// Store, which publishes into a local JetStream stream and returns once
+// the stream's PubAck says it is stored; only then does the bridge
+// acknowledge the device side (an MQTT QoS 1/2 PUBACK, say), so a crash
+// between the two loses nothing. Outbound (NATS → device): Bus.Subscribe,
+// or a durable consumer on a local stream, acknowledged only after the
+// device accepted the message.
+//
+// # Counters
+//
+// Every bridge counts through the Status it is given: messages in (device
+// → NATS) and out, bad frames, reconnects, drops by reason (DropReasons),
+// the last error and when it happened. /bridgez, /metrics and `leafbox
+// bridge status` show them.
+package bridge
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+)
+
+// Msg is a message as a bridge sees it. In a handler its slices are
+// borrowed: valid only while the handler runs, read-only; copy what must
+// be kept.
+type Msg struct {
+	// Subject is the message's subject.
+	Subject []byte
+	// Reply is its reply subject; nil when there is none.
+	Reply []byte
+	// Header is a NATS header block ("NATS/1.0\r\n...\r\n\r\n", edited
+	// with core/proto's header functions); nil when there is none.
+	Header []byte
+	// Data is the payload.
+	Data []byte
+}
+
+// Bus is what a bridge needs of the broker: the in-process client of one
+// account. Its methods are safe for concurrent use.
+type Bus interface {
+	// Publish publishes a core message. It does not retain its
+	// arguments. An error means the message was not accepted (the bus
+	// is closed, the subject is invalid or not permitted).
+	Publish(subject, reply string, hdr, data []byte) error
+	// Subscribe delivers the messages on subject (a pattern, with an
+	// optional queue group) to h, on the publisher's goroutine: h must
+	// not block for long. The returned function unsubscribes.
+	Subscribe(subject, queue string, h func(Msg)) (unsubscribe func(), err error)
+	// Request publishes data on subject with a new reply inbox and
+	// returns the first reply, or ctx's error. The reply's slices are
+	// the caller's to keep.
+	Request(ctx context.Context, subject string, hdr, data []byte) (Msg, error)
+}
+
+// Bridge is one configured bridge.
+type Bridge interface {
+	// Run connects to the device side and moves messages until ctx ends
+	// (then it returns nil after a clean stop) or the device side fails
+	// (then it returns the error; the Runner reconnects after a
+	// backoff). It reports through env.Status.
+	Run(ctx context.Context, env Env) error
+}
+
+// Env is what a Runner gives a bridge's Run.
+type Env struct {
+	// Bus reaches the broker.
+	Bus Bus
+	// Status receives the bridge's state and counters.
+	Status *Status
+	// Logger logs with the bridge's kind and name attached.
+	Logger *slog.Logger
+}
+
+// ErrNotConnected is returned by a bridge's outbound path while its
+// device side is down; the message stays where it was (a stream) or is
+// counted as dropped (a core subscription).
+var ErrNotConnected = errors.New("bridge: device not connected")
