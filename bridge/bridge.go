@@ -96,3 +96,19 @@ type Env struct {
 // device side is down; the message stays where it was (a stream) or is
 // counted as dropped (a core subscription).
 var ErrNotConnected = errors.New("bridge: device not connected")
+
+// Spec is one bridge of a configuration, as a Registry runs it.
+type Spec struct {
+	// Kind ("mqtt", "serial", "modbus") and Name (unique within its
+	// kind) identify the bridge across reloads.
+	Kind, Name string
+	// Account is the account whose in-process client is the bridge's
+	// Bus; "" is the global account.
+	Account string
+	// Config is the bridge's configuration, compared with
+	// reflect.DeepEqual on reload: a bridge whose Config changed is
+	// restarted, the others keep running untouched.
+	Config any
+	// New builds the bridge from Config; it opens nothing (Run does).
+	New func() (Bridge, error)
+}

@@ -113,6 +113,11 @@ func Build(cfg *config.Config, flags Flags) (*App, error) {
 	if err != nil {
 		return fail(err)
 	}
+	// The bridges are built (not started) with the rest, so that a
+	// bridge that cannot be made fails the start, not a later moment.
+	if _, err := bridgeSpecs(cfg); err != nil {
+		return fail(err)
+	}
 	clk, err := openClock(cfg)
 	if err != nil {
 		return fail(err)

@@ -79,6 +79,9 @@ type Config struct {
 	// Healthz sets when /healthz reports uplinks and downlinks as
 	// degraded, and whether that fails it.
 	Healthz *HealthzConfig `yaml:"healthz,omitempty"`
+	// Bridges connect devices that do not speak NATS (MQTT brokers,
+	// serial ports, Modbus slaves) to subjects.
+	Bridges *BridgesConfig `yaml:"bridges,omitempty"`
 
 	// stateDir is the store directory when there are uplinks (their
 	// outboxes and state files live in its layout, storeRoot): the

@@ -44,6 +44,7 @@ func (c *Config) Validate() error {
 	v.uplinks()
 	v.downlinks()
 	v.healthz()
+	v.bridges()
 	if len(v.problems) == 0 {
 		v.authPackage()
 	}
