@@ -85,7 +85,7 @@ func TestStatusPageInBrowser(t *testing.T) {
 	dir := t.TempDir()
 	// The name carries markup: the page must show it as text.
 	const name = "gw-<b>7</b>&amp;"
-	const maxRate = 16 << 10
+	const maxRate = 32 << 10
 	cfg := writeStatusPageConfig(t, dir, name, proxy.LeafURL(), maxRate)
 	p, gw := startJS(t, cfg, dir)
 	pf, _ := p.waitPorts(dir)
@@ -194,6 +194,12 @@ func TestStatusPageInBrowser(t *testing.T) {
 	}
 	if got := b.eval(`document.querySelector('#endpoints a[href="./varz"]') ? "yes" : "no"`); got != "yes" {
 		t.Fatalf("no link to ./varz without JavaScript")
+	}
+	if got := b.eval(`document.getElementById("name").textContent`); got != name {
+		t.Fatalf("server name rendered as %q without JavaScript, want the literal %q", got, name)
+	}
+	if n := b.eval(`String(document.querySelectorAll("h1 b").length)`); n != "0" {
+		t.Fatalf("the server name's markup became %s elements without JavaScript", n)
 	}
 	if got := b.eval(`document.getElementById("live").hidden ? "hidden" : "shown"`); got != "hidden" {
 		t.Fatalf("the live sections show without JavaScript")

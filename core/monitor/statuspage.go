@@ -39,6 +39,7 @@ type statusPage struct {
 
 // statusPageData is what the template renders without JavaScript.
 type statusPageData struct {
+	Name      string // the server's name, or its id when unnamed
 	ServerID  string
 	Endpoints []statusLink
 	// Version is appended to asset URLs so that a new binary's page never
@@ -102,6 +103,10 @@ func setPageHeaders(w http.ResponseWriter) {
 func (h *handler) serveRoot(w http.ResponseWriter, r *http.Request) {
 	var buf bytes.Buffer
 	data := statusPageData{ServerID: h.p.ServerID(), Version: h.page.version}
+	data.Name = data.ServerID
+	if v := h.p.Varz(); v != nil && v.Name != "" {
+		data.Name = v.Name
+	}
 	for _, e := range endpoints {
 		data.Endpoints = append(data.Endpoints, statusLink{Path: e.path, Title: e.title})
 	}

@@ -177,14 +177,22 @@
     const linkUp = u.link_state === 'connected';
     let level = 'ok', word = msgs > 0 ? 'SENDING' : 'UP TO DATE';
     if (!linkUp) { level = 'warn'; word = 'LINK DOWN: STORING'; }
-    else if (u.waiting) { level = u.waiting === 'budget' ? 'warn' : 'ok'; word = 'WAITING: ' + u.waiting.toUpperCase(); }
+    else if (u.waiting) {
+      const words = { rate: 'SENDING AT RATE CAP', priority: 'QUEUED BEHIND HIGHER PRIORITY', budget: 'PAUSED: DAILY BUDGET USED' };
+      level = u.waiting === 'budget' ? 'warn' : 'ok';
+      word = words[u.waiting] || 'WAITING: ' + String(u.waiting).toUpperCase();
+    }
     const dropped = Object.entries(u.dropped || {}).filter(([, n]) => n > 0);
     if (dropped.length && level === 'ok') level = 'warn';
 
-    let eta = '';
+    // The drain rate is a moving average: just after the link comes
+    // back it is still zero while the backlog already shrinks.
+    let eta = '', rate = dec(u.rate_msgs) + ' msg/s · ' + bytes(u.rate_bytes) + '/s';
     if (msgs === 0) eta = 'nothing to send';
     else if (u.eta_seconds > 0) eta = age(u.eta_seconds);
-    else eta = linkUp ? 'unknown (not draining)' : 'once the link is back';
+    else if (!linkUp) eta = 'once the link is back';
+    else eta = trend === 'draining' ? 'estimating\u2026' : 'unknown: not draining';
+    if (!(u.rate_msgs > 0) && trend === 'draining') rate = 'measuring\u2026';
 
     const deadLetters = Number(u.dead_letter_msgs) || 0;
     const dlLink = el('a', { href: 'uplinkz/deadletter?uplink=' + encodeURIComponent(u.name) }, 'list');
@@ -195,7 +203,7 @@
       kv([
         ['Backlog size', bytes(u.backlog_bytes)],
         ['Oldest waiting', msgs > 0 ? age(u.oldest_age_seconds) : 'none'],
-        ['Drain rate', dec(u.rate_msgs) + ' msg/s · ' + bytes(u.rate_bytes) + '/s'],
+        ['Drain rate', rate],
         ['Time to drain', eta],
         ['Link', u.link_state], ['Forwarder', u.state],
         ['Delivered to hub', count(u.acked) + ' messages · ' + bytes(u.acked_bytes)],
@@ -367,6 +375,7 @@
     const words = { ok: 'ALL OK', warn: 'ATTENTION', bad: 'PROBLEM' };
     const o = $('overall');
     o.className = 'badge big ' + level;
+    o.hidden = false;
     o.dataset.state = level;
     o.textContent = words[level];
     const list = $('reasons');
@@ -407,6 +416,7 @@
     document.body.classList.add('stale');
     const o = $('overall');
     o.className = 'badge big bad';
+    o.hidden = false;
     o.dataset.state = 'nocontact';
     o.textContent = 'NO CONTACT';
     $('updated').textContent = 'The box did not answer (' + (err && err.message ? err.message : 'no response') + ')' +
