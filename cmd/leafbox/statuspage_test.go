@@ -72,9 +72,10 @@ func uplinkView(s string) (link string, backlog int, trend string) {
 // headless Chromium and follows one page as it live-updates: the link up,
 // the link down after the proxy cuts it with the backlog growing while
 // messages are published, then the backlog draining after the link is
-// restored, until it is empty. Screenshots of each state are saved in the
-// test's temporary directory (and copied to $LEAFBOX_SCREENSHOTS when
-// set). A second load with JavaScript off still lists the endpoints.
+// restored, until it is empty, and NO CONTACT once the gateway stops. A
+// first load with JavaScript off names the box and lists the endpoints.
+// Screenshots of each state are saved in the test's temporary directory
+// (and copied to $LEAFBOX_SCREENSHOTS when set).
 func TestStatusPageInBrowser(t *testing.T) {
 	began := time.Now()
 	ctx := testContext(t)
@@ -94,6 +95,32 @@ func TestStatusPageInBrowser(t *testing.T) {
 
 	b := startBrowser(t)
 	b.viewport(412, 900, true) // a phone
+	// Without JavaScript the page still names the box and lists every
+	// endpoint, at the bottom.
+	b.call(b.session, "Emulation.setScriptExecutionDisabled", map[string]any{"value": true}, nil)
+	b.navigate(mon + "/")
+	if n := b.eval(`String(document.querySelectorAll("footer #endpoints a").length)`); n == "0" || n == "" {
+		t.Fatalf("no endpoint links without JavaScript")
+	}
+	if got := b.eval(`document.querySelector('#endpoints a[href="./varz"]') ? "yes" : "no"`); got != "yes" {
+		t.Fatalf("no link to ./varz without JavaScript")
+	}
+	if got := b.eval(`document.getElementById("name").textContent`); got != name {
+		t.Fatalf("server name rendered as %q without JavaScript, want the literal %q", got, name)
+	}
+	if n := b.eval(`String(document.querySelectorAll("h1 b").length)`); n != "0" {
+		t.Fatalf("the server name's markup became %s elements without JavaScript", n)
+	}
+	// A <noscript> holds elements only when scripts are off.
+	if got := b.eval(`document.querySelector("noscript p.note") ? "shown" : "absent"`); got != "shown" {
+		t.Fatalf("the JavaScript-off note is %s", got)
+	}
+	if got := b.eval(`document.getElementById("live").hidden ? "hidden" : "shown"`); got != "hidden" {
+		t.Fatalf("the live sections show without JavaScript")
+	}
+	b.screenshot(shots, "statuspage-nojs-phone.png")
+	b.call(b.session, "Emulation.setScriptExecutionDisabled", map[string]any{"value": false}, nil)
+
 	b.navigate(mon + "/?refresh=0.25")
 	started := time.Now()
 
@@ -185,26 +212,16 @@ func TestStatusPageInBrowser(t *testing.T) {
 		t.Fatalf("the page reported errors:\n%s", strings.Join(errs, "\n"))
 	}
 
-	// Without JavaScript the page still names the box and lists every
-	// endpoint, at the bottom.
-	b.call(b.session, "Emulation.setScriptExecutionDisabled", map[string]any{"value": true}, nil)
-	b.navigate(mon + "/")
-	if n := b.eval(`String(document.querySelectorAll("footer #endpoints a").length)`); n == "0" || n == "" {
-		t.Fatalf("no endpoint links without JavaScript")
+	// The box stops answering: the page says so and keeps the last values.
+	stopJS(t, p)
+	b.waitFor("no contact", pageOverall, "nocontact")
+	if got := b.eval(`document.getElementById("overall").textContent`); got != "NO CONTACT" {
+		t.Fatalf("overall badge %q without the box, want NO CONTACT", got)
 	}
-	if got := b.eval(`document.querySelector('#endpoints a[href="./varz"]') ? "yes" : "no"`); got != "yes" {
-		t.Fatalf("no link to ./varz without JavaScript")
+	if got := b.eval(`document.querySelector('[data-uplink="tel"]') ? "kept" : "gone"`); got != "kept" {
+		t.Fatalf("the last values are %s without the box", got)
 	}
-	if got := b.eval(`document.getElementById("name").textContent`); got != name {
-		t.Fatalf("server name rendered as %q without JavaScript, want the literal %q", got, name)
-	}
-	if n := b.eval(`String(document.querySelectorAll("h1 b").length)`); n != "0" {
-		t.Fatalf("the server name's markup became %s elements without JavaScript", n)
-	}
-	if got := b.eval(`document.getElementById("live").hidden ? "hidden" : "shown"`); got != "hidden" {
-		t.Fatalf("the live sections show without JavaScript")
-	}
-	b.screenshot(shots, "statuspage-nojs-phone.png")
+	b.screenshot(shots, "statuspage-nocontact-phone.png")
 
 	t.Logf("published %d messages; page up after %v, down state %v, drained %v; whole test %v; screenshots in %s",
 		published, upAt.Sub(started).Round(time.Millisecond), downAt.Sub(upAt).Round(time.Millisecond),

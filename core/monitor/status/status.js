@@ -212,7 +212,9 @@
         ['Dead letters', deadLetters ? el('span', { class: 'error' }, count(deadLetters) + ' held · ', dlLink) : 'none'],
         ['Rate cap', u.max_rate ? bytes(u.max_rate) + '/s' : ''],
         ['Daily budget', u.daily_budget ? bytes(u.budget_used) + ' of ' + bytes(u.daily_budget) + ' used today' : ''],
-        ['Last error', u.last_error ? el('span', { class: 'error' }, u.last_error + (u.last_error_at ? ' (' + since(u.last_error_at) + ')' : '')) : ''],
+        // An error the uplink has since recovered from is history, not an alarm.
+        ['Last error', u.last_error ? el('span', { class: level === 'ok' && msgs === 0 ? '' : 'error' },
+          u.last_error + (u.last_error_at ? ' (' + since(u.last_error_at) + ')' : '')) : ''],
         ['Last refusal', u.last_rejection ? el('span', { class: 'error' }, u.last_rejection) : ''],
       ]));
   }
@@ -419,13 +421,19 @@
     o.hidden = false;
     o.dataset.state = 'nocontact';
     o.textContent = 'NO CONTACT';
-    $('updated').textContent = 'The box did not answer (' + (err && err.message ? err.message : 'no response') + ')' +
-      (lastOK ? '; values below are from ' + lastOK.toLocaleTimeString() : '');
+    $('updated').textContent = 'The box does not answer' + (err && err.name === 'AbortError' ? ' (timed out)' : '') +
+      (lastOK ? '; the values below are from ' + lastOK.toLocaleTimeString() : '');
+    if (err && err.name !== 'AbortError' && err.name !== 'TypeError') console.warn('leafbox status:', err);
     document.title = 'NO CONTACT · leafbox';
   }
 
   async function loop() {
-    await poll();
+    try {
+      await poll();
+    } catch (e) {
+      // A value the page cannot render must not stop the updates.
+      console.error('leafbox status: rendering failed:', e);
+    }
     setTimeout(loop, every * 1000);
   }
   loop();
