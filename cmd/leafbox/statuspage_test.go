@@ -86,7 +86,7 @@ func TestStatusPageInBrowser(t *testing.T) {
 	dir := t.TempDir()
 	// The name carries markup: the page must show it as text.
 	const name = "gw-<b>7</b>&amp;"
-	const maxRate = 32 << 10
+	const maxRate = 48 << 10
 	cfg := writeStatusPageConfig(t, dir, name, proxy.LeafURL(), maxRate)
 	p, gw := startJS(t, cfg, dir)
 	pf, _ := p.waitPorts(dir)
@@ -189,6 +189,9 @@ func TestStatusPageInBrowser(t *testing.T) {
 		t.Fatalf("page with the link down:\n%s", text)
 	}
 	b.screenshot(shots, "statuspage-down-phone.png")
+	b.viewport(1280, 900, false)
+	b.screenshot(shots, "statuspage-down-laptop.png")
+	b.viewport(412, 900, true)
 	downAt := time.Now()
 
 	// Draining: restore the link; the rate cap spreads the drain over

@@ -340,20 +340,20 @@
     if (sys.mem_total > 0) {
       const h = headroom(sys.mem_total - sys.mem_available, sys.mem_total, 32 << 20);
       raise(h.level);
-      rows.push(['Board memory', el('span', null, bytes(sys.mem_available) + ' free of ' + bytes(sys.mem_total), h.meter)]);
+      rows.push(['Board memory', el('span', null, bytes(sys.mem_available) + ' free of ' + bytes(sys.mem_total) + ' (' + h.p + '% used)', h.meter)]);
     }
     if (sys.disk && sys.disk.total > 0) {
       const d = sys.disk;
       const h = headroom(d.total - d.available, d.total, 64 << 20);
       raise(h.level);
       if (h.level !== 'ok') reasons.push([h.level, 'Disk nearly full: ' + bytes(d.available) + ' free at ' + d.path]);
-      rows.push(['Disk', el('span', null, bytes(d.available) + ' free of ' + bytes(d.total) + ' at ' + d.path, h.meter)]);
+      rows.push(['Disk', el('span', null, bytes(d.available) + ' free of ' + bytes(d.total) + ' (' + h.p + '% used) at ' + d.path, h.meter)]);
     }
     const js = varz.jetstream || {};
     if (js.config && js.stats && js.config.max_storage > 0) {
       const h = headroom(js.stats.storage, js.config.max_storage, 0);
       raise(h.level);
-      rows.push(['Stream storage', el('span', null, bytes(js.stats.storage) + ' of ' + bytes(js.config.max_storage) + ' allowed', h.meter)]);
+      rows.push(['Stream storage', el('span', null, bytes(js.stats.storage) + ' of ' + bytes(js.config.max_storage) + ' allowed (' + h.p + '% used)', h.meter)]);
     }
     rows.push(['CPU', dec(varz.cpu) + '% of one core · ' + varz.cores + ' cores']);
     cards.push(card(level, { 'data-box': 'resources' }, 'Headroom', badge(level, { ok: 'ENOUGH', warn: 'GETTING TIGHT', bad: 'TOO LITTLE' }[level]), kv(rows)));
