@@ -92,7 +92,9 @@
     if (sec < 1) return dec(sec * 1000) + ' ms';
     return dec(sec) + ' s';
   }
-  function pct(part, whole) { return whole > 0 ? Math.round(100 * part / whole) : 0; }
+  // pct rounds down, so that "100% used" means full.
+  function pct(part, whole) { return whole > 0 ? Math.floor(100 * part / whole) : 0; }
+  function plural(n, one, many) { return count(n) + ' ' + (Math.round(n) === 1 ? one : many); }
   function meter(usedPct, level) {
     const bar = el('span');
     bar.style.width = Math.min(100, Math.max(0, usedPct)) + '%'; // CSSOM, allowed by the page's CSP
@@ -287,7 +289,7 @@
       }
     }
     const cfg = j.config || {};
-    const summary = el('p', null, count(j.streams) + ' streams · ' + count(j.messages) + ' messages · ' + bytes(j.storage) + ' on disk' +
+    const summary = el('p', null, plural(j.streams, 'stream', 'streams') + ' · ' + plural(j.messages, 'message', 'messages') + ' · ' + bytes(j.storage) + ' on disk' +
       (cfg.max_storage > 0 ? ' of ' + bytes(cfg.max_storage) + ' allowed' : '') + ' · ' + bytes(j.memory) + ' in memory');
     if (!rows.length) { body.replaceChildren(summary, empty('No streams.')); return; }
     body.replaceChildren(summary, el('table', null,
@@ -309,7 +311,8 @@
       ['Name', varz.server_name], ['Server ID', varz.server_id], ['Public key', varz.public_key],
       ['Version', (varz.leafbox_version ? 'leafbox ' + varz.leafbox_version + ' · ' : '') + 'NATS ' + varz.version],
       ['Commit', varz.git_commit], ['Built', varz.build_date],
-      ['Up for', varz.uptime + (varz.start ? ' (since ' + clock(varz.start) + ')' : '')],
+      ['Up for', (varz.start && varz.now ? age((Date.parse(varz.now) - Date.parse(varz.start)) / 1000) : varz.uptime) +
+        (varz.start ? ' (since ' + clock(varz.start) + ')' : '')],
       ['Clients', count(varz.connections) + ' connected'],
       ['Leaf links', count(varz.leafnodes) + ' connected'],
     ])));
