@@ -310,3 +310,21 @@ func (b *browser) screenshot(dir, name string) string {
 	}
 	return path
 }
+
+// requireNoSidewaysScroll fails the test when the page is wider than the
+// viewport (a phone would scroll sideways), naming what sticks out.
+func (b *browser) requireNoSidewaysScroll() {
+	b.t.Helper()
+	wide := b.eval(`(function(){
+		const w = document.documentElement.clientWidth, out = [];
+		if (document.documentElement.scrollWidth <= w) return "";
+		for (const e of document.querySelectorAll("body *")) {
+			const r = e.getBoundingClientRect();
+			if (r.right > w + 1) out.push(e.tagName + (e.id ? "#" + e.id : "") + "." + e.className + " " + Math.round(r.right));
+		}
+		return "page " + document.documentElement.scrollWidth + "px: " + out.slice(0, 8).join(", ");
+	})()`)
+	if wide != "" {
+		b.t.Errorf("wider than the viewport: %s", wide)
+	}
+}

@@ -150,6 +150,7 @@ func TestStatusPageSections(t *testing.T) {
 	}
 	b.screenshot(t.TempDir(), "statuspage-sections-laptop.png")
 	b.viewport(412, 900, true)
+	b.requireNoSidewaysScroll()
 	b.screenshot(t.TempDir(), "statuspage-sections-phone.png")
 	if errs := b.pageErrors(); len(errs) > 0 {
 		t.Fatalf("the page reported errors:\n%s", strings.Join(errs, "\n"))

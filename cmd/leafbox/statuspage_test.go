@@ -144,6 +144,7 @@ func TestStatusPageInBrowser(t *testing.T) {
 			t.Fatalf("page lacks %q:\n%s", want, text)
 		}
 	}
+	b.requireNoSidewaysScroll()
 	b.screenshot(shots, "statuspage-up-phone.png")
 	b.viewport(1280, 900, false) // a laptop
 	b.screenshot(shots, "statuspage-up-laptop.png")
@@ -188,6 +189,7 @@ func TestStatusPageInBrowser(t *testing.T) {
 	if text := b.eval(`document.body.innerText`); !strings.Contains(text, "LINK DOWN: STORING") || !strings.Contains(text, "Hub link 1 is down") {
 		t.Fatalf("page with the link down:\n%s", text)
 	}
+	b.requireNoSidewaysScroll()
 	b.screenshot(shots, "statuspage-down-phone.png")
 	b.viewport(1280, 900, false)
 	b.screenshot(shots, "statuspage-down-laptop.png")

@@ -283,7 +283,7 @@
       for (const s of acc.stream_detail || []) {
         const st = s.state || {};
         rows.push(el('tr', { 'data-stream': s.name },
-          el('td', null, s.name), el('td', null, acc.name),
+          el('td', { class: 'name' }, s.name), el('td', { class: 'opt' }, acc.name),
           el('td', { class: 'num' }, count(st.messages)), el('td', { class: 'num' }, bytes(st.bytes)),
           el('td', { class: 'num' }, count(st.consumer_count))));
       }
@@ -292,10 +292,10 @@
     const summary = el('p', null, plural(j.streams, 'stream', 'streams') + ' · ' + plural(j.messages, 'message', 'messages') + ' · ' + bytes(j.storage) + ' on disk' +
       (cfg.max_storage > 0 ? ' of ' + bytes(cfg.max_storage) + ' allowed' : '') + ' · ' + bytes(j.memory) + ' in memory');
     if (!rows.length) { body.replaceChildren(summary, empty('No streams.')); return; }
-    body.replaceChildren(summary, el('table', null,
-      el('thead', null, el('tr', null, el('th', null, 'Stream'), el('th', null, 'Account'),
+    body.replaceChildren(summary, el('div', { class: 'table-wrap' }, el('table', null,
+      el('thead', null, el('tr', null, el('th', null, 'Stream'), el('th', { class: 'opt' }, 'Account'),
         el('th', { class: 'num' }, 'Messages'), el('th', { class: 'num' }, 'Size'), el('th', { class: 'num' }, 'Consumers'))),
-      el('tbody', null, rows)));
+      el('tbody', null, rows))));
   }
 
   // headroom is a level and a meter for used of total, free under low.
