@@ -86,7 +86,7 @@ func TestStatusPageInBrowser(t *testing.T) {
 	dir := t.TempDir()
 	// The name carries markup: the page must show it as text.
 	const name = "gw-<b>7</b>&amp;"
-	const maxRate = 48 << 10
+	const maxRate = 32 << 10
 	cfg := writeStatusPageConfig(t, dir, name, proxy.LeafURL(), maxRate)
 	p, gw := startJS(t, cfg, dir)
 	pf, _ := p.waitPorts(dir)
@@ -228,7 +228,7 @@ func TestStatusPageInBrowser(t *testing.T) {
 	}
 	b.screenshot(shots, "statuspage-nocontact-phone.png")
 
-	t.Logf("published %d messages; page up after %v, down state %v, drained %v; whole test %v; screenshots in %s",
-		published, upAt.Sub(started).Round(time.Millisecond), downAt.Sub(upAt).Round(time.Millisecond),
+	t.Logf("published %d messages; hub, gateway and browser ready after %v; page up after %v, down state %v, drained %v; whole test %v; screenshots in %s",
+		published, started.Sub(began).Round(time.Millisecond), upAt.Sub(started).Round(time.Millisecond), downAt.Sub(upAt).Round(time.Millisecond),
 		drainedAt.Sub(downAt).Round(time.Millisecond), time.Since(began).Round(time.Millisecond), shots)
 }
