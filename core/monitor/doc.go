@@ -32,6 +32,19 @@
 //     the optional UplinkProvider; without it the list is empty.
 //   - /metrics: Prometheus text derived from /varz, plus whatever an
 //     optional MetricsSource appends.
+//   - / (the status page): an HTML page embedded in the binary
+//     (status/index.html, a template naming the server and listing the
+//     endpoints, so it reads without JavaScript) with its style sheet and
+//     script under /status/. The script polls /varz, /healthz, /leafz,
+//     /uplinkz, /jsz and /bridgez (absent until bridges come: "no bridges
+//     configured") and renders them as text only (textContent, never
+//     HTML). A strict Content-Security-Policy allows only the page's own
+//     script and style and requests to this server. The page is read-only
+//     and is served wherever the endpoints are.
+//   - system (a leafbox extension of /varz): the board's memory and the
+//     free space of the file system holding the JetStream store
+//     directory, filled by the monitor (Linux) when the provider leaves it
+//     nil.
 //   - clock (a leafbox extension): with the optional ClockProvider,
 //     /healthz, /varz and /uplinkz carry a "clock" object saying whether
 //     the wall clock is trusted. An untrusted clock never fails /healthz.

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"html"
 	"net"
 	"net/http"
 	"net/url"
@@ -16,7 +15,7 @@ import (
 
 // The monitoring paths, as nats-server names them.
 const (
-	RootPath           = "/"               // RootPath serves an HTML index of the endpoints.
+	RootPath           = "/"               // RootPath serves the status page, which links every endpoint.
 	VarzPath           = "/varz"           // VarzPath serves Varz.
 	ConnzPath          = "/connz"          // ConnzPath serves Connz.
 	SubszPath          = "/subsz"          // SubszPath serves Subsz.
@@ -31,12 +30,12 @@ const (
 	MetricsPath        = "/metrics"        // MetricsPath serves Prometheus metrics.
 )
 
-// endpoint is one entry of the index page.
+// endpoint is one entry of the status page's list of endpoints.
 type endpoint struct {
 	path, title string
 }
 
-// endpoints lists the paths in index-page order.
+// endpoints lists the paths in the order the status page lists them.
 var endpoints = []endpoint{
 	{VarzPath, "General"},
 	{JszPath, "JetStream"},
@@ -57,13 +56,15 @@ type handler struct {
 	mux      *http.ServeMux
 	reqStats map[string]*atomic.Uint64 // fixed at construction; values atomic
 	proc     *processSampler
+	page     *statusPage
 	now      func() time.Time
 }
 
-// NewHandler returns the monitoring HTTP handler over p. It serves /,
-// /varz, /connz, /subsz, /subscriptionsz, /accountz, /healthz, /jsz,
-// /leafz, /uplinkz (with /uplinkz/deadletter and, by POST,
-// /uplinkz/deadletter/requeue), /routez, /gatewayz and /metrics; any other path is 404. Every
+// NewHandler returns the monitoring HTTP handler over p. It serves / (the
+// status page, with its assets under StatusAssetsPath), /varz, /connz,
+// /subsz, /subscriptionsz, /accountz, /healthz, /jsz, /leafz, /uplinkz
+// (with /uplinkz/deadletter and, by POST, /uplinkz/deadletter/requeue),
+// /routez, /gatewayz and /metrics; any other path is 404. Every
 // response carries Access-Control-Allow-Origin: *. JSON responses have
 // Content-Type application/json, or application/javascript when a valid
 // JSONP callback parameter wraps them. A bad query parameter is answered
@@ -76,9 +77,11 @@ func NewHandler(p Provider) http.Handler {
 		mux:      http.NewServeMux(),
 		reqStats: make(map[string]*atomic.Uint64),
 		now:      time.Now,
+		page:     loadStatusPage(),
 	}
 	h.proc = newProcessSampler(h.now())
 	h.route("/{$}", RootPath, h.serveRoot)
+	h.route("GET "+StatusAssetsPath+"{file}", StatusAssetsPath, h.serveStatusAsset)
 	h.route(VarzPath, VarzPath, h.serveVarz)
 	h.route(ConnzPath, ConnzPath, h.serveConnz)
 	h.route(SubszPath, SubszPath, h.serveSubsz)
@@ -148,19 +151,6 @@ func (h *handler) varz(r *http.Request, now time.Time) *Varz {
 	completeVarz(&v, now, h.requestStats(), h.proc)
 	v.Clock = clockInfo(h.p)
 	return &v
-}
-
-func (h *handler) serveRoot(w http.ResponseWriter, r *http.Request) {
-	var b strings.Builder
-	b.WriteString("<!DOCTYPE html>\n<html lang=\"en\">\n<head><title>leafbox monitoring</title></head>\n<body>\n")
-	fmt.Fprintf(&b, "<h1>leafbox</h1>\n<p>Server %s</p>\n<ul>\n", html.EscapeString(h.p.ServerID()))
-	for _, e := range endpoints {
-		// Relative links keep working behind a path prefix.
-		fmt.Fprintf(&b, "<li><a href=\".%s\">%s</a> <code>%s</code></li>\n", e.path, e.title, e.path)
-	}
-	b.WriteString("</ul>\n</body>\n</html>\n")
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	_, _ = w.Write([]byte(b.String()))
 }
 
 func (h *handler) serveVarz(w http.ResponseWriter, r *http.Request) {

@@ -83,6 +83,7 @@ type Varz struct {
 	TLSCertNotAfter      time.Time             `json:"tls_cert_not_after,omitzero"`      // TLSCertNotAfter is when the client TLS certificate expires.
 	Clock                *ClockInfo            `json:"clock,omitempty"`                  // Clock is the wall clock's trust (leafbox extension); the monitor sets it.
 	PublicKey            string                `json:"public_key,omitempty"`             // PublicKey is the gateway identity's NKey public key, stable across restarts unlike ID (leafbox extension).
+	System               *SystemVarz           `json:"system,omitempty"`                 // System is the board's memory and disk headroom (leafbox extension); filled by the monitor when nil.
 }
 
 // ClusterVarz is the cluster object of /varz.
@@ -261,6 +262,13 @@ func completeVarz(v *Varz, now time.Time, stats map[string]uint64, proc *process
 	}
 	v.HTTPReqStats = stats
 	proc.fill(v, now)
+	if v.System == nil {
+		var storeDir string
+		if c := v.JetStream.Config; c != nil {
+			storeDir = c.StoreDir
+		}
+		v.System = systemVarz(storeDir)
+	}
 	if v.SlowConsumersStats == nil {
 		v.SlowConsumersStats = &SlowConsumersStats{}
 	}

@@ -1,0 +1,34 @@
+package monitor
+
+// SystemVarz is the system object of /varz, a leafbox extension: the
+// headroom of the board leafbox runs on, for the status page and alerts.
+// The monitor fills it when the provider leaves it nil, where the
+// operating system tells (Linux); elsewhere it stays absent.
+type SystemVarz struct {
+	MemTotal     int64     `json:"mem_total,omitempty"`     // MemTotal is the board's physical memory in bytes.
+	MemAvailable int64     `json:"mem_available,omitempty"` // MemAvailable is the memory available to new work without swapping (MemAvailable of /proc/meminfo).
+	Disk         *DiskVarz `json:"disk,omitempty"`          // Disk is the file system holding the JetStream store directory; absent without one.
+}
+
+// DiskVarz is the space of one file system.
+type DiskVarz struct {
+	Path      string `json:"path"`      // Path is the directory measured: the JetStream store directory.
+	Total     uint64 `json:"total"`     // Total is the file system's size in bytes.
+	Available uint64 `json:"available"` // Available is the space unprivileged writers may still use, in bytes.
+}
+
+// systemVarz measures the board: memory, and the file system holding
+// storeDir when it is not empty. It returns nil when nothing is known.
+func systemVarz(storeDir string) *SystemVarz {
+	s := &SystemVarz{}
+	s.MemTotal, s.MemAvailable = systemMemory()
+	if storeDir != "" {
+		if total, avail, ok := diskSpace(storeDir); ok {
+			s.Disk = &DiskVarz{Path: storeDir, Total: total, Available: avail}
+		}
+	}
+	if s.MemTotal == 0 && s.Disk == nil {
+		return nil
+	}
+	return s
+}

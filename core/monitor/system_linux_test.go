@@ -1,0 +1,50 @@
+package monitor
+
+import "testing"
+
+func TestParseMeminfo(t *testing.T) {
+	total, avail := parseMeminfo([]byte("MemTotal:        1000 kB\nMemFree:          200 kB\nMemAvailable:     500 kB\nBuffers: x\nbroken line\n"))
+	requireEqual(t, "total", total, int64(1000*1024))
+	requireEqual(t, "available", avail, int64(500*1024))
+	total, avail = parseMeminfo([]byte("nothing here\n"))
+	requireEqual(t, "total of nothing", total, int64(0))
+	requireEqual(t, "available of nothing", avail, int64(0))
+}
+
+func TestVarzSystem(t *testing.T) {
+	f := newFixture()
+	dir := t.TempDir()
+	cfg := *f.varz.JetStream.Config
+	cfg.StoreDir = dir
+	f.varz.JetStream.Config = &cfg
+	v := getStruct[Varz](t, newTestHandler(t, f), "/varz")
+	if v.System == nil || v.System.Disk == nil {
+		t.Fatalf("/varz system: %+v", v.System)
+	}
+	d := v.System.Disk
+	requireEqual(t, "disk path", d.Path, dir)
+	if d.Total == 0 || d.Available > d.Total {
+		t.Errorf("disk: %+v", d)
+	}
+	if v.System.MemTotal <= 0 || v.System.MemAvailable <= 0 || v.System.MemAvailable > v.System.MemTotal {
+		t.Errorf("memory: total %d, available %d", v.System.MemTotal, v.System.MemAvailable)
+	}
+
+	// A store directory that cannot be measured leaves the disk out;
+	// without JetStream there is none to measure.
+	cfg.StoreDir = dir + "/missing"
+	v = getStruct[Varz](t, newTestHandler(t, f), "/varz")
+	if v.System == nil || v.System.Disk != nil {
+		t.Errorf("/varz system with a missing store directory: %+v", v.System)
+	}
+	f.varz.JetStream = JetStreamVarz{}
+	v = getStruct[Varz](t, newTestHandler(t, f), "/varz")
+	if v.System == nil || v.System.Disk != nil {
+		t.Errorf("/varz system without JetStream: %+v", v.System)
+	}
+
+	// A provider's own value is kept.
+	f.varz.System = &SystemVarz{MemTotal: 7}
+	v = getStruct[Varz](t, newTestHandler(t, f), "/varz")
+	requireEqual(t, "provider's system", *v.System, SystemVarz{MemTotal: 7})
+}
