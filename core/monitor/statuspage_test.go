@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/leafbox/leafbox/core/require"
 )
 
 func TestStatusPage(t *testing.T) {
@@ -15,10 +17,10 @@ func TestStatusPage(t *testing.T) {
 	h := newTestHandler(t, f)
 	res, body := get(t, h, "/")
 	page := string(body)
-	requireEqual(t, "status", res.StatusCode, http.StatusOK)
-	requireEqual(t, "Content-Type", res.Header.Get("Content-Type"), "text/html; charset=utf-8")
-	requireEqual(t, "Cache-Control", res.Header.Get("Cache-Control"), "no-cache")
-	requireEqual(t, "nosniff", res.Header.Get("X-Content-Type-Options"), "nosniff")
+	require.Equal(t, res.StatusCode, http.StatusOK, "status")
+	require.Equal(t, res.Header.Get("Content-Type"), "text/html; charset=utf-8", "Content-Type")
+	require.Equal(t, res.Header.Get("Cache-Control"), "no-cache", "Cache-Control")
+	require.Equal(t, res.Header.Get("X-Content-Type-Options"), "nosniff", "nosniff")
 	csp := res.Header.Get("Content-Security-Policy")
 	for _, want := range []string{"default-src 'none'", "script-src 'self'", "style-src 'self'", "connect-src 'self'", "frame-ancestors 'none'"} {
 		if !strings.Contains(csp, want) {
@@ -72,7 +74,7 @@ func TestStatusPage(t *testing.T) {
 	if !strings.Contains(page, `id="bridges-body"`) {
 		t.Error("no bridges section")
 	}
-	requireEqual(t, "counted", h.requestStats()["/"], uint64(1))
+	require.Equal(t, h.requestStats()["/"], uint64(1), "counted")
 }
 
 func TestStatusPageWithoutName(t *testing.T) {
@@ -96,11 +98,11 @@ func TestStatusAssets(t *testing.T) {
 				t.Fatal(err)
 			}
 			res, body := get(t, h, StatusAssetsPath+tc.file+"?v=anything")
-			requireEqual(t, "status", res.StatusCode, http.StatusOK)
-			requireEqual(t, "Content-Type", res.Header.Get("Content-Type"), tc.contentType)
-			requireEqual(t, "Cache-Control", res.Header.Get("Cache-Control"), "no-cache")
-			requireEqual(t, "nosniff", res.Header.Get("X-Content-Type-Options"), "nosniff")
-			requireEqual(t, "body", string(body), string(want))
+			require.Equal(t, res.StatusCode, http.StatusOK, "status")
+			require.Equal(t, res.Header.Get("Content-Type"), tc.contentType, "Content-Type")
+			require.Equal(t, res.Header.Get("Cache-Control"), "no-cache", "Cache-Control")
+			require.Equal(t, res.Header.Get("X-Content-Type-Options"), "nosniff", "nosniff")
+			require.Equal(t, string(body), string(want), "body")
 			etag := res.Header.Get("ETag")
 			if !regexp.MustCompile(`^"[0-9a-f]{16}"$`).MatchString(etag) {
 				t.Fatalf("ETag %q", etag)
@@ -111,22 +113,22 @@ func TestStatusAssets(t *testing.T) {
 			req := httptest.NewRequest(http.MethodGet, StatusAssetsPath+tc.file, nil)
 			req.Header.Set("If-None-Match", etag)
 			h.ServeHTTP(rec, req)
-			requireEqual(t, "revalidated", rec.Code, http.StatusNotModified)
-			requireEqual(t, "304 body", rec.Body.Len(), 0)
+			require.Equal(t, rec.Code, http.StatusNotModified, "revalidated")
+			require.Equal(t, rec.Body.Len(), 0, "304 body")
 
 			rec = httptest.NewRecorder()
 			h.ServeHTTP(rec, httptest.NewRequest(http.MethodHead, StatusAssetsPath+tc.file, nil))
-			requireEqual(t, "HEAD", rec.Code, http.StatusOK)
+			require.Equal(t, rec.Code, http.StatusOK, "HEAD")
 		})
 	}
 	for _, path := range []string{"/status/", "/status/index.html", "/status/nope.js", "/status/status.js/x", "/status"} {
 		res, _ := get(t, h, path)
-		requireEqual(t, "status of "+path, res.StatusCode, http.StatusNotFound)
+		require.Equal(t, res.StatusCode, http.StatusNotFound, "status of "+path)
 	}
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, StatusAssetsPath+"status.js", nil))
-	requireEqual(t, "POST", rec.Code, http.StatusMethodNotAllowed)
-	requireEqual(t, "counted", h.requestStats()[StatusAssetsPath] > 0, true)
+	require.Equal(t, rec.Code, http.StatusMethodNotAllowed, "POST")
+	require.Equal(t, h.requestStats()[StatusAssetsPath] > 0, true, "counted")
 }
 
 // TestStatusScript checks what the script may do: render data only as
@@ -164,7 +166,7 @@ func TestStatusScript(t *testing.T) {
 		res, body := get(t, h, "/"+rel)
 		switch {
 		case rel == "bridgez":
-			requireEqual(t, "/bridgez without bridges", res.StatusCode, http.StatusNotFound)
+			require.Equal(t, res.StatusCode, http.StatusNotFound, "/bridgez without bridges")
 		case res.StatusCode != http.StatusOK && !(strings.HasPrefix(rel, "healthz") && res.StatusCode == http.StatusServiceUnavailable):
 			t.Errorf("the page polls /%s, which answers %d: %s", rel, res.StatusCode, body)
 		}

@@ -1,14 +1,18 @@
 package monitor
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/leafbox/leafbox/core/require"
+)
 
 func TestParseMeminfo(t *testing.T) {
 	total, avail := parseMeminfo([]byte("MemTotal:        1000 kB\nMemFree:          200 kB\nMemAvailable:     500 kB\nBuffers: x\nbroken line\n"))
-	requireEqual(t, "total", total, int64(1000*1024))
-	requireEqual(t, "available", avail, int64(500*1024))
+	require.Equal(t, total, int64(1000*1024), "total")
+	require.Equal(t, avail, int64(500*1024), "available")
 	total, avail = parseMeminfo([]byte("nothing here\n"))
-	requireEqual(t, "total of nothing", total, int64(0))
-	requireEqual(t, "available of nothing", avail, int64(0))
+	require.Equal(t, total, int64(0), "total of nothing")
+	require.Equal(t, avail, int64(0), "available of nothing")
 }
 
 func TestVarzSystem(t *testing.T) {
@@ -22,7 +26,7 @@ func TestVarzSystem(t *testing.T) {
 		t.Fatalf("/varz system: %+v", v.System)
 	}
 	d := v.System.Disk
-	requireEqual(t, "disk path", d.Path, dir)
+	require.Equal(t, d.Path, dir, "disk path")
 	if d.Total == 0 || d.Available > d.Total {
 		t.Errorf("disk: %+v", d)
 	}
@@ -46,5 +50,5 @@ func TestVarzSystem(t *testing.T) {
 	// A provider's own value is kept.
 	f.varz.System = &SystemVarz{MemTotal: 7}
 	v = getStruct[Varz](t, newTestHandler(t, f), "/varz")
-	requireEqual(t, "provider's system", *v.System, SystemVarz{MemTotal: 7})
+	require.Equal(t, *v.System, SystemVarz{MemTotal: 7}, "provider's system")
 }
