@@ -145,15 +145,7 @@ func TestDeployHubJWT(t *testing.T) {
 
 	gwDir := filepath.Join(dir, "site1")
 	cfg := writeJWTGateway(t, gwDir, hub, filepath.Join(secrets, "site1", "gateway-01.creds"))
-	g := &siteGateway{t: t, site: "site1"}
-	g.p = start(t, "run", "--config", cfg, "--ports-file-dir", gwDir)
-	pf, _ := g.p.waitPorts(gwDir)
-	g.mon = loopbackURL(t, pf.Monitoring).String()
-	g.conn = natsConnect(t, loopbackURL(t, pf.Nats).String())
-	g.cmds, err = g.conn.SubscribeSync("cmd.>")
-	mustNoErr(t, err)
-	mustNoErr(t, g.conn.Flush())
-	waitUplinkz(t, g.mon, func(u uplinkzEntry) bool { return u.LinkState == "connected" })
+	g := startJWTGateway(t, gwDir, cfg)
 	t.Logf("%v: gateway-01 attached to %s", elapsed(), g.attached())
 	g.roundTrip(h, 1)
 	// Its leaf user's permissions cover all the gateway does on the hub.
@@ -167,7 +159,7 @@ func TestDeployHubJWT(t *testing.T) {
 	badDir := filepath.Join(dir, "bad")
 	bad := start(t, "run", "--config", writeJWTGateway(t, badDir, hub, filepath.Join(other, "site1", "gateway-01.creds")),
 		"--ports-file-dir", badDir)
-	pf, _ = bad.waitPorts(badDir)
+	pf, _ := bad.waitPorts(badDir)
 	badMon := loopbackURL(t, pf.Monitoring).String()
 	bad.waitLog(`msg="leaf: connect failed"`)
 	bad.waitLog(`error="leaf: hub error: Authorization Violation"`)
@@ -186,8 +178,61 @@ func TestDeployHubJWT(t *testing.T) {
 			t.Fatalf("%s logged a permissions violation:\n%s", n.Name, logs)
 		}
 	}
+
+	// Rotate the gateway's credentials as docs/operations.md says: a new
+	// user for the site, installed on the gateway, which restarts; the old
+	// user revoked, and the hub nodes reloaded with the new resolver.conf.
+	oldCreds := filepath.Join(dir, "old-gateway-01.creds")
+	copyFile(t, filepath.Join(gwDir, "gateway-01.creds"), oldCreds)
+	runGuideBlock(t, "rotate-jwt", func(verb string) {
+		if verb != "restart" {
+			t.Fatalf("systemctl %s leafbox in the rotation block", verb)
+		}
+		g.conn.Close()
+		stopJS(t, g.p)
+		g = startJWTGateway(t, gwDir, cfg)
+	}, "~/leafbox-hub-secrets", secrets, "/etc/leafbox", gwDir)
+	if sameUserKey(string(first), readFile(t, filepath.Join(gwDir, "gateway-01.creds"))) {
+		t.Fatal("the rotation block left the gateway with its old credentials")
+	}
+	copyFile(t, filepath.Join(secrets, "resolver.conf"), filepath.Join(dir, "resolver.conf"))
+	for _, n := range hub.Nodes {
+		n.Reload()
+	}
+	g.roundTrip(h, 3)
+	revokedDir := filepath.Join(dir, "revoked")
+	revoked := start(t, "run", "--config", writeJWTGateway(t, revokedDir, hub, oldCreds), "--ports-file-dir", revokedDir)
+	revoked.waitLog(`error="leaf: hub error: Authorization Violation"`)
+	stopJS(t, revoked)
+	t.Logf("%v: credentials rotated; the old user is refused", elapsed())
+
 	stopJS(t, g.p)
 	t.Logf("%v: done", elapsed())
+}
+
+// startJWTGateway runs the gateway configuration cfg in dir and returns it
+// once its uplink is connected, with a client subscribed to cmd.>.
+func startJWTGateway(t *testing.T, dir, cfg string) *siteGateway {
+	t.Helper()
+	g := &siteGateway{t: t, site: "site1"}
+	g.p = start(t, "run", "--config", cfg, "--ports-file-dir", dir)
+	pf, _ := g.p.waitPorts(dir)
+	g.mon = loopbackURL(t, pf.Monitoring).String()
+	g.conn = natsConnect(t, loopbackURL(t, pf.Nats).String())
+	var err error
+	g.cmds, err = g.conn.SubscribeSync("cmd.>")
+	mustNoErr(t, err)
+	mustNoErr(t, g.conn.Flush())
+	waitUplinkz(t, g.mon, func(u uplinkzEntry) bool { return u.LinkState == "connected" })
+	return g
+}
+
+// readFile returns the content of path.
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	mustNoErr(t, err)
+	return string(b)
 }
 
 // sameUserKey reports whether two .creds files hold the same user seed.
