@@ -138,22 +138,24 @@ func TestMetricRefs(t *testing.T) {
 // target, which a rule may use beside the target's own metrics.
 var prometheusSeries = map[string][]string{"up": {"job", "instance"}}
 
-// TestPrometheusRules checks deploy/prometheus/leafbox-rules.yml with
-// `promtool check rules` and its unit tests with `promtool test rules`,
-// then reads /metrics of a running leafbox with an uplink and a downlink
+// TestPrometheusRules runs the guide's promtool commands (check rules,
+// test rules, and check config on the guide's prometheus.yml), then reads /metrics of a running leafbox with an uplink and a downlink
 // (its hub down, which changes no family) and requires that every metric
 // a rule names is exported, with the labels the rule matches on, and that
 // every metric a range function reads is a counter or one the rule means
 // to watch for changes (changes()).
 func TestPrometheusRules(t *testing.T) {
-	bin := promtool(t)
+	promtool(t)
 	rules := filepath.Join(rulesDir, "leafbox-rules.yml")
-	for _, args := range [][]string{{"check", "rules", rules}, {"test", "rules", filepath.Join(rulesDir, "leafbox-rules.test.yml")}} {
-		out, err := exec.Command(bin, args...).CombinedOutput()
-		if err != nil || !strings.Contains(string(out), "SUCCESS") {
-			t.Fatalf("promtool %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-	}
+	// The guide's prometheus.yml, with the rules at the path it names, and
+	// its promtool commands.
+	promDir := t.TempDir()
+	copyFile(t, rules, filepath.Join(promDir, "leafbox-rules.yml"))
+	promConfig := filepath.Join(promDir, "prometheus.yml")
+	mustNoErr(t, os.WriteFile(promConfig, []byte(substitute(t, "prometheus.yml", guideBlock(t, "prometheus.yml"),
+		"/etc/prometheus/leafbox-rules.yml", filepath.Join(promDir, "leafbox-rules.yml"))), 0o600))
+	runGuideBlock(t, "promtool", func(verb string) { t.Fatalf("systemctl %s in the promtool block", verb) },
+		"/etc/prometheus/prometheus.yml", promConfig)
 
 	var file struct {
 		Groups []struct {

@@ -30,20 +30,24 @@ var guidePath = filepath.Join("..", "..", "docs", "operations.md")
 // repoRoot is the repository root, where the guide's commands run.
 var repoRoot = filepath.Join("..", "..")
 
-// guideBlock returns the text of the sh block that follows the marker
-// "<!-- tested: name -->" in the guide, its lines unindented.
+// guideBlock returns the text of the sh or yaml block that follows the
+// marker "<!-- tested: name -->" in the guide, without the indentation
+// of the list item it may be in.
 func guideBlock(t *testing.T, name string) string {
 	t.Helper()
 	b, err := os.ReadFile(guidePath)
 	mustNoErr(t, err)
-	re := regexp.MustCompile("(?s)<!-- tested: " + regexp.QuoteMeta(name) + " -->\\s*```sh\n(.*?)\n\\s*```")
+	re := regexp.MustCompile("(?s)<!-- tested: " + regexp.QuoteMeta(name) + " -->\\s*```(?:sh|yaml)\n(.*?)\n\\s*```")
 	m := re.FindSubmatch(b)
 	if m == nil {
-		t.Fatalf("%s has no sh block marked tested: %s", guidePath, name)
+		t.Fatalf("%s has no sh or yaml block marked tested: %s", guidePath, name)
 	}
-	var lines []string
-	for _, l := range strings.Split(string(m[1]), "\n") {
-		lines = append(lines, strings.TrimSpace(l))
+	// The block's indentation is that of its first line (a block inside a
+	// list item is indented with the item).
+	lines := strings.Split(string(m[1]), "\n")
+	indent := lines[0][:len(lines[0])-len(strings.TrimLeft(lines[0], " "))]
+	for i, l := range lines {
+		lines[i] = strings.TrimPrefix(l, indent)
 	}
 	return strings.Join(lines, "\n")
 }
