@@ -68,10 +68,27 @@ func requireConfigTest(t *testing.T, conf string) {
 // `leafbox config check`, and returns its path.
 func writeJWTGateway(t *testing.T, dir string, hub *leaftest.Cluster, creds string) string {
 	t.Helper()
+	return writeJWTSiteGateway(t, dir, hub, creds, 1)
+}
+
+// writeJWTSiteGateway is writeJWTGateway for gateway-0<n> of site<n>: for
+// n > 1 with the changes "Add a gateway" in deploy/hub-jwt/README.md
+// lists (the creds file is then gateway-0<n>.creds).
+func writeJWTSiteGateway(t *testing.T, dir string, hub *leaftest.Cluster, creds string, n int) string {
+	t.Helper()
 	const file = "gateway.yaml"
 	pairs := []string{
 		"listen: 0.0.0.0:4333", "listen: 127.0.0.1:-1",
 		"http: 127.0.0.1:8333", "http: 127.0.0.1:-1",
+	}
+	gateway := fmt.Sprintf("gateway-%02d", n)
+	if n != 1 {
+		site := fmt.Sprintf("site%d", n)
+		pairs = append(pairs,
+			"gateway-01", gateway, // server_name and the creds file
+			"domain: site1", "domain: "+site,
+			"site.site1.", "site."+site+".",
+			"cmd.site1.", "cmd."+site+".")
 	}
 	for i, node := range hub.Nodes {
 		pairs = append(pairs, fmt.Sprintf("//127.0.0.1:%d", hubLeafPort(i)), fmt.Sprintf("//127.0.0.1:%d", node.LeafPort))
@@ -79,7 +96,7 @@ func writeJWTGateway(t *testing.T, dir string, hub *leaftest.Cluster, creds stri
 	text := substitute(t, file, readDeploy(t, filepath.Join("hub-jwt", file)), pairs...)
 	requireNoPort(t, file, text, []int{4333, 8333, hubLeafPort(0), hubLeafPort(1), hubLeafPort(2)})
 	mustNoErr(t, os.MkdirAll(dir, 0o700))
-	copyFile(t, creds, filepath.Join(dir, "gateway-01.creds"))
+	copyFile(t, creds, filepath.Join(dir, gateway+".creds"))
 	cfg := filepath.Join(dir, file)
 	mustNoErr(t, os.WriteFile(cfg, []byte(text), 0o600))
 	out, err := exec.Command(binary, "config", "check", cfg).CombinedOutput()
@@ -128,19 +145,8 @@ func TestDeployHubJWT(t *testing.T) {
 	hub := leaftest.StartClusterFiles(t, hubNodeNames, confs)
 	t.Logf("%v: JWT hub cluster up", elapsed())
 
-	ops := filepath.Join(secrets, "site1", "ops.creds")
-	runStreamsScriptEnv(t, hub, "NATS_CREDS="+ops)
-	ctx := testContext(t)
-	hc, err := nats.Connect(hub.ClientURLs(), nats.UserCredentials(ops), nats.Timeout(waitTimeout))
-	mustNoErr(t, err)
-	t.Cleanup(hc.Close)
-	h := &hubStreams{}
-	h.js, err = jetstream.New(hc)
-	mustNoErr(t, err)
-	h.telemetry, err = h.js.Stream(ctx, "TELEMETRY")
-	mustNoErr(t, err)
-	h.commands, err = h.js.Stream(ctx, "COMMANDS")
-	mustNoErr(t, err)
+	hc := siteStreams(t, hub, filepath.Join(secrets, "site1", "ops.creds"))
+	h := accountStreams(t, hc)
 	t.Logf("%v: streams created in account site1", elapsed())
 
 	gwDir := filepath.Join(dir, "site1")
@@ -195,11 +201,25 @@ func TestDeployHubJWT(t *testing.T) {
 	if sameUserKey(string(first), readFile(t, filepath.Join(gwDir, "gateway-01.creds"))) {
 		t.Fatal("the rotation block left the gateway with its old credentials")
 	}
+	// Add a gateway (deploy/hub-jwt/README.md) in the same reload: a new
+	// account site2 with its streams and gateway-02.
+	runIssueGateway(t, secrets, "site2", "gateway-02")
 	copyFile(t, filepath.Join(secrets, "resolver.conf"), filepath.Join(dir, "resolver.conf"))
 	for _, n := range hub.Nodes {
 		n.Reload()
 	}
 	g.roundTrip(h, 3)
+	h2 := accountStreams(t, siteStreams(t, hub, filepath.Join(secrets, "site2", "ops.creds")))
+	gw2Dir := filepath.Join(dir, "site2")
+	g2 := startJWTSiteGateway(t, gw2Dir, writeJWTSiteGateway(t, gw2Dir, hub, filepath.Join(secrets, "site2", "gateway-02.creds"), 2), "site2")
+	g2.roundTrip(h2, 1)
+	if n, err := h.telemetry.Info(testContext(t)); err != nil || n.State.Msgs != 3 {
+		t.Fatalf("site1's TELEMETRY: %v, %v; want its own 3 readings only", n, err)
+	}
+	if n := strings.Count(g.p.log(), "leaf: connected"); n != 1 {
+		t.Fatalf("gateway-01 connected %d times; the reload dropped it:\n%s", n, g.p.log())
+	}
+	stopJS(t, g2.p)
 	revokedDir := filepath.Join(dir, "revoked")
 	revoked := start(t, "run", "--config", writeJWTGateway(t, revokedDir, hub, oldCreds), "--ports-file-dir", revokedDir)
 	revoked.waitLog(`error="leaf: hub error: Authorization Violation"`)
@@ -210,11 +230,43 @@ func TestDeployHubJWT(t *testing.T) {
 	t.Logf("%v: done", elapsed())
 }
 
+// siteStreams makes the hub streams in the account of the ops user creds
+// with streams.sh, and returns a connection of that user.
+func siteStreams(t *testing.T, hub *leaftest.Cluster, creds string) *nats.Conn {
+	t.Helper()
+	runStreamsScriptEnv(t, hub, "NATS_CREDS="+creds)
+	hc, err := nats.Connect(hub.ClientURLs(), nats.UserCredentials(creds), nats.Timeout(waitTimeout))
+	mustNoErr(t, err)
+	t.Cleanup(hc.Close)
+	return hc
+}
+
+// accountStreams returns the streams TELEMETRY and COMMANDS of hc's account.
+func accountStreams(t *testing.T, hc *nats.Conn) *hubStreams {
+	t.Helper()
+	ctx := testContext(t)
+	h := &hubStreams{}
+	var err error
+	h.js, err = jetstream.New(hc)
+	mustNoErr(t, err)
+	h.telemetry, err = h.js.Stream(ctx, "TELEMETRY")
+	mustNoErr(t, err)
+	h.commands, err = h.js.Stream(ctx, "COMMANDS")
+	mustNoErr(t, err)
+	return h
+}
+
 // startJWTGateway runs the gateway configuration cfg in dir and returns it
 // once its uplink is connected, with a client subscribed to cmd.>.
 func startJWTGateway(t *testing.T, dir, cfg string) *siteGateway {
 	t.Helper()
-	g := &siteGateway{t: t, site: "site1"}
+	return startJWTSiteGateway(t, dir, cfg, "site1")
+}
+
+// startJWTSiteGateway is startJWTGateway for the gateway of site.
+func startJWTSiteGateway(t *testing.T, dir, cfg, site string) *siteGateway {
+	t.Helper()
+	g := &siteGateway{t: t, site: site}
 	g.p = start(t, "run", "--config", cfg, "--ports-file-dir", dir)
 	pf, _ := g.p.waitPorts(dir)
 	g.mon = loopbackURL(t, pf.Monitoring).String()
