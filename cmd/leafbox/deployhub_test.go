@@ -102,6 +102,18 @@ func readDeploy(t *testing.T, rel string) string {
 func startDeployHub(t *testing.T, dir string) *leaftest.Cluster {
 	t.Helper()
 	mustNoErr(t, os.WriteFile(filepath.Join(dir, "accounts.conf"), []byte(readDeploy(t, "hub/accounts.conf")), 0o600))
+	return leaftest.StartClusterFiles(t, hubNodeNames, writeHubConfs(t, dir, "hub", "/tmp/leafbox-hub/"))
+}
+
+// hubNodeNames are the server names of the example hub's nodes.
+var hubNodeNames = []string{"hub-1", "hub-2", "hub-3"}
+
+// writeHubConfs writes into dir the three node files deploy/<hubDir>/hub-N.conf
+// with the substitutions described above (storeDir is the shipped store
+// directories' prefix) and returns their paths. The files they include
+// must be put into dir by the caller.
+func writeHubConfs(t *testing.T, dir, hubDir, storeDir string) []string {
+	t.Helper()
 	const nodes = 3
 	clusterPorts := make([]int, nodes)
 	for i := range clusterPorts {
@@ -111,38 +123,44 @@ func startDeployHub(t *testing.T, dir string) *leaftest.Cluster {
 	for i := range nodes {
 		fixed = append(fixed, hubClientPort(i), hubClusterPort(i), hubLeafPort(i), hubHTTPPort(i))
 	}
-	names := make([]string, nodes)
 	confs := make([]string, nodes)
-	for i := range nodes {
-		names[i] = fmt.Sprintf("hub-%d", i+1)
-		file := names[i] + ".conf"
+	for i, name := range hubNodeNames {
+		file := name + ".conf"
 		pairs := []string{
 			fmt.Sprintf("listen: 0.0.0.0:%d", hubClientPort(i)), "listen: 127.0.0.1:-1",
 			fmt.Sprintf("listen: 0.0.0.0:%d", hubLeafPort(i)), "listen: 127.0.0.1:-1",
 			fmt.Sprintf("http: 127.0.0.1:%d", hubHTTPPort(i)), "http: 127.0.0.1:-1",
-			fmt.Sprintf("%q", "/tmp/leafbox-hub/"+names[i]), strconv.Quote(filepath.Join(dir, names[i])),
+			fmt.Sprintf("%q", storeDir+name), strconv.Quote(filepath.Join(dir, name)),
 		}
 		for j := range nodes {
 			pairs = append(pairs, fmt.Sprintf("127.0.0.1:%d", hubClusterPort(j)), fmt.Sprintf("127.0.0.1:%d", clusterPorts[j]))
 		}
-		text := substitute(t, file, readDeploy(t, filepath.Join("hub", file)), pairs...)
+		text := substitute(t, file, readDeploy(t, filepath.Join(hubDir, file)), pairs...)
 		requireNoPort(t, file, text, fixed)
 		confs[i] = filepath.Join(dir, file)
 		mustNoErr(t, os.WriteFile(confs[i], []byte(text), 0o600))
 	}
-	return leaftest.StartClusterFiles(t, names, confs)
+	return confs
 }
 
 // runStreamsScript runs deploy/hub/streams.sh against the cluster with
 // the nats CLI next to the nats-server binary.
 func runStreamsScript(t *testing.T, hub *leaftest.Cluster) string {
 	t.Helper()
+	return runStreamsScriptEnv(t, hub, "NATS_USER=", "NATS_PASSWORD=", "NATS_CREDS=")
+}
+
+// runStreamsScriptEnv is runStreamsScript with the variables env (for
+// example "NATS_CREDS=...") added to the script's environment.
+func runStreamsScriptEnv(t *testing.T, hub *leaftest.Cluster, env ...string) string {
+	t.Helper()
 	cmd := exec.Command("bash", filepath.Join(deployDir, "hub", "streams.sh"))
 	tools := filepath.Dir(leaftest.Binary(t))
 	cmd.Env = append(os.Environ(),
 		"PATH="+tools+string(os.PathListSeparator)+os.Getenv("PATH"),
 		"HOME="+t.TempDir(), "XDG_CONFIG_HOME=", "NATS_CONTEXT=",
-		"NATS_URL="+hub.ClientURLs(), "NATS_USER=", "NATS_PASSWORD=")
+		"NATS_URL="+hub.ClientURLs())
+	cmd.Env = append(cmd.Env, env...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("deploy/hub/streams.sh: %v\n%s", err, out)

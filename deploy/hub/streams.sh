@@ -7,14 +7,21 @@
 #   deploy/hub/streams.sh
 #
 # NATS_URL, NATS_USER and NATS_PASSWORD choose the hub and the user; the
-# defaults are the example cluster and its ops user. Needs the nats CLI
-# (github.com/nats-io/natscli) on PATH.
+# defaults are the example cluster and its ops user. With NATS_CREDS (a
+# .creds file, as the JWT hub of deploy/hub-jwt issues), the streams are
+# made in that user's account and no user or password is sent. Needs the
+# nats CLI (github.com/nats-io/natscli) on PATH.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 export NATS_URL=${NATS_URL:-nats://127.0.0.1:4222,nats://127.0.0.1:4223,nats://127.0.0.1:4224}
-export NATS_USER=${NATS_USER:-ops}
-export NATS_PASSWORD=${NATS_PASSWORD:-ops-password}
+if [[ -n ${NATS_CREDS:-} ]]; then
+	export NATS_CREDS
+	unset NATS_USER NATS_PASSWORD
+else
+	export NATS_USER=${NATS_USER:-ops}
+	export NATS_PASSWORD=${NATS_PASSWORD:-ops-password}
+fi
 
 for file in "$here"/streams/*.json; do
 	name=$(basename "$file" .json)
