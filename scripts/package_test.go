@@ -222,9 +222,9 @@ func TestDebianPackages(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: debootstrap and chroot (the test command runs as root)")
 	}
-	for _, tool := range []string{"dpkg-deb", "debootstrap", "chroot", "systemd-analyze"} {
+	for _, tool := range []string{"dpkg-deb", "debootstrap", "chroot", "systemd-analyze", "systemd-nspawn", "nsenter"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			t.Fatalf("%s not found: scripts/test installs it (apt-get install debootstrap systemd)", tool)
+			t.Fatalf("%s not found: scripts/test installs it (apt-get install debootstrap systemd systemd-container)", tool)
 		}
 	}
 	native := slices.IndexFunc(debArches, func(a debArch) bool { return a.goarch == runtime.GOARCH })
@@ -284,6 +284,13 @@ func TestDebianPackages(t *testing.T) {
 		t.Fatal(rr.err)
 	}
 	installUpgradePurge(t, rr.root, v1[host.name], v2[host.name])
+
+	// Once more under systemd, booted in a second fresh root.
+	root, err := debianRoot(repo, host.name, t.TempDir(), t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	underSystemd(t, root, v1[host.name], v2[host.name])
 }
 
 // installUpgradePurge drives dpkg inside root: install 1.0.0, check it
