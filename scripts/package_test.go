@@ -275,6 +275,11 @@ func TestDebianPackages(t *testing.T) {
 		t.Logf("%s: %d bytes (%.2f MB)", filepath.Base(deb), st.Size(), float64(st.Size())/1e6)
 	}
 	inspectPackage(t, v2[host.name], host, "1.0.1")
+	// Reproducible: the same tree and version give the same bytes.
+	again := runPackage(t, t.TempDir(), []string{"VERSION=1.0.0"}, host.name)
+	if a, b := sha256Of(t, v1[host.name]), sha256Of(t, again[host.name]); a != b {
+		t.Errorf("%s is not reproducible: sha256 %s, then %s", filepath.Base(v1[host.name]), a, b)
+	}
 
 	rr := awaitRoot()
 	for _, line := range rr.log {

@@ -230,3 +230,32 @@ func quietFor(t *testing.T, s *notifySocket, p *proc, d time.Duration, why strin
 		}
 	}
 }
+
+// TestSystemdNotifyLameDuck: SIGUSR2 sends STOPPING=1 with
+// EXTEND_TIMEOUT_USEC covering the lame duck drain (grace period,
+// duration, and the shutdown bound), so that systemd's TimeoutStopSec does
+// not cut it short; the process then exits 0.
+func TestSystemdNotifyLameDuck(t *testing.T) {
+	sock := newNotifySocket(t)
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "leafbox.yaml")
+	if err := os.WriteFile(conf, []byte("listen: 127.0.0.1:-1\nhttp_port: 0\njetstream: false\n"+
+		"lame_duck_duration: 2s\nlame_duck_grace_period: 1s\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := startEnv(t, []string{"LEAFBOX_CONFIG=" + conf, "NOTIFY_SOCKET=" + sock.path}, "run")
+	ready := sock.await(t, p, "READY=1", func(s string) bool { return strings.HasPrefix(s, "READY=1\n") })
+	if ready.text != "READY=1\nSTATUS=ready for clients; no uplinks" {
+		t.Fatalf("first notification %q", ready.text)
+	}
+	p.signal(syscall.SIGUSR2)
+	stopping := sock.await(t, p, "STOPPING=1", func(s string) bool { return strings.HasPrefix(s, "STOPPING=1") })
+	// 1s + 2s + the 10s shutdown bound.
+	if want := "STOPPING=1\nSTATUS=shutting down\nEXTEND_TIMEOUT_USEC=13000000"; stopping.text != want {
+		t.Fatalf("lame duck notification %q, want %q", stopping.text, want)
+	}
+	if code := p.wait(); code != 0 {
+		t.Fatalf("exit code %d after SIGUSR2; log:\n%s", code, p.log())
+	}
+	requireLogContains(t, p, "lame duck mode complete; stopped")
+}

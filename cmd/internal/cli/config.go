@@ -61,8 +61,9 @@ func newConfigPrintCmd() *cobra.Command {
 		Short: "Print the effective configuration as YAML",
 		Long: `Print the effective configuration as YAML: FILE (without one, the file
 'leafbox run' would read: $LEAFBOX_CONFIG, else /etc/leafbox/leafbox.yaml
-when it exists, else the built-in default) with every default filled in and the given flags applied, as 'leafbox run'
-with the same arguments would use it. Passwords and tokens are redacted.`,
+when it exists, else the built-in default) with every default filled in
+and the given flags applied, as 'leafbox run' with the same arguments
+would use it. Passwords and tokens are redacted.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			overrides, err := f.overrides(cmd.Flags())

@@ -119,11 +119,12 @@ func run(cmd *cobra.Command, f *runFlags) error {
 		return errors.Join(err, a.Shutdown(ctx))
 	}
 	reload := func() (*app.Config, error) { return loadConfig(f.config, overrides) }
-	return serve(a, svc, sigs, reload, logger)
+	return serve(a, cfg, svc, sigs, reload, logger)
 }
 
-// serve handles signals until the app has stopped.
-func serve(a *app.App, svc *service, sigs <-chan os.Signal, reload func() (*app.Config, error), logger *slog.Logger) error {
+// serve handles signals until the app has stopped; cfg is the
+// configuration in force.
+func serve(a *app.App, cfg *app.Config, svc *service, sigs <-chan os.Signal, reload func() (*app.Config, error), logger *slog.Logger) error {
 	lameCtx, cancelLame := context.WithCancel(context.Background())
 	defer cancelLame()
 	lameDone := make(chan error, 1)
@@ -134,7 +135,7 @@ func serve(a *app.App, svc *service, sigs <-chan os.Signal, reload func() (*app.
 			switch {
 			case isOneOf(sig, stopSignals):
 				logger.Info("shutting down", "signal", sig.String(), "timeout", shutdownTimeout)
-				svc.stopping()
+				svc.stopping(0) // within the unit's TimeoutStopSec
 				cancelLame()
 				ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 				err := a.Shutdown(ctx)
@@ -150,14 +151,17 @@ func serve(a *app.App, svc *service, sigs <-chan os.Signal, reload func() (*app.
 				}
 				inLameDuck = true
 				logger.Info("lame duck mode requested", "signal", sig.String())
-				svc.stopping()
+				svc.stopping(time.Duration(cfg.LameDuckGracePeriod+cfg.LameDuckDuration) + shutdownTimeout)
 				go func() { lameDone <- a.LameDuck(lameCtx) }()
 			case isOneOf(sig, reloadSignals):
 				logger.Info("reload requested", "signal", sig.String())
 				svc.reloading()
-				cfg, err := reload()
+				next, err := reload()
 				if err == nil {
-					err = a.Reload(cfg)
+					err = a.Reload(next)
+				}
+				if err == nil {
+					cfg = next
 				}
 				svc.reloaded(a, err)
 				if err != nil {

@@ -127,14 +127,20 @@ func (s *service) started(a *app.App) error {
 }
 
 // stopping sends STOPPING=1 and stops the status updates and the
-// watchdog pings, once.
-func (s *service) stopping() {
+// watchdog pings, once. A drain that takes longer than the unit's stop
+// timeout (lame duck mode) passes its length as drain: the service
+// manager then waits that long (EXTEND_TIMEOUT_USEC) before it kills.
+func (s *service) stopping(drain time.Duration) {
 	if s.sd == nil {
 		return
 	}
 	s.stopOnce.Do(func() {
 		s.stopSent.Store(true)
-		s.notify(systemd.Stopping, systemd.Status("shutting down"))
+		msg := []string{systemd.Stopping, systemd.Status("shutting down")}
+		if drain > 0 {
+			msg = append(msg, systemd.ExtendTimeout(drain))
+		}
+		s.notify(msg...)
 		if s.cancel != nil {
 			s.cancel()
 		}
@@ -144,7 +150,7 @@ func (s *service) stopping() {
 
 // stopped releases the liveness check, after the App has shut down.
 func (s *service) stopped() {
-	s.stopping() // when run returned without a stop signal
+	s.stopping(0) // when run returned without a stop signal
 	if s.liveness != nil {
 		s.liveness.Close()
 		s.liveness = nil

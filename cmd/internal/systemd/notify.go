@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // The assignments of sd_notify(3) this package sends.
@@ -85,3 +87,11 @@ func (n *Notifier) Notify(assignments ...string) error {
 // Status returns the STATUS= assignment for a one-line status text, shown
 // by `systemctl status`.
 func Status(text string) string { return "STATUS=" + text }
+
+// ExtendTimeout returns the EXTEND_TIMEOUT_USEC= assignment: the service
+// manager waits d more before it gives up on the current start-up,
+// reload or shutdown (sent with Stopping, a drain longer than
+// TimeoutStopSec= is not cut short).
+func ExtendTimeout(d time.Duration) string {
+	return "EXTEND_TIMEOUT_USEC=" + strconv.FormatInt(d.Microseconds(), 10)
+}

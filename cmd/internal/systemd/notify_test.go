@@ -114,6 +114,12 @@ func TestNotifyAbstractSocket(t *testing.T) {
 	}
 }
 
+func TestExtendTimeout(t *testing.T) {
+	if got := ExtendTimeout(2*time.Minute + 1500*time.Microsecond); got != "EXTEND_TIMEOUT_USEC=120001500" {
+		t.Fatalf("ExtendTimeout = %q", got)
+	}
+}
+
 func TestOpenWithoutSocketIsANoOp(t *testing.T) {
 	for _, lookup := range []func(string) (string, bool){env(), env(SocketEnv, "")} {
 		n, err := Open(lookup)
