@@ -240,7 +240,8 @@ func TestDebianPackages(t *testing.T) {
 		log  []string
 		err  error
 	}
-	repo, rootDir := repoRoot(t), t.TempDir()
+	repo := repoRoot(t)
+	rootDir := newRootDir(t, repo)
 	rootCh := make(chan rootResult, 1)
 	go func() {
 		var r rootResult
@@ -291,7 +292,7 @@ func TestDebianPackages(t *testing.T) {
 	installUpgradePurge(t, rr.root, v1[host.name], v2[host.name])
 
 	// Once more under systemd, booted in a second fresh root.
-	root, err := debianRoot(repo, host.name, t.TempDir(), t.Logf)
+	root, err := debianRoot(repo, host.name, newRootDir(t, repo), t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -562,6 +563,24 @@ func sha256Of(t *testing.T, path string) string {
 	t.Helper()
 	sum := sha256.Sum256(readFile(t, path))
 	return hex.EncodeToString(sum[:])
+}
+
+// newRootDir returns a directory for a throwaway root, removed when t
+// ends. It is in .cache/debootstrap, not in $TMPDIR: a /tmp mounted nodev
+// (a tmpfs, as on Debian 13) would make the root's /dev/null unusable in
+// the chroot.
+func newRootDir(t *testing.T, repo string) string {
+	t.Helper()
+	cache := filepath.Join(repo, ".cache", "debootstrap")
+	if err := os.MkdirAll(cache, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	dir, err := os.MkdirTemp(cache, "run-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
 }
 
 // debianRoot unpacks a fresh Debian root for arch into dir and returns
