@@ -400,7 +400,7 @@ func startLeafbox(t *testing.T, qemu, bin, store string) *qproc {
 	p := &qproc{portsDir: t.TempDir(), done: make(chan struct{})}
 	p.cmd = exec.Command(qemu, bin, "run", "--addr", "127.0.0.1", "--port", "-1", "--http-port", "-1",
 		"--store-dir", store, "--ports-file-dir", p.portsDir)
-	p.cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "STATE_DIRECTORY=")
+	p.cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "STATE_DIRECTORY=", "LEAFBOX_CONFIG=")
 	p.cmd.Stderr = &p.log
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -90,9 +90,17 @@ func (b *syncBuffer) String() string {
 // test did not stop it.
 func start(t *testing.T, args ...string) *proc {
 	t.Helper()
+	return startEnv(t, nil, args...)
+}
+
+// startEnv runs leafbox with args and env added to its environment. An
+// installed leafbox's /etc/leafbox/leafbox.yaml is not read (an empty
+// LEAFBOX_CONFIG) unless env sets LEAFBOX_CONFIG.
+func startEnv(t *testing.T, env []string, args ...string) *proc {
+	t.Helper()
 	p := &proc{t: t}
 	p.cmd = exec.Command(binary, args...)
-	p.cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "STATE_DIRECTORY=")
+	p.cmd.Env = append(append(os.Environ(), "HOME="+t.TempDir(), "STATE_DIRECTORY=", "LEAFBOX_CONFIG="), env...)
 	p.cmd.Stderr = &p.stderr
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)

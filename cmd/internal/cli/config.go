@@ -59,9 +59,11 @@ func newConfigPrintCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "print [FILE]",
 		Short: "Print the effective configuration as YAML",
-		Long: `Print the effective configuration as YAML: FILE (or the built-in default)
-with every default filled in and the given flags applied, as 'leafbox run'
-with the same arguments would use it. Passwords and tokens are redacted.`,
+		Long: `Print the effective configuration as YAML: FILE (without one, the file
+'leafbox run' would read: $LEAFBOX_CONFIG, else /etc/leafbox/leafbox.yaml
+when it exists, else the built-in default) with every default filled in
+and the given flags applied, as 'leafbox run' with the same arguments
+would use it. Passwords and tokens are redacted.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			overrides, err := f.overrides(cmd.Flags())
@@ -71,6 +73,8 @@ with the same arguments would use it. Passwords and tokens are redacted.`,
 			file := ""
 			if len(args) == 1 {
 				file = args[0]
+			} else if file, err = defaultConfigFile(); err != nil {
+				return err
 			}
 			cfg, err := loadConfig(file, overrides)
 			if err != nil {

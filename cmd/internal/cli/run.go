@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -32,9 +33,18 @@ func newRunCmd() *cobra.Command {
 		Short: "Run the broker",
 		Long: `Run the broker in the foreground until a signal stops it.
 
-Without --config, leafbox runs on its built-in configuration: clients on
-0.0.0.0:4222, monitoring on 127.0.0.1:8222 (see 'leafbox config print').
-Flags override the configuration file; only flags given are applied.
+Without --config, leafbox reads the file $LEAFBOX_CONFIG names when it is
+set (set and empty: none), else /etc/leafbox/leafbox.yaml when it exists
+(the Debian package's conffile), else runs on its built-in configuration:
+clients on 0.0.0.0:4222, monitoring on 127.0.0.1:8222 (see 'leafbox config
+print'). Flags override the configuration file; only flags given are
+applied.
+
+Under systemd (Type=notify) it sends READY=1 once clients, JetStream and
+the uplinks are up, a STATUS= line with each uplink's link and backlog,
+RELOADING=1 around a reload and STOPPING=1 at shutdown; with WatchdogSec=
+it pings the watchdog only while the broker routes messages and the store
+takes writes.
 
 Signals:
   SIGTERM, SIGINT  close every client and exit (bounded by 10s)
@@ -48,7 +58,7 @@ Signals:
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVarP(&f.config, "config", "c", "", "configuration file (YAML)")
+	fs.StringVarP(&f.config, "config", "c", "", "configuration file (YAML; default $LEAFBOX_CONFIG, else /etc/leafbox/leafbox.yaml when it exists)")
 	f.configFlags.register(fs)
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&f.logFormat, "log-format", "text", "log format: text (key=value lines) or json (one object a line)")
@@ -65,7 +75,16 @@ func run(cmd *cobra.Command, f *runFlags) error {
 	if err != nil {
 		return err
 	}
+	if f.config == "" {
+		if f.config, err = defaultConfigFile(); err != nil {
+			return err
+		}
+	}
 	cfg, err := loadConfig(f.config, overrides)
+	if err != nil {
+		return err
+	}
+	svc, err := openService(logger)
 	if err != nil {
 		return err
 	}
@@ -94,12 +113,19 @@ func run(cmd *cobra.Command, f *runFlags) error {
 	if err := a.Start(); err != nil {
 		return err
 	}
+	defer svc.stopped()
+	if err := svc.started(a); err != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+		defer cancel()
+		return errors.Join(err, a.Shutdown(ctx))
+	}
 	reload := func() (*config.Config, error) { return loadConfig(f.config, overrides) }
-	return serve(a, sigs, reload, logger)
+	return serve(a, cfg, svc, sigs, reload, logger)
 }
 
-// serve handles signals until the app has stopped.
-func serve(a *app.App, sigs <-chan os.Signal, reload func() (*config.Config, error), logger *slog.Logger) error {
+// serve handles signals until the app has stopped; cfg is the
+// configuration in force.
+func serve(a *app.App, cfg *config.Config, svc *service, sigs <-chan os.Signal, reload func() (*config.Config, error), logger *slog.Logger) error {
 	lameCtx, cancelLame := context.WithCancel(context.Background())
 	defer cancelLame()
 	lameDone := make(chan error, 1)
@@ -110,6 +136,7 @@ func serve(a *app.App, sigs <-chan os.Signal, reload func() (*config.Config, err
 			switch {
 			case isOneOf(sig, stopSignals):
 				logger.Info("shutting down", "signal", sig.String(), "timeout", shutdownTimeout)
+				svc.stopping(0) // within the unit's TimeoutStopSec
 				cancelLame()
 				ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 				err := a.Shutdown(ctx)
@@ -125,13 +152,19 @@ func serve(a *app.App, sigs <-chan os.Signal, reload func() (*config.Config, err
 				}
 				inLameDuck = true
 				logger.Info("lame duck mode requested", "signal", sig.String())
+				svc.stopping(time.Duration(cfg.LameDuckGracePeriod+cfg.LameDuckDuration) + shutdownTimeout)
 				go func() { lameDone <- a.LameDuck(lameCtx) }()
 			case isOneOf(sig, reloadSignals):
 				logger.Info("reload requested", "signal", sig.String())
-				cfg, err := reload()
+				svc.reloading()
+				next, err := reload()
 				if err == nil {
-					err = a.Reload(cfg)
+					err = a.Reload(next)
 				}
+				if err == nil {
+					cfg = next
+				}
+				svc.reloaded(a, err)
 				if err != nil {
 					logger.Error("reload failed; the running configuration stays", "error", err)
 					continue
