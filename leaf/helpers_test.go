@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nkeys"
 
+	"github.com/leafbox/leafbox/core/require"
 	"github.com/leafbox/leafbox/core/server"
 	"github.com/leafbox/leafbox/core/server/servertest"
 	"github.com/leafbox/leafbox/leaf"
@@ -196,13 +197,6 @@ func noMsg(t *testing.T, sub *nats.Subscription) {
 	}
 }
 
-func mustNoErr(t *testing.T, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
 // countingConn counts the bytes written to the socket.
 type countingConn struct {
 	net.Conn
@@ -237,12 +231,12 @@ type userKey struct {
 func newUserKey(t *testing.T) userKey {
 	t.Helper()
 	kp, err := nkeys.CreateUser()
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	pub, err := kp.PublicKey()
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	seed, err := kp.Seed()
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	path := filepath.Join(t.TempDir(), "user.nk")
-	mustNoErr(t, os.WriteFile(path, append(seed, '\n'), 0o600))
+	require.NoError(t, os.WriteFile(path, append(seed, '\n'), 0o600))
 	return userKey{public: pub, seed: seed, seedFile: path}
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leafbox/leafbox/core/require"
 	"github.com/leafbox/leafbox/core/server"
 	"github.com/leafbox/leafbox/core/server/servertest"
 )
@@ -68,12 +69,12 @@ func TestNatsCLI(t *testing.T) {
 	var subOut bytes.Buffer
 	sub := runCLI(ctx, t, s, "sub", "cli.test", "--count", "1", "--raw")
 	sub.Stdout, sub.Stderr = &subOut, &subOut
-	mustNoErr(t, sub.Start())
+	require.NoError(t, sub.Start())
 	waitSubs(t, s, "cli.test", 1)
 	if out, err := runCLI(ctx, t, s, "pub", "cli.test", "hello from the cli").CombinedOutput(); err != nil {
 		t.Fatalf("nats pub: %v\n%s", err, out)
 	}
-	mustNoErr(t, sub.Wait())
+	require.NoError(t, sub.Wait())
 	if !strings.Contains(subOut.String(), "hello from the cli") {
 		t.Fatalf("nats sub printed %q", subOut.String())
 	}
@@ -82,7 +83,7 @@ func TestNatsCLI(t *testing.T) {
 	reply := runCLI(ctx, t, s, "reply", "cli.svc", "pong", "--count", "1")
 	var replyOut bytes.Buffer
 	reply.Stdout, reply.Stderr = &replyOut, &replyOut
-	mustNoErr(t, reply.Start())
+	require.NoError(t, reply.Start())
 	waitSubs(t, s, "cli.svc", 1)
 	out, err := runCLI(ctx, t, s, "req", "cli.svc", "ping", "--raw").CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "pong") {
@@ -105,7 +106,7 @@ func TestNatsCLI(t *testing.T) {
 	benchSub := runCLI(ctx, t, s, "bench", "sub", "cli.bench", "--msgs", "20000", "--no-progress")
 	var benchOut bytes.Buffer
 	benchSub.Stdout, benchSub.Stderr = &benchOut, &benchOut
-	mustNoErr(t, benchSub.Start())
+	require.NoError(t, benchSub.Start())
 	waitSubs(t, s, "cli.bench", 1)
 	if out, err := runCLI(ctx, t, s, "bench", "pub", "cli.bench", "--msgs", "20000", "--size", "64", "--no-progress").CombinedOutput(); err != nil {
 		t.Fatalf("nats bench pub: %v\n%s", err, out)

@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 	njs "github.com/nats-io/nats.go/jetstream"
 
+	"github.com/leafbox/leafbox/core/require"
 	"github.com/leafbox/leafbox/core/server"
 	"github.com/leafbox/leafbox/core/server/servertest"
 	"github.com/leafbox/leafbox/leaf"
@@ -50,14 +51,14 @@ func TestNodeUplinkAndDownlink(t *testing.T) {
 	hub := leaftest.StartHub(t, leaftest.HubOptions{Name: "hub-node",
 		Config: fmt.Sprintf("jetstream { store_dir: %q, domain: hub }\n", t.TempDir())})
 	hc, err := nats.Connect(hub.ClientURL())
-	requireNoError(t, err)
+	require.NoError(t, err)
 	t.Cleanup(hc.Close)
 	hjs, err := njs.New(hc)
-	requireNoError(t, err)
+	require.NoError(t, err)
 	site, err := hjs.CreateStream(ctx, njs.StreamConfig{Name: "SITE", Subjects: []string{"site1.>"}})
-	requireNoError(t, err)
+	require.NoError(t, err)
 	_, err = hjs.CreateStream(ctx, njs.StreamConfig{Name: "CMDS", Subjects: []string{"cmd.site1.>"}})
-	requireNoError(t, err)
+	require.NoError(t, err)
 
 	srv := servertest.Start(t, server.Options{ServerName: "gw-node"})
 	dir := t.TempDir()
@@ -74,10 +75,10 @@ func TestNodeUplinkAndDownlink(t *testing.T) {
 		Downlinks: []DownlinkConfig{{Config: downlink.Config{Name: "cmds", Stream: "CMDS", Durable: "gw_cmds", Domain: "hub",
 			FilterSubjects: []string{"cmd.site1.>"}, HubPrefix: "cmd.site1.", LocalPrefix: "cmd."}}},
 	}, &testBroker{srv: srv}, nil)
-	requireNoError(t, err)
+	require.NoError(t, err)
 	clk, err := clock.Open(clock.Config{})
-	requireNoError(t, err)
-	requireNoError(t, n.Start(clk))
+	require.NoError(t, err)
+	require.NoError(t, n.Start(clk))
 	stopped := false
 	t.Cleanup(func() {
 		if !stopped {
@@ -86,30 +87,30 @@ func TestNodeUplinkAndDownlink(t *testing.T) {
 		}
 		_ = clk.Close()
 	})
-	requireNoError(t, n.Link(0).WaitConnected(ctx))
+	require.NoError(t, n.Link(0).WaitConnected(ctx))
 
 	gw, err := nats.Connect(srv.ClientURL())
-	requireNoError(t, err)
+	require.NoError(t, err)
 	t.Cleanup(gw.Close)
 	cmds, err := gw.SubscribeSync("cmd.>")
-	requireNoError(t, err)
-	requireNoError(t, gw.Publish("telemetry.t1", []byte("21.5")))
-	requireNoError(t, gw.Flush()) // the PONG: captured and synced
+	require.NoError(t, err)
+	require.NoError(t, gw.Publish("telemetry.t1", []byte("21.5")))
+	require.NoError(t, gw.Flush()) // the PONG: captured and synced
 	await(t, ctx, "the uplink's message is acked", func() (bool, string) {
 		st := n.UplinkStatus()[0]
 		return st.Acked == 1 && st.BacklogMsgs == 0, fmt.Sprintf("uplink %+v", st)
 	})
 	m, err := site.GetMsg(ctx, 1)
-	requireNoError(t, err)
-	requireEqual(t, m.Subject, "site1.telemetry.t1")
-	requireEqual(t, string(m.Data), "21.5")
+	require.NoError(t, err)
+	require.DeepEqual(t, m.Subject, "site1.telemetry.t1")
+	require.DeepEqual(t, string(m.Data), "21.5")
 
 	_, err = hjs.Publish(ctx, "cmd.site1.door", []byte("open"))
-	requireNoError(t, err)
+	require.NoError(t, err)
 	got, err := cmds.NextMsg(30 * time.Second)
-	requireNoError(t, err)
-	requireEqual(t, got.Subject, "cmd.door")
-	requireEqual(t, string(got.Data), "open")
+	require.NoError(t, err)
+	require.DeepEqual(t, got.Subject, "cmd.door")
+	require.DeepEqual(t, string(got.Data), "open")
 	await(t, ctx, "the downlink's message is acked", func() (bool, string) {
 		st := n.DownlinkStatus()[0]
 		return st.Acked == 1, fmt.Sprintf("downlink %+v", st)
@@ -120,12 +121,12 @@ func TestNodeUplinkAndDownlink(t *testing.T) {
 		t.Fatalf("Leafs: %+v", leafs)
 	}
 
-	requireNoError(t, n.Detach(ctx))
-	requireEqual(t, n.Link(0).Status().State, leaf.StateClosed)
-	requireEqual(t, len(n.DownlinkStatus()), 0)
-	requireNoError(t, n.Close())
+	require.NoError(t, n.Detach(ctx))
+	require.DeepEqual(t, n.Link(0).Status().State, leaf.StateClosed)
+	require.DeepEqual(t, len(n.DownlinkStatus()), 0)
+	require.NoError(t, n.Close())
 	stopped = true
-	requireEqual(t, len(n.UplinkStatus()), 0)
-	requireNoError(t, n.Detach(ctx)) // idempotent
-	requireNoError(t, n.Close())
+	require.DeepEqual(t, len(n.UplinkStatus()), 0)
+	require.NoError(t, n.Detach(ctx)) // idempotent
+	require.NoError(t, n.Close())
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/leafbox/leafbox/core/require"
 	"github.com/leafbox/leafbox/leaf"
 	"github.com/leafbox/leafbox/leaf/leaftest"
 	"github.com/leafbox/leafbox/leaf/node"
@@ -36,7 +37,7 @@ func loopbackConfig(t testing.TB, src string, env Env) *Config {
 func gatewayConfig(t testing.TB, src string) *Config {
 	t.Helper()
 	c := loopbackConfig(t, src, Env{StateDirectory: t.TempDir()})
-	requireNoError(t, c.Validate())
+	require.NoError(t, c.Validate())
 	return c
 }
 
@@ -45,7 +46,7 @@ func gatewayConfig(t testing.TB, src string) *Config {
 func startConfig(t testing.TB, c *Config, flags Flags) *App {
 	t.Helper()
 	a, err := Build(c, flags)
-	requireNoError(t, err)
+	require.NoError(t, err)
 	if err := a.Start(); err != nil {
 		t.Fatalf("start: %v", err)
 	}
@@ -71,9 +72,9 @@ func startGateway(t testing.TB, src string, flags Flags) *App {
 func linkConfig(t testing.TB, c *Config, i int) leaf.Config {
 	t.Helper()
 	nc, err := nodeConfig(c, "", "", nil)
-	requireNoError(t, err)
+	require.NoError(t, err)
 	n, err := node.New(nc, nil, nil)
-	requireNoError(t, err)
+	require.NoError(t, err)
 	return n.LinkConfig(i)
 }
 
@@ -90,9 +91,9 @@ func startJSHub(t *testing.T, ctx context.Context, opts leaftest.HubOptions, dom
 	opts.Config = js + " }\n" + opts.Config
 	hub := leaftest.StartHub(t, opts)
 	hjs, err := jetstream.New(natsConnect(t, hub.ClientURL()))
-	requireNoError(t, err)
+	require.NoError(t, err)
 	stream, err := hjs.CreateStream(ctx, cfg)
-	requireNoError(t, err)
+	require.NoError(t, err)
 	return hub, hjs, stream
 }
 
@@ -101,9 +102,9 @@ func startJSHub(t *testing.T, ctx context.Context, opts leaftest.HubOptions, dom
 func hubJetStream(t *testing.T, ctx context.Context, hub *leaftest.Hub, name string) (jetstream.JetStream, jetstream.Stream) {
 	t.Helper()
 	hjs, err := jetstream.New(natsConnect(t, hub.ClientURL()))
-	requireNoError(t, err)
+	require.NoError(t, err)
 	stream, err := hjs.Stream(ctx, name)
-	requireNoError(t, err)
+	require.NoError(t, err)
 	return hjs, stream
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/leafbox/leafbox/core/monitor"
+	"github.com/leafbox/leafbox/core/require"
 	"github.com/leafbox/leafbox/leaf"
 	"github.com/leafbox/leafbox/leaf/node"
 )
@@ -23,10 +24,10 @@ func healthz(t *testing.T, a *App, query string) (int, monitor.Healthz) {
 	t.Helper()
 	client := &http.Client{Timeout: testTimeout}
 	resp, err := client.Get("http://" + a.MonitorAddr().String() + "/healthz" + query)
-	requireNoError(t, err)
+	require.NoError(t, err)
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
-	requireNoError(t, err)
+	require.NoError(t, err)
 	var hz monitor.Healthz
 	if err := json.Unmarshal(body, &hz); err != nil {
 		t.Fatalf("/healthz%s: %v\n%s", query, err, body)
@@ -39,9 +40,9 @@ func healthz(t *testing.T, a *App, query string) (int, monitor.Healthz) {
 func startProbed(t *testing.T, c *Config) *App {
 	t.Helper()
 	a, err := Build(c, Flags{})
-	requireNoError(t, err)
+	require.NoError(t, err)
 	a.probe.every = 0 // before Start: nothing reads it yet
-	requireNoError(t, a.Start())
+	require.NoError(t, a.Start())
 	t.Cleanup(func() { _ = a.Shutdown(t.Context()) })
 	return a
 }
@@ -55,28 +56,28 @@ func TestHealthzUnhealthyWhileTheStoreIsUnwritable(t *testing.T) {
 	store := c.JetStream.StoreDir
 
 	code, hz := healthz(t, a, "")
-	requireEqual(t, code, http.StatusOK)
-	requireEqual(t, hz.Status, "ok")
+	require.DeepEqual(t, code, http.StatusOK)
+	require.DeepEqual(t, hz.Status, "ok")
 
 	// The store directory is replaced by a file (a card remounted, a
 	// directory deleted and a file written in its place).
-	requireNoError(t, os.RemoveAll(store))
+	require.NoError(t, os.RemoveAll(store))
 	writeFile(t, filepath.Dir(store), filepath.Base(store), "x")
 	code, hz = healthz(t, a, "")
-	requireEqual(t, code, http.StatusServiceUnavailable)
-	requireEqual(t, hz.Status, "unavailable")
-	requireEqual(t, hz.Error, "store_dir "+store+" is not writable: not a directory")
+	require.DeepEqual(t, code, http.StatusServiceUnavailable)
+	require.DeepEqual(t, hz.Status, "unavailable")
+	require.DeepEqual(t, hz.Error, "store_dir "+store+" is not writable: not a directory")
 	code, hz = healthz(t, a, "?details=true")
-	requireEqual(t, code, http.StatusServiceUnavailable)
-	requireEqual(t, hz.Errors[0].Type, monitor.HealthzErrorStore)
+	require.DeepEqual(t, code, http.StatusServiceUnavailable)
+	require.DeepEqual(t, hz.Errors[0].Type, monitor.HealthzErrorStore)
 	// js-enabled-only asks only whether JetStream runs.
 	code, _ = healthz(t, a, "?js-enabled-only=true")
-	requireEqual(t, code, http.StatusOK)
+	require.DeepEqual(t, code, http.StatusOK)
 
-	requireNoError(t, os.Remove(store))
-	requireNoError(t, os.Mkdir(store, 0o750))
+	require.NoError(t, os.Remove(store))
+	require.NoError(t, os.Mkdir(store, 0o750))
 	code, _ = healthz(t, a, "")
-	requireEqual(t, code, http.StatusOK)
+	require.DeepEqual(t, code, http.StatusOK)
 }
 
 func TestHealthzUnhealthyOnAReadOnlyStore(t *testing.T) {
@@ -86,31 +87,31 @@ func TestHealthzUnhealthyOnAReadOnlyStore(t *testing.T) {
 	c := loopbackConfig(t, "http_port: -1\n", tempEnv(t))
 	a := startProbed(t, c)
 	store := c.JetStream.StoreDir
-	requireNoError(t, os.Chmod(store, 0o500))
+	require.NoError(t, os.Chmod(store, 0o500))
 	t.Cleanup(func() { _ = os.Chmod(store, 0o750) })
 	code, hz := healthz(t, a, "")
-	requireEqual(t, code, http.StatusServiceUnavailable)
-	requireEqual(t, hz.Error, "store_dir "+store+" is not writable: permission denied")
+	require.DeepEqual(t, code, http.StatusServiceUnavailable)
+	require.DeepEqual(t, hz.Error, "store_dir "+store+" is not writable: permission denied")
 }
 
 // A success is reused for every; a failure is not.
 func TestStoreProbeCachesSuccess(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "store")
-	requireNoError(t, os.Mkdir(dir, 0o750))
+	require.NoError(t, os.Mkdir(dir, 0o750))
 	now := time.Unix(1000, 0)
 	p := &storeProbe{dirs: []probedDir{{"store_dir", dir}}, every: 10 * time.Second, now: func() time.Time { return now }}
-	requireEqual(t, len(p.check()), 0)
-	requireNoError(t, os.Remove(dir))
-	requireEqual(t, len(p.check()), 0) // reused
+	require.DeepEqual(t, len(p.check()), 0)
+	require.NoError(t, os.Remove(dir))
+	require.DeepEqual(t, len(p.check()), 0) // reused
 	now = now.Add(10 * time.Second)
 	problems := p.check()
-	requireEqual(t, len(problems), 1)
-	requireErrorContains(t, errorOf(problems[0]), "store_dir "+dir+" is not writable: no such file or directory")
-	requireNoError(t, os.Mkdir(dir, 0o750))
-	requireEqual(t, len(p.check()), 0) // a failure was not reused
+	require.DeepEqual(t, len(problems), 1)
+	require.ErrorContains(t, errorOf(problems[0]), "store_dir "+dir+" is not writable: no such file or directory")
+	require.NoError(t, os.Mkdir(dir, 0o750))
+	require.DeepEqual(t, len(p.check()), 0) // a failure was not reused
 	entries, err := os.ReadDir(dir)
-	requireNoError(t, err)
-	requireEqual(t, len(entries), 0) // the probe leaves nothing behind
+	require.NoError(t, err)
+	require.DeepEqual(t, len(entries), 0) // the probe leaves nothing behind
 }
 
 func errorOf(e monitor.HealthzError) error { return errString(e.Error) }
@@ -126,12 +127,12 @@ func TestHealthzReportsAStreamThatFailedToLoad(t *testing.T) {
 	c := loopbackConfig(t, "http_port: -1\n", env)
 	a := startConfig(t, c, Flags{})
 	js, err := jetstream.New(natsConnect(t, "nats://"+a.Addr().String()))
-	requireNoError(t, err)
+	require.NoError(t, err)
 	for _, name := range []string{"GOOD", "BAD"} {
 		_, err := js.CreateStream(testContext(t), jetstream.StreamConfig{Name: name, Subjects: []string{strings.ToLower(name)}, Storage: jetstream.FileStorage})
-		requireNoError(t, err)
+		require.NoError(t, err)
 	}
-	requireNoError(t, a.Shutdown(t.Context()))
+	require.NoError(t, a.Shutdown(t.Context()))
 	var meta string
 	_ = filepath.WalkDir(c.JetStream.StoreDir, func(path string, d os.DirEntry, err error) error {
 		if err == nil && d.Name() == "meta.json" && filepath.Base(filepath.Dir(path)) == "BAD" {
@@ -142,21 +143,21 @@ func TestHealthzReportsAStreamThatFailedToLoad(t *testing.T) {
 	if meta == "" {
 		t.Fatal("no meta.json for BAD")
 	}
-	requireNoError(t, os.WriteFile(meta, []byte("{garbage"), 0o640))
+	require.NoError(t, os.WriteFile(meta, []byte("{garbage"), 0o640))
 
 	c = loopbackConfig(t, "http_port: -1\n", env)
 	a = startConfig(t, c, Flags{})
 	code, hz := healthz(t, a, "")
-	requireEqual(t, code, http.StatusServiceUnavailable)
-	requireErrorContains(t, errString(hz.Error), `JetStream stream "BAD" failed to load at start: meta.json: invalid character`)
+	require.DeepEqual(t, code, http.StatusServiceUnavailable)
+	require.ErrorContains(t, errString(hz.Error), `JetStream stream "BAD" failed to load at start: meta.json: invalid character`)
 	_, hz = healthz(t, a, "?details=true")
-	requireEqual(t, hz.Errors[0].Type, monitor.HealthzErrorStream)
-	requireEqual(t, hz.Errors[0].Stream, "BAD")
+	require.DeepEqual(t, hz.Errors[0].Type, monitor.HealthzErrorStream)
+	require.DeepEqual(t, hz.Errors[0].Stream, "BAD")
 	// The rest runs.
 	js, err = jetstream.New(natsConnect(t, "nats://"+a.Addr().String()))
-	requireNoError(t, err)
+	require.NoError(t, err)
 	_, err = js.Stream(testContext(t), "GOOD")
-	requireNoError(t, err)
+	require.NoError(t, err)
 }
 
 func TestDegraded(t *testing.T) {
@@ -190,7 +191,7 @@ func TestDegraded(t *testing.T) {
 		{Type: monitor.HealthzErrorUplink, Uplink: "dead", Error: "uplink dead: 2 messages dead-lettered (the hub refused them; leafbox uplink deadletters dead)"},
 		{Type: monitor.HealthzErrorDownlink, Downlink: "cmds", Error: "downlink cmds: link connecting for 1h0m0s (healthz.link_down 15m0s)"},
 	}
-	requireEqual(t, got, want)
+	require.DeepEqual(t, got, want)
 }
 
 // An uplink whose link stays down is a degraded detail (200) unless
@@ -210,16 +211,16 @@ func TestHealthzDegradedUplink(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond) // no event tells when the threshold passes
 	}
-	requireEqual(t, code, http.StatusOK)
-	requireEqual(t, hz.Status, "ok")
+	require.DeepEqual(t, code, http.StatusOK)
+	require.DeepEqual(t, hz.Status, "ok")
 	if len(hz.Degraded) != 2 || hz.Degraded[0].Uplink != "tel" || hz.Degraded[1].Downlink != "cmds" {
 		t.Fatalf("degraded %+v", hz.Degraded)
 	}
-	requireErrorContains(t, errString(hz.Degraded[0].Error), "uplink tel: link connecting for")
+	require.ErrorContains(t, errString(hz.Degraded[0].Error), "uplink tel: link connecting for")
 	code, hz = healthz(t, a, "?uplinks=true")
-	requireEqual(t, code, http.StatusServiceUnavailable)
-	requireEqual(t, hz.Status, "unavailable")
-	requireErrorContains(t, errString(hz.Error), "uplink tel: link connecting for")
+	require.DeepEqual(t, code, http.StatusServiceUnavailable)
+	require.DeepEqual(t, hz.Status, "unavailable")
+	require.ErrorContains(t, errString(hz.Error), "uplink tel: link connecting for")
 
 	fatal := startConfig(t, loopbackConfig(t, src+"healthz: {link_down: 1ms, uplinks_fatal: true}\n", tempEnv(t)), Flags{})
 	deadline = time.Now().Add(testTimeout)
@@ -230,11 +231,11 @@ func TestHealthzDegradedUplink(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	requireEqual(t, code, http.StatusServiceUnavailable)
+	require.DeepEqual(t, code, http.StatusServiceUnavailable)
 
 	// With the default threshold a fresh link is not degraded.
 	calm := startConfig(t, loopbackConfig(t, src, tempEnv(t)), Flags{})
 	code, hz = healthz(t, calm, "?uplinks=true")
-	requireEqual(t, code, http.StatusOK)
-	requireEqual(t, len(hz.Degraded), 0)
+	require.DeepEqual(t, code, http.StatusOK)
+	require.DeepEqual(t, len(hz.Degraded), 0)
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/leafbox/leafbox/core/monitor"
+	"github.com/leafbox/leafbox/core/require"
 	"github.com/leafbox/leafbox/leaf"
 	"github.com/leafbox/leafbox/leaf/leaftest"
 )
@@ -34,7 +35,7 @@ func startThreeLevels(t *testing.T, hubConfig, midConfig, bottomConfig string) *
 		Leaf: fmt.Sprintf(`remotes: [{url: "nats-leaf://%s"}]`, mid.LeafListener().Addr())})
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
-	requireNoError(t, mid.node.Link(0).WaitConnected(ctx))
+	require.NoError(t, mid.node.Link(0).WaitConnected(ctx))
 	waitLeafs(t, mid, "the bottom leaf", func(ls []leaf.AcceptedStatus) bool { return len(ls) == 1 })
 	return &threeLevels{hub: hub, bottom: bottom, mid: mid}
 }
@@ -47,13 +48,13 @@ func (c *threeLevels) sync(t *testing.T, conns ...*nats.Conn) {
 	defer cancel()
 	for range 2 {
 		for _, nc := range conns {
-			requireNoError(t, nc.Flush())
+			require.NoError(t, nc.Flush())
 		}
-		requireNoError(t, c.mid.node.Link(0).Flush(ctx))
-		requireNoError(t, c.mid.LeafListener().Flush(ctx))
+		require.NoError(t, c.mid.node.Link(0).Flush(ctx))
+		require.NoError(t, c.mid.LeafListener().Flush(ctx))
 	}
 	for _, nc := range conns {
-		requireNoError(t, nc.Flush())
+		require.NoError(t, nc.Flush())
 	}
 }
 
@@ -70,14 +71,14 @@ func TestLeafQueueAcrossThreeLevels(t *testing.T) {
 	bottomNC := natsConnect(t, c.bottom.ClientURL())
 
 	hubWorker, err := hubNC.QueueSubscribeSync("job", "workers")
-	requireNoError(t, err)
+	require.NoError(t, err)
 	var bottomWorkers []*nats.Subscription
 	for range 2 {
 		s, err := bottomNC.QueueSubscribeSync("job", "workers")
-		requireNoError(t, err)
+		require.NoError(t, err)
 		bottomWorkers = append(bottomWorkers, s)
 	}
-	requireNoError(t, bottomNC.Flush())
+	require.NoError(t, bottomNC.Flush())
 	waitLeafs(t, c.mid, "LS+ job workers", hasLeafSubject("job workers", true))
 	c.sync(t, hubNC, midNC, bottomNC)
 
@@ -88,7 +89,7 @@ func TestLeafQueueAcrossThreeLevels(t *testing.T) {
 			members++
 		}
 	}
-	requireEqual(t, members, 2)
+	require.DeepEqual(t, members, 2)
 
 	const n = 200
 	want := make([]string, 0, 3*n)
@@ -96,7 +97,7 @@ func TestLeafQueueAcrossThreeLevels(t *testing.T) {
 		for level, nc := range map[string]*nats.Conn{"hub": hubNC, "mid": midNC, "bottom": bottomNC} {
 			p := fmt.Sprint(level, "-", i)
 			want = append(want, p)
-			requireNoError(t, nc.Publish("job", []byte(p)))
+			require.NoError(t, nc.Publish("job", []byte(p)))
 		}
 	}
 	got := receiveAll(t, len(want), append([]*nats.Subscription{hubWorker}, bottomWorkers...)...)
@@ -115,16 +116,16 @@ func TestLeafQueueAcrossThreeLevels(t *testing.T) {
 	// Without members on the bottom leaf, the hub's member serves every
 	// level.
 	for _, s := range bottomWorkers {
-		requireNoError(t, s.Unsubscribe())
+		require.NoError(t, s.Unsubscribe())
 	}
-	requireNoError(t, bottomNC.Flush())
+	require.NoError(t, bottomNC.Flush())
 	waitLeafs(t, c.mid, "LS- job workers", hasLeafSubject("job workers", false))
 	c.sync(t, hubNC, midNC, bottomNC)
 	if slices.ContainsFunc(c.mid.srv.Subscriptions("$G"), func(d monitor.SubDetail) bool { return d.Queue == "workers" }) {
 		t.Fatal("the bottom leaf's members outlived its LS-")
 	}
 	for _, nc := range []*nats.Conn{hubNC, midNC, bottomNC} {
-		requireNoError(t, nc.Publish("job", []byte("last")))
+		require.NoError(t, nc.Publish("job", []byte("last")))
 	}
 	receiveAll(t, 3, hubWorker)
 	c.sync(t, hubNC, midNC, bottomNC)

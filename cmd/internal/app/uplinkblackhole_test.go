@@ -9,6 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/leafbox/leafbox/core/require"
 	"github.com/leafbox/leafbox/leaf/leaftest"
 )
 
@@ -31,9 +32,9 @@ func TestUplinkBlackholedLink(t *testing.T) {
 	publish := func(from, to int) {
 		t.Helper()
 		for i := from; i < to; i++ {
-			requireNoError(t, gw.Publish("telemetry.t", []byte(strconv.Itoa(i))))
+			require.NoError(t, gw.Publish("telemetry.t", []byte(strconv.Itoa(i))))
 		}
-		requireNoError(t, gw.Flush()) // PONG: all of them are in the outbox
+		require.NoError(t, gw.Flush()) // PONG: all of them are in the outbox
 	}
 	state := func() string { return fmt.Sprintf("uplink %+v; %s", a.UplinkStatus()[0], proxy) }
 
@@ -48,7 +49,7 @@ func TestUplinkBlackholedLink(t *testing.T) {
 	awaitStreamMsgs(t, ctx, stream, before+during, state)
 	for seq := uint64(1); seq <= before+during; seq++ {
 		m, err := stream.GetMsg(ctx, seq)
-		requireNoError(t, err)
+		require.NoError(t, err)
 		if string(m.Data) != strconv.Itoa(int(seq-1)) {
 			t.Fatalf("hub seq %d holds %q, want %d", seq, m.Data, seq-1)
 		}

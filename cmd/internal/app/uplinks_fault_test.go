@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/leafbox/leafbox/core/require"
 	"github.com/leafbox/leafbox/leaf"
 	"github.com/leafbox/leafbox/leaf/leaftest"
 )
@@ -33,7 +34,7 @@ func createHubStream(t *testing.T, ctx context.Context, cluster *leaftest.Cluste
 	hc := natsConnect(t, cluster.ClientURLs())
 	defer hc.Close()
 	js, err := jetstream.New(hc)
-	requireNoError(t, err)
+	require.NoError(t, err)
 	createClusterStream(t, ctx, js, jetstream.StreamConfig{
 		Name: "SITE", Subjects: []string{"site1.>"}, Storage: jetstream.FileStorage,
 		Replicas: 3, Duplicates: 10 * time.Minute,
@@ -57,7 +58,7 @@ func hubStream(t *testing.T, ctx context.Context, cluster *leaftest.Cluster) jet
 	t.Helper()
 	hc := natsConnect(t, cluster.ClientURLs())
 	js, err := jetstream.New(hc)
-	requireNoError(t, err)
+	require.NoError(t, err)
 	var s jetstream.Stream
 	awaitCond(t, ctx, "the hub stream answers", func() (bool, string) {
 		actx, cancel := context.WithTimeout(ctx, 2*time.Second)
@@ -99,7 +100,7 @@ func startPublishers(t *testing.T, a *App, n, perPublisher, batch int) *publishe
 	p := &publishers{n: n, perPublisher: perPublisher, batch: batch, tokens: make(chan struct{}, n*perPublisher/batch)}
 	for k := range n {
 		nc, err := nats.Connect("nats://"+a.Addr().String(), nats.Timeout(testTimeout))
-		requireNoError(t, err)
+		require.NoError(t, err)
 		t.Cleanup(nc.Close)
 		p.wg.Add(1)
 		go func() {
@@ -168,11 +169,11 @@ func checkHubStream(t *testing.T, ctx context.Context, stream jetstream.Stream, 
 	want := uint64(p.total())
 	awaitStreamMsgs(t, ctx, stream, want, func() string { return fmt.Sprintf("uplink %+v", a.UplinkStatus()[0]) })
 	cons, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{})
-	requireNoError(t, err)
+	require.NoError(t, err)
 	next := make([]int, p.n)
 	for got := uint64(0); got < want; {
 		batch, err := cons.Fetch(int(min(500, want-got)), jetstream.FetchMaxWait(testTimeout))
-		requireNoError(t, err)
+		require.NoError(t, err)
 		for m := range batch.Messages() {
 			got++
 			k, err := strconv.Atoi(strings.TrimPrefix(m.Subject(), "site1.telemetry.p"))
