@@ -19,6 +19,8 @@ import (
 	"github.com/leafbox/leafbox/leaf/leaftest"
 	"github.com/leafbox/leafbox/leaf/outbox"
 	"github.com/leafbox/leafbox/store"
+	"github.com/leafbox/leafbox/store/filestore"
+	"github.com/leafbox/leafbox/store/vfs"
 )
 
 // await polls cond every 20 ms until it holds, failing the test with
@@ -71,7 +73,8 @@ func TestNodeUplinkAndDownlink(t *testing.T) {
 			Store: store.Config{Name: "tel"}, MinFreeDisk: 1,
 			Outbox: outbox.Config{Name: "tel", HubPrefix: "site1.", Stream: "SITE", StateFile: filepath.Join(dir, "tel.json")},
 		}},
-		Limits: LimitsConfig{StateDir: filepath.Join(dir, "state"), StateFile: filepath.Join(dir, "state", "scheduler.json")},
+		OpenStream: openTestStream,
+		Limits:     LimitsConfig{StateDir: filepath.Join(dir, "state"), StateFile: filepath.Join(dir, "state", "scheduler.json")},
 		Downlinks: []DownlinkConfig{{Config: downlink.Config{Name: "cmds", Stream: "CMDS", Durable: "gw_cmds", Domain: "hub",
 			FilterSubjects: []string{"cmd.site1.>"}, HubPrefix: "cmd.site1.", LocalPrefix: "cmd."}}},
 	}, &testBroker{srv: srv}, nil)
@@ -129,4 +132,10 @@ func TestNodeUplinkAndDownlink(t *testing.T) {
 	require.DeepEqual(t, len(n.UplinkStatus()), 0)
 	require.NoError(t, n.Detach(ctx)) // idempotent
 	require.NoError(t, n.Close())
+}
+
+// openTestStream is the StreamOpener the node's tests inject: filestore
+// streams, as the gateway's.
+func openTestStream(dir string, cfg store.Config, syncInterval time.Duration) (store.Stream, error) {
+	return filestore.Open(vfs.OS, dir, filestore.Config{Config: cfg, SyncInterval: syncInterval})
 }
