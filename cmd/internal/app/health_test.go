@@ -14,7 +14,6 @@ import (
 
 	"github.com/leafbox/leafbox/core/monitor"
 	"github.com/leafbox/leafbox/core/require"
-	"github.com/leafbox/leafbox/leaf"
 	"github.com/leafbox/leafbox/leaf/node"
 )
 
@@ -160,40 +159,6 @@ func TestHealthzReportsAStreamThatFailedToLoad(t *testing.T) {
 	require.NoError(t, err)
 }
 
-func TestDegraded(t *testing.T) {
-	now := time.Unix(100000, 0)
-	cfg := HealthzConfig{LinkDown: Duration(15 * time.Minute), BacklogAge: Duration(time.Hour)}
-	connecting, connected := leaf.StateConnecting.String(), leaf.StateConnected.String()
-	up := func(name, state string, down time.Duration) node.UplinkStatus {
-		st := node.UplinkStatus{LinkState: state, LinkSince: now.Add(-down)}
-		st.Name = name
-		return st
-	}
-	old := up("old", connected, time.Hour)
-	old.BacklogMsgs, old.OldestAge = 30000, 3*time.Hour
-	young := up("young", connected, time.Hour)
-	young.BacklogMsgs, young.OldestAge = 5, time.Minute
-	dead := up("dead", connected, time.Hour)
-	dead.DeadLetterMsgs = 2
-	requeued := up("requeued", connected, time.Hour) // dead-lettered once, all requeued since
-	requeued.DeadLettered, requeued.Requeued = 3, 3
-	down := node.DownlinkStatus{LinkState: connecting, LinkSince: now.Add(-time.Hour)}
-	down.Name = "cmds"
-	got := degraded(cfg, now, []node.UplinkStatus{
-		up("down", connecting, 20*time.Minute),
-		up("blip", connecting, 5*time.Minute),
-		up("fine", connected, 20*time.Minute),
-		old, young, dead, requeued,
-	}, []node.DownlinkStatus{down})
-	want := []monitor.HealthzError{
-		{Type: monitor.HealthzErrorUplink, Uplink: "down", Error: "uplink down: link connecting for 20m0s (healthz.link_down 15m0s)"},
-		{Type: monitor.HealthzErrorUplink, Uplink: "old", Error: "uplink old: oldest of 30000 waiting messages is 3h0m0s old (healthz.backlog_age 1h0m0s)"},
-		{Type: monitor.HealthzErrorUplink, Uplink: "dead", Error: "uplink dead: 2 messages dead-lettered (the hub refused them; leafbox uplink deadletters dead)"},
-		{Type: monitor.HealthzErrorDownlink, Downlink: "cmds", Error: "downlink cmds: link connecting for 1h0m0s (healthz.link_down 15m0s)"},
-	}
-	require.DeepEqual(t, got, want)
-}
-
 // An uplink whose link stays down is a degraded detail (200) unless
 // ?uplinks=true or healthz.uplinks_fatal makes it fatal (503).
 func TestHealthzDegradedUplink(t *testing.T) {
@@ -238,4 +203,19 @@ func TestHealthzDegradedUplink(t *testing.T) {
 	code, hz = healthz(t, calm, "?uplinks=true")
 	require.DeepEqual(t, code, http.StatusOK)
 	require.DeepEqual(t, len(hz.Degraded), 0)
+}
+
+// The leaf runtime's problems become /healthz degraded entries typed
+// UPLINK or DOWNLINK by the one they name, text unchanged.
+func TestHealthzProblems(t *testing.T) {
+	got := healthzProblems([]node.Problem{
+		{Uplink: "tel", Error: "uplink tel: link connecting for 20m0s (healthz.link_down 15m0s)"},
+		{Downlink: "cmds", Error: "downlink cmds: link connecting for 1h0m0s (healthz.link_down 15m0s)"},
+	})
+	want := []monitor.HealthzError{
+		{Type: monitor.HealthzErrorUplink, Uplink: "tel", Error: "uplink tel: link connecting for 20m0s (healthz.link_down 15m0s)"},
+		{Type: monitor.HealthzErrorDownlink, Downlink: "cmds", Error: "downlink cmds: link connecting for 1h0m0s (healthz.link_down 15m0s)"},
+	}
+	require.DeepEqual(t, got, want)
+	require.DeepEqual(t, healthzProblems(nil), []monitor.HealthzError(nil))
 }
