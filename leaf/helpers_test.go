@@ -162,7 +162,7 @@ func (g *gateway) waitFor(t *testing.T, what string, cond func(leaf.Status) bool
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
-	if err := g.link.WaitFor(ctx, cond); err != nil {
+	if err := g.link.Wait(ctx, cond); err != nil {
 		t.Fatalf("waiting for %s: %v (status %+v)", what, err, g.link.Status())
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -39,24 +40,51 @@ func runCLI(ctx context.Context, t *testing.T, s *server.Server, args ...string)
 	return cmd
 }
 
-// waitSubs waits until the server has n subscriptions on subj.
+// waitSubs waits until the server has n subscriptions on subj, told by
+// the server's interest events (WatchInterest), within wait.
 func waitSubs(t *testing.T, s *server.Server, subj string, n int) {
 	t.Helper()
-	deadline := time.Now().Add(wait)
-	for {
-		count := 0
-		for _, d := range s.Subscriptions("") {
-			if d.Subject == subj {
-				count++
-			}
-		}
-		if count >= n {
+	var mu sync.Mutex
+	count := 0
+	changed := make(chan struct{}, 1)
+	existing, cancel := s.WatchInterest("", func(ev server.InterestEvent) {
+		if ev.Subject != subj {
 			return
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d subscriptions on %q, want %d", count, subj, n)
+		mu.Lock()
+		if ev.Added {
+			count++
+		} else {
+			count--
 		}
-		time.Sleep(5 * time.Millisecond) // polling the server's state, bounded by the deadline
+		mu.Unlock()
+		select { // fn must not block: a pending wake-up is enough
+		case changed <- struct{}{}:
+		default:
+		}
+	})
+	defer cancel()
+	mu.Lock()
+	for _, ev := range existing {
+		if ev.Subject == subj {
+			count++
+		}
+	}
+	mu.Unlock()
+	timeout := time.NewTimer(wait)
+	defer timeout.Stop()
+	for {
+		mu.Lock()
+		got := count
+		mu.Unlock()
+		if got >= n {
+			return
+		}
+		select {
+		case <-changed:
+		case <-timeout.C:
+			t.Fatalf("%d subscriptions on %q, want %d", got, subj, n)
+		}
 	}
 }
 

@@ -23,25 +23,6 @@ import (
 	"github.com/leafbox/leafbox/store/vfs"
 )
 
-// await polls cond every 20 ms until it holds, failing the test with
-// cond's description of the state when ctx ends.
-func await(t *testing.T, ctx context.Context, what string, cond func() (bool, string)) {
-	t.Helper()
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		ok, state := cond()
-		if ok {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("timed out waiting until %s: %s", what, state)
-		case <-tick.C:
-		}
-	}
-}
-
 // TestNodeUplinkAndDownlink runs a Node over a real broker toward a real
 // nats-server hub with JetStream, without any configuration file: a
 // captured message reaches the hub stream through the uplink, a hub
@@ -99,10 +80,9 @@ func TestNodeUplinkAndDownlink(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, gw.Publish("telemetry.t1", []byte("21.5")))
 	require.NoError(t, gw.Flush()) // the PONG: captured and synced
-	await(t, ctx, "the uplink's message is acked", func() (bool, string) {
-		st := n.UplinkStatus()[0]
-		return st.Acked == 1 && st.BacklogMsgs == 0, fmt.Sprintf("uplink %+v", st)
-	})
+	if err := n.WaitUplink(ctx, 0, func(st outbox.Status) bool { return st.Acked == 1 && st.BacklogMsgs == 0 }); err != nil {
+		t.Fatalf("waiting until the uplink's message is acked: %v; uplink %+v", err, n.UplinkStatus())
+	}
 	m, err := site.GetMsg(ctx, 1)
 	require.NoError(t, err)
 	require.DeepEqual(t, m.Subject, "site1.telemetry.t1")
@@ -114,10 +94,9 @@ func TestNodeUplinkAndDownlink(t *testing.T) {
 	require.NoError(t, err)
 	require.DeepEqual(t, got.Subject, "cmd.door")
 	require.DeepEqual(t, string(got.Data), "open")
-	await(t, ctx, "the downlink's message is acked", func() (bool, string) {
-		st := n.DownlinkStatus()[0]
-		return st.Acked == 1, fmt.Sprintf("downlink %+v", st)
-	})
+	if err := n.WaitDownlink(ctx, 0, func(st downlink.Status) bool { return st.Acked == 1 }); err != nil {
+		t.Fatalf("waiting until the downlink's message is acked: %v; downlink %+v", err, n.DownlinkStatus())
+	}
 
 	leafs := n.Leafs(true)
 	if len(leafs) != 1 || leafs[0].ID != 1 || !leafs[0].IsSpoke {

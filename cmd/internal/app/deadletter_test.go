@@ -190,10 +190,7 @@ func TestUplinkHubRestartNotDeadLettered(t *testing.T) {
 	awaitStreamMsgs(t, ctx, stream, before, state)
 	hub.Pause()
 	publish(before, before+during/2)
-	awaitCond(t, ctx, "a PubAck times out at the hung hub", func() (bool, string) {
-		st := a.UplinkStatus()[0]
-		return st.Retries > 0 || st.Refusals > 0, state()
-	})
+	awaitUplink(t, ctx, a, "a PubAck times out at the hung hub", func(st outbox.Status) bool { return st.Retries > 0 || st.Refusals > 0 })
 	hub.Restart()
 	publish(before+during/2, before+during)
 	_, stream = hubJetStream(t, ctx, hub, "SITE")

@@ -15,6 +15,7 @@ import (
 
 	"github.com/leafbox/leafbox/core/require"
 	"github.com/leafbox/leafbox/leaf"
+	"github.com/leafbox/leafbox/leaf/downlink"
 	"github.com/leafbox/leafbox/leaf/leaftest"
 	"github.com/leafbox/leafbox/leaf/node"
 )
@@ -340,10 +341,7 @@ func TestDownlinkFaultHubNodeLoss(t *testing.T) {
 	_, sub := gatewaySubscriber(t, a, "sub.>")
 	first := awaitLink(t, ctx, link, leaf.StateConnected, false)
 	start := time.Now()
-	awaitCond(t, ctx, "the downlink delivers", func() (bool, string) {
-		st := dlStatus(t, a, "sub")
-		return st.Delivered >= n/8, fmt.Sprintf("%+v", st)
-	})
+	awaitDownlink(t, ctx, a, "sub", "the downlink delivers", func(st downlink.Status) bool { return st.Delivered >= n/8 })
 
 	victim := cluster.Node(first.ServerName)
 	if victim == nil {
@@ -383,10 +381,7 @@ func TestDownlinkFaultBlackhole(t *testing.T) {
 	a, link := startDownlinkGateway(t, []string{proxy.LeafURL()}, subDownlink)
 	_, sub := gatewaySubscriber(t, a, "sub.>")
 	awaitLink(t, ctx, link, leaf.StateConnected, false)
-	awaitCond(t, ctx, "the downlink pulls", func() (bool, string) {
-		st := dlStatus(t, a, "sub")
-		return st.State == "pulling", fmt.Sprintf("%+v", st)
-	})
+	awaitDownlink(t, ctx, a, "sub", "the downlink pulls", func(st downlink.Status) bool { return st.State == "pulling" })
 
 	// The rate on an intact link: one command outstanding at a time.
 	start := time.Now()
@@ -403,9 +398,8 @@ func TestDownlinkFaultBlackhole(t *testing.T) {
 	holed := time.Now()
 	pub.publish(ctx, n1+n2)
 	pub.wait(t)
-	awaitCond(t, ctx, "the downlink notices the missing heartbeat", func() (bool, string) {
-		st := dlStatus(t, a, "sub")
-		return strings.Contains(st.LastError, "no heartbeat") && st.State != "pulling", fmt.Sprintf("%+v", st)
+	awaitDownlink(t, ctx, a, "sub", "the downlink notices the missing heartbeat", func(st downlink.Status) bool {
+		return strings.Contains(st.LastError, "no heartbeat") && st.State != "pulling"
 	})
 	noticed := time.Since(holed)
 	if st := dlStatus(t, a, "sub"); st.Delivered != n1 || st.LinkState != "connected" {

@@ -10,8 +10,10 @@ import (
 
 	"github.com/leafbox/leafbox/core/require"
 	"github.com/leafbox/leafbox/leaf"
+	"github.com/leafbox/leafbox/leaf/downlink"
 	"github.com/leafbox/leafbox/leaf/leaftest"
 	"github.com/leafbox/leafbox/leaf/node"
+	"github.com/leafbox/leafbox/leaf/outbox"
 )
 
 // loopbackConfig parses src as a gateway config listening on 127.0.0.1 on
@@ -109,7 +111,11 @@ func hubJetStream(t *testing.T, ctx context.Context, hub *leaftest.Hub, name str
 }
 
 // awaitCond polls cond every 20 ms until it holds, failing the test with
-// cond's description of the state when ctx ends.
+// cond's description of the state when ctx ends. It is for what signals
+// no change: the state of a nats-server hub (another process, asked over
+// the network), or a condition over several subsystems at once; a
+// condition on one uplink, downlink or link waits on it instead
+// (awaitUplink, awaitDownlink, awaitLink).
 func awaitCond(t testing.TB, ctx context.Context, what string, cond func() (bool, string)) {
 	t.Helper()
 	tick := time.NewTicker(20 * time.Millisecond)
@@ -131,11 +137,15 @@ func awaitCond(t testing.TB, ctx context.Context, what string, cond func() (bool
 // backlog and want messages acked, and returns its status then.
 func awaitUplinkAcked(t testing.TB, ctx context.Context, a *App, want uint64) node.UplinkStatus {
 	t.Helper()
-	var st node.UplinkStatus
-	awaitCond(t, ctx, fmt.Sprintf("the outbox drains with %d acked", want), func() (bool, string) {
-		st = a.UplinkStatus()[0]
-		return st.Acked == want && st.BacklogMsgs == 0, fmt.Sprintf("uplink %+v", st)
-	})
+	var drained outbox.Status
+	if err := a.node.WaitUplink(ctx, 0, func(st outbox.Status) bool {
+		drained = st
+		return st.Acked == want && st.BacklogMsgs == 0
+	}); err != nil {
+		t.Fatalf("timed out waiting until the outbox drains with %d acked: %v; uplink %+v", want, err, a.UplinkStatus()[0])
+	}
+	st := a.UplinkStatus()[0]
+	st.Status = drained // the counters as they were when the condition held
 	return st
 }
 
@@ -156,4 +166,31 @@ func awaitStreamMsgs(t testing.TB, ctx context.Context, stream jetstream.Stream,
 		}
 		return info.State.Msgs == want, fmt.Sprintf("hub holds %d; %s", info.State.Msgs, state())
 	})
+}
+
+// awaitUplink waits until cond holds for the first uplink's outbox
+// status, woken by the outbox at each change (node.WaitUplink), failing
+// the test with what when ctx ends.
+func awaitUplink(t testing.TB, ctx context.Context, a *App, what string, cond func(outbox.Status) bool) {
+	t.Helper()
+	if err := a.node.WaitUplink(ctx, 0, cond); err != nil {
+		t.Fatalf("timed out waiting until %s: %v; uplink %+v", what, err, a.UplinkStatus()[0])
+	}
+}
+
+// awaitDownlink waits until cond holds for the status of the downlink
+// named name, woken by the downlink at each change (node.WaitDownlink),
+// failing the test with what when ctx ends.
+func awaitDownlink(t testing.TB, ctx context.Context, a *App, name, what string, cond func(downlink.Status) bool) {
+	t.Helper()
+	for i, st := range a.DownlinkStatus() {
+		if st.Name != name {
+			continue
+		}
+		if err := a.node.WaitDownlink(ctx, i, cond); err != nil {
+			t.Fatalf("timed out waiting until %s: %v; downlink %+v", what, err, a.DownlinkStatus()[i])
+		}
+		return
+	}
+	t.Fatalf("no downlink %q", name)
 }

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/leafbox/leafbox/core/monitor"
 	"github.com/leafbox/leafbox/core/require"
+	"github.com/leafbox/leafbox/leaf"
 	"github.com/leafbox/leafbox/leaf/node"
 )
 
@@ -166,16 +168,8 @@ func TestHealthzDegradedUplink(t *testing.T) {
 		"uplinks: [{name: tel, subjects: [t.>], hub_subject_prefix: s.}]\n" +
 		"downlinks: [{name: cmds, stream: CMDS, hub_subject_prefix: c., local_subject_prefix: cmd.}]\n"
 	a := startConfig(t, loopbackConfig(t, src+"healthz: {link_down: 1ms}\n", tempEnv(t)), Flags{})
-	deadline := time.Now().Add(testTimeout)
-	var hz monitor.Healthz
-	var code int
-	for {
-		code, hz = healthz(t, a, "")
-		if len(hz.Degraded) == 2 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(10 * time.Millisecond) // no event tells when the threshold passes
-	}
+	awaitLinkDownFor(t, a, time.Millisecond)
+	code, hz := healthz(t, a, "")
 	require.DeepEqual(t, code, http.StatusOK)
 	require.DeepEqual(t, hz.Status, "ok")
 	if len(hz.Degraded) != 2 || hz.Degraded[0].Uplink != "tel" || hz.Degraded[1].Downlink != "cmds" {
@@ -188,14 +182,8 @@ func TestHealthzDegradedUplink(t *testing.T) {
 	require.ErrorContains(t, errString(hz.Error), "uplink tel: link connecting for")
 
 	fatal := startConfig(t, loopbackConfig(t, src+"healthz: {link_down: 1ms, uplinks_fatal: true}\n", tempEnv(t)), Flags{})
-	deadline = time.Now().Add(testTimeout)
-	for {
-		code, _ = healthz(t, fatal, "")
-		if code != http.StatusOK || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	awaitLinkDownFor(t, fatal, time.Millisecond)
+	code, _ = healthz(t, fatal, "")
 	require.DeepEqual(t, code, http.StatusServiceUnavailable)
 
 	// With the default threshold a fresh link is not degraded.
@@ -218,4 +206,22 @@ func TestHealthzProblems(t *testing.T) {
 	}
 	require.DeepEqual(t, got, want)
 	require.DeepEqual(t, healthzProblems(nil), []monitor.HealthzError(nil))
+}
+
+// awaitLinkDownFor waits until the link of a's first remote has been out
+// of the connected state for longer than d: a wait on the link's status
+// for the state it is in and since when, then for the instant that is d
+// later (the health rule compares the wall clock with it, so time itself
+// is the condition; the link never connects, so the instant stays put).
+func awaitLinkDownFor(t *testing.T, a *App, d time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	link := a.node.Link(0)
+	if err := link.Wait(ctx, func(st leaf.Status) bool {
+		return st.State != leaf.StateConnected && !st.StateSince.IsZero()
+	}); err != nil {
+		t.Fatalf("the link never recorded its state: %v; %+v", err, link.Status())
+	}
+	time.Sleep(time.Until(link.Status().StateSince.Add(d + time.Millisecond)))
 }

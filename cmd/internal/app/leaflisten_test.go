@@ -219,17 +219,9 @@ func TestLeafListenNatsServerLeaf(t *testing.T) {
 // still in flight has arrived), it requires that no member holds more.
 func drainQueue(t *testing.T, n int, settle func(), subs ...*nats.Subscription) []string {
 	t.Helper()
-	var got []string
-	deadline := time.Now().Add(testTimeout)
-	for len(got) < n && time.Now().Before(deadline) {
-		for _, s := range subs {
-			if m, err := s.NextMsg(10 * time.Millisecond); err == nil {
-				got = append(got, string(m.Data))
-			}
-		}
-	}
-	if len(got) != n {
-		t.Fatalf("queue members got %d messages, want %d", len(got), n)
+	got, extra := receiveN(n, subs...)
+	if len(got) != n || extra != 0 {
+		t.Fatalf("queue members got %d messages (and %d more), want %d", len(got), extra, n)
 	}
 	settle()
 	for _, s := range subs {
@@ -338,12 +330,10 @@ func TestLeafListenDetectsLoop(t *testing.T) {
 	port := leaftest.FreePort(t)
 	a := startApp(t, fmt.Sprintf("http_port: 0\nleafnodes: {listen: '127.0.0.1:%d', remotes: [{url: 'nats-leaf://127.0.0.1:%d'}]}\n", port, port), Flags{})
 	link := a.node.Link(0)
-	deadline := time.Now().Add(testTimeout)
-	for !strings.Contains(link.Status().LastError, "loop detected") {
-		if time.Now().After(deadline) {
-			t.Fatalf("no loop reported: %+v", link.Status())
-		}
-		time.Sleep(10 * time.Millisecond) // the status has no change signal for errors outside Wait
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	if err := link.Wait(ctx, func(st leaf.Status) bool { return strings.Contains(st.LastError, "loop detected") }); err != nil {
+		t.Fatalf("no loop reported: %v; %+v", err, link.Status())
 	}
 	// The link waits 30s before trying again, as after nats-server's -ERR.
 	if st := link.Status(); time.Until(st.RetryAt) < 20*time.Second {

@@ -4,8 +4,9 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/nats-io/nats.go"
 
@@ -137,21 +138,49 @@ func TestLeafQueueAcrossThreeLevels(t *testing.T) {
 // receiveAll receives n messages from subs and returns their payloads.
 func receiveAll(t *testing.T, n int, subs ...*nats.Subscription) []string {
 	t.Helper()
-	var got []string
-	deadline := time.Now().Add(testTimeout)
-	for len(got) < n && time.Now().Before(deadline) {
-		for _, s := range subs {
-			for {
-				m, err := s.NextMsg(5 * time.Millisecond)
-				if err != nil {
-					break
-				}
-				got = append(got, string(m.Data))
-			}
-		}
-	}
-	if len(got) != n {
-		t.Fatalf("received %d messages, want %d", len(got), n)
+	got, extra := receiveN(n, subs...)
+	if len(got) != n || extra != 0 {
+		t.Fatalf("received %d messages (and %d more), want %d", len(got), extra, n)
 	}
 	return got
+}
+
+// receiveN receives from all of subs at once (a NextMsgWithContext per
+// subscription, each in its own goroutine) until n messages have come or
+// testTimeout passes, and returns their payloads in arrival order. extra
+// counts the messages received beyond n before the receivers stopped.
+func receiveN(n int, subs ...*nats.Subscription) (got []string, extra int) {
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	msgs := make(chan string)
+	var wg sync.WaitGroup
+	var more atomic.Int64
+	for _, s := range subs {
+		wg.Go(func() {
+			for {
+				m, err := s.NextMsgWithContext(ctx)
+				if err != nil {
+					return
+				}
+				select {
+				case msgs <- string(m.Data):
+				case <-ctx.Done():
+					more.Add(1)
+					return
+				}
+			}
+		})
+	}
+	for len(got) < n {
+		select {
+		case m := <-msgs:
+			got = append(got, m)
+			continue
+		case <-ctx.Done():
+		}
+		break
+	}
+	cancel()
+	wg.Wait()
+	return got, int(more.Load())
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/leafbox/leafbox/core/require"
+	"github.com/leafbox/leafbox/leaf"
 	"github.com/leafbox/leafbox/leaf/leaftest"
 )
 
@@ -41,9 +42,9 @@ func TestUplinkBlackholedLink(t *testing.T) {
 	publish(0, before)
 	awaitStreamMsgs(t, ctx, stream, before, state)
 	proxy.Blackhole()
-	awaitCond(t, ctx, "the gateway notices the dead link", func() (bool, string) {
-		return a.UplinkStatus()[0].LinkState != "connected", state()
-	})
+	if err := a.node.Link(0).Wait(ctx, func(st leaf.Status) bool { return st.State != leaf.StateConnected }); err != nil {
+		t.Fatalf("timed out waiting until the gateway notices the dead link: %v; %s", err, state())
+	}
 	publish(before, before+during)
 	proxy.Restore()
 	awaitStreamMsgs(t, ctx, stream, before+during, state)
