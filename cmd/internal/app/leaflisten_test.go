@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -239,13 +240,7 @@ func TestLeafListenRefusesWrongCredentials(t *testing.T) {
 	a := startApp(t, "http_port: 0\nleafnodes: {listen: '127.0.0.1:-1', authorization: {user: leaf, password: s3cret}}\n", Flags{})
 	leafSrv := leaftest.StartHub(t, leaftest.HubOptions{Name: "intruder",
 		Leaf: fmt.Sprintf(`remotes: [{url: "nats-leaf://leaf:wrong@%s"}]`, a.LeafListener().Addr())})
-	deadline := time.Now().Add(testTimeout)
-	for !strings.Contains(leafSrv.Logs(), "Authorization Violation") {
-		if time.Now().After(deadline) {
-			t.Fatalf("the leaf never logged the refusal:\n%s", leafSrv.Logs())
-		}
-		time.Sleep(20 * time.Millisecond) // polling a process log: no event to wait on
-	}
+	leafSrv.WaitLog(regexp.MustCompile("Authorization Violation"), testTimeout) // woken by each line the leaf logs
 	require.DeepEqual(t, len(a.LeafListener().Leafs()), 0)
 }
 
