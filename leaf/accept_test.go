@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/leafbox/leafbox/core/auth"
+	"github.com/leafbox/leafbox/core/require"
 	"github.com/leafbox/leafbox/core/server"
 	"github.com/leafbox/leafbox/core/server/servertest"
 	"github.com/leafbox/leafbox/leaf"
@@ -66,8 +67,8 @@ func startListener(t *testing.T, cfg leaf.AcceptConfig) (*server.Server, *leaf.L
 	srv := servertest.Start(t, server.Options{})
 	cfg.Addr = "127.0.0.1:0"
 	l, err := leaf.NewListener(cfg, &hubLocal{srv: srv}, nil)
-	mustNoErr(t, err)
-	mustNoErr(t, l.Start())
+	require.NoError(t, err)
+	require.NoError(t, l.Start())
 	t.Cleanup(func() { _ = l.Close() })
 	return srv, l
 }
@@ -84,7 +85,7 @@ func TestListenerWithLink(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
-	mustNoErr(t, l.Wait(ctx, func(ls []leaf.AcceptedStatus) bool { return len(ls) == 1 }))
+	require.NoError(t, l.Wait(ctx, func(ls []leaf.AcceptedStatus) bool { return len(ls) == 1 }))
 	if st := l.Leafs()[0]; st.Name != "gw-test" || st.Account != "$G" {
 		t.Fatalf("listener status %+v", st)
 	}
@@ -92,14 +93,14 @@ func TestListenerWithLink(t *testing.T) {
 	hc := connect(t, "nats://"+hubSrv.Addr().String())
 	gc := connect(t, g.clientURL())
 	up, err := hc.SubscribeSync("up.>")
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	down, err := gc.SubscribeSync("down.>")
-	mustNoErr(t, err)
-	mustNoErr(t, hc.Flush())
+	require.NoError(t, err)
+	require.NoError(t, hc.Flush())
 	g.flush(t, gc)
-	mustNoErr(t, l.Flush(ctx))
-	mustNoErr(t, gc.Publish("up.a", []byte("1")))
-	mustNoErr(t, hc.Publish("down.b", []byte("2")))
+	require.NoError(t, l.Flush(ctx))
+	require.NoError(t, gc.Publish("up.a", []byte("1")))
+	require.NoError(t, hc.Publish("down.b", []byte("2")))
 	if m := next(t, up); string(m.Data) != "1" {
 		t.Fatalf("hub got %q", m.Data)
 	}
@@ -107,7 +108,7 @@ func TestListenerWithLink(t *testing.T) {
 		t.Fatalf("gateway got %q", m.Data)
 	}
 
-	mustNoErr(t, l.Close())
+	require.NoError(t, l.Close())
 	g.waitFor(t, "the link to notice", func(st leaf.Status) bool { return st.State == leaf.StateConnecting })
 	if len(l.Leafs()) != 0 {
 		t.Fatalf("closed listener lists %+v", l.Leafs())
@@ -147,20 +148,20 @@ func floodStuckLeaf(t *testing.T, addr string, l *leaf.Listener, limit int) int 
 	rawLeaf(t, l, `CONNECT {"name":"stuck"}`+"\r\nLS+ flood\r\n")
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
-	mustNoErr(t, l.Wait(ctx, func(ls []leaf.AcceptedStatus) bool {
+	require.NoError(t, l.Wait(ctx, func(ls []leaf.AcceptedStatus) bool {
 		return len(ls) == 1 && len(ls[0].Subjects) == 1
 	}))
 	hc := connect(t, "nats://"+addr)
 	payload := make([]byte, 1024)
 	published := 0
 	for len(l.Leafs()) == 1 && published < limit {
-		mustNoErr(t, hc.Publish("flood", payload))
+		require.NoError(t, hc.Publish("flood", payload))
 		published++
 		if published%1000 == 0 {
-			mustNoErr(t, hc.Flush())
+			require.NoError(t, hc.Flush())
 		}
 	}
-	mustNoErr(t, l.Wait(ctx, func(ls []leaf.AcceptedStatus) bool { return len(ls) == 0 }))
+	require.NoError(t, l.Wait(ctx, func(ls []leaf.AcceptedStatus) bool { return len(ls) == 0 }))
 	return published
 }
 
@@ -176,14 +177,14 @@ func rawLeaf(t *testing.T, l *leaf.Listener, send string) *bufio.Reader {
 func rawLeafConn(t *testing.T, l *leaf.Listener, send string) (net.Conn, *bufio.Reader) {
 	t.Helper()
 	conn, err := net.DialTimeout("tcp", l.Addr().String(), wait)
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	t.Cleanup(func() { _ = conn.Close() })
-	mustNoErr(t, conn.SetDeadline(time.Now().Add(wait)))
+	require.NoError(t, conn.SetDeadline(time.Now().Add(wait)))
 	r := bufio.NewReader(conn)
 	_, err = r.ReadString('\n') // INFO
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	_, err = conn.Write([]byte(send))
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	return conn, r
 }
 
@@ -197,10 +198,10 @@ func TestListenerReplacesDuplicate(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
 	first := rawLeaf(t, l, connect)
-	mustNoErr(t, l.Wait(ctx, func(ls []leaf.AcceptedStatus) bool { return len(ls) == 1 }))
+	require.NoError(t, l.Wait(ctx, func(ls []leaf.AcceptedStatus) bool { return len(ls) == 1 }))
 	id := l.Leafs()[0].ID
 	rawLeaf(t, l, connect)
-	mustNoErr(t, l.Wait(ctx, func(ls []leaf.AcceptedStatus) bool { return len(ls) == 1 && ls[0].ID != id }))
+	require.NoError(t, l.Wait(ctx, func(ls []leaf.AcceptedStatus) bool { return len(ls) == 1 && ls[0].ID != id }))
 	var lines []string
 	for {
 		line, err := first.ReadString('\n')

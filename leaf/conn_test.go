@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leafbox/leafbox/core/require"
 	"github.com/leafbox/leafbox/leaf"
 	"github.com/leafbox/leafbox/leaf/leaftest"
 )
@@ -97,7 +98,7 @@ func TestStaleConnectionBothSides(t *testing.T) {
 		expectEOF(t, r)
 		ctx, cancel := context.WithTimeout(context.Background(), wait)
 		defer cancel()
-		mustNoErr(t, l.Wait(ctx, func(ls []leaf.AcceptedStatus) bool { return len(ls) == 0 }))
+		require.NoError(t, l.Wait(ctx, func(ls []leaf.AcceptedStatus) bool { return len(ls) == 0 }))
 	})
 }
 
@@ -134,13 +135,13 @@ func TestPingPongBothSides(t *testing.T) {
 		readUntilLine(t, r, "PONG") // the listener's registration PING came before it
 		ctx, cancel := context.WithTimeout(context.Background(), wait)
 		defer cancel()
-		mustNoErr(t, l.Wait(ctx, func(ls []leaf.AcceptedStatus) bool { return len(ls) == 1 }))
+		require.NoError(t, l.Wait(ctx, func(ls []leaf.AcceptedStatus) bool { return len(ls) == 1 }))
 		if rtt := l.Leafs()[0].RTT; rtt != 0 {
 			t.Fatalf("RTT %v before any PONG", rtt)
 		}
 		// Our PONG, then a PING: its PONG shows the PONG was processed.
 		_, err := conn.Write([]byte("PONG\r\nPING\r\n"))
-		mustNoErr(t, err)
+		require.NoError(t, err)
 		readUntilLine(t, r, "PONG")
 		if rtt := l.Leafs()[0].RTT; rtt <= 0 {
 			t.Fatalf("RTT %v after the PONG", rtt)
@@ -161,12 +162,12 @@ func TestRTTThresholdsBothSides(t *testing.T) {
 	g := startGateway(t, cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
-	mustNoErr(t, g.link.Flush(ctx))
-	mustNoErr(t, l.Flush(ctx))
+	require.NoError(t, g.link.Flush(ctx))
+	require.NoError(t, l.Flush(ctx))
 	if st := g.link.Status(); st.Compression != leaf.CompressionS2Best || st.RTT <= 0 {
 		t.Fatalf("link: compression %q, RTT %v; want s2_best and an RTT", st.Compression, st.RTT)
 	}
-	mustNoErr(t, l.Wait(ctx, func(ls []leaf.AcceptedStatus) bool { return len(ls) == 1 }))
+	require.NoError(t, l.Wait(ctx, func(ls []leaf.AcceptedStatus) bool { return len(ls) == 1 }))
 	if st := l.Leafs()[0]; st.Compression != leaf.CompressionS2Best || st.RTT <= 0 {
 		t.Fatalf("listener: compression %q, RTT %v; want s2_best and an RTT", st.Compression, st.RTT)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nkeys"
 
+	"github.com/leafbox/leafbox/core/require"
 	"github.com/leafbox/leafbox/leaf"
 	"github.com/leafbox/leafbox/leaf/leaftest"
 )
@@ -25,23 +26,23 @@ import (
 func signJWT(t *testing.T, issuer nkeys.KeyPair, claims map[string]any) string {
 	t.Helper()
 	iss, err := issuer.PublicKey()
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	claims["iss"] = iss
 	claims["iat"] = time.Now().Unix()
 	claims["jti"] = fmt.Sprintf("J%d", time.Now().UnixNano())
 	body, err := json.Marshal(claims)
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	enc := base64.RawURLEncoding
 	head := enc.EncodeToString([]byte(`{"typ":"JWT","alg":"ed25519-nkey"}`)) + "." + enc.EncodeToString(body)
 	sig, err := issuer.Sign([]byte(head))
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	return head + "." + enc.EncodeToString(sig)
 }
 
 func publicKey(t *testing.T, kp nkeys.KeyPair) string {
 	t.Helper()
 	pub, err := kp.PublicKey()
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	return pub
 }
 
@@ -55,11 +56,11 @@ type operatorSetup struct {
 func newOperatorSetup(t *testing.T) operatorSetup {
 	t.Helper()
 	op, err := nkeys.CreateOperator()
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	acc, err := nkeys.CreateAccount()
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	sys, err := nkeys.CreateAccount()
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	unlimited := map[string]any{"subs": -1, "data": -1, "payload": -1, "imports": -1, "exports": -1,
 		"wildcards": true, "conn": -1, "leaf": -1}
 	opJWT := signJWT(t, op, map[string]any{"sub": publicKey(t, op), "name": "op",
@@ -78,17 +79,17 @@ func newOperatorSetup(t *testing.T) operatorSetup {
 func (o operatorSetup) userCreds(t *testing.T, signer nkeys.KeyPair) string {
 	t.Helper()
 	user, err := nkeys.CreateUser()
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	userJWT := signJWT(t, signer, map[string]any{"sub": publicKey(t, user), "name": "gw",
 		"nats": map[string]any{"type": "user", "version": 2, "subs": -1, "data": -1, "payload": -1}})
 	seed, err := user.Seed()
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	creds := fmt.Sprintf("-----BEGIN NATS USER JWT-----\n%s\n------END NATS USER JWT------\n\n"+
 		"************************* IMPORTANT *************************\n"+
 		"NKEY Seed printed below can be used to sign and prove identity.\n\n"+
 		"-----BEGIN USER NKEY SEED-----\n%s\n------END USER NKEY SEED------\n", userJWT, seed)
 	path := filepath.Join(t.TempDir(), "user.creds")
-	mustNoErr(t, os.WriteFile(path, []byte(creds), 0o600))
+	require.NoError(t, os.WriteFile(path, []byte(creds), 0o600))
 	return path
 }
 
@@ -108,14 +109,14 @@ func TestCredentialsAuth(t *testing.T) {
 	up, _ := hc.SubscribeSync("creds.up")
 	down, _ := gw.SubscribeSync("creds.down")
 	g.flush(t, gw, hc)
-	mustNoErr(t, gw.Publish("creds.up", []byte("u")))
-	mustNoErr(t, hc.Publish("creds.down", []byte("d")))
+	require.NoError(t, gw.Publish("creds.up", []byte("u")))
+	require.NoError(t, hc.Publish("creds.down", []byte("d")))
 	next(t, up)
 	next(t, down)
 
 	// A user signed by a key the hub does not trust is refused.
 	rogue, err := nkeys.CreateAccount()
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	cfg = testConfig(hub.LeafURL())
 	cfg.Credentials = setup.userCreds(t, rogue)
 	bad := startGatewayNoWait(t, cfg)
@@ -130,7 +131,7 @@ func TestCredentialsAuth(t *testing.T) {
 func TestBadCredentialFiles(t *testing.T) {
 	dir := t.TempDir()
 	garbage := filepath.Join(dir, "garbage.creds")
-	mustNoErr(t, os.WriteFile(garbage, []byte("not a creds file"), 0o600))
+	require.NoError(t, os.WriteFile(garbage, []byte("not a creds file"), 0o600))
 	for name, cfg := range map[string]leaf.Config{
 		"missing creds": {Credentials: filepath.Join(dir, "nope.creds")},
 		"garbage creds": {Credentials: garbage},

@@ -12,6 +12,7 @@ import (
 
 	"github.com/nats-io/nkeys"
 
+	"github.com/leafbox/leafbox/core/require"
 	"github.com/leafbox/leafbox/leaf"
 	"github.com/leafbox/leafbox/leaf/leaftest"
 )
@@ -40,13 +41,13 @@ func TestConnectAndInterestLines(t *testing.T) {
 			_, _ = gw.QueueSubscribeSync(s.subj, s.queue)
 		}
 	}
-	mustNoErr(t, gw.Flush())
+	require.NoError(t, gw.Flush())
 
 	hub := fake.Accept()
 	hub.Send(leaftest.HubInfo("nonce-1"))
 	line := hub.Expect("CONNECT ")
 	var c map[string]any
-	mustNoErr(t, json.Unmarshal([]byte(strings.TrimPrefix(line, "CONNECT ")), &c))
+	require.NoError(t, json.Unmarshal([]byte(strings.TrimPrefix(line, "CONNECT ")), &c))
 	for k, want := range map[string]any{
 		"name": "gw-7", "remote_account": "$G", "headers": true, "compress_mode": "off",
 		"nkey": user.public, "protocol": float64(1), "version": leaf.DefaultVersion,
@@ -64,9 +65,9 @@ func TestConnectAndInterestLines(t *testing.T) {
 		t.Errorf("deny_pub = %v", c["deny_pub"])
 	}
 	sig, err := base64.RawURLEncoding.DecodeString(c["sig"].(string))
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	pub, err := nkeys.FromPublicKey(user.public)
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	if err := pub.Verify([]byte("nonce-1"), sig); err != nil {
 		t.Fatalf("nonce signature: %v", err)
 	}
@@ -88,10 +89,10 @@ func TestConnectAndInterestLines(t *testing.T) {
 	s1, _ := gw.SubscribeSync("live")
 	s2, _ := gw.SubscribeSync("live")
 	q3, _ := gw.QueueSubscribeSync("q.x", "g")
-	mustNoErr(t, s1.Unsubscribe())
-	mustNoErr(t, s2.Unsubscribe())
-	mustNoErr(t, q3.Unsubscribe())
-	mustNoErr(t, gw.Flush())
+	require.NoError(t, s1.Unsubscribe())
+	require.NoError(t, s2.Unsubscribe())
+	require.NoError(t, q3.Unsubscribe())
+	require.NoError(t, gw.Flush())
 	for _, w := range []string{"LS+ live", "LS+ q.x g 3", "LS- live", "LS+ q.x g 2"} {
 		if got := hub.Expect("LS"); got != w {
 			t.Fatalf("got %q, want %q", got, w)
@@ -173,7 +174,7 @@ func TestJetStreamDeliveryAcrossLink(t *testing.T) {
 	g := startGatewayNoWait(t, testConfig(fake.URL()))
 	gw := connect(t, g.clientURL())
 	sub, _ := gw.SubscribeSync("deliver.x")
-	mustNoErr(t, gw.Flush())
+	require.NoError(t, gw.Flush())
 	hub := fake.Accept()
 	hub.Handshake()
 	hub.Expect("LS+ deliver.x")
@@ -227,7 +228,7 @@ func TestDeniedTrafficNeverCrosses(t *testing.T) {
 	g := startGatewayNoWait(t, cfg)
 	gw := connect(t, g.clientURL())
 	noisy, _ := gw.SubscribeSync(">")
-	mustNoErr(t, gw.Flush())
+	require.NoError(t, gw.Flush())
 	hub := fake.Accept()
 	hub.Handshake()
 	hub.Expect("LS+ >")
@@ -237,9 +238,9 @@ func TestDeniedTrafficNeverCrosses(t *testing.T) {
 	hub.Expect("PONG")
 	pub := connect(t, g.clientURL())
 	for _, subj := range []string{"$KV.b.k", "$JS.API.INFO", "secret.x", "ok.1"} {
-		mustNoErr(t, pub.Publish(subj, []byte(subj)))
+		require.NoError(t, pub.Publish(subj, []byte(subj)))
 	}
-	mustNoErr(t, pub.Flush())
+	require.NoError(t, pub.Flush())
 	for range 4 {
 		next(t, noisy) // the local subscriber gets all four
 	}
@@ -271,7 +272,7 @@ func TestPublishRefusals(t *testing.T) {
 	if err := g.link.Publish("up.big", "", nil, big); !errors.Is(err, leaf.ErrMaxPayload) {
 		t.Fatalf("Publish above max_payload: %v, want ErrMaxPayload", err)
 	}
-	mustNoErr(t, g.link.Publish("up.denied", "", nil, []byte("x")))
+	require.NoError(t, g.link.Publish("up.denied", "", nil, []byte("x")))
 	hub.Expect("LMSG up.denied")
 	hub.Expect("x")
 	hub.Send("-ERR 'Permissions Violation for Publish to \"up.denied\"'\r\n")
@@ -279,6 +280,6 @@ func TestPublishRefusals(t *testing.T) {
 	if err := g.link.Publish("up.denied", "", nil, []byte("x")); !errors.Is(err, leaf.ErrNotPermitted) {
 		t.Fatalf("Publish after the violation: %v, want ErrNotPermitted", err)
 	}
-	mustNoErr(t, g.link.Publish("up.ok", "", nil, []byte("x")))
+	require.NoError(t, g.link.Publish("up.ok", "", nil, []byte("x")))
 	hub.Expect("LMSG up.ok")
 }

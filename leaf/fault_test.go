@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leafbox/leafbox/core/require"
 	"github.com/leafbox/leafbox/leaf"
 	"github.com/leafbox/leafbox/leaf/leaftest"
 )
@@ -25,11 +26,11 @@ func TestBlackholedLinkReconnects(t *testing.T) {
 	hc := connect(t, hub.ClientURL())
 	gc := connect(t, g.clientURL())
 	up, err := hc.SubscribeSync("up")
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	down, err := gc.SubscribeSync("down")
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	g.flush(t, hc, gc)
-	mustNoErr(t, gc.Publish("up", []byte("before")))
+	require.NoError(t, gc.Publish("up", []byte("before")))
 	if m := next(t, up); string(m.Data) != "before" {
 		t.Fatalf("hub got %q", m.Data)
 	}
@@ -45,11 +46,11 @@ func TestBlackholedLinkReconnects(t *testing.T) {
 	proxy.Restore()
 	g.waitFor(t, "the link to reconnect", func(s leaf.Status) bool { return s.State == leaf.StateConnected })
 	g.flush(t, hc, gc)
-	mustNoErr(t, gc.Publish("up", []byte("after")))
+	require.NoError(t, gc.Publish("up", []byte("after")))
 	if m := next(t, up); string(m.Data) != "after" {
 		t.Fatalf("hub got %q after the blackhole", m.Data)
 	}
-	mustNoErr(t, hc.Publish("down", []byte("after")))
+	require.NoError(t, hc.Publish("down", []byte("after")))
 	if m := next(t, down); string(m.Data) != "after" {
 		t.Fatalf("gateway got %q after the blackhole", m.Data)
 	}

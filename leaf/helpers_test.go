@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nkeys"
 
+	"github.com/leafbox/leafbox/core/require"
 	"github.com/leafbox/leafbox/core/server"
 	"github.com/leafbox/leafbox/core/server/servertest"
 	"github.com/leafbox/leafbox/leaf"
@@ -161,7 +162,7 @@ func (g *gateway) waitFor(t *testing.T, what string, cond func(leaf.Status) bool
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
-	if err := g.link.WaitFor(ctx, cond); err != nil {
+	if err := g.link.Wait(ctx, cond); err != nil {
 		t.Fatalf("waiting for %s: %v (status %+v)", what, err, g.link.Status())
 	}
 }
@@ -193,13 +194,6 @@ func noMsg(t *testing.T, sub *nats.Subscription) {
 	if n, _, _ := sub.Pending(); n != 0 {
 		m, _ := sub.NextMsg(0)
 		t.Fatalf("unexpected message on %s: %q", sub.Subject, m.Data)
-	}
-}
-
-func mustNoErr(t *testing.T, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
 	}
 }
 
@@ -237,12 +231,12 @@ type userKey struct {
 func newUserKey(t *testing.T) userKey {
 	t.Helper()
 	kp, err := nkeys.CreateUser()
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	pub, err := kp.PublicKey()
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	seed, err := kp.Seed()
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	path := filepath.Join(t.TempDir(), "user.nk")
-	mustNoErr(t, os.WriteFile(path, append(seed, '\n'), 0o600))
+	require.NoError(t, os.WriteFile(path, append(seed, '\n'), 0o600))
 	return userKey{public: pub, seed: seed, seedFile: path}
 }

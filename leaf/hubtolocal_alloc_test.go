@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leafbox/leafbox/core/require"
 	"github.com/leafbox/leafbox/core/server"
 	"github.com/leafbox/leafbox/core/server/servertest"
 	"github.com/leafbox/leafbox/leaf"
@@ -45,19 +46,19 @@ func (q queueConn) PublishQueues(route, shown, reply []byte, queues [][]byte, hd
 func rawSubscriber(t *testing.T, srv *server.Server, subs string) (received func() int64) {
 	t.Helper()
 	c, err := net.Dial("tcp", srv.Addr().String())
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
 	_, err = c.Write([]byte("CONNECT {\"verbose\":false,\"pedantic\":false}\r\n" + subs + "PING\r\n"))
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	var pre [4096]byte
 	var seen []byte
 	for !bytes.Contains(seen, []byte("PONG\r\n")) {
-		mustNoErr(t, c.SetReadDeadline(time.Now().Add(wait)))
+		require.NoError(t, c.SetReadDeadline(time.Now().Add(wait)))
 		n, err := c.Read(pre[:])
-		mustNoErr(t, err)
+		require.NoError(t, err)
 		seen = append(seen, pre[:n]...)
 	}
-	mustNoErr(t, c.SetReadDeadline(time.Time{}))
+	require.NoError(t, c.SetReadDeadline(time.Time{}))
 	counts := make(chan int64, 1)
 	counts <- 0
 	go func() {
@@ -85,8 +86,8 @@ func TestHubToLocalAllocs(t *testing.T) {
 	received := rawSubscriber(t, srv, "SUB hub.temp 1\r\nSUB deliver.x 2\r\nSUB work g 3\r\n")
 	fake := leaftest.StartFakeHub(t)
 	link, err := leaf.New(testConfig(fake.URL()), queueLocal{newServerLocal(srv)}, nil)
-	mustNoErr(t, err)
-	mustNoErr(t, link.Start(context.Background()))
+	require.NoError(t, err)
+	require.NoError(t, link.Start(context.Background()))
 	t.Cleanup(func() { _ = link.Close() })
 	hub := fake.Accept()
 	hub.Handshake()
@@ -94,7 +95,7 @@ func TestHubToLocalAllocs(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
-	mustNoErr(t, link.WaitConnected(ctx))
+	require.NoError(t, link.WaitConnected(ctx))
 
 	const payload = "0123456789abcdef"
 	const ack = "$JS.ACK.ORDERS.c1.1.5.5.1700000000.0"
@@ -115,6 +116,9 @@ func TestHubToLocalAllocs(t *testing.T) {
 		for range rounds {
 			hub.Send(burst)
 			want += perBurst
+			// A spin on the byte counter, not a wait on a signal: a
+			// channel or lock in the counting writer would be measured
+			// with the path. The deadline bounds it.
 			deadline := time.Now().Add(wait)
 			for received() < want {
 				if time.Now().After(deadline) {

@@ -197,12 +197,13 @@ func (l *Link) Flush(ctx context.Context) error {
 // WaitConnected blocks until the link is registered with a hub, the link
 // is closed (ErrClosed) or ctx ends.
 func (l *Link) WaitConnected(ctx context.Context) error {
-	return l.wait(ctx, func(st Status) bool { return st.State == StateConnected })
+	return l.Wait(ctx, func(st Status) bool { return st.State == StateConnected })
 }
 
-// wait blocks until cond holds for the link's status (checked at every
-// state change and recorded error), the link is closed, or ctx ends.
-func (l *Link) wait(ctx context.Context, cond func(Status) bool) error {
+// Wait blocks until cond holds for the link's status (checked at every
+// state change and recorded error), the link is closed (ErrClosed,
+// unless cond holds for the closed status) or ctx ends (ctx.Err()).
+func (l *Link) Wait(ctx context.Context, cond func(Status) bool) error {
 	for {
 		l.mu.Lock()
 		ch := l.changed

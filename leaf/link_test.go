@@ -5,10 +5,10 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/leafbox/leafbox/core/require"
 	"github.com/leafbox/leafbox/leaf"
 	"github.com/leafbox/leafbox/leaf/leaftest"
 )
@@ -24,27 +24,27 @@ func TestPubSubBothWays(t *testing.T) {
 
 	// Hub → gateway: a gateway subscriber's interest reaches the hub.
 	down, err := gw.SubscribeSync("cmd.gw1.>")
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	g.flush(t, gw)
-	mustNoErr(t, hc.Publish("cmd.gw1.reboot", []byte("now")))
+	require.NoError(t, hc.Publish("cmd.gw1.reboot", []byte("now")))
 	if m := next(t, down); m.Subject != "cmd.gw1.reboot" || string(m.Data) != "now" {
 		t.Fatalf("gateway got %q %q", m.Subject, m.Data)
 	}
 
 	// Gateway → hub: a hub subscriber's interest reaches the gateway.
 	up, err := hc.SubscribeSync("telemetry.*")
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	g.flush(t, hc)
-	mustNoErr(t, gw.Publish("telemetry.temp", []byte(`{"c":21.5}`)))
+	require.NoError(t, gw.Publish("telemetry.temp", []byte(`{"c":21.5}`)))
 	if m := next(t, up); m.Subject != "telemetry.temp" || string(m.Data) != `{"c":21.5}` {
 		t.Fatalf("hub got %q %q", m.Subject, m.Data)
 	}
 
 	// Overlapping hub interest: one message still crosses once.
 	up2, err := hc.SubscribeSync("telemetry.>")
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	g.flush(t, hc)
-	mustNoErr(t, gw.Publish("telemetry.hum", []byte("40")))
+	require.NoError(t, gw.Publish("telemetry.hum", []byte("40")))
 	next(t, up)
 	next(t, up2)
 	g.flush(t, gw, hc)
@@ -53,9 +53,9 @@ func TestPubSubBothWays(t *testing.T) {
 
 	// Messages from the hub are not echoed back to it.
 	echo, err := hc.SubscribeSync("cmd.gw1.>")
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	g.flush(t, hc)
-	mustNoErr(t, hc.Publish("cmd.gw1.ping", nil))
+	require.NoError(t, hc.Publish("cmd.gw1.ping", nil))
 	next(t, echo)
 	next(t, down)
 	g.flush(t, gw, hc)
@@ -81,14 +81,14 @@ func TestHeadersBothWays(t *testing.T) {
 	m := nats.NewMsg("h.down")
 	m.Header.Set("Trace-Id", "abc")
 	m.Data = []byte("body")
-	mustNoErr(t, hc.PublishMsg(m))
+	require.NoError(t, hc.PublishMsg(m))
 	if got := next(t, down); got.Header.Get("Trace-Id") != "abc" || string(got.Data) != "body" {
 		t.Fatalf("gateway got %v %q", got.Header, got.Data)
 	}
 	m = nats.NewMsg("h.up")
 	m.Header.Set("Nats-Msg-Id", "42")
 	m.Data = []byte("payload")
-	mustNoErr(t, gw.PublishMsg(m))
+	require.NoError(t, gw.PublishMsg(m))
 	if got := next(t, up); got.Header.Get("Nats-Msg-Id") != "42" || string(got.Data) != "payload" {
 		t.Fatalf("hub got %v %q", got.Header, got.Data)
 	}
@@ -101,19 +101,19 @@ func TestRequestReplyBothWays(t *testing.T) {
 	hc := connect(t, hub.ClientURL())
 
 	_, err := hc.Subscribe("svc.hub.time", func(m *nats.Msg) { _ = m.Respond([]byte("hub:" + string(m.Data))) })
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	_, err = gw.Subscribe("svc.gw.status", func(m *nats.Msg) { _ = m.Respond([]byte("gw:" + string(m.Data))) })
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	g.flush(t, gw, hc)
 
 	for i := range 3 {
 		r, err := gw.Request("svc.hub.time", fmt.Appendf(nil, "q%d", i), wait)
-		mustNoErr(t, err)
+		require.NoError(t, err)
 		if want := fmt.Sprintf("hub:q%d", i); string(r.Data) != want {
 			t.Fatalf("gateway request got %q, want %q", r.Data, want)
 		}
 		r, err = hc.Request("svc.gw.status", fmt.Appendf(nil, "q%d", i), wait)
-		mustNoErr(t, err)
+		require.NoError(t, err)
 		if want := fmt.Sprintf("gw:q%d", i); string(r.Data) != want {
 			t.Fatalf("hub request got %q, want %q", r.Data, want)
 		}
@@ -139,19 +139,17 @@ func TestQueueGroupsAcrossLink(t *testing.T) {
 		}
 		return total, each
 	}
+	// waitTotal flushes both clients and the link (g.flush: a PONG on
+	// each follows every message sent before its PING), so every delivery
+	// of what was published has arrived when it returns.
 	waitTotal := func(what string, want int, subs ...*nats.Subscription) []int {
 		t.Helper()
-		deadline := time.Now().Add(wait)
-		for {
-			g.flush(t, gw, hc)
-			total, each := count(subs...)
-			if total == want {
-				return each
-			}
-			if total > want || time.Now().After(deadline) {
-				t.Fatalf("%s: %d deliveries (%v), want %d", what, total, each, want)
-			}
+		g.flush(t, gw, hc)
+		total, each := count(subs...)
+		if total != want {
+			t.Fatalf("%s: %d deliveries (%v), want %d", what, total, each, want)
 		}
+		return each
 	}
 
 	// Members only on the hub: gateway publishes reach exactly one of them.
@@ -159,7 +157,7 @@ func TestQueueGroupsAcrossLink(t *testing.T) {
 	h2, _ := hc.QueueSubscribeSync("jobs.hub", "workers")
 	g.flush(t, hc)
 	for range n {
-		mustNoErr(t, gw.Publish("jobs.hub", []byte("x")))
+		require.NoError(t, gw.Publish("jobs.hub", []byte("x")))
 	}
 	waitTotal("hub-only group", n, h1, h2)
 
@@ -168,7 +166,7 @@ func TestQueueGroupsAcrossLink(t *testing.T) {
 	g2, _ := gw.QueueSubscribeSync("jobs.gw", "workers")
 	g.flush(t, gw)
 	for range n {
-		mustNoErr(t, hc.Publish("jobs.gw", []byte("x")))
+		require.NoError(t, hc.Publish("jobs.gw", []byte("x")))
 	}
 	waitTotal("gateway-only group", n, g1, g2)
 
@@ -178,8 +176,8 @@ func TestQueueGroupsAcrossLink(t *testing.T) {
 	b2, _ := gw.QueueSubscribeSync("jobs.both", "workers")
 	g.flush(t, gw, hc)
 	for range n {
-		mustNoErr(t, gw.Publish("jobs.both", []byte("gw")))
-		mustNoErr(t, hc.Publish("jobs.both", []byte("hub")))
+		require.NoError(t, gw.Publish("jobs.both", []byte("gw")))
+		require.NoError(t, hc.Publish("jobs.both", []byte("hub")))
 	}
 	each := waitTotal("group on both sides", 2*n, b1, b2)
 	if each[0] != n || each[1] != n {
@@ -196,13 +194,13 @@ func TestInterestRemoval(t *testing.T) {
 	// Gateway unsubscribes: the hub stops sending.
 	down, _ := gw.SubscribeSync("alerts.>")
 	g.flush(t, gw)
-	mustNoErr(t, hc.Publish("alerts.fire", nil))
+	require.NoError(t, hc.Publish("alerts.fire", nil))
 	next(t, down)
-	mustNoErr(t, down.Unsubscribe())
+	require.NoError(t, down.Unsubscribe())
 	g.flush(t, gw, hc)
 	before := g.link.Status().InMsgs
 	for range 10 {
-		mustNoErr(t, hc.Publish("alerts.fire", nil))
+		require.NoError(t, hc.Publish("alerts.fire", nil))
 	}
 	g.flush(t, gw, hc)
 	if after := g.link.Status().InMsgs; after != before {
@@ -213,16 +211,16 @@ func TestInterestRemoval(t *testing.T) {
 	up, _ := hc.SubscribeSync("metrics.cpu")
 	g.flush(t, hc)
 	subs := g.link.Status().Subscriptions
-	mustNoErr(t, gw.Publish("metrics.cpu", nil))
+	require.NoError(t, gw.Publish("metrics.cpu", nil))
 	next(t, up)
-	mustNoErr(t, up.Unsubscribe())
+	require.NoError(t, up.Unsubscribe())
 	g.flush(t, gw, hc)
 	st := g.link.Status()
 	if st.Subscriptions != subs-1 {
 		t.Fatalf("hub interest %d after unsubscribe, want %d", st.Subscriptions, subs-1)
 	}
 	for range 10 {
-		mustNoErr(t, gw.Publish("metrics.cpu", nil))
+		require.NoError(t, gw.Publish("metrics.cpu", nil))
 	}
 	g.flush(t, gw, hc)
 	if after := g.link.Status().OutMsgs; after != st.OutMsgs {
@@ -243,7 +241,7 @@ func TestNkeyAuth(t *testing.T) {
 	hc := connect(t, hub.ClientURL())
 	up, _ := hc.SubscribeSync("auth.ok")
 	g.flush(t, hc)
-	mustNoErr(t, gw.Publish("auth.ok", nil))
+	require.NoError(t, gw.Publish("auth.ok", nil))
 	next(t, up)
 
 	// The wrong key is refused; the link keeps retrying with backoff.
@@ -285,7 +283,7 @@ func TestReconnectAfterHubRestart(t *testing.T) {
 	g.waitFor(t, "the disconnect", func(st leaf.Status) bool { return st.State != leaf.StateConnected })
 	// Made during the outage: takes effect on reconnect.
 	during, _ := gw.SubscribeSync("during.>")
-	mustNoErr(t, gw.Flush())
+	require.NoError(t, gw.Flush())
 
 	hub.Restart()
 	g.waitFor(t, "the reconnect", func(st leaf.Status) bool {
@@ -295,15 +293,15 @@ func TestReconnectAfterHubRestart(t *testing.T) {
 	up, _ := hc.SubscribeSync("after.>")
 	g.flush(t, gw, hc)
 
-	mustNoErr(t, hc.Publish("before.1", []byte("b")))
-	mustNoErr(t, hc.Publish("during.1", []byte("d")))
+	require.NoError(t, hc.Publish("before.1", []byte("b")))
+	require.NoError(t, hc.Publish("during.1", []byte("d")))
 	if m := next(t, before); string(m.Data) != "b" {
 		t.Fatalf("before: %q", m.Data)
 	}
 	if m := next(t, during); string(m.Data) != "d" {
 		t.Fatalf("during: %q", m.Data)
 	}
-	mustNoErr(t, gw.Publish("after.1", []byte("a")))
+	require.NoError(t, gw.Publish("after.1", []byte("a")))
 	if m := next(t, up); string(m.Data) != "a" {
 		t.Fatalf("after: %q", m.Data)
 	}
@@ -348,7 +346,7 @@ func TestCompressionReducesWireBytes(t *testing.T) {
 		g.flush(t, hc)
 		start := bytes.Load()
 		for i := range n {
-			mustNoErr(t, gw.Publish("telemetry.pump", telemetry(i)))
+			require.NoError(t, gw.Publish("telemetry.pump", telemetry(i)))
 		}
 		for i := range n {
 			if m := next(t, sub); string(m.Data) != string(telemetry(i)) {
@@ -396,7 +394,7 @@ func TestCompressionAutoOnLoopback(t *testing.T) {
 	hc := connect(t, hub3.ClientURL())
 	sub, _ := hc.SubscribeSync("x")
 	g3.flush(t, hc)
-	mustNoErr(t, gw.Publish("x", []byte("plain")))
+	require.NoError(t, gw.Publish("x", []byte("plain")))
 	next(t, sub)
 	if st := g3.link.Status(); st.Compression != leaf.CompressionOff {
 		t.Fatalf("against a hub with compression off: %q", st.Compression)

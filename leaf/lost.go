@@ -17,7 +17,7 @@ func (l *Link) Lost(ctx context.Context) <-chan struct{} {
 		return ch
 	}
 	go func() {
-		if l.wait(ctx, func(s Status) bool { return s.State != StateConnected || s.Connects != st.Connects }) == nil {
+		if l.Wait(ctx, func(s Status) bool { return s.State != StateConnected || s.Connects != st.Connects }) == nil {
 			close(ch)
 		}
 	}()

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/leafbox/leafbox/core/require"
 	"github.com/leafbox/leafbox/leaf"
 	"github.com/leafbox/leafbox/leaf/leaftest"
 )
@@ -24,14 +25,14 @@ func TestLinkPublish(t *testing.T) {
 
 	hc := connect(t, hub.ClientURL())
 	up, err := hc.SubscribeSync("up.>")
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	gw := connect(t, g.clientURL())
 	local, err := gw.SubscribeSync("up.>")
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	g.flush(t, hc, gw)
 
 	hdr := []byte("NATS/1.0\r\nK: v\r\n\r\n")
-	mustNoErr(t, g.link.Publish("up.x", "answer.here", hdr, []byte("payload")))
+	require.NoError(t, g.link.Publish("up.x", "answer.here", hdr, []byte("payload")))
 	m := next(t, up)
 	if m.Subject != "up.x" || m.Reply != "answer.here" || string(m.Data) != "payload" || m.Header.Get("K") != "v" {
 		t.Fatalf("hub got %q reply %q data %q header %v", m.Subject, m.Reply, m.Data, m.Header)

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leafbox/leafbox/core/require"
 	"github.com/leafbox/leafbox/leaf"
 	"github.com/leafbox/leafbox/leaf/leaftest"
 )
@@ -26,7 +27,7 @@ import (
 func newServerCert(t *testing.T) (certFile, keyFile string, pool *x509.CertPool) {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	tmpl := &x509.Certificate{
 		SerialNumber:          big.NewInt(1),
 		Subject:               pkix.Name{CommonName: "leaf test hub"},
@@ -39,15 +40,15 @@ func newServerCert(t *testing.T) (certFile, keyFile string, pool *x509.CertPool)
 		IsCA:                  true,
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	cert, err := x509.ParseCertificate(der)
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	keyDER, err := x509.MarshalECPrivateKey(key)
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	dir := t.TempDir()
 	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
-	mustNoErr(t, os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600))
-	mustNoErr(t, os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600))
+	require.NoError(t, os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600))
+	require.NoError(t, os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600))
 	pool = x509.NewCertPool()
 	pool.AddCert(cert)
 	return certFile, keyFile, pool
@@ -68,7 +69,7 @@ func TestTLSToHub(t *testing.T) {
 	hc := connect(t, hub.ClientURL())
 	up, _ := hc.SubscribeSync("tls.up")
 	g.flush(t, hc)
-	mustNoErr(t, gw.Publish("tls.up", []byte("secure")))
+	require.NoError(t, gw.Publish("tls.up", []byte("secure")))
 	if m := next(t, up); string(m.Data) != "secure" {
 		t.Fatalf("got %q", m.Data)
 	}

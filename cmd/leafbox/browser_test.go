@@ -16,6 +16,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/leafbox/leafbox/core/require"
 )
 
 // A headless Chromium driven over the DevTools protocol on a pipe
@@ -62,9 +64,9 @@ func startBrowser(t *testing.T) *browser {
 		t.Fatalf("%s: %v (scripts/test installs Debian's chromium package)", chromiumPath, err)
 	}
 	toR, toW, err := os.Pipe()
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	fromR, fromW, err := os.Pipe()
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	b := &browser{t: t, toChrome: toW, pending: make(map[int]chan cdpMessage), done: make(chan struct{})}
 	b.cmd = exec.Command(chromiumPath,
 		"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -73,7 +75,7 @@ func startBrowser(t *testing.T) *browser {
 		"--user-data-dir="+t.TempDir(), "--remote-debugging-pipe", "about:blank")
 	b.cmd.ExtraFiles = []*os.File{toR, fromW} // fd 3 and fd 4
 	b.cmd.Stderr = &b.stderr
-	mustNoErr(t, b.cmd.Start())
+	require.NoError(t, b.cmd.Start())
 	toR.Close()
 	fromW.Close()
 	go b.read(fromR)
@@ -302,11 +304,11 @@ func (b *browser) screenshot(dir, name string) string {
 		"clip": map[string]any{"x": 0, "y": 0, "width": metrics.Content.Width, "height": metrics.Content.Height, "scale": 1},
 	}, &shot)
 	png, err := base64.StdEncoding.DecodeString(shot.Data)
-	mustNoErr(b.t, err)
+	require.NoError(b.t, err)
 	path := filepath.Join(dir, name)
-	mustNoErr(b.t, os.WriteFile(path, png, 0o644))
+	require.NoError(b.t, os.WriteFile(path, png, 0o644))
 	if extra := strings.TrimSpace(os.Getenv("LEAFBOX_SCREENSHOTS")); extra != "" {
-		mustNoErr(b.t, os.WriteFile(filepath.Join(extra, name), png, 0o644))
+		require.NoError(b.t, os.WriteFile(filepath.Join(extra, name), png, 0o644))
 	}
 	return path
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/leafbox/leafbox/core/require"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -37,7 +38,7 @@ func shippedConfs(t *testing.T) []string {
 		}
 		return nil
 	})
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	return confs
 }
 
@@ -59,14 +60,14 @@ func TestDeployConfsPassConfigTest(t *testing.T) {
 	parent := t
 	for _, conf := range confs {
 		rel, err := filepath.Rel(deployDir, conf)
-		mustNoErr(t, err)
+		require.NoError(t, err)
 		t.Run(rel, func(t *testing.T) {
 			src := filepath.Dir(conf)
 			dst, ok := copies[src]
 			if !ok {
 				dst = parent.TempDir()
 				entries, err := os.ReadDir(src)
-				mustNoErr(t, err)
+				require.NoError(t, err)
 				for _, e := range entries {
 					if e.Type().IsRegular() && e.Name() != "resolver.conf" {
 						copyFile(t, filepath.Join(src, e.Name()), filepath.Join(dst, e.Name()))
@@ -175,7 +176,7 @@ func TestDeployComposeMatchesHub(t *testing.T) {
 		t.Fatalf("deploy/hub/compose.yaml: %v", err)
 	}
 	nodeFiles, err := filepath.Glob(filepath.Join(deployDir, "hub", "hub-*.conf"))
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	if len(nodeFiles) != 3 || len(cf.Services) != len(nodeFiles) {
 		t.Fatalf("%d services in compose.yaml for the node files %v", len(cf.Services), nodeFiles)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/leafbox/leafbox/core/require"
 	"github.com/leafbox/leafbox/leaf/leaftest"
 )
 
@@ -92,7 +93,7 @@ func requireNoPort(t *testing.T, file, text string, ports []int) {
 func readDeploy(t *testing.T, rel string) string {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(deployDir, rel))
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	return string(b)
 }
 
@@ -101,7 +102,7 @@ func readDeploy(t *testing.T, rel string) string {
 // leader.
 func startDeployHub(t *testing.T, dir string) *leaftest.Cluster {
 	t.Helper()
-	mustNoErr(t, os.WriteFile(filepath.Join(dir, "accounts.conf"), []byte(readDeploy(t, "hub/accounts.conf")), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "accounts.conf"), []byte(readDeploy(t, "hub/accounts.conf")), 0o600))
 	return leaftest.StartClusterFiles(t, hubNodeNames, writeHubConfs(t, dir, "hub", "/tmp/leafbox-hub/"))
 }
 
@@ -138,7 +139,7 @@ func writeHubConfs(t *testing.T, dir, hubDir, storeDir string) []string {
 		text := substitute(t, file, readDeploy(t, filepath.Join(hubDir, file)), pairs...)
 		requireNoPort(t, file, text, fixed)
 		confs[i] = filepath.Join(dir, file)
-		mustNoErr(t, os.WriteFile(confs[i], []byte(text), 0o600))
+		require.NoError(t, os.WriteFile(confs[i], []byte(text), 0o600))
 	}
 	return confs
 }
@@ -245,9 +246,9 @@ func startSiteGateway(t *testing.T, dir string, hub *leaftest.Cluster, n int) *s
 	text := substitute(t, file, readDeploy(t, filepath.Join("examples", file)), pairs...)
 	requireNoPort(t, file, text, []int{4333, 8333, hubLeafPort(0), hubLeafPort(1), hubLeafPort(2)})
 	gwDir := filepath.Join(dir, site)
-	mustNoErr(t, os.MkdirAll(gwDir, 0o700))
+	require.NoError(t, os.MkdirAll(gwDir, 0o700))
 	cfg := filepath.Join(gwDir, file)
-	mustNoErr(t, os.WriteFile(cfg, []byte(text), 0o600))
+	require.NoError(t, os.WriteFile(cfg, []byte(text), 0o600))
 	g := &siteGateway{t: t, site: site}
 	g.p = start(t, "run", "--config", cfg, "--ports-file-dir", gwDir)
 	pf, _ := g.p.waitPorts(gwDir)
@@ -255,8 +256,8 @@ func startSiteGateway(t *testing.T, dir string, hub *leaftest.Cluster, n int) *s
 	g.conn = natsConnect(t, loopbackURL(t, pf.Nats).String())
 	var err error
 	g.cmds, err = g.conn.SubscribeSync("cmd.>")
-	mustNoErr(t, err)
-	mustNoErr(t, g.conn.Flush())
+	require.NoError(t, err)
+	require.NoError(t, g.conn.Flush())
 	waitUplinkz(t, g.mon, func(u uplinkzEntry) bool { return u.LinkState == "connected" })
 	return g
 }
@@ -281,8 +282,8 @@ func (g *siteGateway) roundTrip(h *hubStreams, n int) {
 	payload := []byte(fmt.Sprintf("%s-%d", g.site, n))
 
 	sent := time.Now()
-	mustNoErr(t, g.conn.Publish("telemetry.temp", payload))
-	mustNoErr(t, g.conn.Flush())
+	require.NoError(t, g.conn.Publish("telemetry.temp", payload))
+	require.NoError(t, g.conn.Flush())
 	hubSubject := "site." + g.site + ".telemetry.temp"
 	pollHub(t, fmt.Sprintf("TELEMETRY stores %s on %s", payload, hubSubject), func(ctx context.Context) (bool, string) {
 		m, err := h.telemetry.GetLastMsgForSubject(ctx, hubSubject)
@@ -344,15 +345,15 @@ func TestDeployHubCluster(t *testing.T) {
 	}
 	ctx := testContext(t)
 	hc, err := nats.Connect(hub.ClientURLs(), nats.UserInfo(hubOpsUser, hubOpsPassword), nats.Timeout(waitTimeout))
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	t.Cleanup(hc.Close)
 	h := &hubStreams{}
 	h.js, err = jetstream.New(hc)
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	h.telemetry, err = h.js.Stream(ctx, "TELEMETRY")
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	h.commands, err = h.js.Stream(ctx, "COMMANDS")
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	for _, s := range []jetstream.Stream{h.telemetry, h.commands} {
 		if c := s.CachedInfo().Config; c.Replicas != 3 || c.Storage != jetstream.FileStorage {
 			t.Fatalf("stream %s: %d replicas, %v storage; want 3, file", c.Name, c.Replicas, c.Storage)
@@ -369,7 +370,7 @@ func TestDeployHubCluster(t *testing.T) {
 	const gw1User = `{user: gateway-01, password: gateway-01-password, allowed_connection_types: ["LEAFNODE"]}`
 	text := substitute(t, "accounts.conf", readDeploy(t, "hub/accounts.conf"),
 		gw1User, gw1User+"\n      "+strings.ReplaceAll(gw1User, "gateway-01", "gateway-02"))
-	mustNoErr(t, os.WriteFile(accounts, []byte(text), 0o600))
+	require.NoError(t, os.WriteFile(accounts, []byte(text), 0o600))
 	for _, n := range hub.Nodes {
 		n.Reload()
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/leafbox/leafbox/core/require"
 	"github.com/leafbox/leafbox/leaf/leaftest"
 )
 
@@ -50,8 +51,8 @@ func runIssueGateway(t *testing.T, dir, site, gateway string) string {
 func copyFile(t *testing.T, src, dst string) {
 	t.Helper()
 	b, err := os.ReadFile(src)
-	mustNoErr(t, err)
-	mustNoErr(t, os.WriteFile(dst, b, 0o600))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(dst, b, 0o600))
 }
 
 // requireConfigTest runs nats-server's own configuration test on conf.
@@ -95,10 +96,10 @@ func writeJWTSiteGateway(t *testing.T, dir string, hub *leaftest.Cluster, creds 
 	}
 	text := substitute(t, file, readDeploy(t, filepath.Join("hub-jwt", file)), pairs...)
 	requireNoPort(t, file, text, []int{4333, 8333, hubLeafPort(0), hubLeafPort(1), hubLeafPort(2)})
-	mustNoErr(t, os.MkdirAll(dir, 0o700))
+	require.NoError(t, os.MkdirAll(dir, 0o700))
 	copyFile(t, creds, filepath.Join(dir, gateway+".creds"))
 	cfg := filepath.Join(dir, file)
-	mustNoErr(t, os.WriteFile(cfg, []byte(text), 0o600))
+	require.NoError(t, os.WriteFile(cfg, []byte(text), 0o600))
 	out, err := exec.Command(binary, "config", "check", cfg).CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "ok: ") {
 		t.Fatalf("leafbox config check %s: %v\n%s", cfg, err, out)
@@ -123,14 +124,14 @@ func TestDeployHubJWT(t *testing.T) {
 	runIssueGateway(t, secrets, "site1", "gateway-01")
 	// Running it again keeps the keys: the same credentials come out.
 	first, err := os.ReadFile(filepath.Join(secrets, "site1", "gateway-01.creds"))
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	runIssueGateway(t, secrets, "site1", "gateway-01")
 	if again, err := os.ReadFile(filepath.Join(secrets, "site1", "gateway-01.creds")); err != nil || !sameUserKey(string(first), string(again)) {
 		t.Fatalf("a second run of issue-gateway.sh changed the gateway's key (%v)", err)
 	}
 	for _, f := range []string{"", "site1", "site1/gateway-01.creds", "nsc"} {
 		fi, err := os.Stat(filepath.Join(secrets, f))
-		mustNoErr(t, err)
+		require.NoError(t, err)
 		if fi.Mode().Perm()&0o077 != 0 {
 			t.Fatalf("%s is mode %v: readable by others", filepath.Join(secrets, f), fi.Mode().Perm())
 		}
@@ -236,7 +237,7 @@ func siteStreams(t *testing.T, hub *leaftest.Cluster, creds string) *nats.Conn {
 	t.Helper()
 	runStreamsScriptEnv(t, hub, "NATS_CREDS="+creds)
 	hc, err := nats.Connect(hub.ClientURLs(), nats.UserCredentials(creds), nats.Timeout(waitTimeout))
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	t.Cleanup(hc.Close)
 	return hc
 }
@@ -248,11 +249,11 @@ func accountStreams(t *testing.T, hc *nats.Conn) *hubStreams {
 	h := &hubStreams{}
 	var err error
 	h.js, err = jetstream.New(hc)
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	h.telemetry, err = h.js.Stream(ctx, "TELEMETRY")
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	h.commands, err = h.js.Stream(ctx, "COMMANDS")
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	return h
 }
 
@@ -273,8 +274,8 @@ func startJWTSiteGateway(t *testing.T, dir, cfg, site string) *siteGateway {
 	g.conn = natsConnect(t, loopbackURL(t, pf.Nats).String())
 	var err error
 	g.cmds, err = g.conn.SubscribeSync("cmd.>")
-	mustNoErr(t, err)
-	mustNoErr(t, g.conn.Flush())
+	require.NoError(t, err)
+	require.NoError(t, g.conn.Flush())
 	waitUplinkz(t, g.mon, func(u uplinkzEntry) bool { return u.LinkState == "connected" })
 	return g
 }
@@ -283,7 +284,7 @@ func startJWTSiteGateway(t *testing.T, dir, cfg, site string) *siteGateway {
 func readFile(t *testing.T, path string) string {
 	t.Helper()
 	b, err := os.ReadFile(path)
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	return string(b)
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/leafbox/leafbox/core/require"
 	"github.com/leafbox/leafbox/leaf/leaftest"
 )
 
@@ -152,7 +153,7 @@ func TestPrometheusRules(t *testing.T) {
 	promDir := t.TempDir()
 	copyFile(t, rules, filepath.Join(promDir, "leafbox-rules.yml"))
 	promConfig := filepath.Join(promDir, "prometheus.yml")
-	mustNoErr(t, os.WriteFile(promConfig, []byte(substitute(t, "prometheus.yml", guideBlock(t, "prometheus.yml"),
+	require.NoError(t, os.WriteFile(promConfig, []byte(substitute(t, "prometheus.yml", guideBlock(t, "prometheus.yml"),
 		"/etc/prometheus/leafbox-rules.yml", filepath.Join(promDir, "leafbox-rules.yml"))), 0o600))
 	runGuideBlock(t, "promtool", func(verb string) { t.Fatalf("systemctl %s in the promtool block", verb) },
 		"/etc/prometheus/prometheus.yml", promConfig)
@@ -166,12 +167,12 @@ func TestPrometheusRules(t *testing.T) {
 		} `yaml:"groups"`
 	}
 	b, err := os.ReadFile(rules)
-	mustNoErr(t, err)
-	mustNoErr(t, yaml.Unmarshal(b, &file))
+	require.NoError(t, err)
+	require.NoError(t, yaml.Unmarshal(b, &file))
 
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "leafbox.yaml")
-	mustNoErr(t, os.WriteFile(cfg, fmt.Appendf(nil, `server_name: rules-gw
+	require.NoError(t, os.WriteFile(cfg, fmt.Appendf(nil, `server_name: rules-gw
 listen: 127.0.0.1
 port: -1
 http_port: -1

@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/leafbox/leafbox/core/require"
 	"github.com/leafbox/leafbox/leaf/leaftest"
 )
 
@@ -29,7 +30,7 @@ func TestDownlinkSurvivesKill9(t *testing.T) {
 		jetstream.StreamConfig{Name: "CMDS", Subjects: []string{"cmd.>"}, Storage: jetstream.FileStorage})
 	for i := range n {
 		_, err := hjs.PublishAsync("cmd.site1.c"+strconv.Itoa(i%5), []byte(strconv.Itoa(i)))
-		mustNoErr(t, err)
+		require.NoError(t, err)
 	}
 	select {
 	case <-hjs.PublishAsyncComplete():
@@ -39,7 +40,7 @@ func TestDownlinkSurvivesKill9(t *testing.T) {
 
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "leafbox.yaml")
-	mustNoErr(t, os.WriteFile(cfg, fmt.Appendf(nil, `server_name: gw1
+	require.NoError(t, os.WriteFile(cfg, fmt.Appendf(nil, `server_name: gw1
 listen: 127.0.0.1
 port: -1
 http_port: 0
@@ -61,11 +62,11 @@ downlinks:
 	p, gwURL := startJS(t, cfg, dir)
 	_, ljs := jsConnect(t, gwURL)
 	local, err := ljs.CreateStream(ctx, jetstream.StreamConfig{Name: "LOCAL", Subjects: []string{"local.>"}, Duplicates: 10 * time.Minute})
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	localMsgs := func(s jetstream.Stream) uint64 {
 		t.Helper()
 		info, err := s.Info(ctx)
-		mustNoErr(t, err)
+		require.NoError(t, err)
 		return info.State.Msgs
 	}
 	waitLocal := func(s jetstream.Stream, cond func(uint64) bool) uint64 {
@@ -84,7 +85,7 @@ downlinks:
 		}
 	}
 	before := waitLocal(local, func(got uint64) bool { return got >= n/5 })
-	mustNoErr(t, p.cmd.Process.Kill())
+	require.NoError(t, p.cmd.Process.Kill())
 	p.wait()
 	t.Logf("local stream held at least %d of %d commands when the gateway died", before, n)
 	killed := time.Now()
@@ -92,21 +93,21 @@ downlinks:
 	p, gwURL = startJS(t, cfg, dir)
 	_, ljs = jsConnect(t, gwURL)
 	local, err = ljs.Stream(ctx, "LOCAL")
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	cons, err := hjs.Consumer(ctx, "CMDS", "gw1_cmds")
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	waitLocal(local, func(got uint64) bool {
 		if got > n {
 			t.Fatalf("local stream holds %d commands, want %d", got, n)
 		}
 		ci, err := cons.Info(ctx)
-		mustNoErr(t, err)
+		require.NoError(t, err)
 		return got == n && ci.NumAckPending == 0 && ci.NumPending == 0
 	})
 	t.Logf("all %d commands stored locally %v after the kill", n, time.Since(killed).Round(time.Millisecond))
 	for i := range n {
 		m, err := local.GetMsg(ctx, uint64(i+1))
-		mustNoErr(t, err)
+		require.NoError(t, err)
 		if string(m.Data) != strconv.Itoa(i) || m.Subject != "local.c"+strconv.Itoa(i%5) ||
 			m.Header.Get(nats.MsgIdHdr) != "cmds.CMDS."+strconv.Itoa(i+1) {
 			t.Fatalf("local seq %d: %s %q %v, want command %d", i+1, m.Subject, m.Data, m.Header, i)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/leafbox/leafbox/core/require"
 	"github.com/leafbox/leafbox/leaf/leaftest"
 )
 
@@ -24,9 +25,9 @@ func startJSHub(t *testing.T, ctx context.Context, opts leaftest.HubOptions, cfg
 	opts.Config = fmt.Sprintf("jetstream { store_dir: %q, domain: hub }\n", t.TempDir()) + opts.Config
 	hub := leaftest.StartHub(t, opts)
 	hjs, err := jetstream.New(natsConnect(t, hub.ClientURL()))
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	stream, err := hjs.CreateStream(ctx, cfg)
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	return hub, hjs, stream
 }
 
@@ -34,7 +35,7 @@ func startJSHub(t *testing.T, ctx context.Context, opts leaftest.HubOptions, cfg
 func streamMsgs(t *testing.T, ctx context.Context, stream jetstream.Stream) uint64 {
 	t.Helper()
 	info, err := stream.Info(ctx)
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	return info.State.Msgs
 }
 
@@ -73,7 +74,7 @@ func writeUplinkConfig(t *testing.T, dir, leafURL string) string {
 func writeUplinkConfigNamed(t *testing.T, dir, leafURL, serverName string) string {
 	t.Helper()
 	cfg := filepath.Join(dir, "leafbox.yaml")
-	mustNoErr(t, os.WriteFile(cfg, fmt.Appendf(nil, serverName+`listen: 127.0.0.1
+	require.NoError(t, os.WriteFile(cfg, fmt.Appendf(nil, serverName+`listen: 127.0.0.1
 port: -1
 http_port: -1
 jetstream:

@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nkeys"
 
+	"github.com/leafbox/leafbox/core/require"
 	"github.com/leafbox/leafbox/leaf/leaftest"
 )
 
@@ -84,13 +85,6 @@ func nextMsg(t *testing.T, sub *nats.Subscription) *nats.Msg {
 	return m
 }
 
-func mustNoErr(t *testing.T, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
 // uplink is a running leafbox with a link to a hub, and a client on each
 // side.
 type uplink struct {
@@ -116,8 +110,8 @@ func connectUplink(t *testing.T, p *proc, portsDir string, hub *leaftest.Hub) *u
 		hc:  natsConnect(t, hub.ClientURL()),
 	}
 	_, err := u.hc.Subscribe(flushSubject, func(m *nats.Msg) { _ = m.Respond(nil) })
-	mustNoErr(t, err)
-	mustNoErr(t, u.hc.Flush())
+	require.NoError(t, err)
+	require.NoError(t, u.hc.Flush())
 	waitLeafz(t, u.mon, func(l leafzEntry) bool { return slices.Contains(l.Subs, flushSubject) })
 	return u
 }
@@ -129,8 +123,8 @@ func connectUplink(t *testing.T, p *proc, portsDir string, hub *leaftest.Hub) *u
 // and PONG through the link, made of messages.
 func (u *uplink) flush() {
 	u.t.Helper()
-	mustNoErr(u.t, u.gw.Flush())
-	mustNoErr(u.t, u.hc.Flush())
+	require.NoError(u.t, u.gw.Flush())
+	require.NoError(u.t, u.hc.Flush())
 	if _, err := u.gw.Request(flushSubject, nil, waitTimeout); err != nil {
 		u.t.Fatalf("flush through the link: %v", err)
 	}
@@ -150,16 +144,16 @@ func (u *uplink) pubSubBothWays() {
 	t := u.t
 	t.Helper()
 	up, err := u.hc.SubscribeSync("telemetry.>")
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	down, err := u.gw.SubscribeSync("cmd.gw.>")
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	u.flush()
 
-	mustNoErr(t, u.gw.Publish("telemetry.temp", []byte(`{"c":21.5}`)))
+	require.NoError(t, u.gw.Publish("telemetry.temp", []byte(`{"c":21.5}`)))
 	if m := nextMsg(t, up); m.Subject != "telemetry.temp" || string(m.Data) != `{"c":21.5}` {
 		t.Fatalf("hub got %q %q", m.Subject, m.Data)
 	}
-	mustNoErr(t, u.hc.Publish("cmd.gw.reboot", []byte("now")))
+	require.NoError(t, u.hc.Publish("cmd.gw.reboot", []byte("now")))
 	if m := nextMsg(t, down); m.Subject != "cmd.gw.reboot" || string(m.Data) != "now" {
 		t.Fatalf("gateway got %q %q", m.Subject, m.Data)
 	}
@@ -177,17 +171,17 @@ func TestRunLeafRemoteFlag(t *testing.T) {
 
 	// Request-reply, gateway → hub and hub → gateway.
 	_, err := u.hc.Subscribe("hub.time", func(m *nats.Msg) { _ = m.Respond([]byte("noon")) })
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	_, err = u.gw.Subscribe("gw.status", func(m *nats.Msg) { _ = m.Respond([]byte("ok")) })
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	u.flush()
 	reply, err := u.gw.Request("hub.time", nil, waitTimeout)
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	if string(reply.Data) != "noon" {
 		t.Fatalf("gateway's request answered %q", reply.Data)
 	}
 	reply, err = u.hc.Request("gw.status", nil, waitTimeout)
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	if string(reply.Data) != "ok" {
 		t.Fatalf("hub's request answered %q", reply.Data)
 	}
@@ -207,7 +201,7 @@ func TestRunLeafRemoteFlag(t *testing.T) {
 		} `json:"leaf"`
 	}
 	body := get(t, u.mon+"/varz")
-	mustNoErr(t, json.Unmarshal([]byte(body), &vz))
+	require.NoError(t, json.Unmarshal([]byte(body), &vz))
 	if vz.Leafs != 1 || len(vz.Leaf.Remotes) != 1 || !slices.Equal(vz.Leaf.Remotes[0].URLs, []string{remote}) {
 		t.Fatalf("/varz leaf fields: %s", body)
 	}
@@ -220,20 +214,20 @@ func TestRunLeafRemoteFlag(t *testing.T) {
 
 func TestRunLeafRemoteFromConfigWithNkey(t *testing.T) {
 	kp, err := nkeys.CreateUser()
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	pub, err := kp.PublicKey()
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	seed, err := kp.Seed()
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	hub := leaftest.StartHub(t, leaftest.HubOptions{Leaf: fmt.Sprintf("authorization { nkey: %q }", pub)})
 
 	// The seed file is named relative to the configuration file, which is
 	// not in leafbox's working directory.
 	dir := t.TempDir()
-	mustNoErr(t, os.Mkdir(filepath.Join(dir, "secrets"), 0o700))
-	mustNoErr(t, os.WriteFile(filepath.Join(dir, "secrets", "gw.nk"), append(seed, '\n'), 0o600))
+	require.NoError(t, os.Mkdir(filepath.Join(dir, "secrets"), 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "secrets", "gw.nk"), append(seed, '\n'), 0o600))
 	cfg := filepath.Join(dir, "leafbox.yaml")
-	mustNoErr(t, os.WriteFile(cfg, fmt.Appendf(nil, `server_name: gw-nkey
+	require.NoError(t, os.WriteFile(cfg, fmt.Appendf(nil, `server_name: gw-nkey
 listen: 127.0.0.1
 port: -1
 http_port: -1
@@ -256,12 +250,12 @@ leafnodes:
 
 	// deny_exports keeps secret.> on the gateway, whatever the hub wants.
 	secret, err := u.hc.SubscribeSync("secret.>")
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	after, err := u.hc.SubscribeSync("after.secret")
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	u.flush()
-	mustNoErr(t, u.gw.Publish("secret.key", []byte("x")))
-	mustNoErr(t, u.gw.Publish("after.secret", nil))
+	require.NoError(t, u.gw.Publish("secret.key", []byte("x")))
+	require.NoError(t, u.gw.Publish("after.secret", nil))
 	nextMsg(t, after) // sent behind secret.key, had it crossed
 	if n, _, _ := secret.Pending(); n != 0 {
 		t.Fatal("a denied export reached the hub")

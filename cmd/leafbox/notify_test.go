@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/leafbox/leafbox/core/require"
 )
 
 // notification is one datagram leafbox sent to the notify socket.
@@ -134,9 +136,9 @@ func TestSystemdNotifyAndWatchdog(t *testing.T) {
 	// The STATUS line follows the backlog.
 	nc := natsConnect(t, loopbackURL(t, pf.Nats).String())
 	for i := range 3 {
-		mustNoErr(t, nc.Publish("tel.temp", []byte(fmt.Sprint(i))))
+		require.NoError(t, nc.Publish("tel.temp", []byte(fmt.Sprint(i))))
 	}
-	mustNoErr(t, nc.Flush())
+	require.NoError(t, nc.Flush())
 	sock.await(t, p, "a STATUS with a backlog of 3", func(s string) bool {
 		return strings.HasPrefix(s, "STATUS=ready for clients; uplink tel: link ") && strings.Contains(s, ", backlog 3 msgs ")
 	})

@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/leafbox/leafbox/core/require"
 	"github.com/leafbox/leafbox/leaf/leaftest"
 )
 
@@ -36,7 +37,7 @@ var repoRoot = filepath.Join("..", "..")
 func guideBlock(t *testing.T, name string) string {
 	t.Helper()
 	b, err := os.ReadFile(guidePath)
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	re := regexp.MustCompile("(?s)<!-- tested: " + regexp.QuoteMeta(name) + " -->\\s*```(?:sh|yaml)\n(.*?)\n\\s*```")
 	m := re.FindSubmatch(b)
 	if m == nil {
@@ -98,8 +99,8 @@ type opsGateway struct {
 func newOpsGateway(t *testing.T, dir, leafURL string) *opsGateway {
 	t.Helper()
 	g := &opsGateway{t: t, store: filepath.Join(dir, "var", "lib", "leafbox"), cfg: filepath.Join(dir, "leafbox.yaml")}
-	mustNoErr(t, os.MkdirAll(g.store, 0o750))
-	mustNoErr(t, os.WriteFile(g.cfg, fmt.Appendf(nil, `server_name: gw-ops
+	require.NoError(t, os.MkdirAll(g.store, 0o750))
+	require.NoError(t, os.WriteFile(g.cfg, fmt.Appendf(nil, `server_name: gw-ops
 listen: 127.0.0.1
 port: -1
 http_port: -1
@@ -143,7 +144,7 @@ func (g *opsGateway) service(verb string) {
 func (g *opsGateway) kill() {
 	g.t.Helper()
 	g.nc.Close()
-	mustNoErr(g.t, g.p.cmd.Process.Kill())
+	require.NoError(g.t, g.p.cmd.Process.Kill())
 	g.p.wait()
 	g.p = nil
 }
@@ -152,9 +153,9 @@ func (g *opsGateway) kill() {
 func (g *opsGateway) publish(from, to int) {
 	g.t.Helper()
 	for i := from; i < to; i++ {
-		mustNoErr(g.t, g.nc.Publish("telemetry.temp", fmt.Appendf(nil, "reading-%d", i)))
+		require.NoError(g.t, g.nc.Publish("telemetry.temp", fmt.Appendf(nil, "reading-%d", i)))
 	}
-	mustNoErr(g.t, g.nc.Flush())
+	require.NoError(g.t, g.nc.Flush())
 }
 
 // drained waits until the box's outbox is empty with nothing in flight.
@@ -179,7 +180,7 @@ func TestOperationsGuideStore(t *testing.T) {
 	proxy := leaftest.StartProxy(t, fmt.Sprintf("127.0.0.1:%d", hub.LeafPort))
 	dir := t.TempDir()
 	backups := filepath.Join(dir, "var", "backups")
-	mustNoErr(t, os.MkdirAll(backups, 0o700))
+	require.NoError(t, os.MkdirAll(backups, 0o700))
 
 	old := newOpsGateway(t, filepath.Join(dir, "old"), proxy.LeafURL())
 	old.service("start")
@@ -230,7 +231,7 @@ func requireReadingsOnce(t *testing.T, ctx context.Context, stream jetstream.Str
 	ids := map[string]bool{}
 	for seq := uint64(1); seq <= uint64(n); seq++ {
 		m, err := stream.GetMsg(ctx, seq)
-		mustNoErr(t, err)
+		require.NoError(t, err)
 		if want := fmt.Sprintf("reading-%d", seq-1); string(m.Data) != want {
 			t.Fatalf("hub seq %d holds %q, want %q", seq, m.Data, want)
 		}

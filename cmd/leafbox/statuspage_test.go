@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/leafbox/leafbox/core/require"
 	"github.com/leafbox/leafbox/leaf/leaftest"
 )
 
@@ -24,7 +25,7 @@ import (
 func writeStatusPageConfig(t *testing.T, dir, name, leafURL string, maxRate int) string {
 	t.Helper()
 	cfg := filepath.Join(dir, "leafbox.yaml")
-	mustNoErr(t, os.WriteFile(cfg, fmt.Appendf(nil, `server_name: %q
+	require.NoError(t, os.WriteFile(cfg, fmt.Appendf(nil, `server_name: %q
 listen: 127.0.0.1
 port: -1
 http: 127.0.0.1
@@ -158,17 +159,17 @@ func TestStatusPageInBrowser(t *testing.T) {
 		t.Fatalf("link badge %q, want DOWN", got)
 	}
 	nc, err := nats.Connect(gw.String(), nats.Timeout(waitTimeout))
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	defer nc.Close()
 	payload := []byte(strings.Repeat("x", 200))
 	published := 0
 	publish := func(n int) {
 		t.Helper()
 		for range n {
-			mustNoErr(t, nc.Publish("telemetry.temp", payload))
+			require.NoError(t, nc.Publish("telemetry.temp", payload))
 			published++
 		}
-		mustNoErr(t, nc.FlushTimeout(waitTimeout))
+		require.NoError(t, nc.FlushTimeout(waitTimeout))
 	}
 	// The page polls every 250ms: batches spread over a few polls show
 	// the backlog growing, and leave enough to drain over a second or

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/leafbox/leafbox/core/require"
 	"github.com/leafbox/leafbox/leaf/leaftest"
 )
 
@@ -126,17 +127,17 @@ func uplinkSurvivesKill9(t *testing.T, serverName string) {
 	}
 
 	gw, err := nats.Connect(gwURL.String(), nats.Timeout(waitTimeout), nats.NoReconnect())
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	defer gw.Close()
 	for i := range n {
-		mustNoErr(t, gw.Publish("telemetry.t"+strconv.Itoa(i%7), []byte(strconv.Itoa(i))))
+		require.NoError(t, gw.Publish("telemetry.t"+strconv.Itoa(i%7), []byte(strconv.Itoa(i))))
 		if (i+1)%batch == 0 {
-			mustNoErr(t, gw.Flush()) // PONG: the batch is in the outbox
+			require.NoError(t, gw.Flush()) // PONG: the batch is in the outbox
 		}
 	}
 	// Every message is accepted; the forwarder is still working through
 	// them. Kill the gateway mid-stream.
-	mustNoErr(t, p.cmd.Process.Kill())
+	require.NoError(t, p.cmd.Process.Kill())
 	p.wait()
 	gw.Close()
 	atKill := hubMsgs()
@@ -156,7 +157,7 @@ func uplinkSurvivesKill9(t *testing.T, serverName string) {
 	ids := map[string]bool{}
 	for i := range n {
 		m, err := stream.GetMsg(ctx, uint64(i+1))
-		mustNoErr(t, err)
+		require.NoError(t, err)
 		if string(m.Data) != strconv.Itoa(i) || m.Subject != "site1.telemetry.t"+strconv.Itoa(i%7) {
 			t.Fatalf("hub seq %d: %q %q, want message %d", i+1, m.Subject, m.Data, i)
 		}

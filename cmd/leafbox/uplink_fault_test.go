@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/leafbox/leafbox/core/require"
 	"github.com/leafbox/leafbox/leaf/leaftest"
 )
 
@@ -96,7 +97,7 @@ func TestUplinkKill9WithLinkCuts(t *testing.T) {
 	kill := func(why string) {
 		t.Helper()
 		u := getUplinkz(t, mon)
-		mustNoErr(t, p.cmd.Process.Kill())
+		require.NoError(t, p.cmd.Process.Kill())
 		p.wait()
 		t.Logf("%v: killed the gateway %s: hub held %d, outbox backlog %d, link %s", time.Since(start).Round(time.Millisecond), why, hubMsgs(), u.BacklogMsgs, u.LinkState)
 	}
@@ -150,11 +151,11 @@ func TestUplinkKill9WithLinkCuts(t *testing.T) {
 	t.Logf("%v: hub complete", time.Since(start).Round(time.Millisecond))
 	// Exactly once, in per-publisher order.
 	cons, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{})
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	next := make([]int, pubs)
 	for got := uint64(0); got < total; {
 		batch, err := cons.Fetch(int(min(500, total-got)), jetstream.FetchMaxWait(waitTimeout))
-		mustNoErr(t, err)
+		require.NoError(t, err)
 		for m := range batch.Messages() {
 			got++
 			k, err := strconv.Atoi(strings.TrimPrefix(m.Subject(), "site1.telemetry.p"))

@@ -10,6 +10,8 @@ package require
 import (
 	"errors"
 	"fmt"
+	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -34,6 +36,31 @@ func Equal[T comparable](t testing.TB, got, want T, what ...any) {
 	t.Helper()
 	if got != want {
 		t.Fatalf("%sgot %v, want %v", prefix(what), got, want)
+	}
+}
+
+// DeepEqual fails t unless reflect.DeepEqual(got, want), for values ==
+// cannot compare (slices, maps, structs holding them) or whose pointers
+// are compared by what they point at. Both are printed with %#v.
+func DeepEqual[T any](t testing.TB, got, want T, what ...any) {
+	t.Helper()
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("%sgot  %#v\nwant %#v", prefix(what), got, want)
+	}
+}
+
+// ErrorContains fails t unless err is non-nil and its message contains
+// every one of wants. It takes no context: the wanted texts say what was
+// checked.
+func ErrorContains(t testing.TB, err error, wants ...string) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("got no error, want one containing %q", wants)
+	}
+	for _, w := range wants {
+		if !strings.Contains(err.Error(), w) {
+			t.Fatalf("error %q does not contain %q", err, w)
+		}
 	}
 }
 

@@ -54,6 +54,13 @@ func TestAssertions(t *testing.T) {
 		{"Equal passes", func(tb testing.TB) { Equal(tb, 2, 2) }, ""},
 		{"Equal fails", func(tb testing.TB) { Equal(tb, "a", "b") }, "got a, want b"},
 		{"Equal with context", func(tb testing.TB) { Equal(tb, uint64(1), 2, "msgs") }, "msgs: got 1, want 2"},
+		{"DeepEqual passes", func(tb testing.TB) { DeepEqual(tb, []string{"a"}, []string{"a"}) }, ""},
+		{"DeepEqual follows pointers", func(tb testing.TB) { one, other := 1, 1; DeepEqual(tb, &one, &other) }, ""},
+		{"DeepEqual fails", func(tb testing.TB) { DeepEqual(tb, []int{1}, []int{2}, "seqs") }, "seqs: got  []int{1}\nwant []int{2}"},
+		{"DeepEqual tells nil from empty", func(tb testing.TB) { DeepEqual(tb, []int(nil), []int{}) }, "got  []int(nil)\nwant []int{}"},
+		{"ErrorContains passes", func(tb testing.TB) { ErrorContains(tb, errors.New("config.yaml:3: bad port"), "config.yaml:3", "port") }, ""},
+		{"ErrorContains fails on nil", func(tb testing.TB) { ErrorContains(tb, nil, "port") }, `got no error, want one containing ["port"]`},
+		{"ErrorContains fails on a missing text", func(tb testing.TB) { ErrorContains(tb, errors.New("bad port"), "bad", "host") }, `error "bad port" does not contain "host"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := run(t, tc.f); got != tc.want {

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/leafbox/leafbox/core/auth"
+	"github.com/leafbox/leafbox/core/require"
 	"github.com/leafbox/leafbox/core/server"
 	"github.com/leafbox/leafbox/core/server/servertest"
 )
@@ -25,13 +26,13 @@ func dialErr(s *server.Server, opts ...nats.Option) error {
 
 func TestUserPasswordAuth(t *testing.T) {
 	hash, err := bcrypt.GenerateFromPassword([]byte("s3cret"), bcrypt.MinCost)
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	s := servertest.Start(t, server.Options{Auth: &auth.Config{Users: []auth.User{
 		{Name: "plain", Password: "pw"},
 		{Name: "hashed", Password: string(hash)},
 	}}})
-	mustNoErr(t, dialErr(s, nats.UserInfo("plain", "pw")))
-	mustNoErr(t, dialErr(s, nats.UserInfo("hashed", "s3cret")))
+	require.NoError(t, dialErr(s, nats.UserInfo("plain", "pw")))
+	require.NoError(t, dialErr(s, nats.UserInfo("hashed", "s3cret")))
 	for _, opt := range []nats.Option{nats.UserInfo("plain", "wrong"), nats.UserInfo("hashed", string(hash)), nats.UserInfo("nobody", "pw")} {
 		if err := dialErr(s, opt); !errors.Is(err, nats.ErrAuthorization) {
 			t.Errorf("wrong credentials: %v, want authorization violation", err)
@@ -50,7 +51,7 @@ func TestUserPasswordAuth(t *testing.T) {
 
 func TestTokenAuth(t *testing.T) {
 	s := servertest.Start(t, server.Options{Auth: &auth.Config{Token: "tok-123"}})
-	mustNoErr(t, dialErr(s, nats.Token("tok-123")))
+	require.NoError(t, dialErr(s, nats.Token("tok-123")))
 	if err := dialErr(s, nats.Token("nope")); !errors.Is(err, nats.ErrAuthorization) {
 		t.Fatalf("wrong token: %v", err)
 	}
@@ -58,7 +59,7 @@ func TestTokenAuth(t *testing.T) {
 
 func TestNkeyAuth(t *testing.T) {
 	kp, err := nkeys.CreateUser()
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	pub, _ := kp.PublicKey()
 	seed, _ := kp.Seed()
 	other, _ := nkeys.CreateUser()
@@ -69,7 +70,7 @@ func TestNkeyAuth(t *testing.T) {
 	if line := c.Expect("INFO "); !strings.Contains(line, `"nonce":"`) || !strings.Contains(line, `"auth_required":true`) {
 		t.Fatalf("INFO without nonce: %s", line)
 	}
-	mustNoErr(t, dialErr(s, nats.Nkey(pub, func(nonce []byte) ([]byte, error) {
+	require.NoError(t, dialErr(s, nats.Nkey(pub, func(nonce []byte) ([]byte, error) {
 		k, err := nkeys.FromSeed(seed)
 		if err != nil {
 			return nil, err
@@ -106,13 +107,13 @@ func TestAccountsIsolated(t *testing.T) {
 	b2 := connect(t, s, nats.UserInfo("b2", "b2"))
 	subA, _ := a.SubscribeSync("shared")
 	subB, _ := b.SubscribeSync("shared")
-	mustNoErr(t, a.Flush())
-	mustNoErr(t, b.Flush())
-	mustNoErr(t, b2.Publish("shared", []byte("for B")))
+	require.NoError(t, a.Flush())
+	require.NoError(t, b.Flush())
+	require.NoError(t, b2.Publish("shared", []byte("for B")))
 	if m := nextMsg(t, subB); string(m.Data) != "for B" {
 		t.Fatalf("same account got %q", m.Data)
 	}
-	mustNoErr(t, b2.Flush())
+	require.NoError(t, b2.Flush())
 	expectNone(t, a, subA)
 }
 
@@ -133,14 +134,14 @@ func TestPermissions(t *testing.T) {
 	sensor := connect(t, s, nats.UserInfo("sensor", "p"), nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) { errs <- err }))
 	admin := connect(t, s, nats.UserInfo("admin", "p"))
 	all, _ := admin.SubscribeSync(">")
-	mustNoErr(t, admin.Flush())
+	require.NoError(t, admin.Flush())
 
-	mustNoErr(t, sensor.Publish("telemetry.temp", []byte("21")))
+	require.NoError(t, sensor.Publish("telemetry.temp", []byte("21")))
 	if m := nextMsg(t, all); m.Subject != "telemetry.temp" {
 		t.Fatalf("allowed publish arrived as %q", m.Subject)
 	}
 	for _, subj := range []string{"telemetry.secret", "other"} {
-		mustNoErr(t, sensor.Publish(subj, nil))
+		require.NoError(t, sensor.Publish(subj, nil))
 		select {
 		case err := <-errs:
 			if !errors.Is(err, nats.ErrPermissionViolation) || !strings.Contains(err.Error(), `"`+subj+`"`) {
@@ -150,13 +151,13 @@ func TestPermissions(t *testing.T) {
 			t.Fatalf("no permission error for %s", subj)
 		}
 	}
-	mustNoErr(t, sensor.Flush())
+	require.NoError(t, sensor.Flush())
 	expectNone(t, admin, all)
 	if !sensor.IsConnected() {
 		t.Fatal("a permission violation closed the connection")
 	}
 	_, err := sensor.SubscribeSync("cmd.other")
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	select {
 	case err := <-errs:
 		if !strings.Contains(err.Error(), `Subscription to "cmd.other"`) {
@@ -170,10 +171,10 @@ func TestPermissions(t *testing.T) {
 	// received, once.
 	svc := connect(t, s, nats.UserInfo("svc", "p"))
 	_, err = svc.Subscribe("svc.time", func(m *nats.Msg) { _ = m.Respond([]byte("noon")) })
-	mustNoErr(t, err)
-	mustNoErr(t, svc.Flush())
+	require.NoError(t, err)
+	require.NoError(t, svc.Flush())
 	reply, err := admin.Request("svc.time", nil, wait)
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	if string(reply.Data) != "noon" {
 		t.Fatalf("response %q", reply.Data)
 	}
@@ -186,7 +187,7 @@ func TestNoAuthUser(t *testing.T) {
 	}})
 	errs := make(chan error, 1)
 	nc := connect(t, s, nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) { errs <- err }))
-	mustNoErr(t, nc.Publish("private", nil))
+	require.NoError(t, nc.Publish("private", nil))
 	select {
 	case err := <-errs:
 		if !errors.Is(err, nats.ErrPermissionViolation) {

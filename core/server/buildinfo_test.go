@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/leafbox/leafbox/core/require"
 	"github.com/leafbox/leafbox/core/server"
 	"github.com/leafbox/leafbox/core/server/servertest"
 )
@@ -30,6 +31,6 @@ func TestVarzAndInfoCarryLeafboxBuild(t *testing.T) {
 	check("at start")
 	// A reload builds new options from the configuration, which knows
 	// nothing of the build; the build stays.
-	mustNoErr(t, s.Reload(server.Options{Host: "127.0.0.1", Port: server.RandomPort}))
+	require.NoError(t, s.Reload(server.Options{Host: "127.0.0.1", Port: server.RandomPort}))
 	check("after a reload")
 }

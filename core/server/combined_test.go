@@ -6,6 +6,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/leafbox/leafbox/core/require"
 	"github.com/leafbox/leafbox/core/server"
 	"github.com/leafbox/leafbox/core/server/servertest"
 )
@@ -34,7 +35,7 @@ func TestInProcessCombined(t *testing.T) {
 	}
 	for _, sub := range [][2]string{{"job", ""}, {"job.>", ""}, {"job", "q"}, {"job", "q"}, {"job", "r"}} {
 		_, err := leaf.Subscribe(sub[0], sub[1], nil)
-		mustNoErr(t, err)
+		require.NoError(t, err)
 	}
 
 	pub := s.InProcess("")
@@ -49,7 +50,7 @@ func TestInProcessCombined(t *testing.T) {
 	// A local member of q is preferred over the combined one.
 	var local []string
 	_, err := pub.Subscribe("job", "q", func(m server.Msg) { local = append(local, string(m.Data)) })
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	for range 20 {
 		pub.Publish("job", "", nil, []byte("y"))
 	}

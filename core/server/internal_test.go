@@ -5,6 +5,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/leafbox/leafbox/core/require"
 	"github.com/leafbox/leafbox/core/server"
 	"github.com/leafbox/leafbox/core/server/servertest"
 )
@@ -20,25 +21,25 @@ func TestInProcessConn(t *testing.T) {
 			ic.Publish(string(m.Reply), "", nil, []byte("pong"))
 		}
 	})
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	if _, err := ic.Subscribe("bad..subject", "", func(server.Msg) {}); err == nil {
 		t.Fatal("invalid subject accepted")
 	}
 
 	nc := connect(t, s)
-	mustNoErr(t, nc.Publish("svc.a", []byte("x")))
+	require.NoError(t, nc.Publish("svc.a", []byte("x")))
 	if v := <-got; v != "svc.a|x|" {
 		t.Fatalf("handler got %q", v)
 	}
 	msg := nats.NewMsg("svc.h")
 	msg.Header.Set("K", "V")
-	mustNoErr(t, nc.PublishMsg(msg))
+	require.NoError(t, nc.PublishMsg(msg))
 	if v := <-got; v != "svc.h||NATS/1.0\r\nK: V\r\n\r\n" {
 		t.Fatalf("handler got %q", v)
 	}
 	// A request answered in-process counts as a responder.
 	reply, err := nc.Request("svc.ping", nil, wait)
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	if string(reply.Data) != "pong" {
 		t.Fatalf("reply %q", reply.Data)
 	}
@@ -46,7 +47,7 @@ func TestInProcessConn(t *testing.T) {
 
 	// In-process publish reaches clients, under the shown subject.
 	inbox, _ := nc.SubscribeSync("deliver.abc")
-	mustNoErr(t, nc.Flush())
+	require.NoError(t, nc.Flush())
 	if !ic.HasInterest("deliver.abc") || ic.HasInterest("deliver.other") {
 		t.Fatal("HasInterest wrong")
 	}
@@ -69,7 +70,7 @@ func TestWatchInterestAndNoEcho(t *testing.T) {
 	s := servertest.Start(t, server.Options{})
 	nc := connect(t, s)
 	_, _ = nc.SubscribeSync("before.>")
-	mustNoErr(t, nc.Flush())
+	require.NoError(t, nc.Flush())
 
 	events := make(chan server.InterestEvent, 16)
 	existing, cancel := s.WatchInterest("", func(ev server.InterestEvent) { events <- ev })
@@ -78,12 +79,12 @@ func TestWatchInterestAndNoEcho(t *testing.T) {
 		t.Fatalf("snapshot %+v", existing)
 	}
 	sub, _ := nc.QueueSubscribeSync("after", "q")
-	mustNoErr(t, nc.Flush())
+	require.NoError(t, nc.Flush())
 	if ev := <-events; ev.Subject != "after" || ev.Queue != "q" || !ev.Added {
 		t.Fatalf("add event %+v", ev)
 	}
-	mustNoErr(t, sub.Unsubscribe())
-	mustNoErr(t, nc.Flush())
+	require.NoError(t, sub.Unsubscribe())
+	require.NoError(t, nc.Flush())
 	if ev := <-events; ev.Subject != "after" || ev.Added {
 		t.Fatalf("remove event %+v", ev)
 	}
@@ -95,7 +96,7 @@ func TestWatchInterestAndNoEcho(t *testing.T) {
 	t.Cleanup(ic.Close)
 	heard := 0
 	_, err := ic.Subscribe("loop", "", func(server.Msg) { heard++ })
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	if ev := <-events; ev.Origin != ic || ev.Subject != "loop" {
 		t.Fatalf("in-process event %+v", ev)
 	}
@@ -115,7 +116,7 @@ func TestPublishQueues(t *testing.T) {
 	plain, _ := nc.SubscribeSync("q.s")
 	named, _ := nc.QueueSubscribeSync("q.s", "named")
 	other, _ := nc.QueueSubscribeSync("q.s", "other")
-	mustNoErr(t, nc.Flush())
+	require.NoError(t, nc.Flush())
 	ic := s.InProcess("")
 	t.Cleanup(ic.Close)
 	if n := ic.PublishQueues("q.s", "q.s", "", [][]byte{[]byte("named")}, nil, []byte("1")); n != 2 {
@@ -144,7 +145,7 @@ func TestSubszListsInProcessSubscriptions(t *testing.T) {
 	}
 	nc := connect(t, s)
 	_, _ = nc.SubscribeSync("client.sub")
-	mustNoErr(t, nc.Flush())
+	require.NoError(t, nc.Flush())
 	got := map[string]uint64{}
 	for _, d := range s.Subscriptions("") {
 		got[d.Subject] = d.Cid

@@ -12,6 +12,7 @@ import (
 
 	"github.com/leafbox/leafbox/core/auth"
 	"github.com/leafbox/leafbox/core/monitor"
+	"github.com/leafbox/leafbox/core/require"
 	"github.com/leafbox/leafbox/core/server"
 	"github.com/leafbox/leafbox/core/server/servertest"
 )
@@ -21,11 +22,11 @@ func TestSlowConsumerCutOff(t *testing.T) {
 	// The slow client subscribes and then never reads; its small receive
 	// window keeps the kernel from absorbing much.
 	conn, err := net.Dial("tcp", s.Addr().String())
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	t.Cleanup(func() { _ = conn.Close() })
-	mustNoErr(t, conn.(*net.TCPConn).SetReadBuffer(4096))
+	require.NoError(t, conn.(*net.TCPConn).SetReadBuffer(4096))
 	_, err = conn.Write([]byte("CONNECT {\"verbose\":false}\r\nSUB data 1\r\nPING\r\n"))
-	mustNoErr(t, err)
+	require.NoError(t, err)
 
 	fast := connect(t, s)
 	var got atomic.Int64
@@ -36,15 +37,15 @@ func TestSlowConsumerCutOff(t *testing.T) {
 			close(done)
 		}
 	})
-	mustNoErr(t, err)
-	mustNoErr(t, fast.Flush())
+	require.NoError(t, err)
+	require.NoError(t, fast.Flush())
 
 	pub := connect(t, s)
 	payload := make([]byte, 1024)
 	for i := 0; i < n; i++ {
-		mustNoErr(t, pub.Publish("data", payload))
+		require.NoError(t, pub.Publish("data", payload))
 	}
-	mustNoErr(t, pub.Flush())
+	require.NoError(t, pub.Flush())
 	select {
 	case <-done:
 	case <-time.After(wait):
@@ -103,7 +104,7 @@ func TestReload(t *testing.T) {
 	narrow := connect(t, s, nats.UserInfo("narrow", "n"), nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) { errs <- err }))
 	wide, _ := narrow.SubscribeSync("x.y")
 	kept, _ := narrow.SubscribeSync("a.b")
-	mustNoErr(t, narrow.Flush())
+	require.NoError(t, narrow.Flush())
 
 	opts.Auth = &auth.Config{Users: []auth.User{
 		{Name: "keep", Password: "k"},
@@ -111,7 +112,7 @@ func TestReload(t *testing.T) {
 		{Name: "narrow", Password: "n", Permissions: &auth.Permissions{Subscribe: &auth.SubjectPermission{Allow: []string{"a.>"}}}},
 	}}
 	opts.Host, opts.Port = "127.0.0.1", server.RandomPort
-	mustNoErr(t, s.Reload(opts))
+	require.NoError(t, s.Reload(opts))
 	select {
 	case <-dropped:
 	case <-time.After(wait):
@@ -125,8 +126,8 @@ func TestReload(t *testing.T) {
 	case <-time.After(wait):
 		t.Fatal("no violation for the subscription the reload denied")
 	}
-	mustNoErr(t, keep.Publish("x.y", []byte("1")))
-	mustNoErr(t, keep.Publish("a.b", []byte("2")))
+	require.NoError(t, keep.Publish("x.y", []byte("1")))
+	require.NoError(t, keep.Publish("a.b", []byte("2")))
 	if m := nextMsg(t, kept); string(m.Data) != "2" {
 		t.Fatalf("kept subscription got %q", m.Data)
 	}
@@ -172,5 +173,5 @@ func TestLameDuck(t *testing.T) {
 			t.Fatal("lame duck server did not close its clients")
 		}
 	}
-	mustNoErr(t, <-done)
+	require.NoError(t, <-done)
 }

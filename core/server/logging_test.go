@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nkeys"
 
 	"github.com/leafbox/leafbox/core/auth"
+	"github.com/leafbox/leafbox/core/require"
 	"github.com/leafbox/leafbox/core/server"
 	"github.com/leafbox/leafbox/core/server/servertest"
 )
@@ -101,7 +102,7 @@ func TestLogClientConnectAndClose(t *testing.T) {
 	s := servertest.Start(t, server.Options{Logger: logger})
 	nc := connect(t, s, nats.Name("sensor-7"))
 	cid, err := nc.GetClientID()
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	cidAttr := "cid=" + strconv.FormatUint(cid, 10) + " "
 
 	created := lines.await(t, "msg=\"client connection created\"", cidAttr)
@@ -141,7 +142,7 @@ func TestLogConnectionsOnlyAtDebug(t *testing.T) {
 	nc.Close()
 	// Shutdown closes every connection and waits for their goroutines,
 	// so every line they would log has been written.
-	mustNoErr(t, s.Shutdown(t.Context()))
+	require.NoError(t, s.Shutdown(t.Context()))
 	if m := append(lines.matching(`msg="client connection`), lines.matching(`msg="client connected"`)...); len(m) > 0 {
 		t.Fatalf("connection lines at INFO: %q", m)
 	}
@@ -151,7 +152,7 @@ func TestLogConnectionsOnlyAtDebug(t *testing.T) {
 func secretAuthConfig(t *testing.T) (cfg *auth.Config, userSeed string) {
 	t.Helper()
 	kp, err := nkeys.CreateUser()
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	pub, _ := kp.PublicKey()
 	seed, _ := kp.Seed()
 	return &auth.Config{Users: []auth.User{
@@ -177,15 +178,15 @@ func TestLogAuthFailureWarnsWithoutSecrets(t *testing.T) {
 				t.Fatal("a wrong signature connected")
 			}
 			// A successful login and its CONNECT line carry no secret either.
-			mustNoErr(t, dialErr(s, nats.UserInfo("bob", "configured-Pa55word")))
-			mustNoErr(t, dialErr(s, nats.Nkey(nkeyUser, func(nonce []byte) ([]byte, error) {
+			require.NoError(t, dialErr(s, nats.UserInfo("bob", "configured-Pa55word")))
+			require.NoError(t, dialErr(s, nats.Nkey(nkeyUser, func(nonce []byte) ([]byte, error) {
 				kp, err := nkeys.FromSeed([]byte(seed))
 				if err != nil {
 					return nil, err
 				}
 				return kp.Sign(nonce)
 			})))
-			mustNoErr(t, s.Shutdown(t.Context()))
+			require.NoError(t, s.Shutdown(t.Context()))
 
 			failed := lines.matching("authentication failed")
 			if len(failed) != 2 {
@@ -194,7 +195,7 @@ func TestLogAuthFailureWarnsWithoutSecrets(t *testing.T) {
 			for i, wantUser := range []string{"bob", nkeyUser} {
 				if format == "json" {
 					var rec map[string]any
-					mustNoErr(t, json.Unmarshal([]byte(failed[i]), &rec))
+					require.NoError(t, json.Unmarshal([]byte(failed[i]), &rec))
 					if rec["level"] != "WARN" || rec["user"] != wantUser || rec["cid"] == nil || rec["addr"] == nil {
 						t.Errorf("failure %d: want level WARN, user %q, cid and addr: %s", i, wantUser, failed[i])
 					}
@@ -223,8 +224,8 @@ func TestLogTokenFailureWithoutToken(t *testing.T) {
 	if err := dialErr(s, nats.Token("presented-T0ken")); err == nil {
 		t.Fatal("a wrong token connected")
 	}
-	mustNoErr(t, dialErr(s, nats.Token("configured-T0ken")))
-	mustNoErr(t, s.Shutdown(t.Context()))
+	require.NoError(t, dialErr(s, nats.Token("configured-T0ken")))
+	require.NoError(t, s.Shutdown(t.Context()))
 	if len(lines.matching(`"level":"WARN"`, "authentication failed")) != 1 {
 		t.Fatalf("want one WARN authentication failure; log:\n%s", strings.Join(lines.all(), "\n"))
 	}
@@ -298,14 +299,14 @@ func TestLogCloseReasonReadError(t *testing.T) {
 	logger, lines := newLogger("text")
 	s := servertest.Start(t, server.Options{Logger: logger})
 	conn, err := net.Dial("tcp", s.Addr().String())
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	line, err := bufio.NewReader(conn).ReadString('\n')
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	if !strings.HasPrefix(line, "INFO ") {
 		t.Fatalf("first line %q", line)
 	}
 	// A reset, not an orderly close: the server's read fails.
-	mustNoErr(t, conn.(*net.TCPConn).SetLinger(0))
-	mustNoErr(t, conn.Close())
+	require.NoError(t, conn.(*net.TCPConn).SetLinger(0))
+	require.NoError(t, conn.Close())
 	lines.await(t, `msg="client connection closed"`, `reason="Read Error"`)
 }

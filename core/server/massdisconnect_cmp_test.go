@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/leafbox/leafbox/core/require"
 )
 
 // TestMassDisconnectCompare plays issue 8's mass disconnect at full size
@@ -38,7 +40,7 @@ func TestMassDisconnectCompare(t *testing.T) {
 	timeout := 60 * time.Second
 	if v := os.Getenv("STALLCMP_TIMEOUT"); v != "" {
 		d, err := time.ParseDuration(v)
-		must(t, err)
+		require.NoError(t, err)
 		timeout = d
 	}
 	bin := t.TempDir()
@@ -57,7 +59,7 @@ func TestMassDisconnectCompare(t *testing.T) {
 	targets = append(targets, leafbox("leafbox", buildLeafbox(t, "..", "..", filepath.Join(bin, "leafbox"))))
 	if rev := os.Getenv("STALLCMP_BEFORE"); rev != "" {
 		src := filepath.Join(bin, "src")
-		must(t, os.MkdirAll(src, 0o755))
+		require.NoError(t, os.MkdirAll(src, 0o755))
 		archive := exec.Command("sh", "-c", `git -C ../.. archive "$0" | tar -x -C "$1"`, rev, src)
 		if out, err := archive.CombinedOutput(); err != nil {
 			t.Fatalf("git archive %s: %v\n%s", rev, err, out)
@@ -135,13 +137,13 @@ func buildLeafbox(t *testing.T, dir, module, out string) string {
 func startProcess(t *testing.T, dir, bin, name string, args ...string) string {
 	t.Helper()
 	log, err := os.Create(filepath.Join(dir, "server.log"))
-	must(t, err)
+	require.NoError(t, err)
 	t.Cleanup(func() { _ = log.Close() })
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = dir
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	must(t, cmd.Start())
+	require.NoError(t, cmd.Start())
 	exited := make(chan struct{})
 	go func() {
 		_ = cmd.Wait()

@@ -16,6 +16,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/leafbox/leafbox/core/require"
 	"github.com/leafbox/leafbox/core/server"
 	"github.com/leafbox/leafbox/core/server/servertest"
 )
@@ -165,13 +166,13 @@ func (sc massDisconnect) run(t testing.TB, serverURL string, timeout time.Durati
 			close(filled)
 		}
 	})
-	must(t, err)
-	must(t, all.FlushTimeout(timeout))
+	require.NoError(t, err)
+	require.NoError(t, all.FlushTimeout(timeout))
 	pub := connect()
 	for k := range sc.FillSubjects {
-		must(t, pub.Publish(fmt.Sprintf("sensor.%d", k), nil))
+		require.NoError(t, pub.Publish(fmt.Sprintf("sensor.%d", k), nil))
 	}
-	must(t, pub.FlushTimeout(timeout))
+	require.NoError(t, pub.FlushTimeout(timeout))
 	select {
 	case <-filled:
 	case <-time.After(timeout):
@@ -182,8 +183,8 @@ func (sc massDisconnect) run(t testing.TB, serverURL string, timeout time.Durati
 	// throughout.
 	old := connect()
 	oldSub, err := old.SubscribeSync("old.probe")
-	must(t, err)
-	must(t, old.FlushTimeout(timeout))
+	require.NoError(t, err)
+	require.NoError(t, old.FlushTimeout(timeout))
 	stop := make(chan struct{})
 	oldDone := make(chan time.Duration, 1)
 	go func() {
@@ -227,8 +228,8 @@ func (sc massDisconnect) run(t testing.TB, serverURL string, timeout time.Durati
 	res.Connect = time.Since(start)
 	start = time.Now()
 	sub, err := nc.SubscribeSync("probe")
-	must(t, err)
-	must(t, nc.Publish("probe", nil))
+	require.NoError(t, err)
+	require.NoError(t, nc.Publish("probe", nil))
 	_, err = sub.NextMsg(timeout)
 	switch {
 	case errors.Is(err, nats.ErrTimeout):
@@ -240,13 +241,6 @@ func (sc massDisconnect) run(t testing.TB, serverURL string, timeout time.Durati
 	close(stop)
 	res.OldMax = <-oldDone
 	return res
-}
-
-func must(t testing.TB, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
 }
 
 // TestMassDisconnectNewClient is issue 8's mass disconnect at a size that
@@ -281,8 +275,8 @@ func TestCloseRemovesEverySubscription(t *testing.T) {
 	s := servertest.Start(t, server.Options{})
 	keep := connect(t, s)
 	kept, err := keep.SubscribeSync("load.*")
-	must(t, err)
-	must(t, keep.Flush())
+	require.NoError(t, err)
+	require.NoError(t, keep.Flush())
 
 	const n = 700
 	c := servertest.Dial(t, s)
@@ -325,9 +319,9 @@ func TestCloseRemovesEverySubscription(t *testing.T) {
 	defer cancel()
 	// Fill the cache with subjects the closing subscriptions match.
 	for i := range 2000 {
-		must(t, keep.Publish(fmt.Sprintf("load.%d", i), nil))
+		require.NoError(t, keep.Publish(fmt.Sprintf("load.%d", i), nil))
 	}
-	must(t, keep.Flush())
+	require.NoError(t, keep.Flush())
 	c.Close()
 	select {
 	case <-done:
@@ -350,7 +344,7 @@ func TestCloseRemovesEverySubscription(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	must(t, keep.Publish("load.x", nil))
+	require.NoError(t, keep.Publish("load.x", nil))
 	if m, err := kept.NextMsg(wait); err != nil || m.Subject != "load.x" {
 		t.Fatalf("after the close: %v, %v", m, err)
 	}

@@ -8,9 +8,11 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/leafbox/leafbox/core/require"
 	"github.com/leafbox/leafbox/core/server"
 	"github.com/leafbox/leafbox/core/server/servertest"
 )
@@ -38,24 +40,51 @@ func runCLI(ctx context.Context, t *testing.T, s *server.Server, args ...string)
 	return cmd
 }
 
-// waitSubs waits until the server has n subscriptions on subj.
+// waitSubs waits until the server has n subscriptions on subj, told by
+// the server's interest events (WatchInterest), within wait.
 func waitSubs(t *testing.T, s *server.Server, subj string, n int) {
 	t.Helper()
-	deadline := time.Now().Add(wait)
-	for {
-		count := 0
-		for _, d := range s.Subscriptions("") {
-			if d.Subject == subj {
-				count++
-			}
-		}
-		if count >= n {
+	var mu sync.Mutex
+	count := 0
+	changed := make(chan struct{}, 1)
+	existing, cancel := s.WatchInterest("", func(ev server.InterestEvent) {
+		if ev.Subject != subj {
 			return
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d subscriptions on %q, want %d", count, subj, n)
+		mu.Lock()
+		if ev.Added {
+			count++
+		} else {
+			count--
 		}
-		time.Sleep(5 * time.Millisecond) // polling the server's state, bounded by the deadline
+		mu.Unlock()
+		select { // fn must not block: a pending wake-up is enough
+		case changed <- struct{}{}:
+		default:
+		}
+	})
+	defer cancel()
+	mu.Lock()
+	for _, ev := range existing {
+		if ev.Subject == subj {
+			count++
+		}
+	}
+	mu.Unlock()
+	timeout := time.NewTimer(wait)
+	defer timeout.Stop()
+	for {
+		mu.Lock()
+		got := count
+		mu.Unlock()
+		if got >= n {
+			return
+		}
+		select {
+		case <-changed:
+		case <-timeout.C:
+			t.Fatalf("%d subscriptions on %q, want %d", got, subj, n)
+		}
 	}
 }
 
@@ -68,12 +97,12 @@ func TestNatsCLI(t *testing.T) {
 	var subOut bytes.Buffer
 	sub := runCLI(ctx, t, s, "sub", "cli.test", "--count", "1", "--raw")
 	sub.Stdout, sub.Stderr = &subOut, &subOut
-	mustNoErr(t, sub.Start())
+	require.NoError(t, sub.Start())
 	waitSubs(t, s, "cli.test", 1)
 	if out, err := runCLI(ctx, t, s, "pub", "cli.test", "hello from the cli").CombinedOutput(); err != nil {
 		t.Fatalf("nats pub: %v\n%s", err, out)
 	}
-	mustNoErr(t, sub.Wait())
+	require.NoError(t, sub.Wait())
 	if !strings.Contains(subOut.String(), "hello from the cli") {
 		t.Fatalf("nats sub printed %q", subOut.String())
 	}
@@ -82,7 +111,7 @@ func TestNatsCLI(t *testing.T) {
 	reply := runCLI(ctx, t, s, "reply", "cli.svc", "pong", "--count", "1")
 	var replyOut bytes.Buffer
 	reply.Stdout, reply.Stderr = &replyOut, &replyOut
-	mustNoErr(t, reply.Start())
+	require.NoError(t, reply.Start())
 	waitSubs(t, s, "cli.svc", 1)
 	out, err := runCLI(ctx, t, s, "req", "cli.svc", "ping", "--raw").CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "pong") {
@@ -105,7 +134,7 @@ func TestNatsCLI(t *testing.T) {
 	benchSub := runCLI(ctx, t, s, "bench", "sub", "cli.bench", "--msgs", "20000", "--no-progress")
 	var benchOut bytes.Buffer
 	benchSub.Stdout, benchSub.Stderr = &benchOut, &benchOut
-	mustNoErr(t, benchSub.Start())
+	require.NoError(t, benchSub.Start())
 	waitSubs(t, s, "cli.bench", 1)
 	if out, err := runCLI(ctx, t, s, "bench", "pub", "cli.bench", "--msgs", "20000", "--size", "64", "--no-progress").CombinedOutput(); err != nil {
 		t.Fatalf("nats bench pub: %v\n%s", err, out)

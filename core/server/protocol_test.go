@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/leafbox/leafbox/core/require"
 	"github.com/leafbox/leafbox/core/server"
 	"github.com/leafbox/leafbox/core/server/servertest"
 )
@@ -16,7 +17,7 @@ func TestMalformedInput(t *testing.T) {
 	s := servertest.Start(t, server.Options{MaxPayload: 64, MaxControlLine: 1024})
 	healthy := connect(t, s)
 	sub, _ := healthy.SubscribeSync("alive")
-	mustNoErr(t, healthy.Flush())
+	require.NoError(t, healthy.Flush())
 
 	cases := []struct {
 		name, input, err string
@@ -41,7 +42,7 @@ func TestMalformedInput(t *testing.T) {
 			c.Send(tc.input)
 			c.Expect("-ERR '" + tc.err + "'")
 			c.ExpectClosed()
-			mustNoErr(t, healthy.Publish("alive", []byte(tc.name)))
+			require.NoError(t, healthy.Publish("alive", []byte(tc.name)))
 			if m := nextMsg(t, sub); string(m.Data) != tc.name {
 				t.Fatalf("healthy client got %q", m.Data)
 			}
@@ -68,7 +69,7 @@ func TestHandshake(t *testing.T) {
 	c := servertest.Dial(t, s)
 	line := c.Expect("INFO ")
 	var info map[string]any
-	mustNoErr(t, json.Unmarshal([]byte(strings.TrimPrefix(line, "INFO ")), &info))
+	require.NoError(t, json.Unmarshal([]byte(strings.TrimPrefix(line, "INFO ")), &info))
 	for _, k := range []string{"server_id", "server_name", "version", "proto", "go", "host", "port", "headers", "max_payload", "client_id", "client_ip", "jetstream"} {
 		if _, ok := info[k]; !ok {
 			t.Errorf("INFO lacks %q: %s", k, line)

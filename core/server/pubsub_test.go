@@ -11,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/leafbox/leafbox/core/require"
 	"github.com/leafbox/leafbox/core/server"
 	"github.com/leafbox/leafbox/core/server/servertest"
 )
@@ -27,13 +28,6 @@ func connect(t *testing.T, s *server.Server, opts ...nats.Option) *nats.Conn {
 	return nc
 }
 
-func mustNoErr(t *testing.T, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
 func nextMsg(t *testing.T, sub *nats.Subscription) *nats.Msg {
 	t.Helper()
 	m, err := sub.NextMsg(wait)
@@ -47,7 +41,7 @@ func nextMsg(t *testing.T, sub *nats.Subscription) *nats.Msg {
 // message that was going to arrive has arrived, and checks none did.
 func expectNone(t *testing.T, nc *nats.Conn, subs ...*nats.Subscription) {
 	t.Helper()
-	mustNoErr(t, nc.Flush())
+	require.NoError(t, nc.Flush())
 	for _, sub := range subs {
 		if n, _, _ := sub.Pending(); n != 0 {
 			m, _ := sub.NextMsg(0)
@@ -63,22 +57,22 @@ func TestPubSubWildcards(t *testing.T) {
 	literal, _ := sub.SubscribeSync("orders.eu.created")
 	star, _ := sub.SubscribeSync("orders.*.created")
 	full, _ := sub.SubscribeSync("orders.>")
-	mustNoErr(t, sub.Flush())
+	require.NoError(t, sub.Flush())
 
-	mustNoErr(t, pub.Publish("orders.eu.created", []byte("1")))
+	require.NoError(t, pub.Publish("orders.eu.created", []byte("1")))
 	for _, s := range []*nats.Subscription{literal, star, full} {
 		if m := nextMsg(t, s); string(m.Data) != "1" || m.Subject != "orders.eu.created" {
 			t.Fatalf("%s got %q on %q", s.Subject, m.Data, m.Subject)
 		}
 	}
 	// Non-matches: '*' is exactly one token, '>' needs at least one.
-	mustNoErr(t, pub.Publish("orders.eu.west.created", []byte("2")))
+	require.NoError(t, pub.Publish("orders.eu.west.created", []byte("2")))
 	if m := nextMsg(t, full); string(m.Data) != "2" {
 		t.Fatalf("full wildcard got %q", m.Data)
 	}
-	mustNoErr(t, pub.Publish("orders", []byte("3")))
-	mustNoErr(t, pub.Publish("order.eu.created", []byte("4")))
-	mustNoErr(t, pub.Flush())
+	require.NoError(t, pub.Publish("orders", []byte("3")))
+	require.NoError(t, pub.Publish("order.eu.created", []byte("4")))
+	require.NoError(t, pub.Flush())
 	expectNone(t, sub, literal, star, full)
 }
 
@@ -96,19 +90,19 @@ func TestQueueGroupsDeliverOnce(t *testing.T) {
 				close(done)
 			}
 		})
-		mustNoErr(t, err)
-		mustNoErr(t, nc.Flush())
+		require.NoError(t, err)
+		require.NoError(t, nc.Flush())
 	}
 	// A plain subscriber beside the group gets every message.
 	plain := connect(t, s)
 	all, _ := plain.SubscribeSync("work")
-	mustNoErr(t, plain.Flush())
+	require.NoError(t, plain.Flush())
 
 	pub := connect(t, s)
 	for i := 0; i < msgs; i++ {
-		mustNoErr(t, pub.Publish("work", []byte(strconv.Itoa(i))))
+		require.NoError(t, pub.Publish("work", []byte(strconv.Itoa(i))))
 	}
-	mustNoErr(t, pub.Flush())
+	require.NoError(t, pub.Flush())
 	select {
 	case <-done:
 	case <-time.After(wait):
@@ -118,7 +112,7 @@ func TestQueueGroupsDeliverOnce(t *testing.T) {
 		nextMsg(t, all)
 	}
 	// Exactly once: after a round trip through every member, no extras.
-	mustNoErr(t, pub.Flush())
+	require.NoError(t, pub.Flush())
 	if n := total.Load(); n != msgs {
 		t.Fatalf("queue group received %d, want %d", n, msgs)
 	}
@@ -133,8 +127,8 @@ func TestRequestReplyConcurrent(t *testing.T) {
 	s := servertest.Start(t, server.Options{})
 	svc := connect(t, s)
 	_, err := svc.Subscribe("echo", func(m *nats.Msg) { _ = m.Respond(append([]byte("re:"), m.Data...)) })
-	mustNoErr(t, err)
-	mustNoErr(t, svc.Flush())
+	require.NoError(t, err)
+	require.NoError(t, svc.Flush())
 
 	nc := connect(t, s)
 	var wg sync.WaitGroup
@@ -164,7 +158,7 @@ func TestRequestReplyConcurrent(t *testing.T) {
 	// Old-style request: SUB + UNSUB 1 on a unique inbox.
 	old := connect(t, s, nats.UseOldRequestStyle())
 	m, err := old.Request("echo", []byte("x"), wait)
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	if string(m.Data) != "re:x" {
 		t.Fatalf("old-style reply %q", m.Data)
 	}
@@ -192,7 +186,7 @@ func TestHeaders(t *testing.T) {
 	msg.Header.Add("Multi", "1")
 	msg.Header.Add("Multi", "2")
 	msg.Data = []byte("body")
-	mustNoErr(t, nc.PublishMsg(msg))
+	require.NoError(t, nc.PublishMsg(msg))
 	m := nextMsg(t, sub)
 	if m.Header.Get("Trace-Id") != "abc" || len(m.Header.Values("Multi")) != 2 || string(m.Data) != "body" {
 		t.Fatalf("headers %v data %q", m.Header, m.Data)
@@ -209,7 +203,7 @@ func TestHeadersStrippedForOldClients(t *testing.T) {
 	msg := nats.NewMsg("h")
 	msg.Header.Set("K", "V")
 	msg.Data = []byte("payload")
-	mustNoErr(t, nc.PublishMsg(msg))
+	require.NoError(t, nc.PublishMsg(msg))
 	if line := raw.Expect("MSG h 1 7"); line != "MSG h 1 7" {
 		t.Fatalf("got %q", line)
 	}
@@ -232,7 +226,7 @@ func TestMaxPayload(t *testing.T) {
 	raw.Send("PUB big 2048\r\n")
 	raw.Expect("-ERR 'Maximum Payload Violation'")
 	raw.ExpectClosed()
-	mustNoErr(t, nc.Flush())
+	require.NoError(t, nc.Flush())
 }
 
 func TestEchoOff(t *testing.T) {
@@ -241,14 +235,14 @@ func TestEchoOff(t *testing.T) {
 	other := connect(t, s)
 	own, _ := nc.SubscribeSync("e")
 	theirs, _ := other.SubscribeSync("e")
-	mustNoErr(t, nc.Flush())
-	mustNoErr(t, other.Flush())
-	mustNoErr(t, nc.Publish("e", []byte("mine")))
+	require.NoError(t, nc.Flush())
+	require.NoError(t, other.Flush())
+	require.NoError(t, nc.Publish("e", []byte("mine")))
 	if m := nextMsg(t, theirs); string(m.Data) != "mine" {
 		t.Fatalf("other got %q", m.Data)
 	}
 	expectNone(t, nc, own)
-	mustNoErr(t, other.Publish("e", []byte("yours")))
+	require.NoError(t, other.Publish("e", []byte("yours")))
 	if m := nextMsg(t, own); string(m.Data) != "yours" {
 		t.Fatalf("no-echo client missed another's message: %q", m.Data)
 	}
@@ -259,14 +253,14 @@ func TestOrdering(t *testing.T) {
 	sub := connect(t, s)
 	ch := make(chan *nats.Msg, 10001)
 	_, err := sub.ChanSubscribe("seq", ch)
-	mustNoErr(t, err)
-	mustNoErr(t, sub.Flush())
+	require.NoError(t, err)
+	require.NoError(t, sub.Flush())
 	pub := connect(t, s)
 	const n = 10000
 	for i := 0; i < n; i++ {
-		mustNoErr(t, pub.Publish("seq", []byte(strconv.Itoa(i))))
+		require.NoError(t, pub.Publish("seq", []byte(strconv.Itoa(i))))
 	}
-	mustNoErr(t, pub.Flush())
+	require.NoError(t, pub.Flush())
 	for i := 0; i < n; i++ {
 		select {
 		case m := <-ch:

@@ -15,6 +15,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/leafbox/leafbox/core/require"
 	"github.com/leafbox/leafbox/core/server"
 	"github.com/leafbox/leafbox/core/server/servertest"
 )
@@ -29,7 +30,7 @@ func testPKI(t *testing.T) (*tls.Config, *x509.CertPool) {
 		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
 	}
 	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	ca, _ := x509.ParseCertificate(caDER)
 	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	tmpl := &x509.Certificate{
@@ -39,7 +40,7 @@ func testPKI(t *testing.T) (*tls.Config, *x509.CertPool) {
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	pool := x509.NewCertPool()
 	pool.AddCert(ca)
 	cfg := &tls.Config{
@@ -54,7 +55,7 @@ func TestTLS(t *testing.T) {
 	s := servertest.Start(t, server.Options{TLS: cfg, TLSRequired: true})
 	nc := connect(t, s, nats.Secure(&tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}))
 	sub, _ := nc.SubscribeSync("secure")
-	mustNoErr(t, nc.Publish("secure", []byte("ok")))
+	require.NoError(t, nc.Publish("secure", []byte("ok")))
 	if m := nextMsg(t, sub); string(m.Data) != "ok" {
 		t.Fatalf("got %q", m.Data)
 	}
@@ -75,7 +76,7 @@ func TestTLSClientVerify(t *testing.T) {
 	cfg.ClientAuth = tls.RequireAndVerifyClientCert
 	s := servertest.Start(t, server.Options{TLS: cfg, TLSRequired: true, TLSVerify: true})
 	nc := connect(t, s, nats.Secure(&tls.Config{RootCAs: pool, Certificates: []tls.Certificate{clientCert}, MinVersion: tls.VersionTLS12}))
-	mustNoErr(t, nc.Flush())
+	require.NoError(t, nc.Flush())
 	if err := dialErr(s, nats.Secure(&tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12})); err == nil {
 		t.Fatal("client without a certificate was accepted")
 	}
@@ -85,5 +86,5 @@ func TestTLSHandshakeFirst(t *testing.T) {
 	cfg, pool := testPKI(t)
 	s := servertest.Start(t, server.Options{TLS: cfg, TLSRequired: true, TLSHandshakeFirst: true})
 	nc := connect(t, s, nats.Secure(&tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}), nats.TLSHandshakeFirst())
-	mustNoErr(t, nc.Flush())
+	require.NoError(t, nc.Flush())
 }

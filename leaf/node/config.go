@@ -3,6 +3,7 @@ package node
 import (
 	"log/slog"
 	"slices"
+	"time"
 
 	"github.com/leafbox/leafbox/leaf"
 	"github.com/leafbox/leafbox/leaf/downlink"
@@ -28,7 +29,18 @@ type Config struct {
 	Listener *ListenerConfig
 	// Logger receives the node's logs; nil discards them.
 	Logger *slog.Logger
+	// OpenStream opens the uplinks' outbox and dead-letter streams; it is
+	// required when there are Uplinks. The node names no store engine:
+	// the composition root injects one (cmd/internal/app, over filestore).
+	OpenStream StreamOpener
 }
+
+// StreamOpener opens the stream kept in dir, creating it if it is not
+// there, bounded by cfg. syncInterval says when its writes reach the
+// disk: 0, before Store returns; a positive interval, within that long of
+// the Store, or sooner at store.Syncer's Sync, which the stream must
+// offer.
+type StreamOpener func(dir string, cfg store.Config, syncInterval time.Duration) (store.Stream, error)
 
 // RemoteConfig is one leafnode remote.
 type RemoteConfig struct {

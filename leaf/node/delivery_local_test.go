@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 	njs "github.com/nats-io/nats.go/jetstream"
 
+	"github.com/leafbox/leafbox/core/require"
 	"github.com/leafbox/leafbox/core/server"
 	"github.com/leafbox/leafbox/core/server/servertest"
 	"github.com/leafbox/leafbox/leaf"
@@ -42,8 +43,8 @@ func newTestGateway(t *testing.T) (*server.Server, *testBroker, *jetstream.Engin
 	srv := servertest.Start(t, server.Options{})
 	bus := srv.InProcess("")
 	eng, err := jetstream.New(jetstream.Config{StoreDir: t.TempDir()}, jsBus{bus})
-	requireNoError(t, err)
-	requireNoError(t, eng.Start())
+	require.NoError(t, err)
+	require.NoError(t, eng.Start())
 	t.Cleanup(func() {
 		_ = eng.Close()
 		bus.Close()
@@ -60,33 +61,33 @@ func TestLocalReceivers(t *testing.T) {
 	link := b.Connect("")
 	leafs.add(link)
 	_, err := link.Subscribe("cmd.>", "", func(leaf.Msg) {})
-	requireNoError(t, err)
+	require.NoError(t, err)
 	client := srv.InProcess("") // not handed out by the Broker: no origin
 	before, err := client.Subscribe("cmd.a", "", func(server.Msg) {})
-	requireNoError(t, err)
+	require.NoError(t, err)
 
 	lr := watchLocalReceivers(b, "", leafs)
-	requireEqual(t, lr.has("cmd.a"), true)  // existing
-	requireEqual(t, lr.has("cmd.b"), false) // only the link's cmd.> matches
+	require.DeepEqual(t, lr.has("cmd.a"), true)  // existing
+	require.DeepEqual(t, lr.has("cmd.b"), false) // only the link's cmd.> matches
 	q, err := client.Subscribe("cmd.q.*", "workers", func(server.Msg) {})
-	requireNoError(t, err)
-	requireEqual(t, lr.has("cmd.q.x"), true)
+	require.NoError(t, err)
+	require.DeepEqual(t, lr.has("cmd.q.x"), true)
 	if n := testing.AllocsPerRun(100, func() { lr.has("cmd.q.x") }); n != 0 {
 		t.Errorf("has: %v allocations", n)
 	}
 	again, err := client.Subscribe("cmd.a", "", func(server.Msg) {})
-	requireNoError(t, err)
+	require.NoError(t, err)
 	before.Unsubscribe()
-	requireEqual(t, lr.has("cmd.a"), true) // one of two left
+	require.DeepEqual(t, lr.has("cmd.a"), true) // one of two left
 	again.Unsubscribe()
 	q.Unsubscribe()
-	requireEqual(t, lr.has("cmd.a"), false)
-	requireEqual(t, lr.has("cmd.q.x"), false)
+	require.DeepEqual(t, lr.has("cmd.a"), false)
+	require.DeepEqual(t, lr.has("cmd.q.x"), false)
 
 	lr.cancel()
 	_, err = client.Subscribe("cmd.late", "", func(server.Msg) {})
-	requireNoError(t, err)
-	requireEqual(t, lr.has("cmd.late"), false)
+	require.NoError(t, err)
+	require.DeepEqual(t, lr.has("cmd.late"), false)
 }
 
 // TestLocalDelivery checks what "delivered" means for a downlink message:
@@ -98,12 +99,12 @@ func TestLocalDelivery(t *testing.T) {
 	defer cancel()
 	srv, b, eng := newTestGateway(t)
 	nc, err := nats.Connect(srv.ClientURL())
-	requireNoError(t, err)
+	require.NoError(t, err)
 	t.Cleanup(nc.Close)
 	js, err := njs.New(nc)
-	requireNoError(t, err)
+	require.NoError(t, err)
 	stream, err := js.CreateStream(ctx, njs.StreamConfig{Name: "LOCAL", Subjects: []string{"cmd.>"}, MaxMsgSize: 100})
-	requireNoError(t, err)
+	require.NoError(t, err)
 
 	leafs := &leafConns{}
 	lr := watchLocalReceivers(b, "", leafs)
@@ -112,20 +113,20 @@ func TestLocalDelivery(t *testing.T) {
 	t.Cleanup(conn.Close)
 	d := &localDelivery{conn: conn, streams: eng, receivers: lr, idPrefix: "cmds.", inbox: "_INBOX.DLL.test."}
 	_, err = conn.Subscribe(d.inbox+">", "", d.handleReply)
-	requireNoError(t, err)
+	require.NoError(t, err)
 
 	hdr := []byte("NATS/1.0\r\nNats-Expected-Stream: HUB\r\nX-Op: open\r\n\r\n")
 	m := downlink.Msg{Subject: "cmd.door", HubSubject: "site1.cmd.door", Header: hdr, Data: []byte("open"), Stream: "HUB", Seq: 1, ID: "HUB.1"}
-	requireNoError(t, d.Deliver(ctx, m))
-	requireNoError(t, d.Deliver(ctx, m)) // a redelivery: a duplicate PubAck
+	require.NoError(t, d.Deliver(ctx, m))
+	require.NoError(t, d.Deliver(ctx, m)) // a redelivery: a duplicate PubAck
 	info, err := stream.Info(ctx)
-	requireNoError(t, err)
-	requireEqual(t, info.State.Msgs, uint64(1))
+	require.NoError(t, err)
+	require.DeepEqual(t, info.State.Msgs, uint64(1))
 	stored, err := stream.GetMsg(ctx, 1)
-	requireNoError(t, err)
-	requireEqual(t, stored.Header.Get("Nats-Msg-Id"), "cmds.HUB.1")
-	requireEqual(t, stored.Header.Get("Nats-Expected-Stream"), "")
-	requireEqual(t, stored.Header.Get("X-Op"), "open")
+	require.NoError(t, err)
+	require.DeepEqual(t, stored.Header.Get("Nats-Msg-Id"), "cmds.HUB.1")
+	require.DeepEqual(t, stored.Header.Get("Nats-Expected-Stream"), "")
+	require.DeepEqual(t, stored.Header.Get("X-Op"), "open")
 
 	big := downlink.Msg{Subject: "cmd.big", Data: []byte(strings.Repeat("x", 200)), Stream: "HUB", Seq: 2, ID: "HUB.2"}
 	if err := d.Deliver(ctx, big); err == nil || !strings.Contains(err.Error(), "local stream refused it") {
@@ -140,15 +141,15 @@ func TestLocalDelivery(t *testing.T) {
 	link := b.Connect("")
 	leafs.add(link)
 	_, err = link.Subscribe("ops.>", "", func(leaf.Msg) {})
-	requireNoError(t, err)
+	require.NoError(t, err)
 	if err := d.Deliver(ctx, plain); !errors.Is(err, errNoReceiver) {
 		t.Fatalf("only a link's subscription: %v", err)
 	}
 	sub, err := nc.SubscribeSync("ops.*")
-	requireNoError(t, err)
-	requireNoError(t, nc.Flush())
-	requireNoError(t, d.Deliver(ctx, plain))
+	require.NoError(t, err)
+	require.NoError(t, nc.Flush())
+	require.NoError(t, d.Deliver(ctx, plain))
 	got, err := sub.NextMsg(5 * time.Second)
-	requireNoError(t, err)
-	requireEqual(t, string(got.Data), "now")
+	require.NoError(t, err)
+	require.DeepEqual(t, string(got.Data), "now")
 }

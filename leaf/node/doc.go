@@ -8,7 +8,9 @@
 // JetStream engine only through Streams, interfaces it declares itself:
 // it imports neither core/server nor store/jetstream (scripts/check-imports
 // holds that). cmd/internal/app adapts *server.Server and passes
-// *jetstream.Engine, and turns the configuration file into Config.
+// *jetstream.Engine, and turns the configuration file into Config. Nor
+// does it name a store engine: the outbox and dead-letter streams come
+// from Config.OpenStream.
 //
 // # Contract
 //
@@ -21,7 +23,8 @@
 //     hub subjects a downlink consumes and the local subjects it delivers
 //     on are denied import on every remote, and the local subjects are
 //     denied export too.
-//   - Uplinks: captured messages go into an outbox (a file stream) on the
+//   - Uplinks: captured messages go into an outbox (a stream from
+//     Config.OpenStream, synced on an interval) on the
 //     publisher's read goroutine; Broker.OnPing makes them durable before
 //     the broker answers the publisher's PING, so a publisher's PONG (its
 //     flush) means its captured messages are on disk. The outbox forwards
@@ -37,6 +40,9 @@
 //   - Clock: Start runs the clock's refresh loop; an uplink with a hub
 //     domain asks the hub's time (a stream info's "ts") whenever its link
 //     is ready, which can make an unsynced clock trusted.
+//   - Health (health.go): Problems judges the uplinks and downlinks
+//     against thresholds at a given time (a link down too long, a backlog
+//     too old, dead letters held); the gateway serves them on /healthz.
 //
 // # Start and stop
 //

@@ -3,6 +3,7 @@ package node
 import (
 	"testing"
 
+	"github.com/leafbox/leafbox/core/require"
 	"github.com/leafbox/leafbox/leaf"
 	"github.com/leafbox/leafbox/leaf/downlink"
 )
@@ -26,25 +27,25 @@ func TestLoopDenies(t *testing.T) {
 	}
 	operator := cfg.Remotes[0].Link.DenyExports
 	n, err := New(cfg, nil, nil)
-	requireNoError(t, err)
-	requireEqual(t, operator, []string{"local.>"}) // the caller's slices are not appended to
+	require.NoError(t, err)
+	require.DeepEqual(t, operator, []string{"local.>"}) // the caller's slices are not appended to
 
 	first := n.LinkConfig(0)
-	requireEqual(t, first.ServerID, "NID")
-	requireEqual(t, first.DenyImports, []string{"admin.>", "cmd.site1.>", "cmd.>", "ota.>"})
-	requireEqual(t, first.DenyExports, []string{"local.>", "telemetry.>", "logs.*", "cmd.>", "ota.>"})
+	require.DeepEqual(t, first.ServerID, "NID")
+	require.DeepEqual(t, first.DenyImports, []string{"admin.>", "cmd.site1.>", "cmd.>", "ota.>"})
+	require.DeepEqual(t, first.DenyExports, []string{"local.>", "telemetry.>", "logs.*", "cmd.>", "ota.>"})
 	second := n.LinkConfig(1)
-	requireEqual(t, second.DenyImports, []string{"cmd.site1.>", "cmd.>", "ota.>"})
-	requireEqual(t, second.DenyExports, []string{"telemetry.>", "logs.*", "cmd.>", "ota.>"})
+	require.DeepEqual(t, second.DenyImports, []string{"cmd.site1.>", "cmd.>", "ota.>"})
+	require.DeepEqual(t, second.DenyExports, []string{"telemetry.>", "logs.*", "cmd.>", "ota.>"})
 
-	requireEqual(t, n.NumRemotes(), 2)
+	require.DeepEqual(t, n.NumRemotes(), 2)
 	if v := n.Remote(0); v.Deny == nil || len(v.Deny.Exports) != 5 || v.LocalAccount != "$G" {
 		t.Fatalf("remote 0 in /varz: %+v", v)
 	}
 	if v := n.Remote(1); v.Deny != nil || v.LocalAccount != "SITE" {
 		t.Fatalf("remote 1 in /varz: %+v", v)
 	}
-	requireEqual(t, (&DownlinkConfig{Config: downlink.Config{LocalPrefix: "x."}}).LocalSubjects(), []string{"x.>"})
+	require.DeepEqual(t, (&DownlinkConfig{Config: downlink.Config{LocalPrefix: "x."}}).LocalSubjects(), []string{"x.>"})
 	// A filter outside the hub prefix keeps its subject.
-	requireEqual(t, downlink.LocalSubjects([]string{"cmd.site1.a", "other.b", "cmd.site1."}, "cmd.site1.", "c."), []string{"c.a", "c.other.b", "c.cmd.site1."})
+	require.DeepEqual(t, downlink.LocalSubjects([]string{"cmd.site1.a", "other.b", "cmd.site1."}, "cmd.site1.", "c."), []string{"c.a", "c.other.b", "c.cmd.site1."})
 }

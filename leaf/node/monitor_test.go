@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/leafbox/leafbox/core/monitor"
+	"github.com/leafbox/leafbox/core/require"
 	"github.com/leafbox/leafbox/leaf"
 	"github.com/leafbox/leafbox/leaf/outbox"
 )
@@ -46,7 +47,7 @@ func TestUplinkMetrics(t *testing.T) {
 	}
 	b.Reset()
 	writeUplinkMetrics(monitor.NewMetricWriter(&b), nil)
-	requireEqual(t, b.String(), "")
+	require.DeepEqual(t, b.String(), "")
 }
 
 // TestUplinkScheduleMetrics checks the drain-rate, watchdog, reset and
@@ -89,9 +90,9 @@ func TestLeafInfoFromStatus(t *testing.T) {
 		RTT: 1500 * time.Microsecond, InMsgs: 1, InBytes: 2, OutMsgs: 3, OutBytes: 4, Subscriptions: 5,
 		Compression: leaf.CompressionS2Fast,
 	}
-	requireEqual(t, leafInfo(2, st), monitor.LeafInfo{
+	require.DeepEqual(t, leafInfo(2, st), monitor.LeafInfo{
 		ID: 3, Name: "hub-1", IsSpoke: true, Account: "SITE", IP: "::1", Port: 7422, RTT: "1.5ms",
 		InMsgs: 1, InBytes: 2, OutMsgs: 3, OutBytes: 4, NumSubs: 5, Compression: "s2_fast",
 	})
-	requireEqual(t, leafInfo(0, leaf.Status{State: leaf.StateConnected}).RTT, "") // not measured yet
+	require.DeepEqual(t, leafInfo(0, leaf.Status{State: leaf.StateConnected}).RTT, "") // not measured yet
 }

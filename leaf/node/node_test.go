@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 	njs "github.com/nats-io/nats.go/jetstream"
 
+	"github.com/leafbox/leafbox/core/require"
 	"github.com/leafbox/leafbox/core/server"
 	"github.com/leafbox/leafbox/core/server/servertest"
 	"github.com/leafbox/leafbox/leaf"
@@ -18,26 +19,9 @@ import (
 	"github.com/leafbox/leafbox/leaf/leaftest"
 	"github.com/leafbox/leafbox/leaf/outbox"
 	"github.com/leafbox/leafbox/store"
+	"github.com/leafbox/leafbox/store/filestore"
+	"github.com/leafbox/leafbox/store/vfs"
 )
-
-// await polls cond every 20 ms until it holds, failing the test with
-// cond's description of the state when ctx ends.
-func await(t *testing.T, ctx context.Context, what string, cond func() (bool, string)) {
-	t.Helper()
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		ok, state := cond()
-		if ok {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("timed out waiting until %s: %s", what, state)
-		case <-tick.C:
-		}
-	}
-}
 
 // TestNodeUplinkAndDownlink runs a Node over a real broker toward a real
 // nats-server hub with JetStream, without any configuration file: a
@@ -50,14 +34,14 @@ func TestNodeUplinkAndDownlink(t *testing.T) {
 	hub := leaftest.StartHub(t, leaftest.HubOptions{Name: "hub-node",
 		Config: fmt.Sprintf("jetstream { store_dir: %q, domain: hub }\n", t.TempDir())})
 	hc, err := nats.Connect(hub.ClientURL())
-	requireNoError(t, err)
+	require.NoError(t, err)
 	t.Cleanup(hc.Close)
 	hjs, err := njs.New(hc)
-	requireNoError(t, err)
+	require.NoError(t, err)
 	site, err := hjs.CreateStream(ctx, njs.StreamConfig{Name: "SITE", Subjects: []string{"site1.>"}})
-	requireNoError(t, err)
+	require.NoError(t, err)
 	_, err = hjs.CreateStream(ctx, njs.StreamConfig{Name: "CMDS", Subjects: []string{"cmd.site1.>"}})
-	requireNoError(t, err)
+	require.NoError(t, err)
 
 	srv := servertest.Start(t, server.Options{ServerName: "gw-node"})
 	dir := t.TempDir()
@@ -70,14 +54,15 @@ func TestNodeUplinkAndDownlink(t *testing.T) {
 			Store: store.Config{Name: "tel"}, MinFreeDisk: 1,
 			Outbox: outbox.Config{Name: "tel", HubPrefix: "site1.", Stream: "SITE", StateFile: filepath.Join(dir, "tel.json")},
 		}},
-		Limits: LimitsConfig{StateDir: filepath.Join(dir, "state"), StateFile: filepath.Join(dir, "state", "scheduler.json")},
+		OpenStream: openTestStream,
+		Limits:     LimitsConfig{StateDir: filepath.Join(dir, "state"), StateFile: filepath.Join(dir, "state", "scheduler.json")},
 		Downlinks: []DownlinkConfig{{Config: downlink.Config{Name: "cmds", Stream: "CMDS", Durable: "gw_cmds", Domain: "hub",
 			FilterSubjects: []string{"cmd.site1.>"}, HubPrefix: "cmd.site1.", LocalPrefix: "cmd."}}},
 	}, &testBroker{srv: srv}, nil)
-	requireNoError(t, err)
+	require.NoError(t, err)
 	clk, err := clock.Open(clock.Config{})
-	requireNoError(t, err)
-	requireNoError(t, n.Start(clk))
+	require.NoError(t, err)
+	require.NoError(t, n.Start(clk))
 	stopped := false
 	t.Cleanup(func() {
 		if !stopped {
@@ -86,46 +71,50 @@ func TestNodeUplinkAndDownlink(t *testing.T) {
 		}
 		_ = clk.Close()
 	})
-	requireNoError(t, n.Link(0).WaitConnected(ctx))
+	require.NoError(t, n.Link(0).WaitConnected(ctx))
 
 	gw, err := nats.Connect(srv.ClientURL())
-	requireNoError(t, err)
+	require.NoError(t, err)
 	t.Cleanup(gw.Close)
 	cmds, err := gw.SubscribeSync("cmd.>")
-	requireNoError(t, err)
-	requireNoError(t, gw.Publish("telemetry.t1", []byte("21.5")))
-	requireNoError(t, gw.Flush()) // the PONG: captured and synced
-	await(t, ctx, "the uplink's message is acked", func() (bool, string) {
-		st := n.UplinkStatus()[0]
-		return st.Acked == 1 && st.BacklogMsgs == 0, fmt.Sprintf("uplink %+v", st)
-	})
+	require.NoError(t, err)
+	require.NoError(t, gw.Publish("telemetry.t1", []byte("21.5")))
+	require.NoError(t, gw.Flush()) // the PONG: captured and synced
+	if err := n.WaitUplink(ctx, 0, func(st outbox.Status) bool { return st.Acked == 1 && st.BacklogMsgs == 0 }); err != nil {
+		t.Fatalf("waiting until the uplink's message is acked: %v; uplink %+v", err, n.UplinkStatus())
+	}
 	m, err := site.GetMsg(ctx, 1)
-	requireNoError(t, err)
-	requireEqual(t, m.Subject, "site1.telemetry.t1")
-	requireEqual(t, string(m.Data), "21.5")
+	require.NoError(t, err)
+	require.DeepEqual(t, m.Subject, "site1.telemetry.t1")
+	require.DeepEqual(t, string(m.Data), "21.5")
 
 	_, err = hjs.Publish(ctx, "cmd.site1.door", []byte("open"))
-	requireNoError(t, err)
+	require.NoError(t, err)
 	got, err := cmds.NextMsg(30 * time.Second)
-	requireNoError(t, err)
-	requireEqual(t, got.Subject, "cmd.door")
-	requireEqual(t, string(got.Data), "open")
-	await(t, ctx, "the downlink's message is acked", func() (bool, string) {
-		st := n.DownlinkStatus()[0]
-		return st.Acked == 1, fmt.Sprintf("downlink %+v", st)
-	})
+	require.NoError(t, err)
+	require.DeepEqual(t, got.Subject, "cmd.door")
+	require.DeepEqual(t, string(got.Data), "open")
+	if err := n.WaitDownlink(ctx, 0, func(st downlink.Status) bool { return st.Acked == 1 }); err != nil {
+		t.Fatalf("waiting until the downlink's message is acked: %v; downlink %+v", err, n.DownlinkStatus())
+	}
 
 	leafs := n.Leafs(true)
 	if len(leafs) != 1 || leafs[0].ID != 1 || !leafs[0].IsSpoke {
 		t.Fatalf("Leafs: %+v", leafs)
 	}
 
-	requireNoError(t, n.Detach(ctx))
-	requireEqual(t, n.Link(0).Status().State, leaf.StateClosed)
-	requireEqual(t, len(n.DownlinkStatus()), 0)
-	requireNoError(t, n.Close())
+	require.NoError(t, n.Detach(ctx))
+	require.DeepEqual(t, n.Link(0).Status().State, leaf.StateClosed)
+	require.DeepEqual(t, len(n.DownlinkStatus()), 0)
+	require.NoError(t, n.Close())
 	stopped = true
-	requireEqual(t, len(n.UplinkStatus()), 0)
-	requireNoError(t, n.Detach(ctx)) // idempotent
-	requireNoError(t, n.Close())
+	require.DeepEqual(t, len(n.UplinkStatus()), 0)
+	require.NoError(t, n.Detach(ctx)) // idempotent
+	require.NoError(t, n.Close())
+}
+
+// openTestStream is the StreamOpener the node's tests inject: filestore
+// streams, as the gateway's.
+func openTestStream(dir string, cfg store.Config, syncInterval time.Duration) (store.Stream, error) {
+	return filestore.Open(vfs.OS, dir, filestore.Config{Config: cfg, SyncInterval: syncInterval})
 }

@@ -11,7 +11,6 @@ import (
 	"github.com/leafbox/leafbox/leaf/clock"
 	"github.com/leafbox/leafbox/leaf/outbox"
 	"github.com/leafbox/leafbox/store"
-	"github.com/leafbox/leafbox/store/filestore"
 	"github.com/leafbox/leafbox/store/vfs"
 )
 
@@ -29,8 +28,8 @@ type uplink struct {
 	name   string
 	link   *leaf.Link
 	conn   Conn
-	stream *filestore.Stream
-	dead   *filestore.Stream // the dead-letter store
+	stream store.Stream
+	dead   store.Stream // the dead-letter store
 	ob     *outbox.Outbox
 	sched  *outbox.Scheduler // shared by all uplinks
 }
@@ -76,6 +75,9 @@ func (n *Node) startUplinks(clk *clock.Clock) ([]*uplink, error) {
 	if len(n.cfg.Uplinks) == 0 {
 		return nil, nil
 	}
+	if n.cfg.OpenStream == nil {
+		return nil, errors.New("uplinks: node.Config.OpenStream is not set")
+	}
 	sched, err := openScheduler(n.cfg.Limits)
 	if err != nil {
 		return nil, fmt.Errorf("uplinks: %w", err)
@@ -95,20 +97,17 @@ func (n *Node) startUplinks(clk *clock.Clock) ([]*uplink, error) {
 
 func (n *Node) startUplink(uc *UplinkConfig, clk *clock.Clock, sched *outbox.Scheduler) (*uplink, error) {
 	name := uc.Store.Name
-	stream, err := filestore.Open(vfs.OS, uc.Dir, filestore.Config{
-		Config: uc.Store, // max_age is the outbox's: see outbox.Config.MaxAge
-		// Store does not wait for the fsync: syncCaptures runs before
-		// a publisher's PONG, so its PONG means the message is durable.
-		SyncInterval: outboxSyncInterval,
-	})
+	// max_age is the outbox's (outbox.Config.MaxAge), not the stream's.
+	// Store does not wait for the fsync: syncCaptures runs before a
+	// publisher's PONG, so its PONG means the message is durable.
+	stream, err := n.cfg.OpenStream(uc.Dir, uc.Store, outboxSyncInterval)
 	if err != nil {
 		return nil, err
 	}
 	// Dead letters sync in Store: a message is on disk there before it
 	// leaves the outbox. The same size limits as the outbox bound them.
-	dead, err := filestore.Open(vfs.OS, uc.DeadLetterDir, filestore.Config{
-		Config: store.Config{Name: name + "_deadletter", MaxMsgs: uc.Store.MaxMsgs, MaxBytes: uc.Store.MaxBytes, Discard: store.DiscardOld},
-	})
+	dead, err := n.cfg.OpenStream(uc.DeadLetterDir,
+		store.Config{Name: name + "_deadletter", MaxMsgs: uc.Store.MaxMsgs, MaxBytes: uc.Store.MaxBytes, Discard: store.DiscardOld}, 0)
 	if err != nil {
 		_ = stream.Close()
 		return nil, fmt.Errorf("dead letters: %w", err)

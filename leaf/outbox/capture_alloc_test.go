@@ -8,8 +8,6 @@ package outbox
 import (
 	"bytes"
 	"fmt"
-	"net"
-	"runtime"
 	"testing"
 	"time"
 
@@ -52,61 +50,20 @@ func TestCaptureAllocs(t *testing.T) {
 	}
 	srv.OnPing(func() { _ = ob.Sync() })
 
-	pub, err := net.Dial("tcp", srv.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = pub.Close() })
 	// A burst cycles over 16 sensors' subjects, as a gateway's captures
 	// repeat a bounded set.
-	const size, batch = 16, 1024
+	const size, batch, rounds = 16, 1024, 100
 	var burst []byte
 	for i := range batch {
 		burst = fmt.Appendf(burst, "PUB sensors.s%d.temp %d\r\n%s\r\n", i%16, size, bytes.Repeat([]byte("x"), size))
 	}
-	burst = append(burst, "PING\r\n"...)
-	if _, err := pub.Write([]byte("CONNECT {\"verbose\":false,\"pedantic\":false}\r\n")); err != nil {
-		t.Fatal(err)
-	}
-	buf := make([]byte, 4096)
-	pong := []byte("PONG\r\n")
-	tail := make([]byte, 0, len(buf)+len(pong)) // the last bytes read
-	// round sends a burst and waits for its PONG: the captures run on the
-	// publisher's read goroutine, so they are all stored by then.
-	round := func() {
-		if _, err := pub.Write(burst); err != nil {
-			t.Fatal(err)
-		}
-		tail = tail[:0]
-		for !bytes.HasSuffix(tail, pong) {
-			_ = pub.SetReadDeadline(time.Now().Add(servertest.Timeout))
-			n, err := pub.Read(buf)
-			if err != nil {
-				t.Fatal(err)
-			}
-			tail = append(tail, buf[:n]...)
-			if k := len(tail) - len(pong); k > 0 {
-				tail = tail[:copy(tail, tail[k:])]
-			}
-		}
-	}
-	for range 20 {
-		round() // warm up buffers, blocks and caches
-	}
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	const rounds = 100
-	for range rounds {
-		round()
-	}
-	runtime.ReadMemStats(&after)
-	if got, want := ob.Status().Stored, uint64((20+rounds)*batch); got != want {
+	// The captures run on the publisher's read goroutine, so each burst
+	// is stored when its PONG arrives.
+	perMsg := servertest.MallocsPerMsg(t, srv.Addr().String(), "CONNECT {\"verbose\":false,\"pedantic\":false}\r\n", burst, batch, rounds, nil)
+	if got, want := ob.Status().Stored, uint64((servertest.WarmBursts+rounds)*batch); got != want {
 		t.Fatalf("stored %d messages, want %d", got, want)
 	}
-	msgs := float64(rounds * batch)
-	perMsg := float64(after.Mallocs-before.Mallocs) / msgs
-	t.Logf("%.4f allocations per captured message over %.0f messages", perMsg, msgs)
+	t.Logf("%.4f allocations per captured message over %d messages", perMsg, rounds*batch)
 	// The budget is no allocation per message (it was 3: the subject as a
 	// string, the header block and one in the store's scan of each
 	// sealed block). What remains, about 0.011, is the store's own, once

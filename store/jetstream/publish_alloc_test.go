@@ -8,8 +8,6 @@ package jetstream
 import (
 	"bytes"
 	"fmt"
-	"net"
-	"runtime"
 	"testing"
 	"time"
 
@@ -59,47 +57,14 @@ func TestPublishAllocs(t *testing.T) {
 // burst's PubAcks.
 func publishAllocs(t *testing.T, addr string) float64 {
 	t.Helper()
-	c, err := net.Dial("tcp", addr)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = c.Close() })
-	const size, batch = 128, 1000
+	const size, batch, rounds = 128, 1000, 50
 	var burst []byte
 	for range batch {
 		burst = fmt.Appendf(burst, "PUB b _INBOX.acks %d\r\n%s\r\n", size, bytes.Repeat([]byte("x"), size))
 	}
-	burst = append(burst, "PING\r\n"...)
-	_, err = c.Write([]byte("CONNECT {\"verbose\":false,\"pedantic\":false}\r\nSUB _INBOX.acks 1\r\n"))
-	require.NoError(t, err)
-	buf := make([]byte, 64<<10)
-	pong := []byte("PONG\r\n")
-	tail := make([]byte, 0, len(buf)+len(pong))
-	round := func() {
-		_, err := c.Write(burst)
-		require.NoError(t, err)
-		tail = tail[:0]
-		for !bytes.HasSuffix(tail, pong) {
-			_ = c.SetReadDeadline(time.Now().Add(servertest.Timeout))
-			n, err := c.Read(buf)
-			require.NoError(t, err)
-			if bytes.Contains(buf[:n], []byte(`"error"`)) {
-				t.Fatalf("publish failed: %q", buf[:n])
-			}
-			tail = append(tail, buf[:n]...)
-			if k := len(tail) - len(pong); k > 0 {
-				tail = tail[:copy(tail, tail[k:])]
-			}
+	return servertest.MallocsPerMsg(t, addr, "CONNECT {\"verbose\":false,\"pedantic\":false}\r\nSUB _INBOX.acks 1\r\n", burst, batch, rounds, func(read []byte) {
+		if bytes.Contains(read, []byte(`"error"`)) {
+			t.Fatalf("publish failed: %q", read)
 		}
-	}
-	for range 20 {
-		round() // warm up buffers, blocks and caches
-	}
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	const rounds = 50
-	for range rounds {
-		round()
-	}
-	runtime.ReadMemStats(&after)
-	return float64(after.Mallocs-before.Mallocs) / (rounds * batch)
+	})
 }

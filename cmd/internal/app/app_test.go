@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/leafbox/leafbox/core/require"
 )
 
 // testTimeout bounds every wait in these tests.
@@ -20,7 +22,7 @@ func TestBuildRejectsInvalidConfig(t *testing.T) {
 	c := mustParse(t, "port: 70000")
 	c.SetDefaults(testEnv)
 	_, err := Build(c, Flags{})
-	requireErrorContains(t, err, "line 1: port: 70000 is out of range")
+	require.ErrorContains(t, err, "line 1: port: 70000 is out of range")
 }
 
 // startApp builds and starts an app on loopback with free ports and shuts
@@ -35,11 +37,11 @@ func startApp(t *testing.T, src string, flags Flags) *App {
 func readInfo(t *testing.T, addr net.Addr) string {
 	t.Helper()
 	conn, err := net.DialTimeout("tcp", addr.String(), testTimeout)
-	requireNoError(t, err)
+	require.NoError(t, err)
 	defer conn.Close()
-	requireNoError(t, conn.SetReadDeadline(time.Now().Add(testTimeout)))
+	require.NoError(t, conn.SetReadDeadline(time.Now().Add(testTimeout)))
 	line, err := bufio.NewReader(conn).ReadString('\n')
-	requireNoError(t, err)
+	require.NoError(t, err)
 	if !strings.HasPrefix(line, "INFO ") {
 		t.Fatalf("want INFO, got %q", line)
 	}
@@ -57,7 +59,7 @@ func TestAppStartServesClientsAndMonitoring(t *testing.T) {
 	}
 	for _, path := range []string{"/healthz", "/varz", "/connz", "/metrics"} {
 		resp, err := http.Get("http://" + mon.String() + path)
-		requireNoError(t, err)
+		require.NoError(t, err)
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusOK {
 			t.Fatalf("GET %s: %s", path, resp.Status)
@@ -65,22 +67,22 @@ func TestAppStartServesClientsAndMonitoring(t *testing.T) {
 	}
 
 	data, err := os.ReadFile(a.PortsFile())
-	requireNoError(t, err)
+	require.NoError(t, err)
 	clientPort := strconv.Itoa(a.Addr().(*net.TCPAddr).Port)
 	monPort := strconv.Itoa(mon.(*net.TCPAddr).Port)
-	requireEqual(t, string(data), `{"nats":["nats://127.0.0.1:`+clientPort+`"],"monitoring":["http://127.0.0.1:`+monPort+`"]}`)
+	require.DeepEqual(t, string(data), `{"nats":["nats://127.0.0.1:`+clientPort+`"],"monitoring":["http://127.0.0.1:`+monPort+`"]}`)
 }
 
 func TestAppShutdownRemovesPortsFileAndStopsListening(t *testing.T) {
 	c := loopbackConfig(t, "http_port: -1", tempEnv(t))
 	a, err := Build(c, Flags{PortsFileDir: t.TempDir()})
-	requireNoError(t, err)
-	requireNoError(t, a.Start())
+	require.NoError(t, err)
+	require.NoError(t, a.Start())
 	addr, mon, ports := a.Addr().String(), a.MonitorAddr().String(), a.PortsFile()
 
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
-	requireNoError(t, a.Shutdown(ctx))
+	require.NoError(t, a.Shutdown(ctx))
 	if _, err := os.Stat(ports); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("ports file still there: %v", err)
 	}
@@ -90,7 +92,7 @@ func TestAppShutdownRemovesPortsFileAndStopsListening(t *testing.T) {
 			t.Fatalf("%s still accepts connections after Shutdown", hp)
 		}
 	}
-	requireNoError(t, a.Shutdown(ctx)) // a second call is harmless
+	require.NoError(t, a.Shutdown(ctx)) // a second call is harmless
 }
 
 func TestAppMonitoringOff(t *testing.T) {
@@ -102,30 +104,30 @@ func TestAppMonitoringOff(t *testing.T) {
 
 func TestAppStartFailsWhenMonitorPortIsTaken(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	requireNoError(t, err)
+	require.NoError(t, err)
 	defer ln.Close()
 	c := loopbackConfig(t, "http_port: "+strconv.Itoa(ln.Addr().(*net.TCPAddr).Port), tempEnv(t))
 	a, err := Build(c, Flags{})
-	requireNoError(t, err)
-	requireErrorContains(t, a.Start(), "monitoring:", "address already in use")
+	require.NoError(t, err)
+	require.ErrorContains(t, a.Start(), "monitoring:", "address already in use")
 }
 
 func TestAppReload(t *testing.T) {
 	a := startApp(t, "http_port: -1\nmax_payload: 1MB", Flags{})
 
 	next := loopbackConfig(t, "http_port: -1\nmax_payload: 2MB", tempEnv(t))
-	requireNoError(t, a.Reload(next))
+	require.NoError(t, a.Reload(next))
 
 	moved := loopbackConfig(t, "http_port: 9999", tempEnv(t))
-	requireErrorContains(t, a.Reload(moved), "monitoring address needs a restart")
+	require.ErrorContains(t, a.Reload(moved), "monitoring address needs a restart")
 
 }
 
 func TestAppStartFailsWhenPortsFileCannotBeWritten(t *testing.T) {
 	c := loopbackConfig(t, "http_port: -1", tempEnv(t))
 	a, err := Build(c, Flags{PortsFileDir: "/nonexistent/ports"})
-	requireNoError(t, err)
-	requireErrorContains(t, a.Start(), "ports file:")
+	require.NoError(t, err)
+	require.ErrorContains(t, a.Start(), "ports file:")
 	// Start stopped what it had started.
 	if conn, err := net.DialTimeout("tcp", a.Addr().String(), testTimeout); err == nil {
 		conn.Close()

@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/leafbox/leafbox/core/monitor"
+	"github.com/leafbox/leafbox/core/require"
 	"github.com/leafbox/leafbox/leaf/clock"
 	"github.com/leafbox/leafbox/leaf/leaftest"
 	"github.com/leafbox/leafbox/leaf/outbox"
@@ -27,14 +28,14 @@ func TestBuildRefusesBadClockState(t *testing.T) {
 	path := filepath.Join(dir, "state", "clock.json")
 	c := mustParse(t, "http_port: 0\njetstream: {store_dir: '"+dir+"'}\n")
 	c.SetDefaults(Env{StateDirectory: dir})
-	requireNoError(t, c.Validate())
+	require.NoError(t, c.Validate())
 	_, err := Build(c, Flags{})
-	requireErrorContains(t, err, "clock: state file "+path)
+	require.ErrorContains(t, err, "clock: state file "+path)
 	if strings.Contains(err.Error(), "clock: clock:") {
 		t.Fatalf("prefix doubled: %v", err)
 	}
 	b, _ := os.ReadFile(path)
-	requireEqual(t, string(b), "{garbage")
+	require.DeepEqual(t, string(b), "{garbage")
 }
 
 // TestUplinkClock runs a gateway whose clock reads 1970, with an uplink
@@ -53,9 +54,9 @@ func TestUplinkClock(t *testing.T) {
 	c := loopbackConfig(t, "http_port: -1\nserver_name: gw1\n"+
 		"leafnodes: {remotes: [{url: '"+hub.LeafURL()+"'}]}\n"+
 		"uplinks: [{name: tel, subjects: [telemetry.>], hub_subject_prefix: site1., stream: SITE, hub_domain: hub, max_age: 1h}]\n", Env{StateDirectory: stateDir})
-	requireNoError(t, c.Validate())
+	require.NoError(t, c.Validate())
 	a, err := Build(c, Flags{})
-	requireNoError(t, err)
+	require.NoError(t, err)
 	// The gateway's clock boots at 1970 and NTP never syncs: only the
 	// hub can vouch for the time. (Monotonic time is the machine's.)
 	epoch := time.Unix(0, 0)
@@ -65,11 +66,11 @@ func TestUplinkClock(t *testing.T) {
 		Now:       func() time.Time { return epoch.Add(time.Since(started)) },
 		Synced:    func() bool { return false },
 	})
-	requireNoError(t, err)
+	require.NoError(t, err)
 	if st := a.clock.Status(); st.Trusted {
 		t.Fatalf("clock at 1970 trusted: %+v", st)
 	}
-	requireNoError(t, a.Start())
+	require.NoError(t, a.Start())
 	t.Cleanup(func() {
 		sctx, scancel := context.WithTimeout(context.Background(), testTimeout)
 		defer scancel()
@@ -101,14 +102,14 @@ func TestUplinkClock(t *testing.T) {
 
 	gw := natsConnect(t, "nats://"+a.Addr().String())
 	for i := range 3 {
-		requireNoError(t, gw.Publish("telemetry.t", []byte(strconv.Itoa(i))))
+		require.NoError(t, gw.Publish("telemetry.t", []byte(strconv.Itoa(i))))
 	}
-	requireNoError(t, gw.Flush())
+	require.NoError(t, gw.Flush())
 	awaitStreamMsgs(t, ctx, stream, 3, func() string { return fmt.Sprintf("uplink %+v", a.UplinkStatus()[0]) })
 	var last time.Time
 	for seq := uint64(1); seq <= 3; seq++ {
 		m, err := stream.GetMsg(ctx, seq)
-		requireNoError(t, err)
+		require.NoError(t, err)
 		if m.Subject != "site1.telemetry.t" || string(m.Data) != strconv.Itoa(int(seq-1)) {
 			t.Fatalf("hub seq %d: %q %q", seq, m.Subject, m.Data)
 		}
@@ -128,10 +129,10 @@ func TestUplinkClock(t *testing.T) {
 		t.Fatalf("dropped %v", d)
 	}
 	sctx, scancel := context.WithTimeout(ctx, testTimeout)
-	requireNoError(t, a.Shutdown(sctx))
+	require.NoError(t, a.Shutdown(sctx))
 	scancel()
 	b, err := os.ReadFile(filepath.Join(stateDir, "state", "clock.json"))
-	requireNoError(t, err)
+	require.NoError(t, err)
 	if !strings.Contains(string(b), `"last_known_good":"`+time.Now().UTC().Format("2006-01-02")) {
 		t.Fatalf("clock state %s", b)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/leafbox/leafbox/core/monitor"
+	"github.com/leafbox/leafbox/core/require"
 	"github.com/leafbox/leafbox/leaf/leaftest"
 	"github.com/leafbox/leafbox/leaf/outbox"
 )
@@ -22,7 +23,7 @@ import (
 func deadLetters(t testing.TB, a *App) []outbox.DeadLetter {
 	t.Helper()
 	list, err := a.node.Outbox(0).DeadLetters(0, 0)
-	requireNoError(t, err)
+	require.NoError(t, err)
 	return list
 }
 
@@ -30,11 +31,11 @@ func deadLetters(t testing.TB, a *App) []outbox.DeadLetter {
 func requireHubData(t *testing.T, ctx context.Context, stream jetstream.Stream, want ...string) {
 	t.Helper()
 	info, err := stream.Info(ctx)
-	requireNoError(t, err)
+	require.NoError(t, err)
 	var got []string
 	for seq := info.State.FirstSeq; seq <= info.State.LastSeq && info.State.Msgs > 0; seq++ {
 		m, err := stream.GetMsg(ctx, seq)
-		requireNoError(t, err)
+		require.NoError(t, err)
 		got = append(got, string(m.Data))
 	}
 	if strings.Join(got, ",") != strings.Join(want, ",") {
@@ -47,9 +48,9 @@ func requireHubData(t *testing.T, ctx context.Context, stream jetstream.Stream, 
 func publishAll(t *testing.T, nc *nats.Conn, pairs ...string) {
 	t.Helper()
 	for i := 0; i < len(pairs); i += 2 {
-		requireNoError(t, nc.Publish(pairs[i], []byte(pairs[i+1])))
+		require.NoError(t, nc.Publish(pairs[i], []byte(pairs[i+1])))
 	}
-	requireNoError(t, nc.Flush())
+	require.NoError(t, nc.Flush())
 }
 
 // TestUplinkPoisonMessageDeadLettered: a message whose subject no hub
@@ -91,10 +92,10 @@ func TestUplinkPoisonMessageDeadLettered(t *testing.T) {
 		t.Fatalf("/uplinkz %+v", u)
 	}
 	resp, err := http.Get(mon + "/metrics")
-	requireNoError(t, err)
+	require.NoError(t, err)
 	body, err := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	requireNoError(t, err)
+	require.NoError(t, err)
 	for _, want := range []string{
 		`leafbox_uplink_dropped_total{uplink="tel",reason="rejected_by_hub"} 1`,
 		`leafbox_uplink_dead_letter_messages{uplink="tel"} 1`,
@@ -116,7 +117,7 @@ func TestUplinkWrongExpectedStreamDeadLettered(t *testing.T) {
 	hub, hjs, stream := startJSHub(t, ctx, leaftest.HubOptions{Name: "hub-wrong"}, "hub",
 		jetstream.StreamConfig{Name: "SITE", Subjects: []string{"site1.telemetry.>"}})
 	other, err := hjs.CreateStream(ctx, jetstream.StreamConfig{Name: "OTHER", Subjects: []string{"site1.other.>"}})
-	requireNoError(t, err)
+	require.NoError(t, err)
 	a := startGateway(t, "server_name: gw1\n"+
 		"leafnodes: {remotes: [{url: '"+hub.LeafURL()+"'}]}\n"+
 		"uplinks: [{name: tel, subjects: [telemetry.>, other.>], hub_subject_prefix: site1., stream: SITE, drain_jitter: 0s}]\n", Flags{})
@@ -179,20 +180,17 @@ func TestUplinkHubRestartNotDeadLettered(t *testing.T) {
 	publish := func(from, to int) {
 		t.Helper()
 		for i := from; i < to; i++ {
-			requireNoError(t, gw.Publish("telemetry.t", []byte(strconv.Itoa(i))))
+			require.NoError(t, gw.Publish("telemetry.t", []byte(strconv.Itoa(i))))
 			want = append(want, strconv.Itoa(i))
 		}
-		requireNoError(t, gw.Flush())
+		require.NoError(t, gw.Flush())
 	}
 	state := func() string { return fmt.Sprintf("uplink %+v", a.UplinkStatus()[0]) }
 	publish(0, before)
 	awaitStreamMsgs(t, ctx, stream, before, state)
 	hub.Pause()
 	publish(before, before+during/2)
-	awaitCond(t, ctx, "a PubAck times out at the hung hub", func() (bool, string) {
-		st := a.UplinkStatus()[0]
-		return st.Retries > 0 || st.Refusals > 0, state()
-	})
+	awaitUplink(t, ctx, a, "a PubAck times out at the hung hub", func(st outbox.Status) bool { return st.Retries > 0 || st.Refusals > 0 })
 	hub.Restart()
 	publish(before+during/2, before+during)
 	_, stream = hubJetStream(t, ctx, hub, "SITE")
@@ -220,7 +218,7 @@ func TestUplinkUnexpectedDuplicate(t *testing.T) {
 	id := a.node.Outbox(0).MsgID(1)
 	_, err := hjs.PublishMsg(ctx, &nats.Msg{Subject: "site1.telemetry.old", Data: []byte("earlier"),
 		Header: nats.Header{"Nats-Msg-Id": []string{id}}})
-	requireNoError(t, err)
+	require.NoError(t, err)
 	gw := natsConnect(t, "nats://"+a.Addr().String())
 	publishAll(t, gw, "telemetry.a", "new", "telemetry.b", "next")
 	state := func() string { return fmt.Sprintf("uplink %+v", a.UplinkStatus()[0]) }
@@ -233,12 +231,12 @@ func TestUplinkUnexpectedDuplicate(t *testing.T) {
 		t.Fatalf("uplink %+v; dead letters %+v", st, list)
 	}
 	n, err := a.node.Outbox(0).Requeue([]uint64{list[0].Seq})
-	requireNoError(t, err)
-	requireEqual(t, n, 1)
+	require.NoError(t, err)
+	require.DeepEqual(t, n, 1)
 	awaitStreamMsgs(t, ctx, stream, 3, state)
 	requireHubData(t, ctx, stream, "earlier", "next", "new")
 	m, err := stream.GetMsg(ctx, 3)
-	requireNoError(t, err)
+	require.NoError(t, err)
 	if got := m.Header.Get("Nats-Msg-Id"); got == id || got == "" {
 		t.Fatalf("requeued message stored with id %q, want a new one (not %q)", got, id)
 	}

@@ -13,7 +13,9 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/leafbox/leafbox/core/require"
 	"github.com/leafbox/leafbox/leaf"
+	"github.com/leafbox/leafbox/leaf/downlink"
 	"github.com/leafbox/leafbox/leaf/leaftest"
 	"github.com/leafbox/leafbox/leaf/node"
 )
@@ -123,9 +125,9 @@ func gatewaySubscriber(t *testing.T, a *App, subject string) (*nats.Conn, *nats.
 	t.Helper()
 	gw := natsConnect(t, "nats://"+a.Addr().String())
 	sub, err := gw.SubscribeSync(subject)
-	requireNoError(t, err)
-	requireNoError(t, sub.SetPendingLimits(-1, -1))
-	requireNoError(t, gw.Flush())
+	require.NoError(t, err)
+	require.NoError(t, sub.SetPendingLimits(-1, -1))
+	require.NoError(t, gw.Flush())
 	return gw, sub
 }
 
@@ -226,11 +228,11 @@ func subscriberCommands(t *testing.T, sub *nats.Subscription, prefix string, n i
 func streamCommands(t *testing.T, ctx context.Context, stream jetstream.Stream, prefix string) []int {
 	t.Helper()
 	info, err := stream.Info(ctx)
-	requireNoError(t, err)
+	require.NoError(t, err)
 	out := make([]int, 0, info.State.Msgs)
 	for seq := info.State.FirstSeq; seq <= info.State.LastSeq && info.State.Msgs > 0; seq++ {
 		m, err := stream.GetMsg(ctx, seq)
-		requireNoError(t, err)
+		require.NoError(t, err)
 		i, err := strconv.Atoi(string(m.Data))
 		if err != nil || m.Subject != prefix+"c"+strconv.Itoa(i%4) ||
 			m.Header.Get(nats.MsgIdHdr) != "c"+strconv.Itoa(i) {
@@ -265,9 +267,9 @@ func testDownlinkFlapping(t *testing.T, maxAckPending int) {
 		"{name: st, stream: CMDS, local_subject_prefix: st., "+opts+"}")
 	gw, sub := gatewaySubscriber(t, a, "sub.>")
 	ljs, err := jetstream.New(gw)
-	requireNoError(t, err)
+	require.NoError(t, err)
 	local, err := ljs.CreateStream(ctx, jetstream.StreamConfig{Name: "LOCAL", Subjects: []string{"st.>"}})
-	requireNoError(t, err)
+	require.NoError(t, err)
 	awaitLink(t, ctx, link, leaf.StateConnected, false)
 
 	start := time.Now()
@@ -330,7 +332,7 @@ func TestDownlinkFaultHubNodeLoss(t *testing.T) {
 	cluster := leaftest.StartCluster(t, leaftest.ClusterOptions{})
 	hc := natsConnect(t, cluster.ClientURLs())
 	hjs, err := jetstream.New(hc)
-	requireNoError(t, err)
+	require.NoError(t, err)
 	createClusterStream(t, ctx, hjs, jetstream.StreamConfig{Name: "CMDS", Subjects: []string{"cmd.>"},
 		Replicas: 3, Duplicates: time.Minute})
 	pub := &hubPublisher{js: hjs}
@@ -339,10 +341,7 @@ func TestDownlinkFaultHubNodeLoss(t *testing.T) {
 	_, sub := gatewaySubscriber(t, a, "sub.>")
 	first := awaitLink(t, ctx, link, leaf.StateConnected, false)
 	start := time.Now()
-	awaitCond(t, ctx, "the downlink delivers", func() (bool, string) {
-		st := dlStatus(t, a, "sub")
-		return st.Delivered >= n/8, fmt.Sprintf("%+v", st)
-	})
+	awaitDownlink(t, ctx, a, "sub", "the downlink delivers", func(st downlink.Status) bool { return st.Delivered >= n/8 })
 
 	victim := cluster.Node(first.ServerName)
 	if victim == nil {
@@ -382,10 +381,7 @@ func TestDownlinkFaultBlackhole(t *testing.T) {
 	a, link := startDownlinkGateway(t, []string{proxy.LeafURL()}, subDownlink)
 	_, sub := gatewaySubscriber(t, a, "sub.>")
 	awaitLink(t, ctx, link, leaf.StateConnected, false)
-	awaitCond(t, ctx, "the downlink pulls", func() (bool, string) {
-		st := dlStatus(t, a, "sub")
-		return st.State == "pulling", fmt.Sprintf("%+v", st)
-	})
+	awaitDownlink(t, ctx, a, "sub", "the downlink pulls", func(st downlink.Status) bool { return st.State == "pulling" })
 
 	// The rate on an intact link: one command outstanding at a time.
 	start := time.Now()
@@ -402,9 +398,8 @@ func TestDownlinkFaultBlackhole(t *testing.T) {
 	holed := time.Now()
 	pub.publish(ctx, n1+n2)
 	pub.wait(t)
-	awaitCond(t, ctx, "the downlink notices the missing heartbeat", func() (bool, string) {
-		st := dlStatus(t, a, "sub")
-		return strings.Contains(st.LastError, "no heartbeat") && st.State != "pulling", fmt.Sprintf("%+v", st)
+	awaitDownlink(t, ctx, a, "sub", "the downlink notices the missing heartbeat", func(st downlink.Status) bool {
+		return strings.Contains(st.LastError, "no heartbeat") && st.State != "pulling"
 	})
 	noticed := time.Since(holed)
 	if st := dlStatus(t, a, "sub"); st.Delivered != n1 || st.LinkState != "connected" {

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/leafbox/leafbox/core/monitor"
+	"github.com/leafbox/leafbox/core/require"
 	"github.com/leafbox/leafbox/leaf/leaftest"
 	"github.com/leafbox/leafbox/leaf/node"
 )
@@ -47,7 +48,7 @@ func TestDownlinkDeliversOfflineCommands(t *testing.T) {
 		t.Helper()
 		for i := from; i < to; i++ {
 			_, err := hjs.Publish(ctx, "cmd.site1.door"+strconv.Itoa(i%3), []byte(strconv.Itoa(i)))
-			requireNoError(t, err)
+			require.NoError(t, err)
 		}
 	}
 	publish(0, 20) // before the gateway exists
@@ -83,17 +84,17 @@ func TestDownlinkDeliversOfflineCommands(t *testing.T) {
 	settled := func(a *App, sub *nats.Subscription, delivered uint64) {
 		t.Helper()
 		cons, err := hjs.Consumer(ctx, "CMDS", "gw1_cmds")
-		requireNoError(t, err)
+		require.NoError(t, err)
 		waitFor(t, ctx, "the hub consumer to settle", func() bool {
 			info, err := cons.Info(ctx)
-			requireNoError(t, err)
+			require.NoError(t, err)
 			st := status(a)
 			return info.NumAckPending == 0 && info.NumPending == 0 && st.Acked == delivered && st.Delivered == delivered
 		})
 		if n, _, err := sub.Pending(); err != nil || n != 0 {
 			t.Fatalf("%d extra deliveries (%v)", n, err)
 		}
-		requireNoError(t, sub.Unsubscribe())
+		require.NoError(t, sub.Unsubscribe())
 	}
 
 	a := start()
@@ -105,8 +106,8 @@ func TestDownlinkDeliversOfflineCommands(t *testing.T) {
 	}
 	gw := natsConnect(t, "nats://"+a.Addr().String())
 	sub, err := gw.SubscribeSync("cmd.>")
-	requireNoError(t, err)
-	requireNoError(t, gw.Flush())
+	require.NoError(t, err)
+	require.NoError(t, gw.Flush())
 	expect(sub, 0, 20)
 	publish(20, 30) // live
 	expect(sub, 20, 30)
@@ -132,14 +133,14 @@ func TestDownlinkDeliversOfflineCommands(t *testing.T) {
 	// Gateway restart: commands sent meanwhile arrive, acked ones do not
 	// come again.
 	sctx, scancel := context.WithTimeout(ctx, testTimeout)
-	requireNoError(t, a.Shutdown(sctx))
+	require.NoError(t, a.Shutdown(sctx))
 	scancel()
 	publish(30, 40)
 	a = start()
 	gw = natsConnect(t, "nats://"+a.Addr().String())
 	sub, err = gw.SubscribeSync("cmd.>")
-	requireNoError(t, err)
-	requireNoError(t, gw.Flush())
+	require.NoError(t, err)
+	require.NoError(t, gw.Flush())
 	expect(sub, 30, 40)
 
 	// Hub restart: the downlink binds its consumer again and goes on.
@@ -147,7 +148,7 @@ func TestDownlinkDeliversOfflineCommands(t *testing.T) {
 	waitFor(t, ctx, "the link to drop", func() bool { return status(a).LinkState != "connected" })
 	hub.Restart()
 	hjs, err = jetstream.New(natsConnect(t, hub.ClientURL()))
-	requireNoError(t, err)
+	require.NoError(t, err)
 	publish(40, 50)
 	expect(sub, 40, 50)
 	settled(a, sub, 20)
@@ -170,7 +171,7 @@ func TestDownlinkIntoLocalStream(t *testing.T) {
 		// The hub publisher's expectation is for the hub stream; the
 		// local one must not apply it.
 		_, err := hjs.Publish(ctx, "cmd.site1.valve"+strconv.Itoa(i%2), []byte(strconv.Itoa(i)), jetstream.WithExpectStream("CMDS"))
-		requireNoError(t, err)
+		require.NoError(t, err)
 	}
 
 	dir := t.TempDir()
@@ -180,45 +181,45 @@ func TestDownlinkIntoLocalStream(t *testing.T) {
 		" local_subject_prefix: cmd., max_ack_pending: 4, ack_wait: 2s, expires: 2s}]\n", Flags{})
 	gw := natsConnect(t, "nats://"+a.Addr().String())
 	ljs, err := jetstream.New(gw)
-	requireNoError(t, err)
+	require.NoError(t, err)
 	cfg := jetstream.StreamConfig{Name: "LOCAL", Subjects: []string{"cmd.>"}, MaxMsgs: 5, Discard: jetstream.DiscardNew}
 	local, err := ljs.CreateStream(ctx, cfg)
-	requireNoError(t, err)
+	require.NoError(t, err)
 	status := func() node.DownlinkStatus { return a.DownlinkStatus()[0] }
 	waitFor(t, ctx, "the full local stream to refuse deliveries", func() bool {
 		st := status()
 		return st.Delivered == 5 && strings.Contains(st.LastError, "maximum messages exceeded")
 	})
 	info, err := local.Info(ctx)
-	requireNoError(t, err)
+	require.NoError(t, err)
 	if st := status(); info.State.Msgs != 5 || st.Delivered != 5 {
 		t.Fatalf("with room for 5: stream holds %d, downlink %+v", info.State.Msgs, st)
 	}
 	cfg.MaxMsgs = -1
 	_, err = ljs.UpdateStream(ctx, cfg)
-	requireNoError(t, err)
+	require.NoError(t, err)
 	waitFor(t, ctx, "every command stored locally", func() bool {
 		info, err := local.Info(ctx)
-		requireNoError(t, err)
+		require.NoError(t, err)
 		return info.State.Msgs >= n && status().Acked == n
 	})
 	info, err = local.Info(ctx)
-	requireNoError(t, err)
+	require.NoError(t, err)
 	if info.State.Msgs != n {
 		t.Fatalf("local stream holds %d, want %d", info.State.Msgs, n)
 	}
 	for i := range n {
 		m, err := local.GetMsg(ctx, uint64(i+1))
-		requireNoError(t, err)
+		require.NoError(t, err)
 		if string(m.Data) != strconv.Itoa(i) || m.Subject != "cmd.valve"+strconv.Itoa(i%2) ||
 			m.Header.Get(nats.MsgIdHdr) != "cmds.CMDS."+strconv.Itoa(i+1) {
 			t.Fatalf("local seq %d: %s %q %v, want command %d", i+1, m.Subject, m.Data, m.Header, i)
 		}
 	}
 	cons, err := hjs.Consumer(ctx, "CMDS", "gw2_cmds")
-	requireNoError(t, err)
+	require.NoError(t, err)
 	ci, err := cons.Info(ctx)
-	requireNoError(t, err)
+	require.NoError(t, err)
 	if ci.NumAckPending != 0 || ci.NumPending != 0 || ci.AckFloor.Stream != n {
 		t.Fatalf("hub consumer: ack pending %d, pending %d, ack floor %d", ci.NumAckPending, ci.NumPending, ci.AckFloor.Stream)
 	}
@@ -240,25 +241,25 @@ func TestDownlinkMaxDeliverSkipsPoisonCommand(t *testing.T) {
 	}
 	for i := range 5 {
 		_, err := hjs.Publish(ctx, "cmd.site1.c", payload(i))
-		requireNoError(t, err)
+		require.NoError(t, err)
 	}
 	a := startApp(t, fmt.Sprintf("http_port: 0\nserver_name: gw4\njetstream: {store_dir: %q}\n", t.TempDir())+
 		"leafnodes: {remotes: [{url: '"+hub.LeafURL()+"'}]}\n"+
 		"downlinks: [{name: cmds, stream: CMDS, filter_subjects: [cmd.site1.>], hub_subject_prefix: cmd.site1.,"+
 		" local_subject_prefix: cmd., max_deliver: 3, ack_wait: 2s, expires: 2s}]\n", Flags{})
 	ljs, err := jetstream.New(natsConnect(t, "nats://"+a.Addr().String()))
-	requireNoError(t, err)
+	require.NoError(t, err)
 	local, err := ljs.CreateStream(ctx, jetstream.StreamConfig{Name: "LOCAL", Subjects: []string{"cmd.>"}, MaxMsgSize: 100})
-	requireNoError(t, err)
+	require.NoError(t, err)
 	waitFor(t, ctx, "the commands after the poison one", func() bool {
 		info, err := local.Info(ctx)
-		requireNoError(t, err)
+		require.NoError(t, err)
 		return info.State.Msgs == 4
 	})
 	for i, want := range []int{0, 1, 3, 4} {
 		m, err := local.GetMsg(ctx, uint64(i+1))
-		requireNoError(t, err)
-		requireEqual(t, string(m.Data), strconv.Itoa(want))
+		require.NoError(t, err)
+		require.DeepEqual(t, string(m.Data), strconv.Itoa(want))
 	}
 	waitFor(t, ctx, "four deliveries", func() bool { return a.DownlinkStatus()[0].Delivered == 4 })
 	if st := a.DownlinkStatus()[0]; st.Skipped != 1 || !strings.Contains(st.LastError, "hub seq 3") {

@@ -8,9 +8,12 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/leafbox/leafbox/core/require"
 	"github.com/leafbox/leafbox/leaf"
+	"github.com/leafbox/leafbox/leaf/downlink"
 	"github.com/leafbox/leafbox/leaf/leaftest"
 	"github.com/leafbox/leafbox/leaf/node"
+	"github.com/leafbox/leafbox/leaf/outbox"
 )
 
 // loopbackConfig parses src as a gateway config listening on 127.0.0.1 on
@@ -36,7 +39,7 @@ func loopbackConfig(t testing.TB, src string, env Env) *Config {
 func gatewayConfig(t testing.TB, src string) *Config {
 	t.Helper()
 	c := loopbackConfig(t, src, Env{StateDirectory: t.TempDir()})
-	requireNoError(t, c.Validate())
+	require.NoError(t, c.Validate())
 	return c
 }
 
@@ -45,7 +48,7 @@ func gatewayConfig(t testing.TB, src string) *Config {
 func startConfig(t testing.TB, c *Config, flags Flags) *App {
 	t.Helper()
 	a, err := Build(c, flags)
-	requireNoError(t, err)
+	require.NoError(t, err)
 	if err := a.Start(); err != nil {
 		t.Fatalf("start: %v", err)
 	}
@@ -71,9 +74,9 @@ func startGateway(t testing.TB, src string, flags Flags) *App {
 func linkConfig(t testing.TB, c *Config, i int) leaf.Config {
 	t.Helper()
 	nc, err := nodeConfig(c, "", "", nil)
-	requireNoError(t, err)
+	require.NoError(t, err)
 	n, err := node.New(nc, nil, nil)
-	requireNoError(t, err)
+	require.NoError(t, err)
 	return n.LinkConfig(i)
 }
 
@@ -90,9 +93,9 @@ func startJSHub(t *testing.T, ctx context.Context, opts leaftest.HubOptions, dom
 	opts.Config = js + " }\n" + opts.Config
 	hub := leaftest.StartHub(t, opts)
 	hjs, err := jetstream.New(natsConnect(t, hub.ClientURL()))
-	requireNoError(t, err)
+	require.NoError(t, err)
 	stream, err := hjs.CreateStream(ctx, cfg)
-	requireNoError(t, err)
+	require.NoError(t, err)
 	return hub, hjs, stream
 }
 
@@ -101,14 +104,18 @@ func startJSHub(t *testing.T, ctx context.Context, opts leaftest.HubOptions, dom
 func hubJetStream(t *testing.T, ctx context.Context, hub *leaftest.Hub, name string) (jetstream.JetStream, jetstream.Stream) {
 	t.Helper()
 	hjs, err := jetstream.New(natsConnect(t, hub.ClientURL()))
-	requireNoError(t, err)
+	require.NoError(t, err)
 	stream, err := hjs.Stream(ctx, name)
-	requireNoError(t, err)
+	require.NoError(t, err)
 	return hjs, stream
 }
 
 // awaitCond polls cond every 20 ms until it holds, failing the test with
-// cond's description of the state when ctx ends.
+// cond's description of the state when ctx ends. It is for what signals
+// no change: the state of a nats-server hub (another process, asked over
+// the network), or a condition over several subsystems at once; a
+// condition on one uplink, downlink or link waits on it instead
+// (awaitUplink, awaitDownlink, awaitLink).
 func awaitCond(t testing.TB, ctx context.Context, what string, cond func() (bool, string)) {
 	t.Helper()
 	tick := time.NewTicker(20 * time.Millisecond)
@@ -130,11 +137,15 @@ func awaitCond(t testing.TB, ctx context.Context, what string, cond func() (bool
 // backlog and want messages acked, and returns its status then.
 func awaitUplinkAcked(t testing.TB, ctx context.Context, a *App, want uint64) node.UplinkStatus {
 	t.Helper()
-	var st node.UplinkStatus
-	awaitCond(t, ctx, fmt.Sprintf("the outbox drains with %d acked", want), func() (bool, string) {
-		st = a.UplinkStatus()[0]
-		return st.Acked == want && st.BacklogMsgs == 0, fmt.Sprintf("uplink %+v", st)
-	})
+	var drained outbox.Status
+	if err := a.node.WaitUplink(ctx, 0, func(st outbox.Status) bool {
+		drained = st
+		return st.Acked == want && st.BacklogMsgs == 0
+	}); err != nil {
+		t.Fatalf("timed out waiting until the outbox drains with %d acked: %v; uplink %+v", want, err, a.UplinkStatus()[0])
+	}
+	st := a.UplinkStatus()[0]
+	st.Status = drained // the counters as they were when the condition held
 	return st
 }
 
@@ -155,4 +166,31 @@ func awaitStreamMsgs(t testing.TB, ctx context.Context, stream jetstream.Stream,
 		}
 		return info.State.Msgs == want, fmt.Sprintf("hub holds %d; %s", info.State.Msgs, state())
 	})
+}
+
+// awaitUplink waits until cond holds for the first uplink's outbox
+// status, woken by the outbox at each change (node.WaitUplink), failing
+// the test with what when ctx ends.
+func awaitUplink(t testing.TB, ctx context.Context, a *App, what string, cond func(outbox.Status) bool) {
+	t.Helper()
+	if err := a.node.WaitUplink(ctx, 0, cond); err != nil {
+		t.Fatalf("timed out waiting until %s: %v; uplink %+v", what, err, a.UplinkStatus()[0])
+	}
+}
+
+// awaitDownlink waits until cond holds for the status of the downlink
+// named name, woken by the downlink at each change (node.WaitDownlink),
+// failing the test with what when ctx ends.
+func awaitDownlink(t testing.TB, ctx context.Context, a *App, name, what string, cond func(downlink.Status) bool) {
+	t.Helper()
+	for i, st := range a.DownlinkStatus() {
+		if st.Name != name {
+			continue
+		}
+		if err := a.node.WaitDownlink(ctx, i, cond); err != nil {
+			t.Fatalf("timed out waiting until %s: %v; downlink %+v", what, err, a.DownlinkStatus()[i])
+		}
+		return
+	}
+	t.Fatalf("no downlink %q", name)
 }

@@ -10,7 +10,6 @@ import (
 
 	"github.com/leafbox/leafbox/cmd/internal/config"
 	"github.com/leafbox/leafbox/core/monitor"
-	"github.com/leafbox/leafbox/leaf"
 	"github.com/leafbox/leafbox/leaf/node"
 )
 
@@ -90,42 +89,16 @@ func probeWrite(dir string) error {
 	return errors.Join(werr, cerr, rerr)
 }
 
-// deadLettered is what /healthz counts as dead-lettered: the messages the
-// uplink's dead-letter stream holds now (a requeued message no longer
-// counts).
-func deadLettered(st node.UplinkStatus) uint64 { return st.DeadLetterMsgs }
-
-// degraded lists the uplinks and downlinks in trouble at now, as cfg
-// measures it.
-func degraded(cfg config.HealthzConfig, now time.Time, ups []node.UplinkStatus, downs []node.DownlinkStatus) []monitor.HealthzError {
+// healthzProblems maps the leaf runtime's problems to /healthz's
+// degraded entries.
+func healthzProblems(ps []node.Problem) []monitor.HealthzError {
 	var out []monitor.HealthzError
-	linkDown := func(state string, since time.Time) (time.Duration, bool) {
-		if state == leaf.StateConnected.String() || since.IsZero() {
-			return 0, false
+	for _, p := range ps {
+		e := monitor.HealthzError{Type: monitor.HealthzErrorUplink, Uplink: p.Uplink, Error: p.Error}
+		if p.Downlink != "" {
+			e = monitor.HealthzError{Type: monitor.HealthzErrorDownlink, Downlink: p.Downlink, Error: p.Error}
 		}
-		d := now.Sub(since)
-		return d.Round(time.Second), d > time.Duration(cfg.LinkDown)
-	}
-	for _, st := range ups {
-		if d, bad := linkDown(st.LinkState, st.LinkSince); bad {
-			out = append(out, monitor.HealthzError{Type: monitor.HealthzErrorUplink, Uplink: st.Name,
-				Error: fmt.Sprintf("uplink %s: link %s for %v (healthz.link_down %v)", st.Name, st.LinkState, d, cfg.LinkDown)})
-		}
-		if st.BacklogMsgs > 0 && st.OldestAge > time.Duration(cfg.BacklogAge) {
-			out = append(out, monitor.HealthzError{Type: monitor.HealthzErrorUplink, Uplink: st.Name,
-				Error: fmt.Sprintf("uplink %s: oldest of %d waiting messages is %v old (healthz.backlog_age %v)",
-					st.Name, st.BacklogMsgs, st.OldestAge.Round(time.Second), cfg.BacklogAge)})
-		}
-		if n := deadLettered(st); n > 0 {
-			out = append(out, monitor.HealthzError{Type: monitor.HealthzErrorUplink, Uplink: st.Name,
-				Error: fmt.Sprintf("uplink %s: %d messages dead-lettered (the hub refused them; leafbox uplink deadletters %s)", st.Name, n, st.Name)})
-		}
-	}
-	for _, st := range downs {
-		if d, bad := linkDown(st.LinkState, st.LinkSince); bad {
-			out = append(out, monitor.HealthzError{Type: monitor.HealthzErrorDownlink, Downlink: st.Name,
-				Error: fmt.Sprintf("downlink %s: link %s for %v (healthz.link_down %v)", st.Name, st.LinkState, d, cfg.LinkDown)})
-		}
+		out = append(out, e)
 	}
 	return out
 }
@@ -133,7 +106,8 @@ func degraded(cfg config.HealthzConfig, now time.Time, ups []node.UplinkStatus, 
 var _ monitor.DegradationChecker = appMonitor{}
 
 // CheckDegraded implements monitor.DegradationChecker with the uplinks'
-// and downlinks' trouble.
+// and downlinks' trouble, as the leaf runtime judges it (node.Problems)
+// with the healthz block's thresholds.
 func (m appMonitor) CheckDegraded(monitor.HealthzOptions) ([]monitor.HealthzError, bool) {
 	cfg := config.HealthzConfig{LinkDown: config.Duration(config.DefaultHealthLinkDown), BacklogAge: config.Duration(config.DefaultHealthBacklogAge)}
 	if m.health != nil {
@@ -141,10 +115,10 @@ func (m appMonitor) CheckDegraded(monitor.HealthzOptions) ([]monitor.HealthzErro
 			cfg = *h
 		}
 	}
-	ups, downs := m.node.UplinkStatus(), m.node.DownlinkStatus()
 	now := time.Now()
 	if m.now != nil {
 		now = m.now()
 	}
-	return degraded(cfg, now, ups, downs), cfg.UplinksFatal
+	th := node.HealthThresholds{LinkDown: time.Duration(cfg.LinkDown), BacklogAge: time.Duration(cfg.BacklogAge)}
+	return healthzProblems(m.node.Problems(th, now)), cfg.UplinksFatal
 }

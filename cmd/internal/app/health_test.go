@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/leafbox/leafbox/core/monitor"
+	"github.com/leafbox/leafbox/core/require"
 	"github.com/leafbox/leafbox/leaf"
 	"github.com/leafbox/leafbox/leaf/node"
 )
@@ -23,10 +25,10 @@ func healthz(t *testing.T, a *App, query string) (int, monitor.Healthz) {
 	t.Helper()
 	client := &http.Client{Timeout: testTimeout}
 	resp, err := client.Get("http://" + a.MonitorAddr().String() + "/healthz" + query)
-	requireNoError(t, err)
+	require.NoError(t, err)
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
-	requireNoError(t, err)
+	require.NoError(t, err)
 	var hz monitor.Healthz
 	if err := json.Unmarshal(body, &hz); err != nil {
 		t.Fatalf("/healthz%s: %v\n%s", query, err, body)
@@ -39,9 +41,9 @@ func healthz(t *testing.T, a *App, query string) (int, monitor.Healthz) {
 func startProbed(t *testing.T, c *Config) *App {
 	t.Helper()
 	a, err := Build(c, Flags{})
-	requireNoError(t, err)
+	require.NoError(t, err)
 	a.probe.every = 0 // before Start: nothing reads it yet
-	requireNoError(t, a.Start())
+	require.NoError(t, a.Start())
 	t.Cleanup(func() { _ = a.Shutdown(t.Context()) })
 	return a
 }
@@ -55,28 +57,28 @@ func TestHealthzUnhealthyWhileTheStoreIsUnwritable(t *testing.T) {
 	store := c.JetStream.StoreDir
 
 	code, hz := healthz(t, a, "")
-	requireEqual(t, code, http.StatusOK)
-	requireEqual(t, hz.Status, "ok")
+	require.DeepEqual(t, code, http.StatusOK)
+	require.DeepEqual(t, hz.Status, "ok")
 
 	// The store directory is replaced by a file (a card remounted, a
 	// directory deleted and a file written in its place).
-	requireNoError(t, os.RemoveAll(store))
+	require.NoError(t, os.RemoveAll(store))
 	writeFile(t, filepath.Dir(store), filepath.Base(store), "x")
 	code, hz = healthz(t, a, "")
-	requireEqual(t, code, http.StatusServiceUnavailable)
-	requireEqual(t, hz.Status, "unavailable")
-	requireEqual(t, hz.Error, "store_dir "+store+" is not writable: not a directory")
+	require.DeepEqual(t, code, http.StatusServiceUnavailable)
+	require.DeepEqual(t, hz.Status, "unavailable")
+	require.DeepEqual(t, hz.Error, "store_dir "+store+" is not writable: not a directory")
 	code, hz = healthz(t, a, "?details=true")
-	requireEqual(t, code, http.StatusServiceUnavailable)
-	requireEqual(t, hz.Errors[0].Type, monitor.HealthzErrorStore)
+	require.DeepEqual(t, code, http.StatusServiceUnavailable)
+	require.DeepEqual(t, hz.Errors[0].Type, monitor.HealthzErrorStore)
 	// js-enabled-only asks only whether JetStream runs.
 	code, _ = healthz(t, a, "?js-enabled-only=true")
-	requireEqual(t, code, http.StatusOK)
+	require.DeepEqual(t, code, http.StatusOK)
 
-	requireNoError(t, os.Remove(store))
-	requireNoError(t, os.Mkdir(store, 0o750))
+	require.NoError(t, os.Remove(store))
+	require.NoError(t, os.Mkdir(store, 0o750))
 	code, _ = healthz(t, a, "")
-	requireEqual(t, code, http.StatusOK)
+	require.DeepEqual(t, code, http.StatusOK)
 }
 
 func TestHealthzUnhealthyOnAReadOnlyStore(t *testing.T) {
@@ -86,31 +88,31 @@ func TestHealthzUnhealthyOnAReadOnlyStore(t *testing.T) {
 	c := loopbackConfig(t, "http_port: -1\n", tempEnv(t))
 	a := startProbed(t, c)
 	store := c.JetStream.StoreDir
-	requireNoError(t, os.Chmod(store, 0o500))
+	require.NoError(t, os.Chmod(store, 0o500))
 	t.Cleanup(func() { _ = os.Chmod(store, 0o750) })
 	code, hz := healthz(t, a, "")
-	requireEqual(t, code, http.StatusServiceUnavailable)
-	requireEqual(t, hz.Error, "store_dir "+store+" is not writable: permission denied")
+	require.DeepEqual(t, code, http.StatusServiceUnavailable)
+	require.DeepEqual(t, hz.Error, "store_dir "+store+" is not writable: permission denied")
 }
 
 // A success is reused for every; a failure is not.
 func TestStoreProbeCachesSuccess(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "store")
-	requireNoError(t, os.Mkdir(dir, 0o750))
+	require.NoError(t, os.Mkdir(dir, 0o750))
 	now := time.Unix(1000, 0)
 	p := &storeProbe{dirs: []probedDir{{"store_dir", dir}}, every: 10 * time.Second, now: func() time.Time { return now }}
-	requireEqual(t, len(p.check()), 0)
-	requireNoError(t, os.Remove(dir))
-	requireEqual(t, len(p.check()), 0) // reused
+	require.DeepEqual(t, len(p.check()), 0)
+	require.NoError(t, os.Remove(dir))
+	require.DeepEqual(t, len(p.check()), 0) // reused
 	now = now.Add(10 * time.Second)
 	problems := p.check()
-	requireEqual(t, len(problems), 1)
-	requireErrorContains(t, errorOf(problems[0]), "store_dir "+dir+" is not writable: no such file or directory")
-	requireNoError(t, os.Mkdir(dir, 0o750))
-	requireEqual(t, len(p.check()), 0) // a failure was not reused
+	require.DeepEqual(t, len(problems), 1)
+	require.ErrorContains(t, errorOf(problems[0]), "store_dir "+dir+" is not writable: no such file or directory")
+	require.NoError(t, os.Mkdir(dir, 0o750))
+	require.DeepEqual(t, len(p.check()), 0) // a failure was not reused
 	entries, err := os.ReadDir(dir)
-	requireNoError(t, err)
-	requireEqual(t, len(entries), 0) // the probe leaves nothing behind
+	require.NoError(t, err)
+	require.DeepEqual(t, len(entries), 0) // the probe leaves nothing behind
 }
 
 func errorOf(e monitor.HealthzError) error { return errString(e.Error) }
@@ -126,12 +128,12 @@ func TestHealthzReportsAStreamThatFailedToLoad(t *testing.T) {
 	c := loopbackConfig(t, "http_port: -1\n", env)
 	a := startConfig(t, c, Flags{})
 	js, err := jetstream.New(natsConnect(t, "nats://"+a.Addr().String()))
-	requireNoError(t, err)
+	require.NoError(t, err)
 	for _, name := range []string{"GOOD", "BAD"} {
 		_, err := js.CreateStream(testContext(t), jetstream.StreamConfig{Name: name, Subjects: []string{strings.ToLower(name)}, Storage: jetstream.FileStorage})
-		requireNoError(t, err)
+		require.NoError(t, err)
 	}
-	requireNoError(t, a.Shutdown(t.Context()))
+	require.NoError(t, a.Shutdown(t.Context()))
 	var meta string
 	_ = filepath.WalkDir(c.JetStream.StoreDir, func(path string, d os.DirEntry, err error) error {
 		if err == nil && d.Name() == "meta.json" && filepath.Base(filepath.Dir(path)) == "BAD" {
@@ -142,55 +144,21 @@ func TestHealthzReportsAStreamThatFailedToLoad(t *testing.T) {
 	if meta == "" {
 		t.Fatal("no meta.json for BAD")
 	}
-	requireNoError(t, os.WriteFile(meta, []byte("{garbage"), 0o640))
+	require.NoError(t, os.WriteFile(meta, []byte("{garbage"), 0o640))
 
 	c = loopbackConfig(t, "http_port: -1\n", env)
 	a = startConfig(t, c, Flags{})
 	code, hz := healthz(t, a, "")
-	requireEqual(t, code, http.StatusServiceUnavailable)
-	requireErrorContains(t, errString(hz.Error), `JetStream stream "BAD" failed to load at start: meta.json: invalid character`)
+	require.DeepEqual(t, code, http.StatusServiceUnavailable)
+	require.ErrorContains(t, errString(hz.Error), `JetStream stream "BAD" failed to load at start: meta.json: invalid character`)
 	_, hz = healthz(t, a, "?details=true")
-	requireEqual(t, hz.Errors[0].Type, monitor.HealthzErrorStream)
-	requireEqual(t, hz.Errors[0].Stream, "BAD")
+	require.DeepEqual(t, hz.Errors[0].Type, monitor.HealthzErrorStream)
+	require.DeepEqual(t, hz.Errors[0].Stream, "BAD")
 	// The rest runs.
 	js, err = jetstream.New(natsConnect(t, "nats://"+a.Addr().String()))
-	requireNoError(t, err)
+	require.NoError(t, err)
 	_, err = js.Stream(testContext(t), "GOOD")
-	requireNoError(t, err)
-}
-
-func TestDegraded(t *testing.T) {
-	now := time.Unix(100000, 0)
-	cfg := HealthzConfig{LinkDown: Duration(15 * time.Minute), BacklogAge: Duration(time.Hour)}
-	connecting, connected := leaf.StateConnecting.String(), leaf.StateConnected.String()
-	up := func(name, state string, down time.Duration) node.UplinkStatus {
-		st := node.UplinkStatus{LinkState: state, LinkSince: now.Add(-down)}
-		st.Name = name
-		return st
-	}
-	old := up("old", connected, time.Hour)
-	old.BacklogMsgs, old.OldestAge = 30000, 3*time.Hour
-	young := up("young", connected, time.Hour)
-	young.BacklogMsgs, young.OldestAge = 5, time.Minute
-	dead := up("dead", connected, time.Hour)
-	dead.DeadLetterMsgs = 2
-	requeued := up("requeued", connected, time.Hour) // dead-lettered once, all requeued since
-	requeued.DeadLettered, requeued.Requeued = 3, 3
-	down := node.DownlinkStatus{LinkState: connecting, LinkSince: now.Add(-time.Hour)}
-	down.Name = "cmds"
-	got := degraded(cfg, now, []node.UplinkStatus{
-		up("down", connecting, 20*time.Minute),
-		up("blip", connecting, 5*time.Minute),
-		up("fine", connected, 20*time.Minute),
-		old, young, dead, requeued,
-	}, []node.DownlinkStatus{down})
-	want := []monitor.HealthzError{
-		{Type: monitor.HealthzErrorUplink, Uplink: "down", Error: "uplink down: link connecting for 20m0s (healthz.link_down 15m0s)"},
-		{Type: monitor.HealthzErrorUplink, Uplink: "old", Error: "uplink old: oldest of 30000 waiting messages is 3h0m0s old (healthz.backlog_age 1h0m0s)"},
-		{Type: monitor.HealthzErrorUplink, Uplink: "dead", Error: "uplink dead: 2 messages dead-lettered (the hub refused them; leafbox uplink deadletters dead)"},
-		{Type: monitor.HealthzErrorDownlink, Downlink: "cmds", Error: "downlink cmds: link connecting for 1h0m0s (healthz.link_down 15m0s)"},
-	}
-	requireEqual(t, got, want)
+	require.NoError(t, err)
 }
 
 // An uplink whose link stays down is a degraded detail (200) unless
@@ -200,41 +168,60 @@ func TestHealthzDegradedUplink(t *testing.T) {
 		"uplinks: [{name: tel, subjects: [t.>], hub_subject_prefix: s.}]\n" +
 		"downlinks: [{name: cmds, stream: CMDS, hub_subject_prefix: c., local_subject_prefix: cmd.}]\n"
 	a := startConfig(t, loopbackConfig(t, src+"healthz: {link_down: 1ms}\n", tempEnv(t)), Flags{})
-	deadline := time.Now().Add(testTimeout)
-	var hz monitor.Healthz
-	var code int
-	for {
-		code, hz = healthz(t, a, "")
-		if len(hz.Degraded) == 2 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(10 * time.Millisecond) // no event tells when the threshold passes
-	}
-	requireEqual(t, code, http.StatusOK)
-	requireEqual(t, hz.Status, "ok")
+	awaitLinkDownFor(t, a, time.Millisecond)
+	code, hz := healthz(t, a, "")
+	require.DeepEqual(t, code, http.StatusOK)
+	require.DeepEqual(t, hz.Status, "ok")
 	if len(hz.Degraded) != 2 || hz.Degraded[0].Uplink != "tel" || hz.Degraded[1].Downlink != "cmds" {
 		t.Fatalf("degraded %+v", hz.Degraded)
 	}
-	requireErrorContains(t, errString(hz.Degraded[0].Error), "uplink tel: link connecting for")
+	require.ErrorContains(t, errString(hz.Degraded[0].Error), "uplink tel: link connecting for")
 	code, hz = healthz(t, a, "?uplinks=true")
-	requireEqual(t, code, http.StatusServiceUnavailable)
-	requireEqual(t, hz.Status, "unavailable")
-	requireErrorContains(t, errString(hz.Error), "uplink tel: link connecting for")
+	require.DeepEqual(t, code, http.StatusServiceUnavailable)
+	require.DeepEqual(t, hz.Status, "unavailable")
+	require.ErrorContains(t, errString(hz.Error), "uplink tel: link connecting for")
 
 	fatal := startConfig(t, loopbackConfig(t, src+"healthz: {link_down: 1ms, uplinks_fatal: true}\n", tempEnv(t)), Flags{})
-	deadline = time.Now().Add(testTimeout)
-	for {
-		code, _ = healthz(t, fatal, "")
-		if code != http.StatusOK || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	requireEqual(t, code, http.StatusServiceUnavailable)
+	awaitLinkDownFor(t, fatal, time.Millisecond)
+	code, _ = healthz(t, fatal, "")
+	require.DeepEqual(t, code, http.StatusServiceUnavailable)
 
 	// With the default threshold a fresh link is not degraded.
 	calm := startConfig(t, loopbackConfig(t, src, tempEnv(t)), Flags{})
 	code, hz = healthz(t, calm, "?uplinks=true")
-	requireEqual(t, code, http.StatusOK)
-	requireEqual(t, len(hz.Degraded), 0)
+	require.DeepEqual(t, code, http.StatusOK)
+	require.DeepEqual(t, len(hz.Degraded), 0)
+}
+
+// The leaf runtime's problems become /healthz degraded entries typed
+// UPLINK or DOWNLINK by the one they name, text unchanged.
+func TestHealthzProblems(t *testing.T) {
+	got := healthzProblems([]node.Problem{
+		{Uplink: "tel", Error: "uplink tel: link connecting for 20m0s (healthz.link_down 15m0s)"},
+		{Downlink: "cmds", Error: "downlink cmds: link connecting for 1h0m0s (healthz.link_down 15m0s)"},
+	})
+	want := []monitor.HealthzError{
+		{Type: monitor.HealthzErrorUplink, Uplink: "tel", Error: "uplink tel: link connecting for 20m0s (healthz.link_down 15m0s)"},
+		{Type: monitor.HealthzErrorDownlink, Downlink: "cmds", Error: "downlink cmds: link connecting for 1h0m0s (healthz.link_down 15m0s)"},
+	}
+	require.DeepEqual(t, got, want)
+	require.DeepEqual(t, healthzProblems(nil), []monitor.HealthzError(nil))
+}
+
+// awaitLinkDownFor waits until the link of a's first remote has been out
+// of the connected state for longer than d: a wait on the link's status
+// for the state it is in and since when, then for the instant that is d
+// later (the health rule compares the wall clock with it, so time itself
+// is the condition; the link never connects, so the instant stays put).
+func awaitLinkDownFor(t *testing.T, a *App, d time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	link := a.node.Link(0)
+	if err := link.Wait(ctx, func(st leaf.Status) bool {
+		return st.State != leaf.StateConnected && !st.StateSince.IsZero()
+	}); err != nil {
+		t.Fatalf("the link never recorded its state: %v; %+v", err, link.Status())
+	}
+	time.Sleep(time.Until(link.Status().StateSince.Add(d + time.Millisecond)))
 }

@@ -10,41 +10,12 @@ import (
 	"math/big"
 	"os"
 	"path/filepath"
-	"reflect"
-	"strings"
 	"testing"
 	"time"
 
+	"github.com/leafbox/leafbox/core/require"
 	"github.com/nats-io/nkeys"
 )
-
-func requireNoError(t testing.TB, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatalf("unexpected error: %v", err)
-	}
-}
-
-func requireEqual[T any](t testing.TB, got, want T) {
-	t.Helper()
-	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("got  %#v\nwant %#v", got, want)
-	}
-}
-
-// requireErrorContains requires err to be non-nil and to contain every
-// one of wants.
-func requireErrorContains(t testing.TB, err error, wants ...string) {
-	t.Helper()
-	if err == nil {
-		t.Fatalf("want an error containing %q, got nil", wants)
-	}
-	for _, w := range wants {
-		if !strings.Contains(err.Error(), w) {
-			t.Fatalf("error %q does not contain %q", err, w)
-		}
-	}
-}
 
 // mustParse parses src or fails the test.
 func mustParse(t testing.TB, src string) *Config {
@@ -73,7 +44,7 @@ func mustValidate(t testing.TB, src string) *Config {
 	t.Helper()
 	c := mustParse(t, src)
 	c.SetDefaults(testEnv)
-	requireNoError(t, c.Validate())
+	require.NoError(t, c.Validate())
 	return c
 }
 
@@ -89,11 +60,11 @@ func validateErr(t testing.TB, src string) error {
 func newUserKey(t testing.TB) (public, seed string) {
 	t.Helper()
 	kp, err := nkeys.CreateUser()
-	requireNoError(t, err)
+	require.NoError(t, err)
 	pub, err := kp.PublicKey()
-	requireNoError(t, err)
+	require.NoError(t, err)
 	s, err := kp.Seed()
-	requireNoError(t, err)
+	require.NoError(t, err)
 	return pub, string(s)
 }
 
@@ -103,7 +74,7 @@ func ptr[T any](v T) *T { return &v }
 func writeFile(t testing.TB, dir, name, data string) string {
 	t.Helper()
 	path := filepath.Join(dir, name)
-	requireNoError(t, os.WriteFile(path, []byte(data), 0o600))
+	require.NoError(t, os.WriteFile(path, []byte(data), 0o600))
 	return path
 }
 
@@ -112,7 +83,7 @@ func writeFile(t testing.TB, dir, name, data string) string {
 func writeCert(t testing.TB, dir string) (certPath, keyPath string) {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	requireNoError(t, err)
+	require.NoError(t, err)
 	tmpl := &x509.Certificate{
 		SerialNumber:          big.NewInt(1),
 		Subject:               pkix.Name{CommonName: "leafbox test"},
@@ -125,9 +96,9 @@ func writeCert(t testing.TB, dir string) (certPath, keyPath string) {
 		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	requireNoError(t, err)
+	require.NoError(t, err)
 	keyDER, err := x509.MarshalECPrivateKey(key)
-	requireNoError(t, err)
+	require.NoError(t, err)
 	certPath = writeFile(t, dir, "cert.pem", string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})))
 	keyPath = writeFile(t, dir, "key.pem", string(pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})))
 	return certPath, keyPath

@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/leafbox/leafbox/core/monitor"
+	"github.com/leafbox/leafbox/core/require"
 	"github.com/leafbox/leafbox/leaf/identity"
 	"github.com/leafbox/leafbox/leaf/leaftest"
 	"github.com/leafbox/leafbox/store/vfs"
@@ -36,33 +37,33 @@ func TestGatewayIdentity(t *testing.T) {
 	a, v := start()
 	path := filepath.Join(dir, "state", "identity.nk")
 	id, err := identity.Load(vfs.OS, path)
-	requireNoError(t, err)
+	require.NoError(t, err)
 	fi, err := os.Stat(path)
-	requireNoError(t, err)
-	requireEqual(t, fi.Mode().Perm(), os.FileMode(0o600))
+	require.NoError(t, err)
+	require.DeepEqual(t, fi.Mode().Perm(), os.FileMode(0o600))
 	if v.PublicKey != id.PublicKey() || v.Name != id.ServerName() || !strings.HasPrefix(v.Name, "lb-") || v.ID == v.Name {
 		t.Fatalf("/varz server_name %q public_key %q server_id %q, want %q %q", v.Name, v.PublicKey, v.ID, id.ServerName(), id.PublicKey())
 	}
-	requireNoError(t, a.Shutdown(context.Background()))
+	require.NoError(t, a.Shutdown(context.Background()))
 
 	a, again := start()
 	if again.Name != v.Name || again.PublicKey != v.PublicKey {
 		t.Fatalf("after a restart /varz server_name %q public_key %q, want %q %q", again.Name, again.PublicKey, v.Name, v.PublicKey)
 	}
 	// A reload keeps the derived name the links announce.
-	requireNoError(t, a.Reload(loopbackConfig(t, src, Env{StateDirectory: dir})))
-	requireEqual(t, a.srv.Name(), v.Name)
+	require.NoError(t, a.Reload(loopbackConfig(t, src, Env{StateDirectory: dir})))
+	require.DeepEqual(t, a.srv.Name(), v.Name)
 	if again.ID == v.ID {
 		t.Fatalf("server_id %q did not change across restarts; it is the per-start id", v.ID)
 	}
 
 	// A configured server_name wins; the identity is still shown.
 	named := loopbackConfig(t, src+"server_name: gw7\n", Env{StateDirectory: dir})
-	requireNoError(t, named.Validate())
+	require.NoError(t, named.Validate())
 	got, err := named.ApplyIdentity(true)
-	requireNoError(t, err)
-	requireEqual(t, named.ServerName, "gw7")
-	requireEqual(t, got.PublicKey(), id.PublicKey())
+	require.NoError(t, err)
+	require.DeepEqual(t, named.ServerName, "gw7")
+	require.DeepEqual(t, got.PublicKey(), id.PublicKey())
 }
 
 // TestBuildRefusesADamagedIdentity: a damaged identity file stops the
@@ -70,13 +71,13 @@ func TestGatewayIdentity(t *testing.T) {
 func TestBuildRefusesADamagedIdentity(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "state", "identity.nk")
-	requireNoError(t, os.MkdirAll(filepath.Dir(path), 0o750))
-	requireNoError(t, os.WriteFile(path, []byte("not a seed\n"), 0o600))
+	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o750))
+	require.NoError(t, os.WriteFile(path, []byte("not a seed\n"), 0o600))
 	c := loopbackConfig(t, "jetstream: {enabled: true}\n", Env{StateDirectory: dir})
 	_, err := Build(c, Flags{})
-	requireErrorContains(t, err, path, "not an NKey seed")
+	require.ErrorContains(t, err, path, "not an NKey seed")
 	b, _ := os.ReadFile(path)
-	requireEqual(t, string(b), "not a seed\n")
+	require.DeepEqual(t, string(b), "not a seed\n")
 }
 
 // outboxGateway is a gateway App with server_name gw1 whose uplink "tel"
@@ -101,7 +102,7 @@ func (g *outboxGateway) outboxDir() string { return filepath.Join(g.dir, "outbox
 func (g *outboxGateway) start() {
 	g.t.Helper()
 	c := loopbackConfig(g.t, g.src, Env{StateDirectory: g.dir})
-	requireNoError(g.t, c.Validate())
+	require.NoError(g.t, c.Validate())
 	g.a = startConfig(g.t, c, Flags{})
 }
 
@@ -109,7 +110,7 @@ func (g *outboxGateway) stop() {
 	g.t.Helper()
 	ctx, cancel := context.WithTimeout(g.ctx, testTimeout)
 	defer cancel()
-	requireNoError(g.t, g.a.Shutdown(ctx))
+	require.NoError(g.t, g.a.Shutdown(ctx))
 }
 
 // publish publishes n messages whose payloads count on from the last.
@@ -118,10 +119,10 @@ func (g *outboxGateway) publish(n int) {
 	nc := natsConnect(g.t, "nats://"+g.a.Addr().String())
 	defer nc.Close()
 	for range n {
-		requireNoError(g.t, nc.Publish("telemetry.t", []byte(strconv.Itoa(g.next))))
+		require.NoError(g.t, nc.Publish("telemetry.t", []byte(strconv.Itoa(g.next))))
 		g.next++
 	}
-	requireNoError(g.t, nc.Flush()) // PONG: every message is in the outbox
+	require.NoError(g.t, nc.Flush()) // PONG: every message is in the outbox
 }
 
 // drained waits until the outbox is empty with acked acknowledged.
@@ -135,11 +136,11 @@ func (g *outboxGateway) drained(acked uint64) {
 func hubHoldsEach(t *testing.T, ctx context.Context, stream jetstream.Stream, want int) {
 	t.Helper()
 	info, err := stream.Info(ctx)
-	requireNoError(t, err)
+	require.NoError(t, err)
 	count := map[string]int{}
 	for seq := info.State.FirstSeq; seq <= info.State.LastSeq && info.State.Msgs > 0; seq++ {
 		m, err := stream.GetMsg(ctx, seq)
-		requireNoError(t, err)
+		require.NoError(t, err)
 		count[string(m.Data)]++
 	}
 	var wrong []string
@@ -182,7 +183,7 @@ func TestUplinkOutboxWiped(t *testing.T) {
 	hubHoldsEach(t, ctx, stream, 20)
 	g.stop()
 
-	requireNoError(t, os.RemoveAll(g.outboxDir()))
+	require.NoError(t, os.RemoveAll(g.outboxDir()))
 	g.start()
 	g.publish(3)
 	g.drained(3) // the hub acknowledged all three
@@ -203,13 +204,13 @@ func TestUplinkOutboxRestoredFromOldCopy(t *testing.T) {
 	backup := func(name string) string {
 		t.Helper()
 		dst := filepath.Join(t.TempDir(), name)
-		requireNoError(t, os.CopyFS(dst, os.DirFS(g.outboxDir())))
+		require.NoError(t, os.CopyFS(dst, os.DirFS(g.outboxDir())))
 		return dst
 	}
 	restore := func(src string) {
 		t.Helper()
-		requireNoError(t, os.RemoveAll(g.outboxDir()))
-		requireNoError(t, os.CopyFS(g.outboxDir(), os.DirFS(src)))
+		require.NoError(t, os.RemoveAll(g.outboxDir()))
+		require.NoError(t, os.CopyFS(g.outboxDir(), os.DirFS(src)))
 	}
 
 	// Five captured while the hub is down, then copied.

@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/leafbox/leafbox/core/require"
 	"github.com/leafbox/leafbox/leaf"
 	"github.com/leafbox/leafbox/leaf/leaftest"
 )
@@ -62,8 +63,8 @@ func (p *jsDomainPair) sync(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*testTimeout)
 	defer cancel()
 	link := p.app.node.Link(0)
-	requireNoError(t, link.WaitConnected(ctx))
-	requireNoError(t, link.Flush(ctx))
+	require.NoError(t, link.WaitConnected(ctx))
+	require.NoError(t, link.Flush(ctx))
 }
 
 // forBothBindings runs f as subtests with the link in the hub's global
@@ -96,18 +97,18 @@ func testHubUsesGatewayJetStream(t *testing.T, p *jsDomainPair) {
 	ctx := jsCtx(t)
 	hc := natsConnect(t, p.clientURL)
 	js, err := jetstream.NewWithDomain(hc, "edge")
-	requireNoError(t, err)
+	require.NoError(t, err)
 
 	ai, err := js.AccountInfo(ctx)
-	requireNoError(t, err)
-	requireEqual(t, ai.Domain, "edge")
+	require.NoError(t, err)
+	require.DeepEqual(t, ai.Domain, "edge")
 
 	s, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "GW", Subjects: []string{"gw.>"}})
-	requireNoError(t, err)
+	require.NoError(t, err)
 	p.sync(t) // the hub learns the stream's subjects
 	for i := range 5 {
 		ack, err := js.Publish(ctx, fmt.Sprintf("gw.%d", i), []byte(fmt.Sprint(i)))
-		requireNoError(t, err)
+		require.NoError(t, err)
 		if ack.Stream != "GW" || ack.Domain != "edge" || ack.Sequence != uint64(i+1) {
 			t.Fatalf("PubAck %+v", ack)
 		}
@@ -115,58 +116,58 @@ func testHubUsesGatewayJetStream(t *testing.T, p *jsDomainPair) {
 
 	// Pull consumer.
 	c, err := s.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{Durable: "PULL", AckPolicy: jetstream.AckExplicitPolicy})
-	requireNoError(t, err)
+	require.NoError(t, err)
 	batch, err := c.Fetch(5, jetstream.FetchMaxWait(testTimeout))
-	requireNoError(t, err)
+	require.NoError(t, err)
 	i := 0
 	for m := range batch.Messages() {
 		if m.Subject() != fmt.Sprintf("gw.%d", i) || string(m.Data()) != fmt.Sprint(i) {
 			t.Fatalf("pull message %d: %q %q", i, m.Subject(), m.Data())
 		}
-		requireNoError(t, m.DoubleAck(ctx))
+		require.NoError(t, m.DoubleAck(ctx))
 		i++
 	}
-	requireNoError(t, batch.Error())
-	requireEqual(t, i, 5)
+	require.NoError(t, batch.Error())
+	require.DeepEqual(t, i, 5)
 	ci, err := c.Info(ctx)
-	requireNoError(t, err)
+	require.NoError(t, err)
 	if ci.NumAckPending != 0 || ci.AckFloor.Stream != 5 {
 		t.Fatalf("pull consumer after acks: %+v", ci)
 	}
 
 	// Push consumer (legacy API), deliver subject on the hub.
 	ljs, err := hc.JetStream(nats.Domain("edge"))
-	requireNoError(t, err)
+	require.NoError(t, err)
 	sub, err := ljs.SubscribeSync("gw.>", nats.Durable("PUSH"), nats.AckExplicit(), nats.BindStream("GW"))
-	requireNoError(t, err)
+	require.NoError(t, err)
 	for i := range 5 {
 		m := nextMsg(t, sub)
 		if m.Subject != fmt.Sprintf("gw.%d", i) || string(m.Data) != fmt.Sprint(i) {
 			t.Fatalf("push message %d: %q %q", i, m.Subject, m.Data)
 		}
-		requireNoError(t, m.AckSync())
+		require.NoError(t, m.AckSync())
 	}
 	pci, err := sub.ConsumerInfo()
-	requireNoError(t, err)
+	require.NoError(t, err)
 	if pci.NumAckPending != 0 || pci.AckFloor.Stream != 5 {
 		t.Fatalf("push consumer after acks: %+v", pci)
 	}
 
 	// KV.
 	kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "cfg", History: 3})
-	requireNoError(t, err)
+	require.NoError(t, err)
 	p.sync(t)
 	_, err = kv.Put(ctx, "mode", []byte("eco"))
-	requireNoError(t, err)
+	require.NoError(t, err)
 	rev, err := kv.Put(ctx, "mode", []byte("boost"))
-	requireNoError(t, err)
+	require.NoError(t, err)
 	e, err := kv.Get(ctx, "mode")
-	requireNoError(t, err)
+	require.NoError(t, err)
 	if string(e.Value()) != "boost" || e.Revision() != rev {
 		t.Fatalf("kv get: %q rev %d, want boost rev %d", e.Value(), e.Revision(), rev)
 	}
 	w, err := kv.Watch(ctx, "mode")
-	requireNoError(t, err)
+	require.NoError(t, err)
 	defer w.Stop()
 	select {
 	case e := <-w.Updates():
@@ -233,31 +234,31 @@ func testHubSourcesGatewayStream(t *testing.T, p *jsDomainPair) {
 	ctx := jsCtx(t)
 	gw := natsConnect(t, "nats://"+p.app.Addr().String())
 	gjs, err := jetstream.New(gw)
-	requireNoError(t, err)
+	require.NoError(t, err)
 	_, err = gjs.CreateStream(ctx, jetstream.StreamConfig{Name: "X", Subjects: []string{"x.>"}})
-	requireNoError(t, err)
+	require.NoError(t, err)
 	publish := func(from, to int) {
 		t.Helper()
 		for i := from; i < to; i++ {
 			_, err := gjs.Publish(ctx, fmt.Sprintf("x.%d", i%3), sourcePayload(i))
-			requireNoError(t, err)
+			require.NoError(t, err)
 		}
 	}
 	publish(0, n/3)
 
 	hc := natsConnect(t, p.clientURL)
 	hjs, err := jetstream.New(hc)
-	requireNoError(t, err)
+	require.NoError(t, err)
 	_, err = hjs.CreateStream(ctx, jetstream.StreamConfig{
 		Name:    "AGG",
 		Sources: []*jetstream.StreamSource{{Name: "X", Domain: "edge"}},
 	})
-	requireNoError(t, err)
+	require.NoError(t, err)
 	_, err = hjs.CreateStream(ctx, jetstream.StreamConfig{
 		Name:   "MIR",
 		Mirror: &jetstream.StreamSource{Name: "X", Domain: "edge"},
 	})
-	requireNoError(t, err)
+	require.NoError(t, err)
 	waitHubMsgs := func(want uint64) {
 		t.Helper()
 		waitStreamMsgs(t, hjs, "AGG", want, p)
@@ -281,23 +282,23 @@ func testHubSourcesGatewayStream(t *testing.T, p *jsDomainPair) {
 	// mirror has the gateway's sequence numbers too.
 	for _, name := range []string{"AGG", "MIR"} {
 		s, err := hjs.Stream(ctx, name)
-		requireNoError(t, err)
+		require.NoError(t, err)
 		c, err := s.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{})
-		requireNoError(t, err)
+		require.NoError(t, err)
 		for i := range n {
 			m, err := c.Next(jetstream.FetchMaxWait(testTimeout))
-			requireNoError(t, err)
+			require.NoError(t, err)
 			meta, err := m.Metadata()
-			requireNoError(t, err)
+			require.NoError(t, err)
 			if m.Subject() != fmt.Sprintf("x.%d", i%3) || !bytes.Equal(m.Data(), sourcePayload(i)) || meta.Sequence.Stream != uint64(i+1) {
 				t.Fatalf("hub stream %s message %d: %q %.20q seq %d", name, i, m.Subject(), m.Data(), meta.Sequence.Stream)
 			}
 		}
 	}
 	s, err := hjs.Stream(ctx, "AGG")
-	requireNoError(t, err)
+	require.NoError(t, err)
 	info, err := s.Info(ctx)
-	requireNoError(t, err)
+	require.NoError(t, err)
 	if info.State.Msgs != n || len(info.Sources) != 1 || info.Sources[0].Lag != 0 {
 		t.Fatalf("hub stream after catching up: %+v sources %+v", info.State, info.Sources)
 	}
@@ -334,59 +335,59 @@ func TestJSDomainGatewayReadsHubStream(t *testing.T) {
 	ctx := jsCtx(t)
 	hc := natsConnect(t, p.clientURL)
 	hjs, err := jetstream.New(hc)
-	requireNoError(t, err)
+	require.NoError(t, err)
 	_, err = hjs.CreateStream(ctx, jetstream.StreamConfig{Name: "HUBS", Subjects: []string{"cmd.>"}})
-	requireNoError(t, err)
+	require.NoError(t, err)
 	for i := range n {
 		_, err := hjs.Publish(ctx, fmt.Sprintf("cmd.gw%d", i%2), []byte(fmt.Sprint(i)))
-		requireNoError(t, err)
+		require.NoError(t, err)
 	}
 
 	gw := natsConnect(t, "nats://"+p.app.Addr().String())
 	gjs, err := jetstream.NewWithDomain(gw, "hub")
-	requireNoError(t, err)
+	require.NoError(t, err)
 	ai, err := gjs.AccountInfo(ctx)
-	requireNoError(t, err)
-	requireEqual(t, ai.Domain, "hub")
+	require.NoError(t, err)
+	require.DeepEqual(t, ai.Domain, "hub")
 	c, err := gjs.CreateOrUpdateConsumer(ctx, "HUBS", jetstream.ConsumerConfig{Durable: "GW", AckPolicy: jetstream.AckExplicitPolicy})
-	requireNoError(t, err)
+	require.NoError(t, err)
 	got := 0
 	for got < n {
 		batch, err := c.Fetch(n-got, jetstream.FetchMaxWait(testTimeout))
-		requireNoError(t, err)
+		require.NoError(t, err)
 		for m := range batch.Messages() {
 			meta, err := m.Metadata()
-			requireNoError(t, err)
+			require.NoError(t, err)
 			if m.Subject() != fmt.Sprintf("cmd.gw%d", got%2) || string(m.Data()) != fmt.Sprint(got) ||
 				meta.Sequence.Stream != uint64(got+1) || meta.Stream != "HUBS" {
 				t.Fatalf("gateway got %q %q %+v, want message %d", m.Subject(), m.Data(), meta, got)
 			}
-			requireNoError(t, m.DoubleAck(ctx))
+			require.NoError(t, m.DoubleAck(ctx))
 			got++
 		}
-		requireNoError(t, batch.Error())
+		require.NoError(t, batch.Error())
 	}
 	// A push consumer on the hub delivering to a gateway subscriber: the
 	// hub sends each message to the deliver subject with the stream
 	// subject after '@'.
 	ljs, err := gw.JetStream(nats.Domain("hub"))
-	requireNoError(t, err)
+	require.NoError(t, err)
 	sub, err := ljs.SubscribeSync("cmd.>", nats.Durable("GWPUSH"), nats.AckExplicit(), nats.BindStream("HUBS"))
-	requireNoError(t, err)
+	require.NoError(t, err)
 	for i := range n {
 		m := nextMsg(t, sub)
 		if m.Subject != fmt.Sprintf("cmd.gw%d", i%2) || string(m.Data) != fmt.Sprint(i) {
 			t.Fatalf("gateway push subscriber got %q %q, want message %d", m.Subject, m.Data, i)
 		}
-		requireNoError(t, m.AckSync())
+		require.NoError(t, m.AckSync())
 	}
 
 	// The acks reached the hub's consumers.
 	hlegacy, err := hc.JetStream()
-	requireNoError(t, err)
+	require.NoError(t, err)
 	for _, name := range []string{"GW", "GWPUSH"} {
 		ci, err := hlegacy.ConsumerInfo("HUBS", name)
-		requireNoError(t, err)
+		require.NoError(t, err)
 		if ci.NumAckPending != 0 || ci.AckFloor.Stream != n || ci.Delivered.Stream != n {
 			t.Fatalf("hub consumer %s after the gateway's acks: %+v", name, ci)
 		}
@@ -418,22 +419,22 @@ func TestJSDomainLeafInterestOnHub(t *testing.T) {
 	ctx := jsCtx(t)
 	gw := natsConnect(t, "nats://"+p.app.Addr().String())
 	gjs, err := jetstream.New(gw)
-	requireNoError(t, err)
+	require.NoError(t, err)
 	_, err = gjs.CreateStream(ctx, jetstream.StreamConfig{Name: "S", Subjects: []string{"s.>"}})
-	requireNoError(t, err)
+	require.NoError(t, err)
 	kv, err := gjs.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "b"})
-	requireNoError(t, err)
+	require.NoError(t, err)
 	for _, subj := range []string{"$JS.API.INFO", "$KV.b.k", "$OBJ.o.x", "$JS.edge.API.STREAM.INFO.S"} {
 		_, err := gw.SubscribeSync(subj)
-		requireNoError(t, err)
+		require.NoError(t, err)
 	}
-	requireNoError(t, gw.Flush())
+	require.NoError(t, gw.Flush())
 
 	// Hub subscribers that would receive leaked traffic.
 	hc := natsConnect(t, p.clientURL)
 	leaks, err := hc.SubscribeSync(">")
-	requireNoError(t, err)
-	requireNoError(t, hc.Flush())
+	require.NoError(t, err)
+	require.NoError(t, hc.Flush())
 	p.sync(t)
 
 	var lz struct {
@@ -465,16 +466,16 @@ func TestJSDomainLeafInterestOnHub(t *testing.T) {
 
 	// Denied traffic stays on the gateway; a plain message goes through.
 	_, err = kv.Put(ctx, "k", []byte("v"))
-	requireNoError(t, err)
+	require.NoError(t, err)
 	_, err = gjs.AccountInfo(ctx)
-	requireNoError(t, err)
+	require.NoError(t, err)
 	ejs, err := jetstream.NewWithDomain(gw, "edge") // served locally
-	requireNoError(t, err)
+	require.NoError(t, err)
 	_, err = ejs.Stream(ctx, "S")
-	requireNoError(t, err)
-	requireNoError(t, gw.Publish("$OBJ.o.x", []byte("x")))
-	requireNoError(t, gw.Publish("plain.done", []byte("x")))
-	requireNoError(t, gw.Flush())
+	require.NoError(t, err)
+	require.NoError(t, gw.Publish("$OBJ.o.x", []byte("x")))
+	require.NoError(t, gw.Publish("plain.done", []byte("x")))
+	require.NoError(t, gw.Flush())
 	p.sync(t)
 	for {
 		m := nextMsg(t, leaks)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/leafbox/leafbox/core/require"
 	"github.com/leafbox/leafbox/leaf"
 	"github.com/leafbox/leafbox/leaf/leaftest"
 )
@@ -20,7 +21,7 @@ import (
 func writeSeed(t testing.TB, dir, name string) (public string) {
 	t.Helper()
 	pub, seed := newUserKey(t)
-	requireNoError(t, os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o700))
+	require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o700))
 	writeFile(t, dir, name, seed+"\n")
 	return pub
 }
@@ -44,12 +45,12 @@ leafnodes:
       account: SITE
 `)
 	c, err := Load(path)
-	requireNoError(t, err)
+	require.NoError(t, err)
 	c.SetDefaults(testEnv)
-	requireNoError(t, c.Validate())
+	require.NoError(t, c.Validate())
 
 	global := c.LeafConfig(&c.LeafNodes.Remotes[0])
-	requireEqual(t, global, leaf.Config{
+	require.DeepEqual(t, global, leaf.Config{
 		URLs:         []string{"nats-leaf://hub1:7422", "tls://hub2", "nats://leaf:s3cret@hub3:7422"},
 		NkeySeedFile: filepath.Join(dir, "secrets", "gw.nk"), // relative to the file
 		Compression:  leaf.CompressionS2Fast,                 // "fast", by its canonical name
@@ -60,23 +61,23 @@ leafnodes:
 		JetStream:    true,
 	})
 	site := c.LeafConfig(&c.LeafNodes.Remotes[1])
-	requireEqual(t, site.Account, "SITE")
-	requireEqual(t, site.JetStream, false) // the engine serves the global account only
-	requireEqual(t, site.Domain, "edge")
-	requireEqual(t, site.NkeySeedFile, "")
+	require.DeepEqual(t, site.Account, "SITE")
+	require.DeepEqual(t, site.JetStream, false) // the engine serves the global account only
+	require.DeepEqual(t, site.Domain, "edge")
+	require.DeepEqual(t, site.NkeySeedFile, "")
 
 	// Build makes one link per remote, all bound to the server's id; none
 	// connects before Start.
 	a, err := Build(c, Flags{})
-	requireNoError(t, err)
-	requireEqual(t, a.node.NumRemotes(), 2)
+	require.NoError(t, err)
+	require.DeepEqual(t, a.node.NumRemotes(), 2)
 	for i := range a.node.NumRemotes() {
-		requireEqual(t, a.node.Link(i).Status().State, leaf.StateIdle)
+		require.DeepEqual(t, a.node.Link(i).Status().State, leaf.StateIdle)
 	}
-	requireEqual(t, a.node.Remote(0).URLs, []string{"nats-leaf://hub1:7422", "tls://hub2", "nats://leaf:[REDACTED]@hub3:7422"})
-	requireEqual(t, a.node.Remote(0).LocalAccount, "$G")
-	requireEqual(t, a.node.Remote(0).Deny.Exports, []string{"local.>", "debug.*"})
-	requireEqual(t, a.node.Remote(1).LocalAccount, "SITE")
+	require.DeepEqual(t, a.node.Remote(0).URLs, []string{"nats-leaf://hub1:7422", "tls://hub2", "nats://leaf:[REDACTED]@hub3:7422"})
+	require.DeepEqual(t, a.node.Remote(0).LocalAccount, "$G")
+	require.DeepEqual(t, a.node.Remote(0).Deny.Exports, []string{"local.>", "debug.*"})
+	require.DeepEqual(t, a.node.Remote(1).LocalAccount, "SITE")
 	if a.node.Remote(1).Deny != nil {
 		t.Fatalf("deny rules without deny lists: %+v", a.node.Remote(1).Deny)
 	}
@@ -89,18 +90,18 @@ func TestAppReloadLeafRemotes(t *testing.T) {
 		c := loopbackConfig(t, src, tempEnv(t))
 		return a.Reload(c)
 	}
-	requireNoError(t, reload(base+"max_payload: 2MB\n"))
-	requireErrorContains(t, reload("http_port: 0\nserver_name: gw\nleafnodes: {remotes: [{url: 'nats://127.0.0.1:2'}]}\n"),
+	require.NoError(t, reload(base+"max_payload: 2MB\n"))
+	require.ErrorContains(t, reload("http_port: 0\nserver_name: gw\nleafnodes: {remotes: [{url: 'nats://127.0.0.1:2'}]}\n"),
 		"leafnodes: changing leafnode remotes needs a restart")
-	requireErrorContains(t, reload("http_port: 0\nserver_name: gw\n"), "leafnodes: changing leafnode remotes needs a restart")
-	requireErrorContains(t, reload("http_port: 0\nserver_name: gw2\nleafnodes: {remotes: [{url: 'nats://127.0.0.1:1'}]}\n"),
+	require.ErrorContains(t, reload("http_port: 0\nserver_name: gw\n"), "leafnodes: changing leafnode remotes needs a restart")
+	require.ErrorContains(t, reload("http_port: 0\nserver_name: gw2\nleafnodes: {remotes: [{url: 'nats://127.0.0.1:1'}]}\n"),
 		"server_name, jetstream: the leafnode links announce them to the hubs; changing them needs a restart")
 }
 
 func TestAppReloadCannotAddRemotes(t *testing.T) {
 	a := startApp(t, "http_port: 0", Flags{})
 	c := loopbackConfig(t, "http_port: 0\nleafnodes: {remotes: [{url: nats://h:1}]}", tempEnv(t))
-	requireErrorContains(t, a.Reload(c), "leafnodes: changing leafnode remotes needs a restart")
+	require.ErrorContains(t, a.Reload(c), "leafnodes: changing leafnode remotes needs a restart")
 }
 
 // TestAppLeafLink runs an App with a link to a real nats-server hub: the
@@ -113,25 +114,25 @@ func TestAppLeafLink(t *testing.T) {
 	link := a.node.Link(0)
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
-	requireNoError(t, link.WaitConnected(ctx))
+	require.NoError(t, link.WaitConnected(ctx))
 
 	gw := natsConnect(t, "nats://"+a.Addr().String())
 	hc := natsConnect(t, hub.ClientURL())
 	flush := func() {
 		t.Helper()
-		requireNoError(t, gw.Flush())
-		requireNoError(t, hc.Flush())
-		requireNoError(t, link.Flush(ctx))
+		require.NoError(t, gw.Flush())
+		require.NoError(t, hc.Flush())
+		require.NoError(t, link.Flush(ctx))
 	}
 
 	// Gateway → hub, except what deny_exports holds back.
 	up, err := hc.SubscribeSync("up.>")
-	requireNoError(t, err)
+	require.NoError(t, err)
 	secret, err := hc.SubscribeSync("secret.>")
-	requireNoError(t, err)
+	require.NoError(t, err)
 	flush()
-	requireNoError(t, gw.Publish("secret.key", []byte("x")))
-	requireNoError(t, gw.Publish("up.temp", []byte("21.5")))
+	require.NoError(t, gw.Publish("secret.key", []byte("x")))
+	require.NoError(t, gw.Publish("up.temp", []byte("21.5")))
 	if m := nextMsg(t, up); m.Subject != "up.temp" || string(m.Data) != "21.5" {
 		t.Fatalf("hub got %q %q", m.Subject, m.Data)
 	}
@@ -144,13 +145,13 @@ func TestAppLeafLink(t *testing.T) {
 	// prefers its own member of group "workers", so the gateway's member
 	// must not get a copy when the message crosses for a plain subscriber.
 	down, err := gw.SubscribeSync("down.>")
-	requireNoError(t, err)
+	require.NoError(t, err)
 	gwWorker, err := gw.QueueSubscribeSync("down.job", "workers")
-	requireNoError(t, err)
+	require.NoError(t, err)
 	hubWorker, err := hc.QueueSubscribeSync("down.job", "workers")
-	requireNoError(t, err)
+	require.NoError(t, err)
 	flush()
-	requireNoError(t, hc.Publish("down.job", []byte("j1")))
+	require.NoError(t, hc.Publish("down.job", []byte("j1")))
 	nextMsg(t, down)
 	nextMsg(t, hubWorker)
 	flush()
@@ -159,9 +160,9 @@ func TestAppLeafLink(t *testing.T) {
 	}
 	// Without a member on the hub, the hub names the group and the
 	// gateway's member gets it.
-	requireNoError(t, hubWorker.Unsubscribe())
+	require.NoError(t, hubWorker.Unsubscribe())
 	flush()
-	requireNoError(t, hc.Publish("down.job", []byte("j2")))
+	require.NoError(t, hc.Publish("down.job", []byte("j2")))
 	if m := nextMsg(t, gwWorker); string(m.Data) != "j2" {
 		t.Fatalf("gateway worker got %q", m.Data)
 	}
@@ -214,14 +215,14 @@ func TestAppLeafLink(t *testing.T) {
 	// Shutdown closes the link first: the hub loses the gateway's interest.
 	sctx, scancel := context.WithTimeout(context.Background(), testTimeout)
 	defer scancel()
-	requireNoError(t, a.Shutdown(sctx))
-	requireEqual(t, link.Status().State, leaf.StateClosed)
+	require.NoError(t, a.Shutdown(sctx))
+	require.DeepEqual(t, link.Status().State, leaf.StateClosed)
 }
 
 func natsConnect(t *testing.T, url string) *nats.Conn {
 	t.Helper()
 	nc, err := nats.Connect(url, nats.Timeout(testTimeout))
-	requireNoError(t, err)
+	require.NoError(t, err)
 	t.Cleanup(nc.Close)
 	return nc
 }
@@ -239,10 +240,10 @@ func getJSON(t *testing.T, url string, v any) {
 	t.Helper()
 	client := &http.Client{Timeout: testTimeout}
 	resp, err := client.Get(url)
-	requireNoError(t, err)
+	require.NoError(t, err)
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
-	requireNoError(t, err)
+	require.NoError(t, err)
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("GET %s: %s\n%s", url, resp.Status, body)
 	}
@@ -264,14 +265,14 @@ func TestAppLameDuckClosesLinksFirst(t *testing.T) {
 	c := loopbackConfig(t, "http_port: 0\nlame_duck_duration: 200ms\nlame_duck_grace_period: 10ms\n"+
 		"leafnodes: {remotes: [{url: 'nats://127.0.0.1:1'}]}\n", tempEnv(t))
 	a, err := Build(c, Flags{})
-	requireNoError(t, err)
-	requireNoError(t, a.Start())
-	requireEqual(t, a.node.Link(0).Status().State, leaf.StateConnecting) // nothing listens on port 1
+	require.NoError(t, err)
+	require.NoError(t, a.Start())
+	require.DeepEqual(t, a.node.Link(0).Status().State, leaf.StateConnecting) // nothing listens on port 1
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
-	requireNoError(t, a.LameDuck(ctx))
-	requireEqual(t, a.node.Link(0).Status().State, leaf.StateClosed)
-	requireNoError(t, a.Shutdown(ctx)) // harmless afterwards
+	require.NoError(t, a.LameDuck(ctx))
+	require.DeepEqual(t, a.node.Link(0).Status().State, leaf.StateClosed)
+	require.NoError(t, a.Shutdown(ctx)) // harmless afterwards
 }
 
 // The loop-prevention denies the leaf runtime adds to each remote's link,
@@ -285,8 +286,8 @@ func TestValidateLoopDenies(t *testing.T) {
 	c := mustValidate(t, "server_name: gw.1\n"+remote+
 		"downlinks: [{name: cmds, stream: CMDS, filter_subjects: [cmd.site1.>], hub_subject_prefix: cmd.site1., local_subject_prefix: cmd.}]\n")
 	lc := linkConfig(t, c, 0)
-	requireEqual(t, lc.DenyImports, []string{"cmd.site1.>", "cmd.>"})
-	requireEqual(t, lc.DenyExports, []string{"cmd.>"})
+	require.DeepEqual(t, lc.DenyImports, []string{"cmd.site1.>", "cmd.>"})
+	require.DeepEqual(t, lc.DenyExports, []string{"cmd.>"})
 	// What uplinks capture reaches the hub only through them.
 	c = mustValidate(t, remote+"uplinks: [{name: tel, subjects: [telemetry.>], hub_subject_prefix: site1., max_msgs: 10, discard: new}]\n")
 	if got := linkConfig(t, c, 0).DenyExports; len(got) != 1 || got[0] != "telemetry.>" {

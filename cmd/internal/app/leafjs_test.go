@@ -7,6 +7,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/leafbox/leafbox/core/require"
 	"github.com/leafbox/leafbox/leaf/leaftest"
 )
 
@@ -30,24 +31,24 @@ func TestLeafListenJetStreamDomains(t *testing.T) {
 
 	gw := natsConnect(t, "nats://"+a.Addr().String())
 	js, err := jetstream.NewWithDomain(gw, "edge2")
-	requireNoError(t, err)
+	require.NoError(t, err)
 	s, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "E2", Subjects: []string{"e2.>"}})
-	requireNoError(t, err)
+	require.NoError(t, err)
 	if s.CachedInfo().Config.Name != "E2" {
 		t.Fatalf("stream info %+v", s.CachedInfo())
 	}
 	const n = 10
 	for i := range n {
 		ack, err := js.Publish(ctx, fmt.Sprintf("e2.m%d", i), []byte(fmt.Sprint(i)))
-		requireNoError(t, err)
-		requireEqual(t, ack.Domain, "edge2")
-		requireEqual(t, ack.Sequence, uint64(i+1))
+		require.NoError(t, err)
+		require.DeepEqual(t, ack.Domain, "edge2")
+		require.DeepEqual(t, ack.Sequence, uint64(i+1))
 	}
 
 	// Push: the leaf's consumer delivers to a leafbox subscriber.
 	push, err := js.CreateOrUpdatePushConsumer(ctx, "E2", jetstream.ConsumerConfig{Durable: "push",
 		DeliverSubject: "dlv.push", AckPolicy: jetstream.AckExplicitPolicy})
-	requireNoError(t, err)
+	require.NoError(t, err)
 	got := make(chan error, n)
 	cc, err := push.Consume(func(m jetstream.Msg) {
 		md, err := m.Metadata()
@@ -59,12 +60,12 @@ func TestLeafListenJetStreamDomains(t *testing.T) {
 		}
 		got <- err
 	})
-	requireNoError(t, err)
+	require.NoError(t, err)
 	defer cc.Stop()
 	for range n {
 		select {
 		case err := <-got:
-			requireNoError(t, err)
+			require.NoError(t, err)
 		case <-ctx.Done():
 			t.Fatal("push deliveries did not arrive")
 		}
@@ -80,46 +81,46 @@ func TestLeafListenJetStreamDomains(t *testing.T) {
 	// Pull: fetch through the domain, ack each.
 	pull, err := js.CreateOrUpdateConsumer(ctx, "E2", jetstream.ConsumerConfig{Durable: "pull",
 		AckPolicy: jetstream.AckExplicitPolicy})
-	requireNoError(t, err)
+	require.NoError(t, err)
 	seen := 0
 	for seen < n {
 		batch, err := pull.Fetch(n-seen, jetstream.FetchMaxWait(testTimeout))
-		requireNoError(t, err)
+		require.NoError(t, err)
 		for m := range batch.Messages() {
 			if m.Subject() != fmt.Sprintf("e2.m%d", seen) {
 				t.Fatalf("pull delivery %d under %q", seen, m.Subject())
 			}
-			requireNoError(t, m.DoubleAck(ctx))
+			require.NoError(t, m.DoubleAck(ctx))
 			seen++
 		}
-		requireNoError(t, batch.Error())
+		require.NoError(t, batch.Error())
 	}
 	waitAcked(ctx, t, "pull", n, func() (*jetstream.ConsumerInfo, error) { return pull.Info(ctx) })
 
 	// The other way: a leaf client uses leafbox's JetStream.
 	nc := natsConnect(t, bottom.ClientURL())
 	mjs, err := jetstream.NewWithDomain(nc, "mid")
-	requireNoError(t, err)
+	require.NoError(t, err)
 	_, err = mjs.CreateStream(ctx, jetstream.StreamConfig{Name: "MID", Subjects: []string{"mid.>"}})
-	requireNoError(t, err)
+	require.NoError(t, err)
 	for i := range 3 {
 		_, err := mjs.Publish(ctx, fmt.Sprintf("mid.m%d", i), nil)
-		requireNoError(t, err)
+		require.NoError(t, err)
 	}
 	mpush, err := mjs.CreateOrUpdatePushConsumer(ctx, "MID", jetstream.ConsumerConfig{Durable: "p",
 		DeliverSubject: "dlv.mid", AckPolicy: jetstream.AckExplicitPolicy})
-	requireNoError(t, err)
+	require.NoError(t, err)
 	subjects := make(chan string, 3)
 	mcc, err := mpush.Consume(func(m jetstream.Msg) {
 		_ = m.Ack()
 		subjects <- m.Subject()
 	})
-	requireNoError(t, err)
+	require.NoError(t, err)
 	defer mcc.Stop()
 	for i := range 3 {
 		select {
 		case s := <-subjects:
-			requireEqual(t, s, fmt.Sprintf("mid.m%d", i))
+			require.DeepEqual(t, s, fmt.Sprintf("mid.m%d", i))
 		case <-ctx.Done():
 			t.Fatal("leafbox's push deliveries did not reach the leaf")
 		}
@@ -135,7 +136,7 @@ func waitAcked(ctx context.Context, t *testing.T, name string, n uint64, info fu
 	t.Helper()
 	awaitCond(t, ctx, fmt.Sprintf("consumer %s acked %d", name, n), func() (bool, string) {
 		ci, err := info()
-		requireNoError(t, err)
+		require.NoError(t, err)
 		return ci.AckFloor.Stream == n && ci.NumAckPending == 0,
 			fmt.Sprintf("consumer %s: ack floor %d, %d pending; want %d acked", name, ci.AckFloor.Stream, ci.NumAckPending, n)
 	})

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/leafbox/leafbox/core/monitor"
+	"github.com/leafbox/leafbox/core/require"
 	"github.com/leafbox/leafbox/leaf"
 	"github.com/leafbox/leafbox/leaf/leaftest"
 )
@@ -41,7 +43,7 @@ func flushLeafs(t *testing.T, a *App) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
-	requireNoError(t, a.LeafListener().Flush(ctx))
+	require.NoError(t, a.LeafListener().Flush(ctx))
 }
 
 // TestLeafListenNatsServerLeaf attaches a real nats-server, configured
@@ -58,8 +60,8 @@ func TestLeafListenNatsServerLeaf(t *testing.T) {
 		return len(ls) == 1 && slices.ContainsFunc(ls[0].Subjects, func(s string) bool { return strings.HasPrefix(s, "$LDS.") })
 	})
 	st := a.LeafListener().Leafs()[0]
-	requireEqual(t, st.Name, "ns-leaf")
-	requireEqual(t, st.Account, "$G")
+	require.DeepEqual(t, st.Name, "ns-leaf")
+	require.DeepEqual(t, st.Account, "$G")
 	if !strings.HasPrefix(st.Compression, "s2_") { // both sides default to s2_auto
 		t.Fatalf("compression %q, want an s2 level", st.Compression)
 	}
@@ -69,13 +71,13 @@ func TestLeafListenNatsServerLeaf(t *testing.T) {
 
 	// leafbox → leaf, with headers.
 	down, err := nc.SubscribeSync("down.>")
-	requireNoError(t, err)
-	requireNoError(t, nc.Flush())
+	require.NoError(t, err)
+	require.NoError(t, nc.Flush())
 	waitLeafs(t, a, "LS+ down.>", hasLeafSubject("down.>", true))
 	msg := nats.NewMsg("down.temp")
 	msg.Header.Set("Unit", "C")
 	msg.Data = []byte("21.5")
-	requireNoError(t, gw.PublishMsg(msg))
+	require.NoError(t, gw.PublishMsg(msg))
 	m := nextMsg(t, down)
 	if m.Subject != "down.temp" || string(m.Data) != "21.5" || m.Header.Get("Unit") != "C" {
 		t.Fatalf("leaf got %q %q %v", m.Subject, m.Data, m.Header)
@@ -83,57 +85,57 @@ func TestLeafListenNatsServerLeaf(t *testing.T) {
 
 	// leaf → leafbox.
 	up, err := gw.SubscribeSync("up.>")
-	requireNoError(t, err)
-	requireNoError(t, gw.Flush())
+	require.NoError(t, err)
+	require.NoError(t, gw.Flush())
 	flushLeafs(t, a)
 	hm := nats.NewMsg("up.x")
 	hm.Header.Set("Trace", "7")
 	hm.Data = []byte("hello")
-	requireNoError(t, nc.PublishMsg(hm))
+	require.NoError(t, nc.PublishMsg(hm))
 	if m := nextMsg(t, up); m.Subject != "up.x" || string(m.Data) != "hello" || m.Header.Get("Trace") != "7" {
 		t.Fatalf("gateway got %q %q %v", m.Subject, m.Data, m.Header)
 	}
 
 	// Request-reply both ways.
 	_, err = nc.Subscribe("svc.leaf", func(m *nats.Msg) { _ = m.Respond(append([]byte("leaf:"), m.Data...)) })
-	requireNoError(t, err)
-	requireNoError(t, nc.Flush())
+	require.NoError(t, err)
+	require.NoError(t, nc.Flush())
 	waitLeafs(t, a, "LS+ svc.leaf", hasLeafSubject("svc.leaf", true))
 	resp, err := gw.Request("svc.leaf", []byte("q1"), testTimeout)
-	requireNoError(t, err)
-	requireEqual(t, string(resp.Data), "leaf:q1")
+	require.NoError(t, err)
+	require.DeepEqual(t, string(resp.Data), "leaf:q1")
 	_, err = gw.Subscribe("svc.gw", func(m *nats.Msg) { _ = m.Respond(append([]byte("gw:"), m.Data...)) })
-	requireNoError(t, err)
-	requireNoError(t, gw.Flush())
+	require.NoError(t, err)
+	require.NoError(t, gw.Flush())
 	flushLeafs(t, a)
 	resp, err = nc.Request("svc.gw", []byte("q2"), testTimeout)
-	requireNoError(t, err)
-	requireEqual(t, string(resp.Data), "gw:q2")
+	require.NoError(t, err)
+	require.DeepEqual(t, string(resp.Data), "gw:q2")
 
 	// Queue group "workers" with members on both sides: each side's
 	// publishers are served by their own members, every message once.
 	gwWorker, err := gw.QueueSubscribeSync("job", "workers")
-	requireNoError(t, err)
+	require.NoError(t, err)
 	leafWorker1, err := nc.QueueSubscribeSync("job", "workers")
-	requireNoError(t, err)
+	require.NoError(t, err)
 	leafWorker2, err := nc.QueueSubscribeSync("job", "workers")
-	requireNoError(t, err)
-	requireNoError(t, gw.Flush())
-	requireNoError(t, nc.Flush())
+	require.NoError(t, err)
+	require.NoError(t, gw.Flush())
+	require.NoError(t, nc.Flush())
 	waitLeafs(t, a, "LS+ job workers", hasLeafSubject("job workers", true))
 	flushLeafs(t, a)
 	settle := func() { // publishers' connections, the link, then subscribers'
 		t.Helper()
-		requireNoError(t, gw.Flush())
-		requireNoError(t, nc.Flush())
+		require.NoError(t, gw.Flush())
+		require.NoError(t, nc.Flush())
 		flushLeafs(t, a)
-		requireNoError(t, nc.Flush())
-		requireNoError(t, gw.Flush())
+		require.NoError(t, nc.Flush())
+		require.NoError(t, gw.Flush())
 	}
 	const n = 20
 	for i := range n {
-		requireNoError(t, gw.Publish("job", []byte(fmt.Sprint("g", i))))
-		requireNoError(t, nc.Publish("job", []byte(fmt.Sprint("l", i))))
+		require.NoError(t, gw.Publish("job", []byte(fmt.Sprint("g", i))))
+		require.NoError(t, nc.Publish("job", []byte(fmt.Sprint("l", i))))
 	}
 	for range n {
 		if m := nextMsg(t, gwWorker); m.Data[0] != 'g' {
@@ -148,11 +150,11 @@ func TestLeafListenNatsServerLeaf(t *testing.T) {
 	}
 	// Without a local member the leaf's members serve the gateway's
 	// publishers, each message once.
-	requireNoError(t, gwWorker.Unsubscribe())
-	requireNoError(t, gw.Flush())
+	require.NoError(t, gwWorker.Unsubscribe())
+	require.NoError(t, gw.Flush())
 	flushLeafs(t, a)
 	for i := range n {
-		requireNoError(t, gw.Publish("job", []byte(fmt.Sprint("g", i))))
+		require.NoError(t, gw.Publish("job", []byte(fmt.Sprint("g", i))))
 	}
 	got := drainQueue(t, n, settle, leafWorker1, leafWorker2)
 	slices.Sort(got)
@@ -161,15 +163,15 @@ func TestLeafListenNatsServerLeaf(t *testing.T) {
 		want[i] = fmt.Sprint("g", i)
 	}
 	slices.Sort(want)
-	requireEqual(t, got, want)
+	require.DeepEqual(t, got, want)
 
 	// Interest removal: after LS- nothing more is sent to the leaf.
-	requireNoError(t, down.Unsubscribe())
-	requireNoError(t, nc.Flush())
+	require.NoError(t, down.Unsubscribe())
+	require.NoError(t, nc.Flush())
 	waitLeafs(t, a, "LS- down.>", hasLeafSubject("down.>", false))
 	before := a.LeafListener().Leafs()[0].OutMsgs
-	requireNoError(t, gw.Publish("down.temp", []byte("gone")))
-	requireNoError(t, gw.Flush())
+	require.NoError(t, gw.Publish("down.temp", []byte("gone")))
+	require.NoError(t, gw.Flush())
 	flushLeafs(t, a)
 	if after := a.LeafListener().Leafs()[0].OutMsgs; after != before {
 		t.Fatalf("a message without interest went to the leaf (%d → %d)", before, after)
@@ -191,7 +193,7 @@ func TestLeafListenNatsServerLeaf(t *testing.T) {
 		Leafs int `json:"leafnodes"`
 	}
 	getJSON(t, "http://"+a.MonitorAddr().String()+"/varz", &vz)
-	requireEqual(t, vz.Leafs, 1)
+	require.DeepEqual(t, vz.Leafs, 1)
 	if len(lz.Leafs) != 1 || lz.Leafs[0].Name != "ns-leaf" || lz.Leafs[0].IsSpoke || lz.Leafs[0].Account != "$G" ||
 		lz.Leafs[0].IP != "127.0.0.1" || lz.Leafs[0].InMsgs < 1 || !contains(lz.Leafs[0].Subs, "svc.leaf") {
 		t.Fatalf("/leafz: %+v", lz)
@@ -218,17 +220,9 @@ func TestLeafListenNatsServerLeaf(t *testing.T) {
 // still in flight has arrived), it requires that no member holds more.
 func drainQueue(t *testing.T, n int, settle func(), subs ...*nats.Subscription) []string {
 	t.Helper()
-	var got []string
-	deadline := time.Now().Add(testTimeout)
-	for len(got) < n && time.Now().Before(deadline) {
-		for _, s := range subs {
-			if m, err := s.NextMsg(10 * time.Millisecond); err == nil {
-				got = append(got, string(m.Data))
-			}
-		}
-	}
-	if len(got) != n {
-		t.Fatalf("queue members got %d messages, want %d", len(got), n)
+	got, extra := receiveN(n, subs...)
+	if len(got) != n || extra != 0 {
+		t.Fatalf("queue members got %d messages (and %d more), want %d", len(got), extra, n)
 	}
 	settle()
 	for _, s := range subs {
@@ -246,14 +240,8 @@ func TestLeafListenRefusesWrongCredentials(t *testing.T) {
 	a := startApp(t, "http_port: 0\nleafnodes: {listen: '127.0.0.1:-1', authorization: {user: leaf, password: s3cret}}\n", Flags{})
 	leafSrv := leaftest.StartHub(t, leaftest.HubOptions{Name: "intruder",
 		Leaf: fmt.Sprintf(`remotes: [{url: "nats-leaf://leaf:wrong@%s"}]`, a.LeafListener().Addr())})
-	deadline := time.Now().Add(testTimeout)
-	for !strings.Contains(leafSrv.Logs(), "Authorization Violation") {
-		if time.Now().After(deadline) {
-			t.Fatalf("the leaf never logged the refusal:\n%s", leafSrv.Logs())
-		}
-		time.Sleep(20 * time.Millisecond) // polling a process log: no event to wait on
-	}
-	requireEqual(t, len(a.LeafListener().Leafs()), 0)
+	leafSrv.WaitLog(regexp.MustCompile("Authorization Violation"), testTimeout) // woken by each line the leaf logs
+	require.DeepEqual(t, len(a.LeafListener().Leafs()), 0)
 }
 
 // TestLeafListenLeafboxGateway attaches a leafbox gateway (a solicited
@@ -267,40 +255,40 @@ func TestLeafListenLeafboxGateway(t *testing.T) {
 	link := gwApp.node.Link(0)
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
-	requireNoError(t, link.WaitConnected(ctx))
+	require.NoError(t, link.WaitConnected(ctx))
 	waitLeafs(t, hub, "the gateway", func(ls []leaf.AcceptedStatus) bool { return len(ls) == 1 })
 	st := hub.LeafListener().Leafs()[0]
-	requireEqual(t, st.Name, "gw-box")
-	requireEqual(t, st.Account, "SITE")
-	requireEqual(t, link.Status().RemoteAccount, "SITE")
+	require.DeepEqual(t, st.Name, "gw-box")
+	require.DeepEqual(t, st.Account, "SITE")
+	require.DeepEqual(t, link.Status().RemoteAccount, "SITE")
 
 	hc := natsConnect(t, "nats://s:p@"+hub.Addr().String())
 	gc := natsConnect(t, "nats://"+gwApp.Addr().String())
 
 	// Hub → gateway.
 	down, err := gc.SubscribeSync("down.>")
-	requireNoError(t, err)
-	requireNoError(t, gc.Flush())
-	requireNoError(t, link.Flush(ctx))
-	requireNoError(t, hc.Publish("down.cmd", []byte("reboot")))
+	require.NoError(t, err)
+	require.NoError(t, gc.Flush())
+	require.NoError(t, link.Flush(ctx))
+	require.NoError(t, hc.Publish("down.cmd", []byte("reboot")))
 	if m := nextMsg(t, down); m.Subject != "down.cmd" || string(m.Data) != "reboot" {
 		t.Fatalf("gateway got %q %q", m.Subject, m.Data)
 	}
 
 	// Gateway → hub, and a request the hub answers.
 	up, err := hc.SubscribeSync("up.>")
-	requireNoError(t, err)
+	require.NoError(t, err)
 	_, err = hc.Subscribe("svc.hub", func(m *nats.Msg) { _ = m.Respond([]byte("ok:" + string(m.Data))) })
-	requireNoError(t, err)
-	requireNoError(t, hc.Flush())
-	requireNoError(t, link.Flush(ctx))
-	requireNoError(t, gc.Publish("up.temp", []byte("21")))
+	require.NoError(t, err)
+	require.NoError(t, hc.Flush())
+	require.NoError(t, link.Flush(ctx))
+	require.NoError(t, gc.Publish("up.temp", []byte("21")))
 	if m := nextMsg(t, up); m.Subject != "up.temp" || string(m.Data) != "21" {
 		t.Fatalf("hub got %q %q", m.Subject, m.Data)
 	}
 	resp, err := gc.Request("svc.hub", []byte("x"), testTimeout)
-	requireNoError(t, err)
-	requireEqual(t, string(resp.Data), "ok:x")
+	require.NoError(t, err)
+	require.DeepEqual(t, string(resp.Data), "ok:x")
 }
 
 // TestLeafListenTLSNkey attaches a leafbox gateway over TLS with a
@@ -318,15 +306,15 @@ func TestLeafListenTLSNkey(t *testing.T) {
 	link := gwApp.node.Link(0)
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
-	requireNoError(t, link.WaitConnected(ctx))
+	require.NoError(t, link.WaitConnected(ctx))
 
 	hc := natsConnect(t, "nats://"+hub.Addr().String())
 	gc := natsConnect(t, "nats://"+gwApp.Addr().String())
 	up, err := hc.SubscribeSync("up.>")
-	requireNoError(t, err)
-	requireNoError(t, hc.Flush())
-	requireNoError(t, link.Flush(ctx))
-	requireNoError(t, gc.Publish("up.secure", []byte("x")))
+	require.NoError(t, err)
+	require.NoError(t, hc.Flush())
+	require.NoError(t, link.Flush(ctx))
+	require.NoError(t, gc.Publish("up.secure", []byte("x")))
 	nextMsg(t, up)
 }
 
@@ -337,12 +325,10 @@ func TestLeafListenDetectsLoop(t *testing.T) {
 	port := leaftest.FreePort(t)
 	a := startApp(t, fmt.Sprintf("http_port: 0\nleafnodes: {listen: '127.0.0.1:%d', remotes: [{url: 'nats-leaf://127.0.0.1:%d'}]}\n", port, port), Flags{})
 	link := a.node.Link(0)
-	deadline := time.Now().Add(testTimeout)
-	for !strings.Contains(link.Status().LastError, "loop detected") {
-		if time.Now().After(deadline) {
-			t.Fatalf("no loop reported: %+v", link.Status())
-		}
-		time.Sleep(10 * time.Millisecond) // the status has no change signal for errors outside Wait
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	if err := link.Wait(ctx, func(st leaf.Status) bool { return strings.Contains(st.LastError, "loop detected") }); err != nil {
+		t.Fatalf("no loop reported: %v; %+v", err, link.Status())
 	}
 	// The link waits 30s before trying again, as after nats-server's -ERR.
 	if st := link.Status(); time.Until(st.RetryAt) < 20*time.Second {
@@ -372,17 +358,17 @@ func TestLeafListenProtocolErrors(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			conn, err := net.DialTimeout("tcp", a.LeafListener().Addr().String(), testTimeout)
-			requireNoError(t, err)
+			require.NoError(t, err)
 			defer conn.Close()
-			requireNoError(t, conn.SetDeadline(time.Now().Add(testTimeout)))
+			require.NoError(t, conn.SetDeadline(time.Now().Add(testTimeout)))
 			r := bufio.NewReader(conn)
 			line, err := r.ReadString('\n')
-			requireNoError(t, err)
+			require.NoError(t, err)
 			if !strings.HasPrefix(line, "INFO ") || !strings.Contains(line, `"nonce":`) || !strings.Contains(line, `"info_on_connect":true`) {
 				t.Fatalf("first line %q", line)
 			}
 			_, err = conn.Write([]byte(tc.send))
-			requireNoError(t, err)
+			require.NoError(t, err)
 			var lines []string
 			for {
 				line, err := r.ReadString('\n')
@@ -405,10 +391,10 @@ func TestAppReloadLeafListen(t *testing.T) {
 		c := loopbackConfig(t, src, tempEnv(t))
 		return a.Reload(c)
 	}
-	requireNoError(t, reload(base+"max_payload: 2MB\n"))
-	requireErrorContains(t, reload("http_port: 0\nleafnodes: {listen: '127.0.0.1:-1', authorization: {token: x}}\n"),
+	require.NoError(t, reload(base+"max_payload: 2MB\n"))
+	require.ErrorContains(t, reload("http_port: 0\nleafnodes: {listen: '127.0.0.1:-1', authorization: {token: x}}\n"),
 		"leafnodes: changing listen, authorization, tls or compression needs a restart")
-	requireErrorContains(t, reload("http_port: 0\n"), "leafnodes: changing listen")
+	require.ErrorContains(t, reload("http_port: 0\n"), "leafnodes: changing listen")
 }
 
 func TestLeafListenConfig(t *testing.T) {
@@ -416,26 +402,26 @@ func TestLeafListenConfig(t *testing.T) {
 		t.Helper()
 		return mustValidate(t, src).LeafListenAddr()
 	}
-	requireEqual(t, addr("leafnodes: {listen: 7433}"), "0.0.0.0:7433")
-	requireEqual(t, addr("leafnodes: {listen: '127.0.0.1'}"), "127.0.0.1:7422")
-	requireEqual(t, addr("leafnodes: {listen: '127.0.0.1:-1'}"), "127.0.0.1:0")
-	requireEqual(t, addr("leafnodes: {remotes: [{url: 'nats://h:1'}]}"), "")
+	require.DeepEqual(t, addr("leafnodes: {listen: 7433}"), "0.0.0.0:7433")
+	require.DeepEqual(t, addr("leafnodes: {listen: '127.0.0.1'}"), "127.0.0.1:7422")
+	require.DeepEqual(t, addr("leafnodes: {listen: '127.0.0.1:-1'}"), "127.0.0.1:0")
+	require.DeepEqual(t, addr("leafnodes: {remotes: [{url: 'nats://h:1'}]}"), "")
 
 	c := mustValidate(t, "accounts: {SITE: {}}\nleafnodes: {listen: 7422, compression: fast,"+
 		" authorization: {token: t0k, account: SITE, timeout: 1s}}")
 	ac, err := leafAcceptConfig(c)
-	requireNoError(t, err)
-	requireEqual(t, ac.Compression, leaf.CompressionS2Fast)
-	requireEqual(t, ac.Account, "SITE")
-	requireEqual(t, ac.AuthTimeout, time.Second)
-	requireEqual(t, ac.Auth.Token, "t0k")
+	require.NoError(t, err)
+	require.DeepEqual(t, ac.Compression, leaf.CompressionS2Fast)
+	require.DeepEqual(t, ac.Account, "SITE")
+	require.DeepEqual(t, ac.AuthTimeout, time.Second)
+	require.DeepEqual(t, ac.Auth.Token, "t0k")
 
 	// Secrets are hidden when the configuration is printed.
 	c = mustValidate(t, "leafnodes: {listen: 7422, authorization: {user: u, password: s3cret, users: [{user: v, password: s3cret}]}}")
 	r := c.Redacted().LeafNodes.Authorization
-	requireEqual(t, r.Password, redactedSecret)
-	requireEqual(t, r.Users[0].Password, redactedSecret)
-	requireEqual(t, c.LeafNodes.Authorization.Password, "s3cret") // original untouched
+	require.DeepEqual(t, r.Password, redactedSecret)
+	require.DeepEqual(t, r.Users[0].Password, redactedSecret)
+	require.DeepEqual(t, c.LeafNodes.Authorization.Password, "s3cret") // original untouched
 
 	cases := []struct{ name, src, want string }{
 		{"auth without listen", "leafnodes: {authorization: {token: x}}", "leafnodes: authorization, tls and compression configure leafnodes.listen, which is not set"},
@@ -455,7 +441,7 @@ func TestLeafListenConfig(t *testing.T) {
 				c.SetDefaults(testEnv)
 				err = c.Validate()
 			}
-			requireErrorContains(t, err, tc.want)
+			require.ErrorContains(t, err, tc.want)
 		})
 	}
 }
@@ -474,7 +460,7 @@ func TestLeafListenBetweenLeafs(t *testing.T) {
 	var clients []*nats.Conn
 	for _, name := range []string{"gw-1", "gw-2"} {
 		gw := startApp(t, fmt.Sprintf(gwConf, name, hub.LeafListener().Addr()), Flags{})
-		requireNoError(t, gw.node.Link(0).WaitConnected(ctx))
+		require.NoError(t, gw.node.Link(0).WaitConnected(ctx))
 		links = append(links, gw.node.Link(0))
 		clients = append(clients, natsConnect(t, "nats://"+gw.Addr().String()))
 	}
@@ -484,22 +470,22 @@ func TestLeafListenBetweenLeafs(t *testing.T) {
 	flush := func() {
 		t.Helper()
 		for _, c := range clients {
-			requireNoError(t, c.Flush())
+			require.NoError(t, c.Flush())
 		}
 		for _, l := range links {
-			requireNoError(t, l.Flush(ctx))
+			require.NoError(t, l.Flush(ctx))
 		}
-		requireNoError(t, hub.LeafListener().Flush(ctx))
+		require.NoError(t, hub.LeafListener().Flush(ctx))
 		for _, l := range links {
-			requireNoError(t, l.Flush(ctx))
+			require.NoError(t, l.Flush(ctx))
 		}
 	}
 
 	// gw-1 → hub → gw-2.
 	sub, err := clients[1].SubscribeSync("east.>")
-	requireNoError(t, err)
+	require.NoError(t, err)
 	flush()
-	requireNoError(t, clients[0].Publish("east.temp", []byte("7")))
+	require.NoError(t, clients[0].Publish("east.temp", []byte("7")))
 	if m := nextMsg(t, sub); m.Subject != "east.temp" || string(m.Data) != "7" {
 		t.Fatalf("gw-2 got %q %q", m.Subject, m.Data)
 	}
@@ -508,7 +494,7 @@ func TestLeafListenBetweenLeafs(t *testing.T) {
 	var members []*nats.Subscription
 	for _, c := range clients {
 		s, err := c.QueueSubscribeSync("job", "workers")
-		requireNoError(t, err)
+		require.NoError(t, err)
 		members = append(members, s)
 	}
 	flush()
@@ -517,19 +503,19 @@ func TestLeafListenBetweenLeafs(t *testing.T) {
 	want := make([]string, n)
 	for i := range n {
 		want[i] = fmt.Sprint("j", i)
-		requireNoError(t, hc.Publish("job", []byte(want[i])))
+		require.NoError(t, hc.Publish("job", []byte(want[i])))
 	}
 	got := drainQueue(t, n, flush, members...)
 	slices.Sort(got)
 	slices.Sort(want)
-	requireEqual(t, got, want)
+	require.DeepEqual(t, got, want)
 
 	// Publishers on the gateways: the hub relays each gateway's queue
 	// interest to the other as queue interest, so each gateway serves its
 	// publishers with its own member, and no message is delivered twice.
 	for i := range n {
 		for g, c := range clients {
-			requireNoError(t, c.Publish("job", []byte(fmt.Sprint(g, "-", i))))
+			require.NoError(t, c.Publish("job", []byte(fmt.Sprint(g, "-", i))))
 		}
 	}
 	flush()
@@ -564,25 +550,25 @@ func TestLeafListenCompression(t *testing.T) {
 			link := gw.node.Link(0)
 			ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 			defer cancel()
-			requireNoError(t, link.WaitConnected(ctx))
+			require.NoError(t, link.WaitConnected(ctx))
 			waitLeafs(t, hub, "the gateway", func(ls []leaf.AcceptedStatus) bool { return len(ls) == 1 })
-			requireEqual(t, hub.LeafListener().Leafs()[0].Compression, tc.want)
+			require.DeepEqual(t, hub.LeafListener().Leafs()[0].Compression, tc.want)
 
 			hc := natsConnect(t, "nats://"+hub.Addr().String())
 			gc := natsConnect(t, "nats://"+gw.Addr().String())
 			up, err := hc.SubscribeSync("up")
-			requireNoError(t, err)
+			require.NoError(t, err)
 			down, err := gc.SubscribeSync("down")
-			requireNoError(t, err)
-			requireNoError(t, hc.Flush())
-			requireNoError(t, gc.Flush())
-			requireNoError(t, link.Flush(ctx))
-			requireNoError(t, hub.LeafListener().Flush(ctx))
+			require.NoError(t, err)
+			require.NoError(t, hc.Flush())
+			require.NoError(t, gc.Flush())
+			require.NoError(t, link.Flush(ctx))
+			require.NoError(t, hub.LeafListener().Flush(ctx))
 			payload := []byte(strings.Repeat("compressible ", 200))
-			requireNoError(t, gc.Publish("up", payload))
-			requireNoError(t, hc.Publish("down", payload))
-			requireEqual(t, nextMsg(t, up).Data, payload)
-			requireEqual(t, nextMsg(t, down).Data, payload)
+			require.NoError(t, gc.Publish("up", payload))
+			require.NoError(t, hc.Publish("down", payload))
+			require.DeepEqual(t, nextMsg(t, up).Data, payload)
+			require.DeepEqual(t, nextMsg(t, down).Data, payload)
 		})
 	}
 }
@@ -679,10 +665,10 @@ func TestLeafListenNatsServerTLS(t *testing.T) {
 
 	nc := natsConnect(t, leafSrv.ClientURL())
 	down, err := nc.SubscribeSync("down")
-	requireNoError(t, err)
-	requireNoError(t, nc.Flush())
+	require.NoError(t, err)
+	require.NoError(t, nc.Flush())
 	waitLeafs(t, a, "LS+ down", hasLeafSubject("down", true))
 	gw := natsConnect(t, "nats://"+a.Addr().String())
-	requireNoError(t, gw.Publish("down", []byte("secure")))
-	requireEqual(t, string(nextMsg(t, down).Data), "secure")
+	require.NoError(t, gw.Publish("down", []byte("secure")))
+	require.DeepEqual(t, string(nextMsg(t, down).Data), "secure")
 }

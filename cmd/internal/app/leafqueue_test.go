@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/nats-io/nats.go"
 
 	"github.com/leafbox/leafbox/core/monitor"
+	"github.com/leafbox/leafbox/core/require"
 	"github.com/leafbox/leafbox/leaf"
 	"github.com/leafbox/leafbox/leaf/leaftest"
 )
@@ -34,7 +36,7 @@ func startThreeLevels(t *testing.T, hubConfig, midConfig, bottomConfig string) *
 		Leaf: fmt.Sprintf(`remotes: [{url: "nats-leaf://%s"}]`, mid.LeafListener().Addr())})
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
-	requireNoError(t, mid.node.Link(0).WaitConnected(ctx))
+	require.NoError(t, mid.node.Link(0).WaitConnected(ctx))
 	waitLeafs(t, mid, "the bottom leaf", func(ls []leaf.AcceptedStatus) bool { return len(ls) == 1 })
 	return &threeLevels{hub: hub, bottom: bottom, mid: mid}
 }
@@ -47,13 +49,13 @@ func (c *threeLevels) sync(t *testing.T, conns ...*nats.Conn) {
 	defer cancel()
 	for range 2 {
 		for _, nc := range conns {
-			requireNoError(t, nc.Flush())
+			require.NoError(t, nc.Flush())
 		}
-		requireNoError(t, c.mid.node.Link(0).Flush(ctx))
-		requireNoError(t, c.mid.LeafListener().Flush(ctx))
+		require.NoError(t, c.mid.node.Link(0).Flush(ctx))
+		require.NoError(t, c.mid.LeafListener().Flush(ctx))
 	}
 	for _, nc := range conns {
-		requireNoError(t, nc.Flush())
+		require.NoError(t, nc.Flush())
 	}
 }
 
@@ -70,14 +72,14 @@ func TestLeafQueueAcrossThreeLevels(t *testing.T) {
 	bottomNC := natsConnect(t, c.bottom.ClientURL())
 
 	hubWorker, err := hubNC.QueueSubscribeSync("job", "workers")
-	requireNoError(t, err)
+	require.NoError(t, err)
 	var bottomWorkers []*nats.Subscription
 	for range 2 {
 		s, err := bottomNC.QueueSubscribeSync("job", "workers")
-		requireNoError(t, err)
+		require.NoError(t, err)
 		bottomWorkers = append(bottomWorkers, s)
 	}
-	requireNoError(t, bottomNC.Flush())
+	require.NoError(t, bottomNC.Flush())
 	waitLeafs(t, c.mid, "LS+ job workers", hasLeafSubject("job workers", true))
 	c.sync(t, hubNC, midNC, bottomNC)
 
@@ -88,7 +90,7 @@ func TestLeafQueueAcrossThreeLevels(t *testing.T) {
 			members++
 		}
 	}
-	requireEqual(t, members, 2)
+	require.DeepEqual(t, members, 2)
 
 	const n = 200
 	want := make([]string, 0, 3*n)
@@ -96,7 +98,7 @@ func TestLeafQueueAcrossThreeLevels(t *testing.T) {
 		for level, nc := range map[string]*nats.Conn{"hub": hubNC, "mid": midNC, "bottom": bottomNC} {
 			p := fmt.Sprint(level, "-", i)
 			want = append(want, p)
-			requireNoError(t, nc.Publish("job", []byte(p)))
+			require.NoError(t, nc.Publish("job", []byte(p)))
 		}
 	}
 	got := receiveAll(t, len(want), append([]*nats.Subscription{hubWorker}, bottomWorkers...)...)
@@ -115,16 +117,16 @@ func TestLeafQueueAcrossThreeLevels(t *testing.T) {
 	// Without members on the bottom leaf, the hub's member serves every
 	// level.
 	for _, s := range bottomWorkers {
-		requireNoError(t, s.Unsubscribe())
+		require.NoError(t, s.Unsubscribe())
 	}
-	requireNoError(t, bottomNC.Flush())
+	require.NoError(t, bottomNC.Flush())
 	waitLeafs(t, c.mid, "LS- job workers", hasLeafSubject("job workers", false))
 	c.sync(t, hubNC, midNC, bottomNC)
 	if slices.ContainsFunc(c.mid.srv.Subscriptions("$G"), func(d monitor.SubDetail) bool { return d.Queue == "workers" }) {
 		t.Fatal("the bottom leaf's members outlived its LS-")
 	}
 	for _, nc := range []*nats.Conn{hubNC, midNC, bottomNC} {
-		requireNoError(t, nc.Publish("job", []byte("last")))
+		require.NoError(t, nc.Publish("job", []byte("last")))
 	}
 	receiveAll(t, 3, hubWorker)
 	c.sync(t, hubNC, midNC, bottomNC)
@@ -136,21 +138,49 @@ func TestLeafQueueAcrossThreeLevels(t *testing.T) {
 // receiveAll receives n messages from subs and returns their payloads.
 func receiveAll(t *testing.T, n int, subs ...*nats.Subscription) []string {
 	t.Helper()
-	var got []string
-	deadline := time.Now().Add(testTimeout)
-	for len(got) < n && time.Now().Before(deadline) {
-		for _, s := range subs {
-			for {
-				m, err := s.NextMsg(5 * time.Millisecond)
-				if err != nil {
-					break
-				}
-				got = append(got, string(m.Data))
-			}
-		}
-	}
-	if len(got) != n {
-		t.Fatalf("received %d messages, want %d", len(got), n)
+	got, extra := receiveN(n, subs...)
+	if len(got) != n || extra != 0 {
+		t.Fatalf("received %d messages (and %d more), want %d", len(got), extra, n)
 	}
 	return got
+}
+
+// receiveN receives from all of subs at once (a NextMsgWithContext per
+// subscription, each in its own goroutine) until n messages have come or
+// testTimeout passes, and returns their payloads in arrival order. extra
+// counts the messages received beyond n before the receivers stopped.
+func receiveN(n int, subs ...*nats.Subscription) (got []string, extra int) {
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	msgs := make(chan string)
+	var wg sync.WaitGroup
+	var more atomic.Int64
+	for _, s := range subs {
+		wg.Go(func() {
+			for {
+				m, err := s.NextMsgWithContext(ctx)
+				if err != nil {
+					return
+				}
+				select {
+				case msgs <- string(m.Data):
+				case <-ctx.Done():
+					more.Add(1)
+					return
+				}
+			}
+		})
+	}
+	for len(got) < n {
+		select {
+		case m := <-msgs:
+			got = append(got, m)
+			continue
+		case <-ctx.Done():
+		}
+		break
+	}
+	cancel()
+	wg.Wait()
+	return got, int(more.Load())
 }

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/leafbox/leafbox/core/require"
 	"github.com/leafbox/leafbox/core/server"
 )
 
@@ -17,27 +18,27 @@ func TestLivenessCheck(t *testing.T) {
 	c := loopbackConfig(t, "http_port: 0\n", tempEnv(t))
 	a := startProbed(t, c)
 	lv, err := a.Liveness()
-	requireNoError(t, err)
+	require.NoError(t, err)
 	t.Cleanup(lv.Close)
 
 	var seen atomic.Int64
 	watcher := a.srv.InProcess("")
 	t.Cleanup(watcher.Close)
 	_, err = watcher.Subscribe(">", "", func(server.Msg) { seen.Add(1) })
-	requireNoError(t, err)
+	require.NoError(t, err)
 	for range 3 {
-		requireNoError(t, lv.Check())
+		require.NoError(t, lv.Check())
 	}
-	requireEqual(t, seen.Load(), int64(0))
+	require.DeepEqual(t, seen.Load(), int64(0))
 
 	store := c.JetStream.StoreDir
-	requireNoError(t, os.RemoveAll(store))
+	require.NoError(t, os.RemoveAll(store))
 	writeFile(t, filepath.Dir(store), filepath.Base(store), "x")
-	requireErrorContains(t, lv.Check(), "store_dir "+store+" is not writable: not a directory")
-	requireNoError(t, os.Remove(store))
-	requireNoError(t, os.Mkdir(store, 0o750))
-	requireNoError(t, lv.Check())
+	require.ErrorContains(t, lv.Check(), "store_dir "+store+" is not writable: not a directory")
+	require.NoError(t, os.Remove(store))
+	require.NoError(t, os.Mkdir(store, 0o750))
+	require.NoError(t, lv.Check())
 
-	requireNoError(t, a.Shutdown(context.Background()))
-	requireErrorContains(t, lv.Check(), "broker: server is shutting down")
+	require.NoError(t, a.Shutdown(context.Background()))
+	require.ErrorContains(t, lv.Check(), "broker: server is shutting down")
 }

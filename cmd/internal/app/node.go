@@ -10,6 +10,8 @@ import (
 	"github.com/leafbox/leafbox/leaf/downlink"
 	"github.com/leafbox/leafbox/leaf/node"
 	"github.com/leafbox/leafbox/store"
+	"github.com/leafbox/leafbox/store/filestore"
+	"github.com/leafbox/leafbox/store/vfs"
 )
 
 // nodeConfig turns the leafnodes, uplinks, uplink_limits and downlinks
@@ -17,7 +19,7 @@ import (
 // serverName are the broker's. cfg has been validated; the TLS files are
 // read here.
 func nodeConfig(c *config.Config, serverID, serverName string, log *slog.Logger) (node.Config, error) {
-	nc := node.Config{ServerID: serverID, ServerName: serverName, Logger: log}
+	nc := node.Config{ServerID: serverID, ServerName: serverName, Logger: log, OpenStream: openFileStream}
 	if ln := c.LeafNodes; ln != nil {
 		for i := range ln.Remotes {
 			r := &ln.Remotes[i]
@@ -89,4 +91,10 @@ func uplinkConfig(c *config.Config, u *config.UplinkConfig) node.UplinkConfig {
 		MinFreeDisk:   minFree,
 		Outbox:        outboxConfig(c, u),
 	}
+}
+
+// openFileStream is the leaf runtime's node.StreamOpener: the outbox and
+// dead-letter streams are filestore streams on the real file system.
+func openFileStream(dir string, cfg store.Config, syncInterval time.Duration) (store.Stream, error) {
+	return filestore.Open(vfs.OS, dir, filestore.Config{Config: cfg, SyncInterval: syncInterval})
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/leafbox/leafbox/core/auth"
+	"github.com/leafbox/leafbox/core/require"
 	"github.com/leafbox/leafbox/core/server"
 )
 
@@ -44,7 +45,7 @@ accounts:
 jetstream: {domain: edge, store_dir: /tmp/js}
 `)
 	opts, err := serverOptions(c)
-	requireNoError(t, err)
+	require.NoError(t, err)
 	want := server.Options{
 		ServerName:          "gw",
 		Host:                "127.0.0.1",
@@ -78,29 +79,29 @@ jetstream: {domain: edge, store_dir: /tmp/js}
 		JetStream:       true,
 		JetStreamDomain: "edge",
 	}
-	requireEqual(t, opts, want)
-	requireNoError(t, opts.Validate())
+	require.DeepEqual(t, opts, want)
+	require.NoError(t, opts.Validate())
 }
 
 func TestServerOptionsWithoutAuth(t *testing.T) {
 	opts, err := serverOptions(mustValidate(t, "port: -1"))
-	requireNoError(t, err)
+	require.NoError(t, err)
 	if opts.Auth != nil {
 		t.Fatalf("want no auth config, got %+v", opts.Auth)
 	}
-	requireEqual(t, opts.Port, server.RandomPort)
-	requireEqual(t, opts.TLS, (*tls.Config)(nil))
+	require.DeepEqual(t, opts.Port, server.RandomPort)
+	require.DeepEqual(t, opts.TLS, (*tls.Config)(nil))
 }
 
 func TestServerOptionsSingleUserAndToken(t *testing.T) {
 	opts, err := serverOptions(mustValidate(t, "authorization: {user: u, password: p}"))
-	requireNoError(t, err)
-	requireEqual(t, opts.Auth.Users, []auth.User{{Name: "u", Password: "p"}})
+	require.NoError(t, err)
+	require.DeepEqual(t, opts.Auth.Users, []auth.User{{Name: "u", Password: "p"}})
 
 	opts, err = serverOptions(mustValidate(t, "authorization: {token: tok}"))
-	requireNoError(t, err)
-	requireEqual(t, opts.Auth, &auth.Config{Token: "tok"})
-	requireEqual(t, opts.AuthTimeout, server.DefaultAuthTimeout)
+	require.NoError(t, err)
+	require.DeepEqual(t, opts.Auth, &auth.Config{Token: "tok"})
+	require.DeepEqual(t, opts.AuthTimeout, server.DefaultAuthTimeout)
 }
 
 func TestServerOptionsTLS(t *testing.T) {
@@ -117,23 +118,23 @@ tls:
   handshake_first: true
 `)
 	c, err := Load(path)
-	requireNoError(t, err)
+	require.NoError(t, err)
 	c.SetDefaults(testEnv)
 	opts, err := serverOptions(c)
-	requireNoError(t, err)
+	require.NoError(t, err)
 	if opts.TLS == nil {
 		t.Fatal("no TLS config")
 	}
-	requireEqual(t, opts.TLS.MinVersion, uint16(tls.VersionTLS12))
-	requireEqual(t, opts.TLS.ClientAuth, tls.RequireAndVerifyClientCert)
-	requireEqual(t, len(opts.TLS.Certificates), 1)
+	require.DeepEqual(t, opts.TLS.MinVersion, uint16(tls.VersionTLS12))
+	require.DeepEqual(t, opts.TLS.ClientAuth, tls.RequireAndVerifyClientCert)
+	require.DeepEqual(t, len(opts.TLS.Certificates), 1)
 	if opts.TLS.ClientCAs == nil {
 		t.Fatal("no client CA pool")
 	}
-	requireEqual(t, opts.TLSRequired, true)
-	requireEqual(t, opts.TLSVerify, true)
-	requireEqual(t, opts.TLSHandshakeFirst, true)
-	requireEqual(t, opts.TLSTimeout, server.DefaultTLSTimeout)
+	require.DeepEqual(t, opts.TLSRequired, true)
+	require.DeepEqual(t, opts.TLSVerify, true)
+	require.DeepEqual(t, opts.TLSHandshakeFirst, true)
+	require.DeepEqual(t, opts.TLSTimeout, server.DefaultTLSTimeout)
 }
 
 func TestServerOptionsTLSBadFiles(t *testing.T) {
@@ -152,7 +153,7 @@ func TestServerOptionsTLSBadFiles(t *testing.T) {
 			c := mustParse(t, tc.src)
 			c.SetDefaults(testEnv)
 			_, err := serverOptions(c)
-			requireErrorContains(t, err, tc.want...)
+			require.ErrorContains(t, err, tc.want...)
 		})
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/leafbox/leafbox/core/require"
 )
 
 // A store directory that is a file stops Build with that cause, not with
@@ -17,7 +19,7 @@ func TestBuildNamesAStoreDirThatIsAFile(t *testing.T) {
 	Overrides{StoreDir: ptr(file)}.Apply(c)
 	c.SetDefaults(testEnv)
 	_, err := Build(c, Flags{})
-	requireErrorContains(t, err, "flag --store-dir: jetstream.store_dir: "+file+" is not a directory")
+	require.ErrorContains(t, err, "flag --store-dir: jetstream.store_dir: "+file+" is not a directory")
 	if strings.Contains(err.Error(), "clock") {
 		t.Fatalf("error names the clock: %v", err)
 	}
@@ -28,21 +30,21 @@ func TestStartErrorHasOnePrefix(t *testing.T) {
 	store := filepath.Join(t.TempDir(), "js")
 	c := loopbackConfig(t, "http_port: 0\njetstream: {store_dir: '"+store+"'}\n", testEnv)
 	a, err := Build(c, Flags{})
-	requireNoError(t, err)
+	require.NoError(t, err)
 	// The streams directory turns into a file between Build and Start.
 	streams := filepath.Join(store, "streams")
-	requireNoError(t, os.RemoveAll(streams))
+	require.NoError(t, os.RemoveAll(streams))
 	writeFile(t, store, "streams", "x")
 	err = a.Start()
-	requireErrorContains(t, err, "jetstream: ", streams)
+	require.ErrorContains(t, err, "jetstream: ", streams)
 	if strings.Contains(err.Error(), "jetstream: jetstream:") {
 		t.Fatalf("prefix doubled: %v", err)
 	}
 }
 
 func TestWithPrefix(t *testing.T) {
-	requireEqual(t, withPrefix("jetstream", errors.New("jetstream: closed")).Error(), "jetstream: closed")
-	requireEqual(t, withPrefix("jetstream", errors.New("store dir: x")).Error(), "jetstream: store dir: x")
-	requireEqual(t, withPrefix("clock", errors.New("clockwork")).Error(), "clock: clockwork")
-	requireNoError(t, withPrefix("x", nil))
+	require.DeepEqual(t, withPrefix("jetstream", errors.New("jetstream: closed")).Error(), "jetstream: closed")
+	require.DeepEqual(t, withPrefix("jetstream", errors.New("store dir: x")).Error(), "jetstream: store dir: x")
+	require.DeepEqual(t, withPrefix("clock", errors.New("clockwork")).Error(), "clock: clockwork")
+	require.NoError(t, withPrefix("x", nil))
 }

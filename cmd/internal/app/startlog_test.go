@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/leafbox/leafbox/core/require"
 )
 
 // lockedBuffer is a bytes.Buffer safe for the logger's goroutines.
@@ -32,9 +34,9 @@ func TestStartLogsReadyLast(t *testing.T) {
 	// The hub is a closed port: the link keeps trying in the background,
 	// which is "started" as far as Start is concerned.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	requireNoError(t, err)
+	require.NoError(t, err)
 	hub := ln.Addr().String()
-	requireNoError(t, ln.Close())
+	require.NoError(t, ln.Close())
 
 	var logs lockedBuffer
 	logger := slog.New(slog.NewJSONHandler(&logs, nil))

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/leafbox/leafbox/core/require"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -17,7 +18,7 @@ var authExample = filepath.Join("..", "..", "..", "deploy", "examples", "auth.ya
 // requests in the default store directory.
 func TestAppRunsJetStreamFromTheAuthExample(t *testing.T) {
 	c, err := Load(authExample)
-	requireNoError(t, err)
+	require.NoError(t, err)
 	env := tempEnv(t)
 	Overrides{Host: ptr("127.0.0.1"), Port: ptr(-1), HTTPPort: ptr(0)}.Apply(c)
 	c.SetDefaults(env)
@@ -26,14 +27,14 @@ func TestAppRunsJetStreamFromTheAuthExample(t *testing.T) {
 		t.Fatal("JetStream is not running")
 	}
 	nc, err := nats.Connect("nats://"+a.Addr().String(), nats.UserInfo("admin", "change-me"), nats.Timeout(testTimeout))
-	requireNoError(t, err)
+	require.NoError(t, err)
 	t.Cleanup(nc.Close)
 	js, err := jetstream.New(nc)
-	requireNoError(t, err)
+	require.NoError(t, err)
 	ctx := testContext(t)
 	_, err = js.CreateStream(ctx, jetstream.StreamConfig{Name: "S", Subjects: []string{"s.>"}, Storage: jetstream.FileStorage})
-	requireNoError(t, err)
-	requireEqual(t, c.StreamsDir(), filepath.Join(env.StateDirectory, "streams"))
+	require.NoError(t, err)
+	require.DeepEqual(t, c.StreamsDir(), filepath.Join(env.StateDirectory, "streams"))
 }
 
 // The limits computed from the machine are what /jsz, $JS.API.INFO
@@ -60,16 +61,16 @@ uplinks: [{name: up, subjects: [up.>], hub_subject_prefix: s.}]
 		} `json:"config"`
 	}
 	getJSON(t, "http://"+a.MonitorAddr().String()+"/jsz", &jsz)
-	requireEqual(t, jsz.Config.MaxMemory, wantMem)
-	requireEqual(t, jsz.Config.MaxStorage, wantFile)
+	require.DeepEqual(t, jsz.Config.MaxMemory, wantMem)
+	require.DeepEqual(t, jsz.Config.MaxStorage, wantFile)
 
 	url := "nats://" + a.Addr().String()
 	js, err := jetstream.New(natsConnect(t, url))
-	requireNoError(t, err)
+	require.NoError(t, err)
 	info, err := js.AccountInfo(testContext(t))
-	requireNoError(t, err)
-	requireEqual(t, info.Limits.MaxMemory, wantMem)
-	requireEqual(t, info.Limits.MaxStore, wantFile)
+	require.NoError(t, err)
+	require.DeepEqual(t, info.Limits.MaxMemory, wantMem)
+	require.DeepEqual(t, info.Limits.MaxStore, wantFile)
 
 	text := string(runNatsCLI(t, url, "account", "info"))
 	// The CLI rounds: 30GiB less 32MiB shows as 30 GiB.

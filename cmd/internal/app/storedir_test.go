@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/leafbox/leafbox/core/require"
 	"github.com/leafbox/leafbox/core/server"
 	"github.com/leafbox/leafbox/core/server/servertest"
 	"github.com/leafbox/leafbox/leaf/leaftest"
@@ -28,23 +29,23 @@ func writeOldStream(t *testing.T, root, name, subj string, msgs int) {
 	conn := srv.InProcess("")
 	defer conn.Close()
 	eng, err := lbjs.New(lbjs.Config{StoreDir: root}, busConn{conn})
-	requireNoError(t, err)
-	requireNoError(t, eng.Start())
+	require.NoError(t, err)
+	require.NoError(t, eng.Start())
 	nc, err := nats.Connect(srv.ClientURL(), nats.NoReconnect())
-	requireNoError(t, err)
+	require.NoError(t, err)
 	defer nc.Close()
 	js, err := jetstream.New(nc)
-	requireNoError(t, err)
+	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
 	_, err = js.CreateStream(ctx, jetstream.StreamConfig{Name: name, Subjects: []string{subj}, Storage: jetstream.FileStorage})
-	requireNoError(t, err)
+	require.NoError(t, err)
 	for i := range msgs {
 		_, err := js.Publish(ctx, subj[:len(subj)-1]+"x", []byte("old"+strconv.Itoa(i)))
-		requireNoError(t, err)
+		require.NoError(t, err)
 	}
 	nc.Close()
-	requireNoError(t, eng.Close())
+	require.NoError(t, eng.Close())
 	if _, err := os.Stat(filepath.Join(root, name, "meta.json")); err != nil {
 		t.Fatalf("old layout not written: %v", err)
 	}
@@ -69,22 +70,22 @@ func TestOldLayoutStreamNamedOutbox(t *testing.T) {
 		"jetstream: {store_dir: '"+root+"'}\n"+
 		"leafnodes: {remotes: [{url: '"+hub.LeafURL()+"'}]}\n"+
 		"uplinks: [{name: msgs, subjects: [telemetry.>], hub_subject_prefix: site1., stream: SITE}]\n", Env{})
-	requireNoError(t, c.Validate())
+	require.NoError(t, c.Validate())
 	a := startConfig(t, c, Flags{})
 
 	gw := natsConnect(t, "nats://"+a.Addr().String())
 	const n = 5
 	for i := range n {
-		requireNoError(t, gw.Publish("telemetry.t", []byte(strconv.Itoa(i))))
+		require.NoError(t, gw.Publish("telemetry.t", []byte(strconv.Itoa(i))))
 	}
-	requireNoError(t, gw.Flush())
+	require.NoError(t, gw.Flush())
 	awaitStreamMsgs(t, ctx, site, n, func() string { return "" })
 	awaitUplinkAcked(t, ctx, a, n)
 
 	js, err := jetstream.New(gw)
-	requireNoError(t, err)
+	require.NoError(t, err)
 	s, err := js.Stream(ctx, "outbox")
-	requireNoError(t, err)
+	require.NoError(t, err)
 	if st := s.CachedInfo().State; st.Msgs != 3 {
 		t.Fatalf("stream outbox after the migration: %+v", st)
 	}
@@ -110,17 +111,17 @@ func TestBuildTakesTheStoreDir(t *testing.T) {
 	if !errors.As(err, &inUse) || inUse.PID != os.Getpid() || inUse.Dir != root {
 		t.Fatalf("second Build: %v", err)
 	}
-	requireErrorContains(t, err, "store dir "+root+" is in use by pid "+strconv.Itoa(os.Getpid()))
+	require.ErrorContains(t, err, "store dir "+root+" is in use by pid "+strconv.Itoa(os.Getpid()))
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
-	requireNoError(t, a.Shutdown(ctx))
+	require.NoError(t, a.Shutdown(ctx))
 
 	// A Build that fails after taking the directory gives it back.
 	writeFile(t, filepath.Join(root, "state"), "clock.json", "{garbage")
 	for range 2 {
 		_, err = Build(loopbackConfig(t, src, Env{}), Flags{})
-		requireErrorContains(t, err, "clock: ")
+		require.ErrorContains(t, err, "clock: ")
 	}
-	requireNoError(t, os.Remove(filepath.Join(root, "state", "clock.json")))
+	require.NoError(t, os.Remove(filepath.Join(root, "state", "clock.json")))
 	startConfig(t, loopbackConfig(t, src, Env{}), Flags{})
 }

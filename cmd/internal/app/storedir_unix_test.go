@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/leafbox/leafbox/core/require"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -28,20 +29,20 @@ func TestStoreIsPrivate(t *testing.T) {
 		"jetstream: {store_dir: '"+root+"'}\n"+
 		"leafnodes: {remotes: [{url: 'nats://127.0.0.1:1'}]}\n"+
 		"uplinks: [{name: tel, subjects: [telemetry.>], hub_subject_prefix: site1.}]\n", Env{})
-	requireNoError(t, c.Validate())
+	require.NoError(t, c.Validate())
 	a := startConfig(t, c, Flags{})
 	gw := natsConnect(t, "nats://"+a.Addr().String())
 	js, err := jetstream.New(gw)
-	requireNoError(t, err)
+	require.NoError(t, err)
 	_, err = js.CreateStream(ctx, jetstream.StreamConfig{Name: "S", Subjects: []string{"s.>"}, Storage: jetstream.FileStorage})
-	requireNoError(t, err)
+	require.NoError(t, err)
 	_, err = js.CreateConsumer(ctx, "S", jetstream.ConsumerConfig{Durable: "D", AckPolicy: jetstream.AckExplicitPolicy})
-	requireNoError(t, err)
+	require.NoError(t, err)
 	_, err = js.Publish(ctx, "s.x", []byte("m"))
-	requireNoError(t, err)
-	requireNoError(t, gw.Publish("telemetry.x", []byte("m")))
-	requireNoError(t, gw.Flush())
-	requireNoError(t, a.Shutdown(ctx))
+	require.NoError(t, err)
+	require.NoError(t, gw.Publish("telemetry.x", []byte("m")))
+	require.NoError(t, gw.Flush())
+	require.NoError(t, a.Shutdown(ctx))
 
 	var seen []string
 	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
@@ -66,7 +67,7 @@ func TestStoreIsPrivate(t *testing.T) {
 		}
 		return nil
 	})
-	requireNoError(t, err)
+	require.NoError(t, err)
 	// (The state files are written only once there is state to keep;
 	// store/vfs tests the mode WriteFile gives them.)
 	for _, want := range []string{"LOCK", "streams/S/meta.json", "streams/S/msgs/0000000001.blk",

@@ -9,6 +9,8 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/leafbox/leafbox/core/require"
+	"github.com/leafbox/leafbox/leaf"
 	"github.com/leafbox/leafbox/leaf/leaftest"
 )
 
@@ -31,24 +33,24 @@ func TestUplinkBlackholedLink(t *testing.T) {
 	publish := func(from, to int) {
 		t.Helper()
 		for i := from; i < to; i++ {
-			requireNoError(t, gw.Publish("telemetry.t", []byte(strconv.Itoa(i))))
+			require.NoError(t, gw.Publish("telemetry.t", []byte(strconv.Itoa(i))))
 		}
-		requireNoError(t, gw.Flush()) // PONG: all of them are in the outbox
+		require.NoError(t, gw.Flush()) // PONG: all of them are in the outbox
 	}
 	state := func() string { return fmt.Sprintf("uplink %+v; %s", a.UplinkStatus()[0], proxy) }
 
 	publish(0, before)
 	awaitStreamMsgs(t, ctx, stream, before, state)
 	proxy.Blackhole()
-	awaitCond(t, ctx, "the gateway notices the dead link", func() (bool, string) {
-		return a.UplinkStatus()[0].LinkState != "connected", state()
-	})
+	if err := a.node.Link(0).Wait(ctx, func(st leaf.Status) bool { return st.State != leaf.StateConnected }); err != nil {
+		t.Fatalf("timed out waiting until the gateway notices the dead link: %v; %s", err, state())
+	}
 	publish(before, before+during)
 	proxy.Restore()
 	awaitStreamMsgs(t, ctx, stream, before+during, state)
 	for seq := uint64(1); seq <= before+during; seq++ {
 		m, err := stream.GetMsg(ctx, seq)
-		requireNoError(t, err)
+		require.NoError(t, err)
 		if string(m.Data) != strconv.Itoa(int(seq-1)) {
 			t.Fatalf("hub seq %d holds %q, want %d", seq, m.Data, seq-1)
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/leafbox/leafbox/core/require"
 	"github.com/leafbox/leafbox/leaf/leaftest"
 )
 
@@ -37,10 +38,10 @@ func TestUplinkRemoteSelection(t *testing.T) {
 
 	gw := natsConnect(t, "nats://"+a.Addr().String())
 	for i := range n {
-		requireNoError(t, gw.Publish("telemetry.t", []byte(fmt.Sprint(i))))
-		requireNoError(t, gw.Publish("alarm.a", []byte(fmt.Sprint(i))))
+		require.NoError(t, gw.Publish("telemetry.t", []byte(fmt.Sprint(i))))
+		require.NoError(t, gw.Publish("alarm.a", []byte(fmt.Sprint(i))))
 	}
-	requireNoError(t, gw.Flush())
+	require.NoError(t, gw.Flush())
 
 	for _, want := range []struct {
 		side    hubSide
@@ -49,7 +50,7 @@ func TestUplinkRemoteSelection(t *testing.T) {
 		awaitStreamMsgs(t, ctx, want.side.stream, n, func() string { return fmt.Sprintf("%s: uplinks %+v", want.subject, a.UplinkStatus()) })
 		for seq := uint64(1); seq <= n; seq++ {
 			m, err := want.side.stream.GetMsg(ctx, seq)
-			requireNoError(t, err)
+			require.NoError(t, err)
 			if m.Subject != want.subject || string(m.Data) != fmt.Sprint(seq-1) {
 				t.Fatalf("hub seq %d: %q %q, want %q %d", seq, m.Subject, m.Data, want.subject, seq-1)
 			}
@@ -58,7 +59,7 @@ func TestUplinkRemoteSelection(t *testing.T) {
 	// Nothing crossed to the other hub: each stream holds exactly n.
 	for _, side := range []hubSide{cloud, plant} {
 		info, err := side.stream.Info(ctx)
-		requireNoError(t, err)
-		requireEqual(t, info.State.Msgs, uint64(n))
+		require.NoError(t, err)
+		require.DeepEqual(t, info.State.Msgs, uint64(n))
 	}
 }

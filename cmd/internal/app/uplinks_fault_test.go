@@ -13,8 +13,10 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/leafbox/leafbox/core/require"
 	"github.com/leafbox/leafbox/leaf"
 	"github.com/leafbox/leafbox/leaf/leaftest"
+	"github.com/leafbox/leafbox/leaf/outbox"
 )
 
 // The fault tests below run a gateway App with one uplink toward a real
@@ -33,7 +35,7 @@ func createHubStream(t *testing.T, ctx context.Context, cluster *leaftest.Cluste
 	hc := natsConnect(t, cluster.ClientURLs())
 	defer hc.Close()
 	js, err := jetstream.New(hc)
-	requireNoError(t, err)
+	require.NoError(t, err)
 	createClusterStream(t, ctx, js, jetstream.StreamConfig{
 		Name: "SITE", Subjects: []string{"site1.>"}, Storage: jetstream.FileStorage,
 		Replicas: 3, Duplicates: 10 * time.Minute,
@@ -57,7 +59,7 @@ func hubStream(t *testing.T, ctx context.Context, cluster *leaftest.Cluster) jet
 	t.Helper()
 	hc := natsConnect(t, cluster.ClientURLs())
 	js, err := jetstream.New(hc)
-	requireNoError(t, err)
+	require.NoError(t, err)
 	var s jetstream.Stream
 	awaitCond(t, ctx, "the hub stream answers", func() (bool, string) {
 		actx, cancel := context.WithTimeout(ctx, 2*time.Second)
@@ -99,7 +101,7 @@ func startPublishers(t *testing.T, a *App, n, perPublisher, batch int) *publishe
 	p := &publishers{n: n, perPublisher: perPublisher, batch: batch, tokens: make(chan struct{}, n*perPublisher/batch)}
 	for k := range n {
 		nc, err := nats.Connect("nats://"+a.Addr().String(), nats.Timeout(testTimeout))
-		requireNoError(t, err)
+		require.NoError(t, err)
 		t.Cleanup(nc.Close)
 		p.wg.Add(1)
 		go func() {
@@ -168,11 +170,11 @@ func checkHubStream(t *testing.T, ctx context.Context, stream jetstream.Stream, 
 	want := uint64(p.total())
 	awaitStreamMsgs(t, ctx, stream, want, func() string { return fmt.Sprintf("uplink %+v", a.UplinkStatus()[0]) })
 	cons, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{})
-	requireNoError(t, err)
+	require.NoError(t, err)
 	next := make([]int, p.n)
 	for got := uint64(0); got < want; {
 		batch, err := cons.Fetch(int(min(500, want-got)), jetstream.FetchMaxWait(testTimeout))
-		requireNoError(t, err)
+		require.NoError(t, err)
 		for m := range batch.Messages() {
 			got++
 			k, err := strconv.Atoi(strings.TrimPrefix(m.Subject(), "site1.telemetry.p"))
@@ -195,10 +197,7 @@ func checkHubStream(t *testing.T, ctx context.Context, stream jetstream.Stream, 
 			t.Fatalf("publisher %d: hub holds %d messages, want %d", k, n, p.perPublisher)
 		}
 	}
-	awaitCond(t, ctx, "the outbox drains", func() (bool, string) {
-		st := a.UplinkStatus()[0]
-		return st.BacklogMsgs == 0 && st.InFlight == 0, fmt.Sprintf("%+v", st)
-	})
+	awaitUplink(t, ctx, a, "the outbox drains", func(st outbox.Status) bool { return st.BacklogMsgs == 0 && st.InFlight == 0 })
 	if st := a.UplinkStatus()[0]; len(st.Dropped) != 0 || st.WrongStream != 0 || st.Stored != want {
 		t.Fatalf("uplink status %+v", st)
 	}
@@ -208,10 +207,12 @@ func checkHubStream(t *testing.T, ctx context.Context, stream jetstream.Stream, 
 func awaitLink(t *testing.T, ctx context.Context, link *leaf.Link, state leaf.State, not bool) leaf.Status {
 	t.Helper()
 	var st leaf.Status
-	awaitCond(t, ctx, fmt.Sprintf("the link state is (not=%v) %s", not, state), func() (bool, string) {
-		st = link.Status()
-		return (st.State == state) != not, fmt.Sprintf("%+v", st)
-	})
+	if err := link.Wait(ctx, func(s leaf.Status) bool {
+		st = s
+		return (st.State == state) != not
+	}); err != nil {
+		t.Fatalf("timed out waiting until the link state is (not=%v) %s: %v; %+v", not, state, err, link.Status())
+	}
 	return st
 }
 
@@ -240,10 +241,7 @@ func TestUplinkFaultFlapping(t *testing.T) {
 		acked := a.UplinkStatus()[0].Acked
 		p.release(per)
 		// Cut once the uplink forwards this step's traffic: mid-stream.
-		awaitCond(t, ctx, "the uplink makes progress", func() (bool, string) {
-			st := a.UplinkStatus()[0]
-			return st.Acked > acked, fmt.Sprintf("%+v", st)
-		})
+		awaitUplink(t, ctx, a, "the uplink makes progress", func(st outbox.Status) bool { return st.Acked > acked })
 		proxy.Cut()
 		awaitLink(t, ctx, link, leaf.StateConnected, true)
 		proxy.Restore()
@@ -281,10 +279,7 @@ func TestUplinkFaultHubNodeLoss(t *testing.T) {
 	progress := func(what string) {
 		t.Helper()
 		acked := a.UplinkStatus()[0].Acked
-		awaitCond(t, ctx, what, func() (bool, string) {
-			st := a.UplinkStatus()[0]
-			return st.Acked > acked, fmt.Sprintf("%+v", st)
-		})
+		awaitUplink(t, ctx, a, what, func(st outbox.Status) bool { return st.Acked > acked })
 	}
 
 	// One node lost mid-stream: the link fails over.
@@ -295,10 +290,11 @@ func TestUplinkFaultHubNodeLoss(t *testing.T) {
 		t.Fatalf("the link is connected to %q, not a cluster node", first.ServerName)
 	}
 	victim.Kill()
-	awaitCond(t, ctx, "the link fails over to another node", func() (bool, string) {
-		st := link.Status()
-		return st.State == leaf.StateConnected && st.ServerName != first.ServerName, fmt.Sprintf("%+v", st)
-	})
+	if err := link.Wait(ctx, func(st leaf.Status) bool {
+		return st.State == leaf.StateConnected && st.ServerName != first.ServerName
+	}); err != nil {
+		t.Fatalf("timed out waiting until the link fails over to another node: %v; %+v", err, link.Status())
+	}
 	progress("the uplink forwards after the failover")
 	failover := time.Since(start)
 	cluster.RestartAll()

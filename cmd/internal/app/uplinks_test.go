@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/leafbox/leafbox/core/monitor"
+	"github.com/leafbox/leafbox/core/require"
 	"github.com/leafbox/leafbox/leaf/leaftest"
 )
 
@@ -36,16 +37,16 @@ func TestUplinkStoreAndForward(t *testing.T) {
 
 	gw := natsConnect(t, "nats://"+a.Addr().String())
 	local, err := gw.SubscribeSync("telemetry.>")
-	requireNoError(t, err)
-	requireNoError(t, gw.Flush())
+	require.NoError(t, err)
+	require.NoError(t, gw.Flush())
 	publish := func(from, to int) {
 		t.Helper()
 		gw := natsConnect(t, "nats://"+a.Addr().String())
 		defer gw.Close()
 		for i := from; i < to; i++ {
-			requireNoError(t, gw.Publish("telemetry.t"+strconv.Itoa(i%7), []byte(strconv.Itoa(i))))
+			require.NoError(t, gw.Publish("telemetry.t"+strconv.Itoa(i%7), []byte(strconv.Itoa(i))))
 		}
-		requireNoError(t, gw.Flush()) // PONG: every message is in the outbox
+		require.NoError(t, gw.Flush()) // PONG: every message is in the outbox
 	}
 	publish(0, n)
 	if st := a.UplinkStatus()[0]; st.BacklogMsgs != n || st.Stored != n || st.Acked != 0 || st.LinkState == "connected" {
@@ -70,8 +71,8 @@ func TestUplinkStoreAndForward(t *testing.T) {
 	hjs, stream := hubJetStream(t, ctx, hub, "SITE")
 	hc := hjs.Conn()
 	plain, err := hc.SubscribeSync("telemetry.>") // plain routing would feed it
-	requireNoError(t, err)
-	requireNoError(t, hc.Flush())
+	require.NoError(t, err)
+	require.NoError(t, hc.Flush())
 
 	waitStream := func(want uint64) {
 		t.Helper()
@@ -81,11 +82,11 @@ func TestUplinkStoreAndForward(t *testing.T) {
 
 	// Live traffic while connected takes the same path.
 	link := a.node.Link(0)
-	requireNoError(t, link.WaitConnected(ctx))
+	require.NoError(t, link.WaitConnected(ctx))
 	publish(n, n+100)
 	waitStream(n + 100)
-	requireNoError(t, link.Flush(ctx))
-	requireNoError(t, hc.Flush())
+	require.NoError(t, link.Flush(ctx))
+	require.NoError(t, hc.Flush())
 	if got, _, _ := plain.Pending(); got != 0 {
 		t.Fatalf("%d captured messages reached the hub by plain routing", got)
 	}
@@ -95,7 +96,7 @@ func TestUplinkStoreAndForward(t *testing.T) {
 	hub.Kill()
 	publish(n+100, n+300)
 	sctx, scancel := context.WithTimeout(ctx, testTimeout)
-	requireNoError(t, a.Shutdown(sctx))
+	require.NoError(t, a.Shutdown(sctx))
 	scancel()
 	a = startConfig(t, c, Flags{})
 	// The 200 new messages, and any earlier ones whose PubAck had not
@@ -114,7 +115,7 @@ func TestUplinkStoreAndForward(t *testing.T) {
 	ids := map[string]bool{}
 	for i := range n + 300 {
 		m, err := stream.GetMsg(ctx, uint64(i+1))
-		requireNoError(t, err)
+		require.NoError(t, err)
 		if string(m.Data) != strconv.Itoa(i) || m.Subject != "site1.telemetry.t"+strconv.Itoa(i%7) {
 			t.Fatalf("hub seq %d: %q %q, want message %d", i+1, m.Subject, m.Data, i)
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/leafbox/leafbox/core/monitor"
+	"github.com/leafbox/leafbox/core/require"
 	"github.com/leafbox/leafbox/leaf/leaftest"
 	"github.com/leafbox/leafbox/leaf/node"
 )
@@ -44,12 +45,12 @@ func TestUplinkPriorityAndRateCap(t *testing.T) {
 	gw := natsConnect(t, "nats://"+a.Addr().String())
 	data := make([]byte, payload)
 	for i := range nBulk { // the bulk backlog is the older one
-		requireNoError(t, gw.Publish(fmt.Sprintf("bulk.b%d", i%3), data))
+		require.NoError(t, gw.Publish(fmt.Sprintf("bulk.b%d", i%3), data))
 	}
 	for i := range nAlarms {
-		requireNoError(t, gw.Publish(fmt.Sprintf("alarm.a%d", i%3), data))
+		require.NoError(t, gw.Publish(fmt.Sprintf("alarm.a%d", i%3), data))
 	}
-	requireNoError(t, gw.Flush())
+	require.NoError(t, gw.Flush())
 
 	hub.Restart()
 	_, stream := hubJetStream(t, ctx, hub, "SITE")
@@ -65,7 +66,7 @@ func TestUplinkPriorityAndRateCap(t *testing.T) {
 	kinds := make([]string, nAlarms+nBulk+1)
 	for seq := uint64(1); seq <= nAlarms+nBulk; seq++ {
 		m, err := stream.GetMsg(ctx, seq)
-		requireNoError(t, err)
+		require.NoError(t, err)
 		if seq == 1 {
 			first = m.Time
 		}
@@ -135,26 +136,26 @@ func TestUplinkDetectsRecreatedStream(t *testing.T) {
 		return awaitUplinkAcked(t, ctx, a, want)
 	}
 	for i := range 5 {
-		requireNoError(t, gw.Publish("tel.x", []byte{byte(i)}))
+		require.NoError(t, gw.Publish("tel.x", []byte{byte(i)}))
 	}
-	requireNoError(t, gw.Flush())
+	require.NoError(t, gw.Flush())
 	if st := waitAcked(5); st.HubSeq != 5 || st.StreamResets != 0 {
 		t.Fatalf("before the reset: %+v", st)
 	}
 
-	requireNoError(t, js.DeleteStream(ctx, "SITE"))
+	require.NoError(t, js.DeleteStream(ctx, "SITE"))
 	_, err := js.CreateStream(ctx, cfg)
-	requireNoError(t, err)
+	require.NoError(t, err)
 	for i := range 3 {
-		requireNoError(t, gw.Publish("tel.x", []byte{byte(i)}))
+		require.NoError(t, gw.Publish("tel.x", []byte{byte(i)}))
 	}
-	requireNoError(t, gw.Flush())
+	require.NoError(t, gw.Flush())
 	st := waitAcked(8)
 	if st.StreamResets != 1 || st.HubSeq != 3 || st.HubStream != "SITE" {
 		t.Fatalf("after the reset: %+v", st)
 	}
 	info, err := js.Stream(ctx, "SITE")
-	requireNoError(t, err)
+	require.NoError(t, err)
 	if got := info.CachedInfo().State.Msgs; got != 3 {
 		t.Fatalf("new stream holds %d messages", got)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/leafbox/leafbox/core/require"
 	"github.com/leafbox/leafbox/core/server"
 )
 
@@ -34,7 +35,7 @@ func TestSetDefaults(t *testing.T) {
 			MaxMemoryStore: fallbackMaxMemory, MaxFileStore: fallbackMaxFile},
 		Healthz: &HealthzConfig{LinkDown: Duration(DefaultHealthLinkDown), BacklogAge: Duration(DefaultHealthBacklogAge)},
 	}
-	requireEqual(t, exported(c), want)
+	require.DeepEqual(t, exported(c), want)
 }
 
 func TestStoreDirResolution(t *testing.T) {
@@ -58,8 +59,8 @@ func TestStoreDirResolution(t *testing.T) {
 			c := mustParse(t, tc.src)
 			tc.o.Apply(c)
 			c.SetDefaults(tc.env)
-			requireNoError(t, c.Validate())
-			requireEqual(t, c.JetStream.StoreDir, tc.want)
+			require.NoError(t, c.Validate())
+			require.DeepEqual(t, c.JetStream.StoreDir, tc.want)
 		})
 	}
 }
@@ -67,9 +68,9 @@ func TestStoreDirResolution(t *testing.T) {
 func TestRelativeStoreDirIsRelativeToTheFile(t *testing.T) {
 	dir := t.TempDir()
 	c, err := Load(writeFile(t, dir, "js.yaml", "jetstream: {store_dir: data}\n"))
-	requireNoError(t, err)
+	require.NoError(t, err)
 	c.SetDefaults(testEnv)
-	requireEqual(t, c.JetStream.StoreDir, filepath.Join(dir, "data"))
+	require.DeepEqual(t, c.JetStream.StoreDir, filepath.Join(dir, "data"))
 }
 
 func TestOverridesWinOverTheFile(t *testing.T) {
@@ -89,23 +90,23 @@ leafnodes: {remotes: [{url: nats://file:7422}]}
 		LeafRemotes: []string{"nats://a:1", "nats://b:2"},
 	}.Apply(c)
 	c.SetDefaults(testEnv)
-	requireNoError(t, c.Validate())
-	requireEqual(t, c.Listen.Host, "127.0.0.1")
-	requireEqual(t, c.Port, -1)
-	requireEqual(t, *c.HTTPPort, 0)
-	requireEqual(t, c.ServerName, "from-flag")
-	requireEqual(t, c.JetStream.Enabled, false)
-	requireEqual(t, c.JetStream.StoreDir, "/file/js")
-	requireEqual(t, c.LeafNodes.Remotes, []RemoteConfig{{URL: "nats://a:1"}, {URL: "nats://b:2"}})
+	require.NoError(t, c.Validate())
+	require.DeepEqual(t, c.Listen.Host, "127.0.0.1")
+	require.DeepEqual(t, c.Port, -1)
+	require.DeepEqual(t, *c.HTTPPort, 0)
+	require.DeepEqual(t, c.ServerName, "from-flag")
+	require.DeepEqual(t, c.JetStream.Enabled, false)
+	require.DeepEqual(t, c.JetStream.StoreDir, "/file/js")
+	require.DeepEqual(t, c.LeafNodes.Remotes, []RemoteConfig{{URL: "nats://a:1"}, {URL: "nats://b:2"}})
 }
 
 func TestNoOverridesKeepTheFile(t *testing.T) {
 	c := mustParse(t, "port: 5000\nhttp_port: 0\nserver_name: x\n")
 	Overrides{}.Apply(c)
 	c.SetDefaults(testEnv)
-	requireEqual(t, c.Port, 5000)
-	requireEqual(t, *c.HTTPPort, 0)
-	requireEqual(t, c.ServerName, "x")
+	require.DeepEqual(t, c.Port, 5000)
+	require.DeepEqual(t, *c.HTTPPort, 0)
+	require.DeepEqual(t, c.ServerName, "x")
 }
 
 // The effective configuration printed by `leafbox config print` must parse
@@ -113,10 +114,10 @@ func TestNoOverridesKeepTheFile(t *testing.T) {
 func TestEffectiveConfigRoundTrips(t *testing.T) {
 	c := mustValidate(t, everyKeyValid(t))
 	out, err := yaml.Marshal(c)
-	requireNoError(t, err)
+	require.NoError(t, err)
 	back := mustParse(t, string(out))
 	back.SetDefaults(testEnv)
-	requireEqual(t, exported(back), exported(c))
+	require.DeepEqual(t, exported(back), exported(c))
 }
 
 // everyKeyValid is everyKey without the files it names, so it validates.
@@ -140,14 +141,14 @@ accounts:
   A: {users: [{user: b, password: pb}]}
 `)
 	r := c.Redacted()
-	requireEqual(t, r.Authorization.Users[0].Password, "[REDACTED]")
-	requireEqual(t, r.Accounts["A"].Users[0].Password, "[REDACTED]")
-	requireEqual(t, c.Authorization.Users[0].Password, "pa") // original untouched
-	requireEqual(t, c.Accounts["A"].Users[0].Password, "pb")
+	require.DeepEqual(t, r.Authorization.Users[0].Password, "[REDACTED]")
+	require.DeepEqual(t, r.Accounts["A"].Users[0].Password, "[REDACTED]")
+	require.DeepEqual(t, c.Authorization.Users[0].Password, "pa") // original untouched
+	require.DeepEqual(t, c.Accounts["A"].Users[0].Password, "pb")
 
 	tok := mustValidate(t, "authorization: {token: t0k}").Redacted()
 	out, err := yaml.Marshal(tok)
-	requireNoError(t, err)
+	require.NoError(t, err)
 	if strings.Contains(string(out), "t0k") {
 		t.Fatalf("token printed:\n%s", out)
 	}
@@ -159,6 +160,6 @@ func TestDurationAndSizeMarshal(t *testing.T) {
 		S Size     `yaml:"s"`
 		T Size     `yaml:"t"`
 	}{Duration(90 * time.Second), 64 << 20, 1000})
-	requireNoError(t, err)
-	requireEqual(t, string(out), "d: 1m30s\ns: 64MiB\nt: 1000\n")
+	require.NoError(t, err)
+	require.DeepEqual(t, string(out), "d: 1m30s\ns: 64MiB\nt: 1000\n")
 }

@@ -11,39 +11,11 @@ import (
 	"math/big"
 	"os"
 	"path/filepath"
-	"reflect"
-	"strings"
 	"testing"
 	"time"
+
+	"github.com/leafbox/leafbox/core/require"
 )
-
-func requireNoError(t testing.TB, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatalf("unexpected error: %v", err)
-	}
-}
-
-func requireEqual[T any](t testing.TB, got, want T) {
-	t.Helper()
-	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("got  %#v\nwant %#v", got, want)
-	}
-}
-
-// requireErrorContains requires err to be non-nil and to contain every
-// one of wants.
-func requireErrorContains(t testing.TB, err error, wants ...string) {
-	t.Helper()
-	if err == nil {
-		t.Fatalf("want an error containing %q, got nil", wants)
-	}
-	for _, w := range wants {
-		if !strings.Contains(err.Error(), w) {
-			t.Fatalf("error %q does not contain %q", err, w)
-		}
-	}
-}
 
 // mustParse parses src or fails the test.
 func mustParse(t testing.TB, src string) *Config {
@@ -63,7 +35,7 @@ func mustValidate(t testing.TB, src string) *Config {
 	t.Helper()
 	c := mustParse(t, src)
 	c.SetDefaults(testEnv)
-	requireNoError(t, c.Validate())
+	require.NoError(t, c.Validate())
 	return c
 }
 
@@ -98,7 +70,7 @@ func ptr[T any](v T) *T { return &v }
 func writeFile(t testing.TB, dir, name, data string) string {
 	t.Helper()
 	path := filepath.Join(dir, name)
-	requireNoError(t, os.WriteFile(path, []byte(data), 0o600))
+	require.NoError(t, os.WriteFile(path, []byte(data), 0o600))
 	return path
 }
 
@@ -107,7 +79,7 @@ func writeFile(t testing.TB, dir, name, data string) string {
 func writeCert(t testing.TB, dir string) (certPath, keyPath string) {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	requireNoError(t, err)
+	require.NoError(t, err)
 	tmpl := &x509.Certificate{
 		SerialNumber:          big.NewInt(1),
 		Subject:               pkix.Name{CommonName: "leafbox test"},
@@ -120,9 +92,9 @@ func writeCert(t testing.TB, dir string) (certPath, keyPath string) {
 		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	requireNoError(t, err)
+	require.NoError(t, err)
 	keyDER, err := x509.MarshalECPrivateKey(key)
-	requireNoError(t, err)
+	require.NoError(t, err)
 	certPath = writeFile(t, dir, "cert.pem", string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})))
 	keyPath = writeFile(t, dir, "key.pem", string(pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})))
 	return certPath, keyPath
@@ -133,7 +105,7 @@ func writeCert(t testing.TB, dir string) (certPath, keyPath string) {
 func writeSeed(t testing.TB, dir, name string) (public string) {
 	t.Helper()
 	pub, seed := newUserKey(t)
-	requireNoError(t, os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o700))
+	require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o700))
 	writeFile(t, dir, name, seed+"\n")
 	return pub
 }

@@ -3,6 +3,8 @@ package config
 import (
 	"os"
 	"testing"
+
+	"github.com/leafbox/leafbox/core/require"
 )
 
 // TestIdentityDerivesDownlinkDurables: a downlink without durable gets
@@ -14,21 +16,21 @@ func TestIdentityDerivesDownlinkDurables(t *testing.T) {
 	load := func() *Config {
 		t.Helper()
 		c := loopbackConfig(t, src, Env{StateDirectory: dir})
-		requireNoError(t, c.Validate()) // no durable yet: the identity will give one
+		require.NoError(t, c.Validate()) // no durable yet: the identity will give one
 		id, err := c.ApplyIdentity(true)
-		requireNoError(t, err)
-		requireNoError(t, c.Validate())
-		requireEqual(t, c.ServerName, id.ServerName())
-		requireEqual(t, c.Downlinks[0].Durable, id.ServerName()+"_cmds")
+		require.NoError(t, err)
+		require.NoError(t, c.Validate())
+		require.DeepEqual(t, c.ServerName, id.ServerName())
+		require.DeepEqual(t, c.Downlinks[0].Durable, id.ServerName()+"_cmds")
 		return c
 	}
 	first := load()
-	requireEqual(t, load().Downlinks[0].Durable, first.Downlinks[0].Durable)
+	require.DeepEqual(t, load().Downlinks[0].Durable, first.Downlinks[0].Durable)
 
 	// Read only, as config check and print do: nothing is created.
 	other := loopbackConfig(t, src, Env{StateDirectory: t.TempDir()})
 	id, err := other.ApplyIdentity(false)
-	requireNoError(t, err)
+	require.NoError(t, err)
 	if id != nil || other.ServerName != "" || other.Downlinks[0].Durable != "" {
 		t.Fatalf("read-only ApplyIdentity on a new store: %v %q %q", id, other.ServerName, other.Downlinks[0].Durable)
 	}

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/leafbox/leafbox/core/require"
 )
 
 func TestValidateLeafRemotes(t *testing.T) {
@@ -36,10 +38,10 @@ func TestValidateLeafRemotes(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := Load(writeFile(t, dir, "gw.yaml", tc.src))
-			requireNoError(t, err)
+			require.NoError(t, err)
 			c.SetDefaults(testEnv)
 			err = c.Validate()
-			requireErrorContains(t, err, tc.want...)
+			require.ErrorContains(t, err, tc.want...)
 			for _, secret := range []string{seed, "s3cret"} {
 				if strings.Contains(err.Error(), secret) {
 					t.Fatalf("error quotes a secret: %v", err)
@@ -51,31 +53,31 @@ func TestValidateLeafRemotes(t *testing.T) {
 	// A relative nkey path is resolved against the file's directory, and
 	// nats-server's compression aliases are accepted.
 	c, err := Load(writeFile(t, dir, "gw.yaml", "leafnodes:\n  remotes:\n    - url: nats://hub\n      nkey: gw.nk\n      compression: false\n"))
-	requireNoError(t, err)
+	require.NoError(t, err)
 	c.SetDefaults(testEnv)
-	requireNoError(t, c.Validate())
+	require.NoError(t, c.Validate())
 }
 
 func TestRemoteTLSKeysAreClientSide(t *testing.T) {
 	_, err := Parse([]byte("leafnodes:\n  remotes:\n    - url: tls://hub\n      tls:\n        verify: true\n"))
-	requireErrorContains(t, err, `line 5: leafnodes.remotes[0].tls.verify: unknown key "verify" (known keys: ca_file, cert_file, key_file)`)
+	require.ErrorContains(t, err, `line 5: leafnodes.remotes[0].tls.verify: unknown key "verify" (known keys: ca_file, cert_file, key_file)`)
 }
 
 func TestRedactedHidesURLSecrets(t *testing.T) {
 	c := mustValidate(t, "leafnodes:\n  remotes:\n    - urls: [nats://leaf:s3cret@hub1, nats://t0ken@hub2]\n      url: nats://hub3\n")
 	r := c.Redacted().LeafNodes.Remotes[0]
-	requireEqual(t, r.URLs, StringList{"nats://leaf:[REDACTED]@hub1", "nats://[REDACTED]@hub2"})
-	requireEqual(t, r.URL, "nats://hub3")
-	requireEqual(t, c.LeafNodes.Remotes[0].URLs[0], "nats://leaf:s3cret@hub1") // original untouched
+	require.DeepEqual(t, r.URLs, StringList{"nats://leaf:[REDACTED]@hub1", "nats://[REDACTED]@hub2"})
+	require.DeepEqual(t, r.URL, "nats://hub3")
+	require.DeepEqual(t, c.LeafNodes.Remotes[0].URLs[0], "nats://leaf:s3cret@hub1") // original untouched
 }
 
 func TestValidateRemotePing(t *testing.T) {
 	c := mustValidate(t, "leafnodes: {remotes: [{url: 'nats://127.0.0.1:1', ping_interval: 5s, max_pings_out: 3}]}\n")
 	lc := c.LeafConfig(&c.LeafNodes.Remotes[0])
-	requireEqual(t, lc.PingInterval, 5*time.Second)
-	requireEqual(t, lc.MaxPingsOut, 3)
+	require.DeepEqual(t, lc.PingInterval, 5*time.Second)
+	require.DeepEqual(t, lc.MaxPingsOut, 3)
 	err := validateErr(t, "leafnodes: {remotes: [{url: 'nats://127.0.0.1:1', ping_interval: 1ms, max_pings_out: -1}]}\n")
-	requireErrorContains(t, err, "remotes[0].ping_interval: 1ms is too short", "remotes[0].max_pings_out: must not be negative")
+	require.ErrorContains(t, err, "remotes[0].ping_interval: 1ms is too short", "remotes[0].max_pings_out: must not be negative")
 }
 
 // A listener given only a port follows the client listener's host; its
@@ -99,7 +101,7 @@ func TestLeafListenFollowsTheClientHost(t *testing.T) {
 			c := mustParse(t, tc.src)
 			tc.o.Apply(c)
 			c.SetDefaults(testEnv)
-			requireEqual(t, c.LeafListenAddr(), tc.want)
+			require.DeepEqual(t, c.LeafListenAddr(), tc.want)
 		})
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/leafbox/leafbox/core/require"
 )
 
 // everyKey sets every key a Config knows.
@@ -139,12 +141,12 @@ func TestParseEveryKey(t *testing.T) {
 			DenyExports: StringList{"local.>", "debug.*"},
 		}}},
 	}
-	requireEqual(t, got, want)
+	require.DeepEqual(t, got, want)
 }
 
 func TestParseEmptyIsAllDefaults(t *testing.T) {
 	for _, src := range []string{"", "\n", "# only a comment\n", "---\n"} {
-		requireEqual(t, exported(mustParse(t, src)), Config{})
+		require.DeepEqual(t, exported(mustParse(t, src)), Config{})
 	}
 }
 
@@ -174,14 +176,14 @@ func TestParseSizes(t *testing.T) {
 	for _, tc := range good {
 		t.Run(tc.in, func(t *testing.T) {
 			c := mustParse(t, "max_payload: "+tc.in)
-			requireEqual(t, c.MaxPayload, tc.want)
+			require.DeepEqual(t, c.MaxPayload, tc.want)
 		})
 	}
 	bad := []string{"1.5MB", "MB", "12XB", `""`, "99999999TB", "[1]", "{a: 1}", "true", "0x10"}
 	for _, in := range bad {
 		t.Run("bad "+in, func(t *testing.T) {
 			_, err := Parse([]byte("port: 1\nmax_pending: " + in + "\n"))
-			requireErrorContains(t, err, "line 2: max_pending: invalid size")
+			require.ErrorContains(t, err, "line 2: max_pending: invalid size")
 		})
 	}
 }
@@ -189,11 +191,11 @@ func TestParseSizes(t *testing.T) {
 func TestSizeStringRoundTrips(t *testing.T) {
 	for _, s := range []Size{0, 1, 1000, 1 << 10, 1536, 1 << 20, 64 << 20, 3 << 30, 1 << 40, -1} {
 		back, err := ParseSize(s.String())
-		requireNoError(t, err)
-		requireEqual(t, back, s)
+		require.NoError(t, err)
+		require.DeepEqual(t, back, s)
 	}
-	requireEqual(t, Size(1<<20).String(), "1MiB")
-	requireEqual(t, Size(1536).String(), "1536")
+	require.DeepEqual(t, Size(1<<20).String(), "1MiB")
+	require.DeepEqual(t, Size(1536).String(), "1536")
 }
 
 func TestParseDurations(t *testing.T) {
@@ -212,13 +214,13 @@ func TestParseDurations(t *testing.T) {
 	for _, tc := range good {
 		t.Run(tc.in, func(t *testing.T) {
 			c := mustParse(t, "ping_interval: "+tc.in)
-			requireEqual(t, time.Duration(c.PingInterval), tc.want)
+			require.DeepEqual(t, time.Duration(c.PingInterval), tc.want)
 		})
 	}
 	for _, in := range []string{"2 minutes", "abc", "[1s]", "true", "1e300"} {
 		t.Run("bad "+in, func(t *testing.T) {
 			_, err := Parse([]byte("\nwrite_deadline: " + in))
-			requireErrorContains(t, err, "line 2: write_deadline: invalid duration")
+			require.ErrorContains(t, err, "line 2: write_deadline: invalid duration")
 		})
 	}
 }
@@ -241,34 +243,34 @@ func TestParseAddresses(t *testing.T) {
 	for _, tc := range good {
 		t.Run(tc.in, func(t *testing.T) {
 			c := mustParse(t, "listen: "+tc.in)
-			requireEqual(t, c.Listen.Host, tc.wantHost)
-			requireEqual(t, c.Port, tc.wantPort)
-			requireEqual(t, c.Listen.Port, (*int)(nil))
+			require.DeepEqual(t, c.Listen.Host, tc.wantHost)
+			require.DeepEqual(t, c.Port, tc.wantPort)
+			require.DeepEqual(t, c.Listen.Port, (*int)(nil))
 		})
 	}
 	for _, in := range []string{"host:abc", `""`, "[a, b]", `"a b"`} {
 		t.Run("bad "+in, func(t *testing.T) {
 			_, err := Parse([]byte("listen: " + in))
-			requireErrorContains(t, err, "line 1: listen: ")
+			require.ErrorContains(t, err, "line 1: listen: ")
 		})
 	}
 }
 
 func TestParseHTTPPortMovesToHTTPPort(t *testing.T) {
 	c := mustParse(t, "http: 127.0.0.1:9000")
-	requireEqual(t, *c.HTTPPort, 9000)
-	requireEqual(t, c.HTTP, HostPort{Host: "127.0.0.1"})
+	require.DeepEqual(t, *c.HTTPPort, 9000)
+	require.DeepEqual(t, c.HTTP, HostPort{Host: "127.0.0.1"})
 
 	c = mustParse(t, "http_port: 0")
-	requireEqual(t, *c.HTTPPort, 0) // explicitly off, unlike unset
+	require.DeepEqual(t, *c.HTTPPort, 0) // explicitly off, unlike unset
 }
 
 func TestParseConflictingPorts(t *testing.T) {
 	_, err := Parse([]byte("port: 4223\nlisten: 0.0.0.0:4222\n"))
-	requireErrorContains(t, err, "line 2: listen: port 4222 disagrees with port: 4223")
+	require.ErrorContains(t, err, "line 2: listen: port 4222 disagrees with port: 4223")
 
 	_, err = Parse([]byte("http_port: 8223\nhttp: 127.0.0.1:8222\n"))
-	requireErrorContains(t, err, "line 2: http: port 8222 disagrees with http_port: 8223")
+	require.ErrorContains(t, err, "line 2: http: port 8222 disagrees with http_port: 8223")
 
 	mustParse(t, "port: 4222\nlisten: 0.0.0.0:4222\n") // the same port twice is fine
 }
@@ -292,7 +294,7 @@ func TestParseUnknownKeys(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse([]byte(tc.src))
-			requireErrorContains(t, err, tc.want...)
+			require.ErrorContains(t, err, tc.want...)
 		})
 	}
 }
@@ -305,10 +307,10 @@ func TestParseReportsEveryProblemInOrder(t *testing.T) {
 		t.Fatalf("want 4 problems, got %d: %v", len(ps), err)
 	}
 	for i, p := range ps {
-		requireEqual(t, p.Line, i+1)
+		require.DeepEqual(t, p.Line, i+1)
 	}
-	requireEqual(t, ps[0].Path, "port")
-	requireErrorContains(t, ps[0], "cannot unmarshal")
+	require.DeepEqual(t, ps[0].Path, "port")
+	require.ErrorContains(t, ps[0], "cannot unmarshal")
 }
 
 func TestParseSyntaxErrorHasLine(t *testing.T) {
@@ -318,17 +320,17 @@ func TestParseSyntaxErrorHasLine(t *testing.T) {
 		t.Fatalf("syntax error without a line: %v", err)
 	}
 	_, err = Parse([]byte("port: 1\n  bad indent: 2\n"))
-	requireErrorContains(t, err, "line 2")
+	require.ErrorContains(t, err, "line 2")
 }
 
 func TestParseDuplicateKey(t *testing.T) {
 	_, err := Parse([]byte("port: 1\nport: 2\n"))
-	requireErrorContains(t, err, "line 2", `"port" already defined at line 1`)
+	require.ErrorContains(t, err, "line 2", `"port" already defined at line 1`)
 }
 
 func TestParseRejectsSecondDocument(t *testing.T) {
 	_, err := Parse([]byte("port: 1\n---\nport: 2\n"))
-	requireErrorContains(t, err, "only one YAML document")
+	require.ErrorContains(t, err, "only one YAML document")
 }
 
 func TestParsePermissionForms(t *testing.T) {
@@ -337,37 +339,37 @@ func TestParsePermissionForms(t *testing.T) {
 		c := mustParse(t, "authorization:\n  users:\n    - user: a\n      password: b\n      permissions:\n"+src)
 		return c.Authorization.Users[0].Permissions
 	}
-	requireEqual(t, perms("        publish: a.b\n").Publish, &SubjectPermission{Allow: StringList{"a.b"}})
-	requireEqual(t, perms("        publish: [a, b]\n").Publish, &SubjectPermission{Allow: StringList{"a", "b"}})
-	requireEqual(t, perms("        subscribe: {deny: x}\n").Subscribe, &SubjectPermission{Deny: StringList{"x"}})
-	requireEqual(t, perms("        allow_responses: false\n").AllowResponses, &ResponsePermission{})
-	requireEqual(t, perms("        allow_responses: {expires: 5s}\n").AllowResponses,
+	require.DeepEqual(t, perms("        publish: a.b\n").Publish, &SubjectPermission{Allow: StringList{"a.b"}})
+	require.DeepEqual(t, perms("        publish: [a, b]\n").Publish, &SubjectPermission{Allow: StringList{"a", "b"}})
+	require.DeepEqual(t, perms("        subscribe: {deny: x}\n").Subscribe, &SubjectPermission{Deny: StringList{"x"}})
+	require.DeepEqual(t, perms("        allow_responses: false\n").AllowResponses, &ResponsePermission{})
+	require.DeepEqual(t, perms("        allow_responses: {expires: 5s}\n").AllowResponses,
 		&ResponsePermission{Enabled: true, Expires: Duration(5 * time.Second)})
 
 	_, err := Parse([]byte("authorization:\n  users:\n    - user: a\n      permissions:\n        allow_responses: yes please\n"))
-	requireErrorContains(t, err, "line 5:", "invalid allow_responses")
+	require.ErrorContains(t, err, "line 5:", "invalid allow_responses")
 	_, err = Parse([]byte("authorization:\n  users:\n    - user: a\n      permissions:\n        publish: [[a]]\n"))
-	requireErrorContains(t, err, "line 5:", "want a string")
+	require.ErrorContains(t, err, "line 5:", "want a string")
 }
 
 func TestParseJetStreamForms(t *testing.T) {
-	requireEqual(t, mustParse(t, "jetstream: true").JetStream, &JetStreamConfig{Enabled: true})
-	requireEqual(t, mustParse(t, "jetstream: false").JetStream, &JetStreamConfig{})
-	requireEqual(t, mustParse(t, "jetstream: {}").JetStream, &JetStreamConfig{Enabled: true})
-	requireEqual(t, mustParse(t, "jetstream: {enabled: false, domain: x}").JetStream, &JetStreamConfig{Domain: "x"})
+	require.DeepEqual(t, mustParse(t, "jetstream: true").JetStream, &JetStreamConfig{Enabled: true})
+	require.DeepEqual(t, mustParse(t, "jetstream: false").JetStream, &JetStreamConfig{})
+	require.DeepEqual(t, mustParse(t, "jetstream: {}").JetStream, &JetStreamConfig{Enabled: true})
+	require.DeepEqual(t, mustParse(t, "jetstream: {enabled: false, domain: x}").JetStream, &JetStreamConfig{Domain: "x"})
 	_, err := Parse([]byte("jetstream: maybe"))
-	requireErrorContains(t, err, "line 1: jetstream: invalid jetstream")
+	require.ErrorContains(t, err, "line 1: jetstream: invalid jetstream")
 }
 
 func TestDefaultParses(t *testing.T) {
 	c := Default()
 	c.SetDefaults(testEnv)
-	requireNoError(t, c.Validate())
-	requireEqual(t, c.Listen.Host, "0.0.0.0")
-	requireEqual(t, c.Port, 4222)
-	requireEqual(t, c.HTTP.Host, "127.0.0.1")
-	requireEqual(t, *c.HTTPPort, 8222)
-	requireEqual(t, c.JetStream.Enabled, true)
+	require.NoError(t, c.Validate())
+	require.DeepEqual(t, c.Listen.Host, "0.0.0.0")
+	require.DeepEqual(t, c.Port, 4222)
+	require.DeepEqual(t, c.HTTP.Host, "127.0.0.1")
+	require.DeepEqual(t, *c.HTTPPort, 8222)
+	require.DeepEqual(t, c.JetStream.Enabled, true)
 	if !strings.Contains(string(DefaultYAML()), "listen: 0.0.0.0:4222") {
 		t.Fatalf("DefaultYAML does not look like the default:\n%s", DefaultYAML())
 	}

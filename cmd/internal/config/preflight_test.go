@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/leafbox/leafbox/core/require"
 )
 
 // preflightErr loads src from a file in dir, fills defaults from env and
@@ -13,9 +15,9 @@ func preflightErr(t *testing.T, dir, src string, env Env) (string, error) {
 	t.Helper()
 	path := writeFile(t, dir, "gw.yaml", src)
 	c, err := Load(path)
-	requireNoError(t, err)
+	require.NoError(t, err)
 	c.SetDefaults(env)
-	requireNoError(t, c.Validate())
+	require.NoError(t, c.Validate())
 	return path, c.Preflight()
 }
 
@@ -38,10 +40,10 @@ func TestPreflightStoreDir(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			path, err := preflightErr(t, t.TempDir(), "port: 4333\njetstream:\n  store_dir: '"+tc.store+"'\n", testEnv)
 			if tc.want == "" {
-				requireNoError(t, err)
+				require.NoError(t, err)
 				return
 			}
-			requireErrorContains(t, err, path+":3: jetstream.store_dir: "+tc.want)
+			require.ErrorContains(t, err, path+":3: jetstream.store_dir: "+tc.want)
 		})
 	}
 	if _, err := os.Stat(filepath.Join(dir, "new")); !errors.Is(err, os.ErrNotExist) {
@@ -54,12 +56,12 @@ func TestPreflightUnwritableStoreDir(t *testing.T) {
 		t.Skip("root writes to read-only directories")
 	}
 	ro := t.TempDir()
-	requireNoError(t, os.Chmod(ro, 0o500))
+	require.NoError(t, os.Chmod(ro, 0o500))
 	t.Cleanup(func() { _ = os.Chmod(ro, 0o700) })
 	path, err := preflightErr(t, t.TempDir(), "jetstream: {store_dir: '"+ro+"'}\n", testEnv)
-	requireErrorContains(t, err, path+":1: jetstream.store_dir: "+ro+" is not writable")
+	require.ErrorContains(t, err, path+":1: jetstream.store_dir: "+ro+" is not writable")
 	_, err = preflightErr(t, t.TempDir(), "jetstream: {store_dir: '"+filepath.Join(ro, "js")+"'}\n", testEnv)
-	requireErrorContains(t, err, "cannot be created: "+ro+" is not writable")
+	require.ErrorContains(t, err, "cannot be created: "+ro+" is not writable")
 }
 
 // The outboxes' directory is checked when JetStream is off.
@@ -69,7 +71,7 @@ func TestPreflightOutboxDir(t *testing.T) {
 leafnodes: {remotes: [{url: nats://hub}]}
 uplinks: [{name: t, subjects: [t.>], hub_subject_prefix: s.}]
 `, Env{StateDirectory: file})
-	requireErrorContains(t, err, path+":3: uplinks: outbox directory: "+file+" is not a directory")
+	require.ErrorContains(t, err, path+":3: uplinks: outbox directory: "+file+" is not a directory")
 }
 
 // Listen hosts must be addresses of this machine or names that resolve;
@@ -92,10 +94,10 @@ func TestPreflightListenHosts(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			path, err := preflightErr(t, t.TempDir(), tc.src+"jetstream: false\n", testEnv)
 			if tc.want == "" {
-				requireNoError(t, err)
+				require.NoError(t, err)
 				return
 			}
-			requireErrorContains(t, err, path+tc.want)
+			require.ErrorContains(t, err, path+tc.want)
 		})
 	}
 }
@@ -115,7 +117,7 @@ func TestUnknownKeySuggestsTheNearest(t *testing.T) {
 	}
 	for _, tc := range cases {
 		_, err := Parse([]byte(tc.src))
-		requireErrorContains(t, err, tc.want)
+		require.ErrorContains(t, err, tc.want)
 	}
 }
 
@@ -128,10 +130,10 @@ func TestEditDistance(t *testing.T) {
 		{"tokn", "token", 1}, {"stroe_dir", "store_dir", 1}, {"kitten", "sitting", 3}, {"port", "port", 0},
 	}
 	for _, tc := range cases {
-		requireEqual(t, editDistance(tc.a, tc.b), tc.d)
-		requireEqual(t, editDistance(tc.b, tc.a), tc.d)
+		require.DeepEqual(t, editDistance(tc.a, tc.b), tc.d)
+		require.DeepEqual(t, editDistance(tc.b, tc.a), tc.d)
 	}
-	requireEqual(t, nearestKey("prot", []string{"port", "ports"}), "port")
-	requireEqual(t, nearestKey("ab", []string{"ac", "ad"}), "") // a tie suggests nothing
-	requireEqual(t, nearestKey("zzzzzz", []string{"port"}), "")
+	require.DeepEqual(t, nearestKey("prot", []string{"port", "ports"}), "port")
+	require.DeepEqual(t, nearestKey("ab", []string{"ac", "ad"}), "") // a tie suggests nothing
+	require.DeepEqual(t, nearestKey("zzzzzz", []string{"port"}), "")
 }

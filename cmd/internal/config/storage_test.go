@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/leafbox/leafbox/core/require"
 )
 
 // authExample is the example file without a jetstream block.
@@ -32,34 +34,34 @@ func TestJetStreamOnWithoutTheBlock(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			c := mustValidate(t, tc.src)
-			requireEqual(t, c.JetStream.Enabled, tc.on)
+			require.DeepEqual(t, c.JetStream.Enabled, tc.on)
 			if tc.on {
-				requireEqual(t, c.JetStream.StoreDir, testEnv.DefaultStoreDir())
+				require.DeepEqual(t, c.JetStream.StoreDir, testEnv.DefaultStoreDir())
 			} else {
-				requireEqual(t, c.JetStream.StoreDir, "")
+				require.DeepEqual(t, c.JetStream.StoreDir, "")
 			}
 		})
 	}
 	t.Run("auth example", func(t *testing.T) {
 		c, err := Load(authExample)
-		requireNoError(t, err)
+		require.NoError(t, err)
 		c.SetDefaults(testEnv)
-		requireNoError(t, c.Validate())
-		requireEqual(t, c.JetStream.Enabled, true)
-		requireEqual(t, c.JetStream.StoreDir, testEnv.DefaultStoreDir())
+		require.NoError(t, c.Validate())
+		require.DeepEqual(t, c.JetStream.Enabled, true)
+		require.DeepEqual(t, c.JetStream.StoreDir, testEnv.DefaultStoreDir())
 	})
 	t.Run("store dir flag keeps it on", func(t *testing.T) {
 		c := mustParse(t, "port: 4333\n")
 		Overrides{StoreDir: ptr("/flag/js")}.Apply(c)
 		c.SetDefaults(testEnv)
-		requireEqual(t, c.JetStream.Enabled, true)
-		requireEqual(t, c.JetStream.StoreDir, "/flag/js")
+		require.DeepEqual(t, c.JetStream.Enabled, true)
+		require.DeepEqual(t, c.JetStream.StoreDir, "/flag/js")
 	})
 	t.Run("flag turns it off", func(t *testing.T) {
 		c := mustParse(t, "port: 4333\n")
 		Overrides{JetStream: ptr(false)}.Apply(c)
 		c.SetDefaults(testEnv)
-		requireEqual(t, c.JetStream.Enabled, false)
+		require.DeepEqual(t, c.JetStream.Enabled, false)
 	})
 }
 
@@ -95,8 +97,8 @@ func TestDefaultStorageLimits(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			l := defaultStorageLimits(tc.m, "/store/streams", tc.reserve)
-			requireEqual(t, l.maxMemory, tc.mem)
-			requireEqual(t, l.maxFile, tc.file)
+			require.DeepEqual(t, l.maxMemory, tc.mem)
+			require.DeepEqual(t, l.maxFile, tc.file)
 			if !strings.Contains(l.memoryNote, tc.memNote) || !strings.Contains(l.fileNote, tc.note) {
 				t.Fatalf("notes %q, %q; want %q, %q", l.memoryNote, l.fileNote, tc.memNote, tc.note)
 			}
@@ -116,9 +118,9 @@ uplinks:
   - {name: b, subjects: [b.>], hub_subject_prefix: s., min_free_disk: 1GiB}
 `)
 	c.SetDefaults(env)
-	requireNoError(t, c.Validate())
-	requireEqual(t, c.JetStream.MaxMemoryStore, Size(3<<30))
-	requireEqual(t, c.JetStream.MaxFileStore, Size(30<<30-1<<30))
+	require.NoError(t, c.Validate())
+	require.DeepEqual(t, c.JetStream.MaxMemoryStore, Size(3<<30))
+	require.DeepEqual(t, c.JetStream.MaxFileStore, Size(30<<30-1<<30))
 	summary := strings.Join(c.StorageSummary(), "\n")
 	for _, want := range []string{
 		"jetstream on: streams in /home/test/.local/state/leafbox/streams",
@@ -133,7 +135,7 @@ uplinks:
 
 	set := mustParse(t, "jetstream: {max_memory_store: 64MiB, max_file_store: 2GiB}\n")
 	set.SetDefaults(env)
-	requireEqual(t, set.JetStream.MaxMemoryStore, Size(64<<20))
-	requireEqual(t, set.JetStream.MaxFileStore, Size(2<<30))
-	requireErrorContains(t, errors.New(strings.Join(set.StorageSummary(), "\n")), "max_memory_store 64MiB: set", "max_file_store 2GiB: set")
+	require.DeepEqual(t, set.JetStream.MaxMemoryStore, Size(64<<20))
+	require.DeepEqual(t, set.JetStream.MaxFileStore, Size(2<<30))
+	require.ErrorContains(t, errors.New(strings.Join(set.StorageSummary(), "\n")), "max_memory_store 64MiB: set", "max_file_store 2GiB: set")
 }

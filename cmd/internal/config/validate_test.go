@@ -6,17 +6,18 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/leafbox/leafbox/core/require"
 	"github.com/nats-io/nkeys"
 )
 
 func newUserKey(t testing.TB) (public, seed string) {
 	t.Helper()
 	kp, err := nkeys.CreateUser()
-	requireNoError(t, err)
+	require.NoError(t, err)
 	pub, err := kp.PublicKey()
-	requireNoError(t, err)
+	require.NoError(t, err)
 	s, err := kp.Seed()
-	requireNoError(t, err)
+	require.NoError(t, err)
 	return pub, string(s)
 }
 
@@ -100,7 +101,7 @@ func TestValidateErrors(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			err := validateErr(t, tc.src)
-			requireErrorContains(t, err, tc.want...)
+			require.ErrorContains(t, err, tc.want...)
 			if strings.Contains(err.Error(), seed) {
 				t.Fatalf("error quotes the seed: %v", err)
 			}
@@ -111,9 +112,9 @@ func TestValidateErrors(t *testing.T) {
 func TestValidateReportsAllProblems(t *testing.T) {
 	err := validateErr(t, "port: 70000\nping_max: -1\nserver_name: a b\n")
 	ps := problems(t, err)
-	requireEqual(t, len(ps), 3)
+	require.DeepEqual(t, len(ps), 3)
 	for i, p := range ps {
-		requireEqual(t, p.Line, i+1)
+		require.DeepEqual(t, p.Line, i+1)
 	}
 }
 
@@ -128,13 +129,13 @@ func TestValidateRunsAuthPackageChecks(t *testing.T) {
 	// A password that looks like a bcrypt hash but is not one is rejected
 	// by core/auth; config check must reject it too.
 	err := validateErr(t, "authorization:\n  users:\n    - user: a\n      password: $2a$10$notreallyahash\n")
-	requireErrorContains(t, err, "line 1: authorization:", "bcrypt")
+	require.ErrorContains(t, err, "line 1: authorization:", "bcrypt")
 }
 
 func TestValidateStoreDirNeedsADefault(t *testing.T) {
 	c := mustParse(t, "jetstream: true")
 	c.SetDefaults(Env{})
-	requireErrorContains(t, c.Validate(), "line 1: jetstream.store_dir: no default")
+	require.ErrorContains(t, c.Validate(), "line 1: jetstream.store_dir: no default")
 }
 
 func TestFlagErrorsNameTheFlag(t *testing.T) {
@@ -142,7 +143,7 @@ func TestFlagErrorsNameTheFlag(t *testing.T) {
 	Overrides{Port: ptr(70000), Host: ptr("a b")}.Apply(c)
 	c.SetDefaults(testEnv)
 	err := c.Validate()
-	requireErrorContains(t, err, "flag --port: port: 70000 is out of range", `flag --addr: listen: invalid host "a b"`)
+	require.ErrorContains(t, err, "flag --port: port: 70000 is out of range", `flag --addr: listen: invalid host "a b"`)
 	for _, p := range problems(t, err) {
 		if p.Line != 0 {
 			t.Fatalf("a flag's problem has a line: %v", p)
@@ -154,11 +155,11 @@ func TestConfigErrorFormat(t *testing.T) {
 	dir := t.TempDir()
 	path := writeFile(t, dir, "gw.yaml", "port: 1\nnope: 2\n")
 	_, err := Load(path)
-	requireErrorContains(t, err, path+`:2: nope: unknown key "nope"`)
+	require.ErrorContains(t, err, path+`:2: nope: unknown key "nope"`)
 
 	path = writeFile(t, dir, "gw2.yaml", "port: 70000\n")
 	c, err := Load(path)
-	requireNoError(t, err)
+	require.NoError(t, err)
 	c.SetDefaults(testEnv)
-	requireErrorContains(t, c.Validate(), path+":1: port: 70000 is out of range")
+	require.ErrorContains(t, c.Validate(), path+":1: port: 70000 is out of range")
 }
