@@ -253,7 +253,7 @@ func (c *Consumer) take() []Msg {
 	defer c.mu.Unlock()
 	for i, m := range c.queue {
 		if len(m.Reply) > 0 && strings.HasPrefix(string(m.Reply), ackPrefix) {
-			out := c.queue[:i+1:i+1]
+			out := c.queue[: i+1 : i+1]
 			c.queue = c.queue[i+1:]
 			return out
 		}
