@@ -56,8 +56,8 @@ type App struct {
 	// bridges runs the bridges (bridges.go): started after the node,
 	// stopped first, reloaded on SIGHUP.
 	bridges *bridge.Registry
-	clock *clock.Clock
-	store *storedir.Dir // the locked store directory; nil when nothing is kept on disk
+	clock   *clock.Clock
+	store   *storedir.Dir // the locked store directory; nil when nothing is kept on disk
 
 	// health is the healthz block in force (Reload replaces it); probe
 	// checks that the store directories take writes.
