@@ -53,11 +53,12 @@ type App struct {
 	js    *jetstream.Engine // nil when JetStream is off
 	jsBus *server.Conn
 	node  *node.Node // the leaf runtime
+	clock *clock.Clock
+	store *storedir.Dir // the locked store directory; nil when nothing is kept on disk
+
 	// bridges runs the bridges (bridges.go): started after the node,
 	// stopped first, reloaded on SIGHUP.
 	bridges *bridge.Registry
-	clock   *clock.Clock
-	store   *storedir.Dir // the locked store directory; nil when nothing is kept on disk
 
 	// health is the healthz block in force (Reload replaces it); probe
 	// checks that the store directories take writes.
