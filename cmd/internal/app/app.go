@@ -206,7 +206,11 @@ func (a *App) Start() error {
 	}
 	// After JetStream and the node: Store finds its streams, and the
 	// uplinks capture what the bridges publish.
-	if err := a.applyBridges(cfg); err != nil {
+	specs, err := bridgeSpecs(cfg)
+	if err == nil {
+		err = a.applyBridges(specs)
+	}
+	if err != nil {
 		a.abortStart()
 		return err
 	}
@@ -356,6 +360,10 @@ func (a *App) Reload(cfg *config.Config) error {
 		return err
 	}
 	opts.Logger = a.log
+	specs, err := bridgeSpecs(cfg)
+	if err != nil {
+		return err
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	old := a.cfg
@@ -377,7 +385,7 @@ func (a *App) Reload(cfg *config.Config) error {
 	if err := a.srv.Reload(opts); err != nil {
 		return err
 	}
-	if err := a.applyBridges(cfg); err != nil {
+	if err := a.applyBridges(specs); err != nil {
 		return err
 	}
 	a.cfg = cfg

@@ -41,14 +41,12 @@ func newBridges(srv *server.Server, log *slog.Logger) *bridge.Registry {
 	return bridge.NewRegistry(bridge.RegistryConfig{Connector: bridgeConnector{srv}, Logger: log})
 }
 
-// applyBridges makes the running bridges those of cfg: at Start all of
+// applyBridges makes the running bridges those of specs: at Start all of
 // them, on Reload only the added, removed and changed ones start or stop
-// (bridge.Registry.Apply). Stopping a bridge waits at most abortTimeout.
-func (a *App) applyBridges(cfg *config.Config) error {
-	specs, err := bridgeSpecs(cfg)
-	if err != nil {
-		return withPrefix("bridges", err)
-	}
+// (bridge.Registry.Apply, which builds them all before it stops any, so a
+// bridge that cannot be made changes nothing). Stopping a bridge waits at
+// most abortTimeout.
+func (a *App) applyBridges(specs []bridge.Spec) error {
 	ctx, cancel := context.WithTimeout(context.Background(), abortTimeout)
 	defer cancel()
 	return withPrefix("bridges", a.bridges.Apply(ctx, specs))
