@@ -236,3 +236,20 @@ func TestAppBridgeSpecsFail(t *testing.T) {
 	awaitBridgeConnected(t, a, "a")
 	requireEqual(t, len(tb.instances("a")), 1)
 }
+
+// TestAppBridgesLameDuck: LameDuck stops the bridges first too, while the
+// broker still answers them.
+func TestAppBridgesLameDuck(t *testing.T) {
+	tb := useTestBridges(t, "a")
+	a := startApp(t, "http_port: -1\nlame_duck_duration: 1s\nlame_duck_grace_period: 10ms", Flags{})
+	awaitBridgeConnected(t, a, "a")
+	svc := a.srv.InProcess("")
+	defer svc.Close()
+	_, err := svc.Subscribe("svc.alive", "", func(m server.Msg) { svc.Publish(string(m.Reply), "", nil, []byte("yes")) })
+	requireNoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	requireNoError(t, a.LameDuck(ctx))
+	requireNoError(t, <-tb.instances("a")[0].stopped)
+	requireEqual(t, len(a.bridges.Statuses()), 0)
+}
