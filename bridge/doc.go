@@ -70,7 +70,7 @@
 // # Lock order
 //
 //	Registry.applyMu → Registry.mu
-//	Runner.mu and Status.mu are leaves.
+//	Runner.mu, Status.mu (and its changes.mu) and Consumer.mu are leaves.
 //
 // applyMu serialises Apply and Close, which start and stop bridges while
 // holding it; mu guards the running set for moments only, so Statuses

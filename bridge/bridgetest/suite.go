@@ -80,7 +80,9 @@ type Device interface {
 	// own, once they are connected again).
 	Restore(t *testing.T)
 	// Stall makes the device stop taking messages from the bridge (a slow
-	// device) until Resume.
+	// device) until Resume: it accepts (acknowledges, reads) none, so a
+	// message sent to it meanwhile and then lost with a Drop was never
+	// accepted, and a bridge must send it again.
 	Stall(t *testing.T)
 	// Resume ends a Stall.
 	Resume(t *testing.T)
