@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
-	"sync/atomic"
 
 	"github.com/leafbox/leafbox/bridge"
 	"github.com/leafbox/leafbox/cmd/internal/config"
@@ -70,13 +69,19 @@ func (c bridgeConnector) Connect(account string) (bridge.Bus, func(), error) {
 var errBusClosed = errors.New("bridge bus closed")
 
 // bridgeBus is a bridge.Bus over an in-process broker connection: the
-// bridge declares what it needs and never imports core/server.
+// bridge declares what it needs and never imports core/server. Requests
+// share one subscription on the bus's inbox prefix (made on the first
+// request), so a request does not change the account's subscriptions (and
+// its match cache) each time.
 type bridgeBus struct {
-	conn     *server.Conn
-	inbox    string // prefix of the request inboxes
-	requests atomic.Uint64
-	mu       sync.Mutex
+	conn  *server.Conn
+	inbox string // prefix of the request inboxes, ends with "."
+
+	mu       sync.Mutex // a leaf; never held while publishing
 	closed   bool
+	replies  *server.Subscription         // on inbox+"*"; nil before the first request
+	pending  map[string]chan<- bridge.Msg // by the inbox's last token
+	requests uint64
 }
 
 var _ bridge.Bus = (*bridgeBus)(nil)
@@ -118,32 +123,57 @@ func (b *bridgeBus) Subscribe(subj, queue string, h func(bridge.Msg)) (func(), e
 // answered at once with a 503 status, as NATS clients see "no
 // responders".
 func (b *bridgeBus) Request(ctx context.Context, subj string, hdr, data []byte) (bridge.Msg, error) {
-	if b.isClosed() {
-		return bridge.Msg{}, errBusClosed
-	}
 	if !subject.ValidPublish(subj) {
 		return bridge.Msg{}, fmt.Errorf("%w: %q", server.ErrInvalidSubject, subj)
 	}
-	inbox := b.inbox + strconv.FormatUint(b.requests.Add(1), 10)
-	replies := make(chan bridge.Msg, 1)
-	sub, err := b.conn.Subscribe(inbox, "", func(m server.Msg) {
-		select {
-		case replies <- bridge.Msg{Subject: clone(m.Subject), Header: clone(m.Header), Data: clone(m.Data)}:
-		default: // only the first answer counts
-		}
-	})
-	if err != nil {
-		return bridge.Msg{}, err
+	answer := make(chan bridge.Msg, 1)
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return bridge.Msg{}, errBusClosed
 	}
-	defer sub.Unsubscribe()
-	if b.conn.Publish(subj, inbox, hdr, data) == 0 {
-		return bridge.Msg{Subject: []byte(inbox), Header: proto.AppendStatusHeader(nil, 503, "", "Nats-Subject", subj)}, nil
+	if b.replies == nil {
+		sub, err := b.conn.Subscribe(b.inbox+"*", "", b.reply)
+		if err != nil {
+			b.mu.Unlock()
+			return bridge.Msg{}, err
+		}
+		b.replies, b.pending = sub, map[string]chan<- bridge.Msg{}
+	}
+	b.requests++
+	id := strconv.FormatUint(b.requests, 10)
+	b.pending[id] = answer
+	b.mu.Unlock()
+	defer func() {
+		b.mu.Lock()
+		delete(b.pending, id)
+		b.mu.Unlock()
+	}()
+	if b.conn.Publish(subj, b.inbox+id, hdr, data) == 0 {
+		return bridge.Msg{Subject: []byte(b.inbox + id), Header: proto.AppendStatusHeader(nil, 503, "", "Nats-Subject", subj)}, nil
 	}
 	select {
-	case m := <-replies:
+	case m := <-answer:
 		return m, nil
 	case <-ctx.Done():
 		return bridge.Msg{}, ctx.Err()
+	}
+}
+
+// reply hands an answer to the request waiting for it; only the first
+// answer counts.
+func (b *bridgeBus) reply(m server.Msg) {
+	route := m.Route
+	if len(route) < len(b.inbox) {
+		return
+	}
+	id := string(route[len(b.inbox):])
+	b.mu.Lock()
+	answer := b.pending[id]
+	delete(b.pending, id)
+	b.mu.Unlock()
+	if answer != nil {
+		answer <- bridge.Msg{Subject: clone(m.Subject), Header: clone(m.Header), Data: clone(m.Data)}
 	}
 }
 

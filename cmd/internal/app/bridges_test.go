@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -140,6 +141,18 @@ func TestAppBridges(t *testing.T) {
 	reply, err := bus.Request(ctx, "bt.a", nil, []byte("ping"))
 	require.NoError(t, err)
 	require.Equal(t, string(reply.Data), "a:ping")
+	// Concurrent requests on one Bus each get their own answer.
+	var wg sync.WaitGroup
+	for i := range 16 {
+		wg.Go(func() {
+			want := "a:" + strconv.Itoa(i)
+			r, err := bus.Request(ctx, "bt.a", nil, []byte(strconv.Itoa(i)))
+			if err != nil || string(r.Data) != want {
+				t.Errorf("request %d: %q, %v; want %q", i, r.Data, err, want)
+			}
+		})
+	}
+	wg.Wait()
 	reply, err = bus.Request(ctx, "nobody.here", nil, nil)
 	require.NoError(t, err)
 	code, _ := proto.ParseStatus(reply.Header)
