@@ -149,3 +149,40 @@ func TestConsumerErrors(t *testing.T) {
 	_, err = c.Next(t.Context())
 	require.ErrorIs(t, err, bridge.ErrConsumerDeleted, "next after the consumer was deleted")
 }
+
+// BenchmarkConsumerNextAck: messages taken one at a time through a
+// durable consumer on a memory stream, as a bridge's outbound loop takes
+// them, with one delivery outstanding (in order through any failure) and
+// with 64.
+func BenchmarkConsumerNextAck(b *testing.B) {
+	for _, pending := range []int{1, 64} {
+		b.Run(fmt.Sprint("max_ack_pending=", pending), func(b *testing.B) { benchConsumer(b, pending) })
+	}
+}
+
+func benchConsumer(b *testing.B, maxAckPending int) {
+	br := bridgetest.NewBroker(b)
+	br.AddStream(b, jsapi.StreamConfig{Name: "OUT", Subjects: []string{"out.>"}, Storage: jsapi.MemoryStorage})
+	bus, closeBus, _ := br.Connect("")
+	defer closeBus()
+	for i := 0; i < b.N; i++ {
+		if _, _, err := bridge.Store(b.Context(), bus, "out.dev", nil, []byte("0123456789abcdef")); err != nil {
+			b.Fatal(err)
+		}
+	}
+	c, err := bridge.Consume(b.Context(), bus, bridge.ConsumerConfig{Stream: "OUT", Durable: "bench", MaxAckPending: maxAckPending})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		d, err := c.Next(b.Context())
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := d.Ack(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
