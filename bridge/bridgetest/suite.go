@@ -548,6 +548,9 @@ func (s Suite) testCleanStop(t *testing.T) {
 	f.wait("connected", connected)
 	f.waitInterest(OutSubject, true)
 	stop := make(chan struct{})
+	var stopOnce sync.Once
+	halt := func() { stopOnce.Do(func() { close(stop) }) }
+	defer halt() // also when the case fails
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		for i := 0; ; i++ {
@@ -569,7 +572,7 @@ func (s Suite) testCleanStop(t *testing.T) {
 	})
 	f.wait("traffic flowing", func(s bridge.Snapshot) bool { return s.Out >= 10 && s.In >= 10 })
 	f.stop()
-	close(stop)
+	halt()
 	wg.Wait()
 	f.waitInterest(OutSubject, false)
 }
