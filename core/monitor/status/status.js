@@ -265,6 +265,11 @@
       const level = /^(connected|running|ok|up)$/i.test(state) ? 'ok' : 'bad';
       const rows = [];
       for (const [k, v] of Object.entries(b)) {
+        if (k === 'drops' && v && typeof v === 'object') {
+          const lost = Object.entries(v).filter(([, n]) => n > 0).map(([reason, n]) => count(n) + ' ' + reason.replace(/_/g, ' '));
+          rows.push(['dropped', lost.length ? lost.join(', ') : 'none']);
+          continue;
+        }
         if (k === 'name' || k === 'state' || v === null || typeof v === 'object') continue;
         rows.push([k.replace(/_/g, ' '), typeof v === 'number' ? count(v) : String(v)]);
       }
