@@ -33,7 +33,6 @@ var ErrVanished = errors.New("modbus: serial device vanished")
 type Bridge struct {
 	cfg     Config
 	devices []*device
-	opened  atomic.Uint64
 }
 
 // device is one device's plan and state. last and have are the poll
@@ -82,17 +81,11 @@ func (b *Bridge) Run(ctx context.Context, env bridge.Env) error {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	st.SetState(bridge.StateStarting)
 	client, where, err := b.open(logger)
 	if err != nil {
-		st.SetState(bridge.StateDisconnected)
-		st.SetError(err)
 		return err
 	}
 	defer client.Close()
-	if b.opened.Add(1) > 1 {
-		st.CountReconnect()
-	}
 	logger.Info("modbus bus open", "at", where)
 
 	writes := make(chan writeReq, DefaultQueueLen)
@@ -135,8 +128,6 @@ func (b *Bridge) Run(ctx context.Context, env bridge.Env) error {
 	if ctx.Err() != nil {
 		return nil
 	}
-	st.SetState(bridge.StateDisconnected)
-	st.SetError(err)
 	logger.Warn("modbus bus lost", "at", where, "err", err)
 	return err
 }

@@ -92,7 +92,7 @@ func TestRTU(t *testing.T) {
 	b := mustNew(t, Config{RTU: Line{Path: link, Baud: 115200}, Timeout: 500 * time.Millisecond, Devices: []Device{{
 		Name: "plc", Unit: 7, PollInterval: 20 * time.Millisecond, CommandSubject: "plc.write", Registers: plcRegisters(),
 	}}})
-	st := runBridge(t, b, tb.bus)
+	st := runBridge(t, b, tb)
 
 	want := map[string][2]any{
 		"temp": {-21.5, float64(-215)}, "flow": {3.25, 3.25}, "energy": {float64(0x12345678), float64(0x12345678)},
@@ -106,9 +106,18 @@ func TestRTU(t *testing.T) {
 	}
 
 	// Within the deadband (0.5): not republished; beyond it: published.
+	reads := make(chan time.Time, 16)
+	plc.mu.Lock()
+	plc.reads = reads
+	plc.mu.Unlock()
 	plc.setHolding(0, uint16(0xffff&-219))
-	polls := b.Devices()[0].Polls
-	waitFor(t, "two more polls", func() bool { return b.Devices()[0].Polls >= polls+2 })
+	for range 4 { // two polls of both holding blocks: the change was read
+		select {
+		case <-reads:
+		case <-time.After(10 * time.Second):
+			t.Fatal("no more polls")
+		}
+	}
 	none(t, subs["temp"], "a change of 0.4 with deadband 0.5")
 	plc.setHolding(0, uint16(0xffff&-221))
 	if p := value(t, next(t, subs["temp"], "temp beyond the deadband")); p.Value != -22.1 {
@@ -175,11 +184,12 @@ func TestRTUExceptionsAndTimeouts(t *testing.T) {
 			{Name: "x", Subject: "absent.x", Table: TableInput, Address: 0},
 		}},
 	}})
-	st := runBridge(t, b, tb.bus)
+	st := runBridge(t, b, tb)
 	if p := value(t, next(t, good, "good register")); p.Value != float64(42) {
 		t.Fatalf("good = %v", p.Value)
 	}
-	waitFor(t, "exceptions and timeouts", func() bool {
+	// Every exception and timeout also sets the bridge's last error.
+	waitFor(t, st, "exceptions and timeouts", func(bridge.Snapshot) bool {
 		d := b.Devices()
 		return d[0].Exceptions >= 2 && d[1].Timeouts >= 2
 	})
@@ -206,13 +216,13 @@ func TestRTUDeviceVanishes(t *testing.T) {
 			{Name: "x", Subject: "v.x", Table: TableHolding, Address: 0},
 		}},
 	}})
-	st := runBridge(t, b, tb.bus)
+	st := runBridge(t, b, tb)
 	if p := value(t, next(t, vals, "first value")); p.Value != float64(1) {
 		t.Fatalf("x = %v", p.Value)
 	}
 	slave.unplug()
 	require.NoError(t, os.Remove(link))
-	waitFor(t, "the bridge to notice", func() bool { return st.Snapshot().State != bridge.StateConnected })
+	waitFor(t, st, "the bridge to notice", func(s bridge.Snapshot) bool { return s.State != bridge.StateConnected })
 
 	plc2 := newBank()
 	plc2.setHolding(0, 2)
@@ -239,7 +249,7 @@ func TestTCP(t *testing.T) {
 	b := mustNew(t, Config{TCP: addr, Plain: true, Timeout: 200 * time.Millisecond, Devices: []Device{{
 		Name: "plc", Unit: 1, PollInterval: 20 * time.Millisecond, CommandSubject: "plc.write", Registers: plcRegisters(),
 	}}})
-	st := runBridge(t, b, tb.bus)
+	st := runBridge(t, b, tb)
 	require.Equal(t, string(next(t, temp, "temp").Data), "-21.5")
 	require.Equal(t, string(next(t, pump, "pump").Data), "true")
 
@@ -249,7 +259,7 @@ func TestTCP(t *testing.T) {
 	}
 
 	require.NoError(t, srv.Stop())
-	waitFor(t, "the bridge to lose the slave", func() bool { return st.Snapshot().State != bridge.StateConnected })
+	waitFor(t, st, "the bridge to lose the slave", func(s bridge.Snapshot) bool { return s.State != bridge.StateConnected })
 	plc.setHolding(0, 100)
 	startTCPSlave(t, plc, addr)
 	require.Equal(t, string(next(t, temp, "temp after the restart").Data), "10")

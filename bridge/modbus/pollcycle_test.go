@@ -38,9 +38,13 @@ func TestPollCycle(t *testing.T) {
 	}
 	var mu sync.Mutex
 	var arrivals []time.Time
-	unsub, err := tb.bus.Subscribe("poll.>", "", func(bridge.Msg) {
+	all := make(chan struct{})
+	unsub, err := tb.Bus(t).Subscribe("poll.>", "", func(bridge.Msg) {
 		mu.Lock()
 		arrivals = append(arrivals, time.Now())
+		if len(arrivals) == cycles*registers {
+			close(all)
+		}
 		mu.Unlock()
 	})
 	if err != nil {
@@ -49,7 +53,7 @@ func TestPollCycle(t *testing.T) {
 	defer unsub()
 	b := mustNew(t, Config{RTU: Line{Path: link, Baud: 115200}, Timeout: 500 * time.Millisecond,
 		Devices: []Device{{Name: "d", Unit: 1, PollInterval: interval, Registers: regs}}})
-	runBridge(t, b, tb.bus)
+	runBridge(t, b, tb)
 
 	var reads []time.Time
 	for len(reads) < cycles {
@@ -60,11 +64,11 @@ func TestPollCycle(t *testing.T) {
 			t.Fatalf("%d polls in 10s", len(reads))
 		}
 	}
-	waitFor(t, "every cycle's values", func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return len(arrivals) >= cycles*registers
-	})
+	select {
+	case <-all:
+	case <-time.After(10 * time.Second):
+		t.Fatal("not every cycle's values arrived")
+	}
 	mu.Lock()
 	got := slices.Clone(arrivals)
 	mu.Unlock()

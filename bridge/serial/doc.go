@@ -11,8 +11,9 @@
 // error, the zero-length read Linux gives for an unplugged USB adapter or
 // a hung-up pseudo-terminal, or the configured path no longer existing
 // (checked at every read timeout). The Runner then calls Run again after
-// its backoff; every successful open after the bridge's first counts a
-// reconnect. Bytes buffered from the old device are dropped at a reopen.
+// its backoff. Run reports StateConnected once the port is open, so the
+// Status counts every open after the first as a reconnect. Bytes
+// buffered from the old device are dropped at a reopen.
 //
 // # Delivery
 //

@@ -5,9 +5,11 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/creack/pty"
 	"github.com/leafbox/leafbox/core/require"
+	"golang.org/x/sys/unix"
 )
 
 // device is the far end of a pseudo-terminal pair: the test plays the
@@ -41,6 +43,25 @@ func (d *device) write(t *testing.T, s string) {
 	t.Helper()
 	_, err := d.master.WriteString(s)
 	require.NoError(t, err)
+}
+
+// drained waits until the bridge has read everything the device wrote:
+// the slave side's input queue (TIOCINQ) is empty. The kernel offers no
+// event for it, so this polls.
+func (d *device) drained(t *testing.T) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		n, err := unix.IoctlGetInt(int(d.tty.Fd()), unix.TIOCINQ)
+		require.NoError(t, err)
+		if n == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d bytes still unread", n)
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // byIDLink returns a symlink path in a temporary by-id directory.

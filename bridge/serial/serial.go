@@ -23,9 +23,6 @@ var ErrVanished = errors.New("serial: device vanished")
 // Bridge is a serial bridge; build it with New.
 type Bridge struct {
 	cfg Config
-	// opened counts successful opens: every one after the first is a
-	// reconnect.
-	opened atomic.Uint64
 }
 
 // New checks cfg and returns the bridge; it opens nothing.
@@ -49,7 +46,6 @@ func (b *Bridge) Run(ctx context.Context, env bridge.Env) error {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	st.SetState(bridge.StateStarting)
 	reader, err := cfg.Framing.NewFramer()
 	if err != nil {
 		return err
@@ -81,12 +77,7 @@ func (b *Bridge) Run(ctx context.Context, env bridge.Env) error {
 
 	port, real, err := b.open()
 	if err != nil {
-		st.SetState(bridge.StateDisconnected)
-		st.SetError(err)
 		return err
-	}
-	if b.opened.Add(1) > 1 {
-		st.CountReconnect()
 	}
 	log.Info("serial port open", "path", cfg.Port.Path, "device", real)
 	st.SetState(bridge.StateConnected)
@@ -127,8 +118,6 @@ func (b *Bridge) Run(ctx context.Context, env bridge.Env) error {
 	if ctx.Err() != nil {
 		return nil
 	}
-	st.SetState(bridge.StateDisconnected)
-	st.SetError(err)
 	log.Warn("serial port lost", "path", cfg.Port.Path, "err", err)
 	return err
 }

@@ -1,7 +1,6 @@
 package serial
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"os"
@@ -12,9 +11,8 @@ import (
 	"github.com/leafbox/leafbox/bridge"
 	"github.com/leafbox/leafbox/bridge/serial/frame"
 	"github.com/leafbox/leafbox/core/require"
+	"github.com/leafbox/leafbox/store/jsapi"
 	"github.com/nats-io/nats.go"
-	njs "github.com/nats-io/nats.go/jetstream"
-	"golang.org/x/sys/unix"
 )
 
 func mustNew(t *testing.T, cfg Config) *Bridge {
@@ -22,10 +20,6 @@ func mustNew(t *testing.T, cfg Config) *Bridge {
 	b, err := New(cfg)
 	require.NoError(t, err)
 	return b
-}
-
-func connected(st *bridge.Status) func() bool {
-	return func() bool { return st.Snapshot().State == bridge.StateConnected }
 }
 
 // TestLines: lines from the device arrive on the subject (LF and CR LF,
@@ -37,8 +31,8 @@ func TestLines(t *testing.T) {
 	dev := newDevice(t, link)
 	lines := tb.subscribe(t, "dev.lines")
 	b := mustNew(t, Config{Port: Port{Path: link, Baud: 115200}, Subject: "dev.lines", CommandSubject: "dev.cmd"})
-	st := runBridge(t, b, tb.bus)
-	waitFor(t, "the port to open", connected(st))
+	st := runBridge(t, b, tb)
+	waitFor(t, st, "the port to open", connected)
 
 	dev.write(t, "temp=21.5\r\nhum")
 	dev.write(t, "=40\n")
@@ -57,7 +51,7 @@ func TestLines(t *testing.T) {
 	if !strings.Contains(string(reply.Data), "error") {
 		t.Fatalf("a command with a newline was answered %q", reply.Data)
 	}
-	waitFor(t, "two frames counted in", func() bool { return st.Snapshot().In == 2 })
+	waitFor(t, st, "two frames counted in", func(s bridge.Snapshot) bool { return s.In == 2 })
 	snap := st.Snapshot()
 	require.Equal(t, snap.Out, uint64(1))
 	require.Equal(t, snap.Drops[bridge.DropRejected], uint64(1))
@@ -71,14 +65,14 @@ func TestJSONLines(t *testing.T) {
 	link := byIDLink(t)
 	dev := newDevice(t, link)
 	msgs := tb.subscribe(t, "dev.json")
-	st := runBridge(t, mustNew(t, Config{Port: Port{Path: link}, Framing: Framing{Kind: "json"}, Subject: "dev.json"}), tb.bus)
-	waitFor(t, "the port to open", connected(st))
+	st := runBridge(t, mustNew(t, Config{Port: Port{Path: link}, Framing: Framing{Kind: "json"}, Subject: "dev.json"}), tb)
+	waitFor(t, st, "the port to open", connected)
 
 	dev.write(t, "{\"t\":1}\n{\"t\":\n[2]\n")
 	require.Equal(t, string(next(t, msgs, "first").Data), `{"t":1}`)
 	require.Equal(t, string(next(t, msgs, "second").Data), `[2]`)
 	none(t, msgs, "after the invalid line")
-	waitFor(t, "two frames counted in", func() bool { return st.Snapshot().In == 2 })
+	waitFor(t, st, "two frames counted in", func(s bridge.Snapshot) bool { return s.In == 2 })
 	snap := st.Snapshot()
 	require.Equal(t, snap.BadFrames, uint64(1))
 	require.Equal(t, snap.Drops[bridge.DropBadFrame], uint64(1))
@@ -94,8 +88,8 @@ func TestNMEA(t *testing.T) {
 	raw := tb.subscribe(t, "gps.nmea")
 	fixes := tb.subscribe(t, "gps.fix")
 	st := runBridge(t, mustNew(t, Config{Port: Port{Path: link, Baud: 9600}, Framing: Framing{Kind: "nmea"},
-		Subject: "gps.nmea", FixSubject: "gps.fix"}), tb.bus)
-	waitFor(t, "the port to open", connected(st))
+		Subject: "gps.nmea", FixSubject: "gps.fix"}), tb)
+	waitFor(t, st, "the port to open", connected)
 
 	gga := "$GPGGA,123519,4807.038,N,01131.000,E,1,08,0.9,545.4,M,46.9,M,,*47"
 	dev.write(t, gga[:len(gga)-2]+"48\r\n") // bad checksum
@@ -116,23 +110,19 @@ func TestNMEA(t *testing.T) {
 // the subject, each stored before the next is read.
 func TestStore(t *testing.T) {
 	tb := newTestBroker(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	stream, err := tb.js.CreateStream(ctx, njs.StreamConfig{Name: "DEV", Subjects: []string{"dev.>"}})
-	require.NoError(t, err)
+	tb.AddStream(t, jsapi.StreamConfig{Name: "DEV", Subjects: []string{"dev.>"}})
 	link := byIDLink(t)
 	dev := newDevice(t, link)
-	st := runBridge(t, mustNew(t, Config{Port: Port{Path: link}, Subject: "dev.stored", Store: true}), tb.bus)
-	waitFor(t, "the port to open", connected(st))
+	st := runBridge(t, mustNew(t, Config{Port: Port{Path: link}, Subject: "dev.stored", Store: true}), tb)
+	waitFor(t, st, "the port to open", connected)
 
 	dev.write(t, "a\nb\nc\n")
-	waitFor(t, "three stored frames", func() bool { return st.Snapshot().In == 3 })
-	info, err := stream.Info(ctx)
-	require.NoError(t, err)
-	require.Equal(t, info.State.Msgs, uint64(3))
-	m, err := stream.GetMsg(ctx, 3)
-	require.NoError(t, err)
-	require.Equal(t, string(m.Data), "c")
+	waitFor(t, st, "three stored frames", func(s bridge.Snapshot) bool { return s.In == 3 })
+	msgs := tb.StoredMsgs(t, "DEV")
+	require.Equal(t, len(msgs), 3)
+	for i, want := range []string{"a", "b", "c"} {
+		require.Equal(t, msgs[i].Subject+" "+string(msgs[i].Data), "dev.stored "+want)
+	}
 }
 
 // TestStoreNoStream: without a stream for the subject, a stored frame is
@@ -142,10 +132,10 @@ func TestStoreNoStream(t *testing.T) {
 	link := byIDLink(t)
 	dev := newDevice(t, link)
 	msgs := tb.subscribe(t, "nostream.x")
-	st := runBridge(t, mustNew(t, Config{Port: Port{Path: link}, Subject: "nostream.x", Store: true, StoreWait: time.Second}), tb.bus)
-	waitFor(t, "the port to open", connected(st))
+	st := runBridge(t, mustNew(t, Config{Port: Port{Path: link}, Subject: "nostream.x", Store: true, StoreWait: time.Second}), tb)
+	waitFor(t, st, "the port to open", connected)
 	dev.write(t, "lost\n")
-	waitFor(t, "a rejected drop", func() bool { return st.Snapshot().Drops[bridge.DropRejected] == 1 })
+	waitFor(t, st, "a rejected drop", func(s bridge.Snapshot) bool { return s.Drops[bridge.DropRejected] == 1 })
 	require.Equal(t, st.Snapshot().In, uint64(0))
 	// The subscriber saw the store request (a core publish with a reply).
 	if m := next(t, msgs, "request"); m.Reply == "" {
@@ -164,20 +154,16 @@ func TestDeviceVanishes(t *testing.T) {
 	dev := newDevice(t, link)
 	lines := tb.subscribe(t, "dev.lines")
 	b := mustNew(t, Config{Port: Port{Path: link, ReadTimeout: 20 * time.Millisecond}, Subject: "dev.lines", CommandSubject: "dev.cmd"})
-	st := runBridge(t, b, tb.bus)
-	waitFor(t, "the port to open", connected(st))
+	st := runBridge(t, b, tb)
+	waitFor(t, st, "the port to open", connected)
 	dev.write(t, "before\n")
 	require.Equal(t, string(next(t, lines, "line before").Data), "before")
 
 	dev.write(t, "half a li")
-	waitFor(t, "the bridge to read the half line", func() bool {
-		n, err := unix.IoctlGetInt(int(dev.tty.Fd()), unix.TIOCINQ)
-		return err == nil && n == 0
-	})
+	dev.drained(t)
 	dev.unplug()
 	require.NoError(t, os.Remove(link))
-	waitFor(t, "the bridge to see the device gone", func() bool {
-		s := st.Snapshot()
+	waitFor(t, st, "the bridge to see the device gone", func(s bridge.Snapshot) bool {
 		return s.State != bridge.StateConnected && s.LastError != ""
 	})
 	reply, err := tb.nc.Request("dev.cmd", []byte("x"), 10*time.Second)
@@ -190,8 +176,7 @@ func TestDeviceVanishes(t *testing.T) {
 	}
 
 	dev2 := newDevice(t, link)
-	waitFor(t, "the port to reopen", func() bool {
-		s := st.Snapshot()
+	waitFor(t, st, "the port to reopen", func(s bridge.Snapshot) bool {
 		return s.State == bridge.StateConnected && s.Reconnects == 1
 	})
 	dev2.write(t, "ne\nafter\n")
