@@ -265,3 +265,31 @@ func TestTCP(t *testing.T) {
 	require.Equal(t, string(next(t, temp, "temp after the restart").Data), "10")
 	require.Equal(t, st.Snapshot().Reconnects, uint64(1))
 }
+
+// TestRTUBadCRC: answers whose CRC is wrong are counted as bad frames
+// for the device and never published; once the line is clean again the
+// value arrives.
+func TestRTUBadCRC(t *testing.T) {
+	tb := newTestBroker(t)
+	link := rtuLink(t)
+	plc := newBank()
+	plc.setHolding(0, 77)
+	slave := newRTUSlave(t, link, units{1: plc})
+	slave.corrupt.Store(true)
+	vals := tb.subscribe(t, "crc.x")
+	b := mustNew(t, Config{RTU: Line{Path: link, Baud: 115200}, Timeout: 100 * time.Millisecond, Devices: []Device{
+		{Name: "d", Unit: 1, PollInterval: 10 * time.Millisecond, Registers: []Register{
+			{Name: "x", Subject: "crc.x", Table: TableHolding, Address: 0},
+		}},
+	}})
+	st := runBridge(t, b, tb)
+	waitFor(t, st, "bad frames", func(s bridge.Snapshot) bool { return s.BadFrames >= 3 })
+	none(t, vals, "answers with a bad CRC")
+	require.Equal(t, b.Devices()[0].BadFrames >= 3, true, "device bad frames")
+	require.Equal(t, b.Devices()[0].Polls, uint64(0), "complete polls")
+	slave.corrupt.Store(false)
+	if p := value(t, next(t, vals, "value after the line is clean")); p.Value != float64(77) {
+		t.Fatalf("x = %v", p.Value)
+	}
+	require.Equal(t, st.Snapshot().Reconnects, uint64(0), "reconnects")
+}

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 	"unsafe"
@@ -151,6 +152,8 @@ type rtuSlave struct {
 	master, tty *os.File
 	units       units
 	done        chan struct{}
+	// corrupt, while set, flips a bit of every answer's CRC.
+	corrupt atomic.Bool
 }
 
 // newRTUSlave opens a pty pair, points link at its slave side and
@@ -236,7 +239,11 @@ func (s *rtuSlave) serve() {
 		if !ok {
 			continue
 		}
-		if _, err := s.master.Write(withCRC(answer(b, body))); err != nil {
+		out := withCRC(answer(b, body))
+		if s.corrupt.Load() {
+			out[len(out)-1] ^= 0x01
+		}
+		if _, err := s.master.Write(out); err != nil {
 			return
 		}
 	}
