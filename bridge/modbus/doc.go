@@ -39,7 +39,8 @@
 // for its device (DeviceSnapshot.Exceptions, LastException) and in the
 // bridge's last error; the poll goes on with the next block. A bad frame
 // (CRC, length, transaction or unit id) counts as a bad frame; a request
-// unanswered within Timeout as a timeout. Run returns, for the Runner to
+// unanswered within Timeout as a timeout; each is logged, at most one
+// warning per 10 seconds with the number held back. Run returns, for the Runner to
 // reopen the bus with backoff, when the bus itself fails (a TCP
 // connection closed, a serial read error), when an RTU line's path is
 // gone, or after maxTimeouts unanswered requests in a row.

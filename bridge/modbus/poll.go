@@ -20,6 +20,24 @@ type poller struct {
 	// timeouts counts unanswered requests in a row, across devices.
 	timeouts int
 	out      []byte
+	// lastWarn and held rate-limit the warnings of failed requests: at
+	// most one per warnEvery, with the number held back.
+	lastWarn time.Time
+	held     int
+}
+
+// warnEvery is the least time between two warnings of failed requests.
+const warnEvery = 10 * time.Second
+
+// warn logs a failed request, at most once per warnEvery.
+func (p *poller) warn(msg string, err error) {
+	now := time.Now()
+	if !p.lastWarn.IsZero() && now.Sub(p.lastWarn) < warnEvery {
+		p.held++
+		return
+	}
+	p.log.Warn(msg, "err", err, "suppressed", p.held)
+	p.lastWarn, p.held = now, 0
 }
 
 // loop polls each device at its interval (the next poll is due one
@@ -163,16 +181,18 @@ func (p *poller) failed(d *device, err error, what string) error {
 	case errException:
 		d.stats.exceptions.Add(1)
 		d.stats.setError(werr, exceptionName(err))
-		p.log.Debug("modbus exception", "device", d.Name, "err", err)
+		p.warn("modbus exception", werr)
 		return nil
 	case errBadFrame:
 		d.stats.badFrames.Add(1)
 		d.stats.setError(werr, "")
 		st.CountBadFrame()
+		p.warn("modbus bad frame", werr)
 		return nil
 	case errTimeout:
 		d.stats.timeouts.Add(1)
 		d.stats.setError(werr, "")
+		p.warn("modbus timeout", werr)
 		if verr := p.b.vanished(); verr != nil {
 			return verr
 		}
