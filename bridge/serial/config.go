@@ -128,6 +128,12 @@ type Config struct {
 	// CommandQueue is its queue group, so that one of several gateways
 	// sharing it writes a command.
 	CommandSubject, CommandQueue string
+	// CommandStream and CommandDurable, when set, take the commands from
+	// this durable consumer on a local stream instead (CommandSubject, if
+	// set, filters it): each is acknowledged only once written to the
+	// port, so commands stored while the device is away are written when
+	// it is back, in order.
+	CommandStream, CommandDurable string
 	// QueueLen bounds the commands waiting to be written
 	// (DefaultQueueLen when 0).
 	QueueLen int
@@ -153,6 +159,9 @@ func (c Config) Validate() error {
 	}
 	if c.Subject == "" {
 		errs = append(errs, errors.New("serial: no subject"))
+	}
+	if (c.CommandStream == "") != (c.CommandDurable == "") {
+		errs = append(errs, errors.New("serial: a command stream needs a durable, and a durable a stream"))
 	}
 	if c.FixSubject != "" && c.Framing.Kind != "nmea" {
 		errs = append(errs, errors.New("serial: a fix subject needs nmea framing"))

@@ -33,6 +33,12 @@
 // ({"error":"..."}). The subscription lives while Run runs; a command
 // that arrives while the port is not open is dropped as not connected.
 //
+// With CommandStream, commands come instead from a durable consumer on a
+// local stream (bridge.Consume): each is acknowledged only once written to
+// the port, so what was stored while the device was away is written, in
+// order, when it is back; one the framer refuses is terminated and
+// counted as rejected.
+//
 // # Goroutines
 //
 // Run reads on its own goroutine; it starts a writer and a closer (which

@@ -54,7 +54,7 @@ func (b *Bridge) Run(ctx context.Context, env bridge.Env) error {
 
 	cmds := make(chan command, cfg.QueueLen)
 	var accepting atomic.Bool
-	if cfg.CommandSubject != "" {
+	if cfg.CommandSubject != "" && cfg.CommandStream == "" {
 		unsub, err := env.Bus.Subscribe(cfg.CommandSubject, cfg.CommandQueue, func(m bridge.Msg) {
 			c := command{data: append([]byte(nil), m.Data...), reply: string(m.Reply)}
 			if !accepting.Load() {
@@ -80,26 +80,44 @@ func (b *Bridge) Run(ctx context.Context, env bridge.Env) error {
 		return err
 	}
 	log.Info("serial port open", "path", cfg.Port.Path, "device", real)
-	st.SetState(bridge.StateConnected)
 
 	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var cons *bridge.Consumer
+	if cfg.CommandStream != "" {
+		var filter []string
+		if cfg.CommandSubject != "" {
+			filter = []string{cfg.CommandSubject}
+		}
+		cons, err = bridge.Consume(runCtx, env.Bus, bridge.ConsumerConfig{Stream: cfg.CommandStream,
+			Durable: cfg.CommandDurable, FilterSubjects: filter})
+		if err != nil {
+			port.Close()
+			return fmt.Errorf("serial: command stream %s: %w", cfg.CommandStream, err)
+		}
+		defer cons.Close()
+	}
 	var wg sync.WaitGroup
 	writeErr := make(chan error, 1)
-	wg.Add(2)
-	go func() { // closer: unblocks the read when Run ends
-		defer wg.Done()
+	wg.Go(func() { // closer: unblocks the read when Run ends
 		<-runCtx.Done()
 		accepting.Store(false)
 		port.Close()
-	}()
-	go func() {
-		defer wg.Done()
-		if err := b.writeLoop(runCtx, env, port, writer, cmds); err != nil {
+	})
+	wg.Go(func() {
+		var err error
+		if cons != nil {
+			err = b.streamLoop(runCtx, env, port, writer, cons)
+		} else {
+			err = b.writeLoop(runCtx, env, port, writer, cmds)
+		}
+		if err != nil {
 			writeErr <- err
 			cancel()
 		}
-	}()
+	})
 	accepting.Store(true)
+	st.SetState(bridge.StateConnected)
 
 	err = b.readLoop(runCtx, env, log, port, reader)
 	cancel()
@@ -231,6 +249,37 @@ func (b *Bridge) writeLoop(ctx context.Context, env bridge.Env, port goserial.Po
 			env.Status.CountOut(1)
 			answer(env.Bus, c.reply, nil)
 		}
+	}
+}
+
+// streamLoop writes the commands of a durable consumer, each acknowledged
+// once written, until ctx ends or a write fails (the delivery is then
+// left unacknowledged, and comes again).
+func (b *Bridge) streamLoop(ctx context.Context, env bridge.Env, port goserial.Port, fr frame.Framer, cons *bridge.Consumer) error {
+	var out []byte
+	for {
+		d, err := cons.Next(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("serial: command stream: %w", err)
+		}
+		out, err = fr.Encode(out[:0], d.Data)
+		if err != nil {
+			// It can never be sent: drop it rather than block the stream.
+			env.Status.CountDrop(bridge.DropRejected)
+			env.Status.SetError(fmt.Errorf("serial: command %d of %s cannot be framed: %w", d.Sequence, d.Stream, err))
+			_ = d.Term()
+			continue
+		}
+		if _, err := port.Write(out); err != nil {
+			return fmt.Errorf("serial: writing %s: %w", b.cfg.Port.Path, err)
+		}
+		if err := d.Ack(); err != nil {
+			return fmt.Errorf("serial: acknowledging command %d of %s: %w", d.Sequence, d.Stream, err)
+		}
+		env.Status.CountOut(1)
 	}
 }
 

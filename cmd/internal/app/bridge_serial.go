@@ -53,5 +53,7 @@ func serialConfig(s config.SerialBridgeConfig) serial.Config {
 		Store:          s.Delivery == "store",
 		CommandSubject: s.CommandSubject,
 		CommandQueue:   s.CommandQueue,
+		CommandStream:  s.CommandStream,
+		CommandDurable: s.CommandDurable,
 	}
 }

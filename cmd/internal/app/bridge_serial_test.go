@@ -24,6 +24,8 @@ func TestSerialAndModbusSpecs(t *testing.T) {
       subject: gps.nmea
       fix_subject: gps.fix
       command_subject: gps.cmd
+      command_stream: GPS_CMDS
+      command_durable: gps
     - name: bin
       port: /dev/ttyUSB1
       framing: delimited
@@ -57,6 +59,7 @@ func TestSerialAndModbusSpecs(t *testing.T) {
 	require.Equal(t, sc.Framing, serial.Framing{Kind: "nmea", MaxLen: 82})
 	require.Equal(t, sc.FixSubject, "gps.fix")
 	require.Equal(t, sc.CommandSubject, "gps.cmd")
+	require.Equal(t, sc.CommandStream+"/"+sc.CommandDurable, "GPS_CMDS/gps")
 	require.Equal(t, specs[1].Config.(serial.Config).Framing, serial.Framing{Kind: "delimited", MaxLen: 65536, Delimiter: 0x7e, Escape: 0x10})
 
 	mc := specs[2].Config.(modbus.Config)

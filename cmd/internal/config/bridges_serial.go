@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/leafbox/leafbox/core/subject"
+	"github.com/leafbox/leafbox/store/jsapi"
 )
 
 // Defaults of a bridges.serial entry.
@@ -72,6 +73,13 @@ type SerialBridgeConfig struct {
 	// group.
 	CommandSubject string `yaml:"command_subject,omitempty"`
 	CommandQueue   string `yaml:"command_queue,omitempty"`
+	// CommandStream and CommandDurable take the commands from a durable
+	// consumer on a local stream instead (command_subject, if set,
+	// filters it): each is acknowledged once written to the port, so
+	// commands stored while the device is away are written, in order,
+	// when it is back.
+	CommandStream  string `yaml:"command_stream,omitempty"`
+	CommandDurable string `yaml:"command_durable,omitempty"`
 }
 
 // Frame length defaults, by framing.
@@ -135,8 +143,7 @@ func (v *validator) bridgesSerial() {
 		}
 		if _, known := serialMaxFrame[s.Framing]; !known {
 			v.errf(path+".framing", "%q is not lines, json, nmea, length or delimited", s.Framing)
-		}
-		if s.MaxFrame <= 0 {
+		} else if s.MaxFrame <= 0 {
 			v.errf(path+".max_frame", "must be positive")
 		}
 		text := s.Framing == "lines" || s.Framing == "json"
@@ -170,7 +177,31 @@ func (v *validator) bridgesSerial() {
 			v.errf(path+".command_queue", "needs command_subject")
 		case !subject.ValidQueue(s.CommandQueue):
 			v.errf(path+".command_queue", "invalid queue group %q", s.CommandQueue)
+		case s.CommandStream != "":
+			v.errf(path+".command_queue", "does not apply to a command_stream (its durable consumer is shared)")
 		}
+		v.serialCommandStream(path, s)
+	}
+}
+
+// serialCommandStream checks command_stream and command_durable.
+func (v *validator) serialCommandStream(path string, s SerialBridgeConfig) {
+	if s.CommandStream == "" && s.CommandDurable == "" {
+		return
+	}
+	switch {
+	case s.CommandStream == "":
+		v.errf(path+".command_durable", "needs command_stream")
+	case s.CommandDurable == "":
+		v.errf(path+".command_stream", "needs command_durable")
+	}
+	for _, n := range []struct{ key, val string }{{"command_stream", s.CommandStream}, {"command_durable", s.CommandDurable}} {
+		if err := jsapi.CheckName(n.val); n.val != "" && err != nil {
+			v.errf(path+"."+n.key, "%q is not a valid name: %v", n.val, err)
+		}
+	}
+	if js := v.c.JetStream; js == nil || !js.Enabled {
+		v.errf(path+".command_stream", "needs jetstream enabled")
 	}
 }
 

@@ -58,6 +58,12 @@ bridges:
       delimiter: 1
       escape: 1
       subject: d
+    - name: e
+      port: /dev/ttyS3
+      subject: e
+      command_stream: "bad name"
+      command_queue: q
+      command_subject: e.cmd
 `)
 	requireErrorContains(t, err,
 		`line 5: bridges.serial[0].port: "ttyUSB0" is not an absolute path`,
@@ -76,6 +82,10 @@ bridges:
 		"line 26: bridges.serial[2].max_frame: 1000 does not fit a 1-byte length prefix",
 		`line 27: bridges.serial[2].length_endian: "middle" is not big or little`,
 		"bridges.serial[3].escape: must differ from the delimiter",
+		"line 38: bridges.serial[4].command_stream: needs command_durable",
+		`line 38: bridges.serial[4].command_stream: "bad name" is not a valid name`,
+		"line 38: bridges.serial[4].command_stream: needs jetstream enabled",
+		"line 39: bridges.serial[4].command_queue: does not apply to a command_stream",
 	)
 	err = validateErr(t, "bridges:\n  serial:\n    - name: x\n")
 	requireErrorContains(t, err, "line 3: bridges.serial[0].port: is required", `bridges.serial[0].subject: "" is not a subject`)
