@@ -105,6 +105,8 @@ func (c *Config) SetDefaults(env Env) {
 	}
 	c.setStorageDefaults(env.Machine)
 	c.setHealthzDefaults()
+	c.setSerialBridgeDefaults()
+	c.setModbusBridgeDefaults()
 }
 
 func setDefault[T comparable](v *T, def T) {

@@ -1,0 +1,233 @@
+package modbus
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+
+	"github.com/leafbox/leafbox/bridge"
+	mb "github.com/simonvetter/modbus"
+)
+
+// maxTimeouts is how many requests in a row may go unanswered before Run
+// gives the bus up (a TCP peer gone silent, an RTU adapter dead) so that
+// the Runner reopens it.
+const maxTimeouts = 5
+
+// ErrNoResponse is returned by Run after maxTimeouts unanswered requests
+// in a row.
+var ErrNoResponse = errors.New("modbus: no response from the bus")
+
+// ErrVanished is returned by Run when the RTU line's path is gone.
+var ErrVanished = errors.New("modbus: serial device vanished")
+
+// Bridge is a Modbus bridge; build it with New.
+type Bridge struct {
+	cfg     Config
+	devices []*device
+}
+
+// device is one device's plan and state. last and have are the poll
+// loop's alone; stats are read by Devices from any goroutine.
+type device struct {
+	Device
+	blocks []block
+	last   []Value
+	have   []bool
+	stats  DeviceStats
+}
+
+// New checks cfg and returns the bridge; it opens nothing.
+func New(cfg Config) (*Bridge, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	b := &Bridge{cfg: cfg}
+	for _, d := range cfg.Devices {
+		b.devices = append(b.devices, &device{Device: d, blocks: plan(d.Registers),
+			last: make([]Value, len(d.Registers)), have: make([]bool, len(d.Registers))})
+	}
+	return b, nil
+}
+
+// Devices returns each device's counters, in configuration order.
+func (b *Bridge) Devices() []DeviceSnapshot {
+	out := make([]DeviceSnapshot, len(b.devices))
+	for i, d := range b.devices {
+		out[i] = d.stats.snapshot(d.Name, d.Unit)
+	}
+	return out
+}
+
+// writeReq is a write request waiting for the poll loop.
+type writeReq struct {
+	dev   *device
+	data  []byte
+	reply string
+}
+
+// Run implements bridge.Bridge.
+func (b *Bridge) Run(ctx context.Context, env bridge.Env) error {
+	st, logger := env.Status, env.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	client, where, err := b.open(logger)
+	if err != nil {
+		return err
+	}
+	defer client.Close()
+	logger.Info("modbus bus open", "at", where)
+
+	writes := make(chan writeReq, DefaultQueueLen)
+	var accepting atomic.Bool
+	accepting.Store(true)
+	defer accepting.Store(false)
+	for _, d := range b.devices {
+		if d.CommandSubject == "" {
+			continue
+		}
+		unsub, err := env.Bus.Subscribe(d.CommandSubject, "", func(m bridge.Msg) {
+			w := writeReq{dev: d, data: bytes.Clone(m.Data), reply: string(m.Reply)}
+			if !accepting.Load() {
+				st.CountDrop(bridge.DropNotConnected)
+				reply(env.Bus, w.reply, writeResult{Error: bridge.ErrNotConnected.Error()})
+				return
+			}
+			select {
+			case writes <- w:
+			default:
+				st.CountDrop(bridge.DropQueueFull)
+				reply(env.Bus, w.reply, writeResult{Error: "modbus: write queue full"})
+			}
+		})
+		if err != nil {
+			return fmt.Errorf("modbus: subscribing to %q: %w", d.CommandSubject, err)
+		}
+		defer unsub()
+	}
+	st.SetState(bridge.StateConnected)
+
+	p := &poller{b: b, env: env, log: logger, client: client, ctx: ctx}
+	err = p.loop(writes)
+	accepting.Store(false)
+	for len(writes) > 0 {
+		w := <-writes
+		st.CountDrop(bridge.DropNotConnected)
+		reply(env.Bus, w.reply, writeResult{Error: bridge.ErrNotConnected.Error()})
+	}
+	if ctx.Err() != nil {
+		return nil
+	}
+	logger.Warn("modbus bus lost", "at", where, "err", err)
+	return err
+}
+
+// open makes and opens the client.
+func (b *Bridge) open(logger *slog.Logger) (*mb.ModbusClient, string, error) {
+	cfg := b.cfg
+	conf := &mb.ClientConfiguration{Timeout: cfg.Timeout, Logger: log.New(logWriter{logger}, "", 0)}
+	where := cfg.TCP
+	if cfg.TCP != "" {
+		conf.URL = "tcp://" + cfg.TCP
+	} else {
+		real, err := filepath.EvalSymlinks(cfg.RTU.Path)
+		if err != nil {
+			return nil, "", fmt.Errorf("modbus: %s: %w", cfg.RTU.Path, err)
+		}
+		where = real
+		conf.URL = "rtu://" + real
+		conf.Speed = uint(cfg.RTU.Baud)
+		conf.DataBits = uint(cfg.RTU.DataBits)
+		conf.StopBits = uint(cfg.RTU.StopBits)
+		switch cfg.RTU.Parity {
+		case "even":
+			conf.Parity = mb.PARITY_EVEN
+		case "odd":
+			conf.Parity = mb.PARITY_ODD
+		default:
+			conf.Parity = mb.PARITY_NONE
+		}
+	}
+	client, err := mb.NewClient(conf)
+	if err != nil {
+		return nil, "", fmt.Errorf("modbus: %s: %w", where, err)
+	}
+	if err := client.Open(); err != nil {
+		return nil, "", fmt.Errorf("modbus: opening %s: %w", where, err)
+	}
+	return client, where, nil
+}
+
+// logWriter sends the Modbus library's log lines to slog at debug level.
+type logWriter struct{ log *slog.Logger }
+
+func (w logWriter) Write(p []byte) (int, error) {
+	w.log.Debug(string(bytes.TrimSpace(p)), "from", "modbus")
+	return len(p), nil
+}
+
+// errKind is how the poll loop treats a request's error.
+type errKind int
+
+const (
+	errNone errKind = iota
+	errException
+	errTimeout
+	errBadFrame
+	errFatal
+)
+
+// classify sorts a request's error: an exception from the device, a
+// timeout, a bad frame (CRC, length, ids), or a failure of the bus itself.
+func classify(err error) errKind {
+	var ne net.Error
+	switch {
+	case err == nil:
+		return errNone
+	case errors.Is(err, mb.ErrRequestTimedOut), errors.As(err, &ne) && ne.Timeout():
+		return errTimeout
+	case errors.Is(err, mb.ErrBadCRC), errors.Is(err, mb.ErrShortFrame), errors.Is(err, mb.ErrProtocolError),
+		errors.Is(err, mb.ErrBadUnitId), errors.Is(err, mb.ErrBadTransactionId),
+		errors.Is(err, mb.ErrUnknownProtocolId), errors.Is(err, mb.ErrUnexpectedParameters):
+		return errBadFrame
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return errFatal
+	}
+	if exceptionName(err) != "" {
+		return errException
+	}
+	return errFatal
+}
+
+// exceptionName is the name of a Modbus exception error, "" for others.
+func exceptionName(err error) string {
+	for _, e := range []mb.Error{mb.ErrIllegalFunction, mb.ErrIllegalDataAddress, mb.ErrIllegalDataValue,
+		mb.ErrServerDeviceFailure, mb.ErrAcknowledge, mb.ErrServerDeviceBusy, mb.ErrMemoryParityError,
+		mb.ErrGWPathUnavailable, mb.ErrGWTargetFailedToRespond} {
+		if errors.Is(err, e) {
+			return string(e)
+		}
+	}
+	return ""
+}
+
+// vanished reports whether the RTU line's path is gone.
+func (b *Bridge) vanished() error {
+	if b.cfg.TCP != "" {
+		return nil
+	}
+	if _, err := os.Stat(b.cfg.RTU.Path); err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrVanished, b.cfg.RTU.Path, err)
+	}
+	return nil
+}
