@@ -65,7 +65,8 @@ type run struct {
 	ctx       context.Context
 	env       bridge.Env
 	log       *slog.Logger
-	client    client
+	client    client        // set once, before dialled is closed
+	dialled   chan struct{} // closed once client is set
 	connected atomic.Bool
 	queue     chan *packet
 	requests  chan struct{} // a semaphore for MQTT 5 requests in flight
@@ -92,6 +93,7 @@ func (b *Bridge) Run(ctx context.Context, env bridge.Env) error {
 		queue:    make(chan *packet, b.cfg.QueueLen),
 		requests: make(chan struct{}, maxConcurrentRequests),
 		refused:  make(chan error, 1),
+		dialled:  make(chan struct{}),
 		pending:  make(map[string]time.Time),
 	}
 	if r.log == nil {
@@ -117,6 +119,7 @@ func (b *Bridge) Run(ctx context.Context, env bridge.Env) error {
 		env.Status.SetError(err)
 		return err
 	}
+	close(r.dialled)
 	r.wg.Add(1)
 	go r.send()
 	var runErr error
@@ -304,6 +307,11 @@ func (r *run) request(subj string, hdr []byte, p *packet) {
 		}
 		out := &packet{topic: topic, payload: reply.Data, qos: qos, correlation: corr}
 		fromHeader(out, reply.Header)
+		select {
+		case <-r.dialled: // the request may have come before dialV5 returned
+		case <-ctx.Done():
+			return
+		}
 		if err := r.client.publish(ctx, out); err != nil {
 			r.countPublishError(err)
 			return

@@ -2,9 +2,12 @@ package mqtt
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -24,6 +27,7 @@ func dialV5(ctx context.Context, cfg Config, subs []subscription, ev events) (*v
 		return nil, err
 	}
 	var connected, stopped atomic.Bool
+	var lastConn atomic.Pointer[sniffConn]
 	ctx, cancel := context.WithCancel(ctx)
 	ac := autopaho.ClientConfig{
 		ServerUrls:                    []*url.URL{u},
@@ -35,6 +39,23 @@ func dialV5(ctx context.Context, cfg Config, subs []subscription, ev events) (*v
 		ConnectTimeout:                cfg.ConnectTimeout,
 		ConnectUsername:               cfg.Username,
 		ConnectPassword:               cfg.Password,
+		AttemptConnection: func(ctx context.Context, _ autopaho.ClientConfig, u *url.URL) (net.Conn, error) {
+			var c net.Conn
+			var err error
+			if IsTLS(u) {
+				d := &tls.Dialer{Config: cfg.TLS}
+				c, err = d.DialContext(ctx, "tcp", u.Host)
+			} else {
+				var d net.Dialer
+				c, err = d.DialContext(ctx, "tcp", u.Host)
+			}
+			if err != nil {
+				return nil, err
+			}
+			sc := &sniffConn{Conn: c}
+			lastConn.Store(sc)
+			return sc, nil
+		},
 		OnConnectionUp: func(cm *autopaho.ConnectionManager, _ *paho.Connack) {
 			wasFirst := !connected.Swap(true)
 			go func() {
@@ -74,6 +95,15 @@ func dialV5(ctx context.Context, cfg Config, subs []subscription, ev events) (*v
 				}
 				ev.refused(refusedFor(V5, ce.ReasonCode, ce.Reason))
 				cancel()
+				return
+			}
+			if sc := lastConn.Load(); sc != nil && sc.refusedAs311() {
+				// A 3.1.1 broker answers an MQTT 5 CONNECT with a 3.1.1
+				// CONNACK, which paho cannot decode as one of MQTT 5.
+				if stopped.CompareAndSwap(false, true) {
+					ev.refused(refusedFor(V5, 0x01, "unacceptable protocol version (a 3.1.1 CONNACK)"))
+					cancel()
+				}
 				return
 			}
 			ev.connectError(err)
@@ -128,3 +158,29 @@ func (c *v5Client) publish(ctx context.Context, p *packet) error {
 }
 
 func (c *v5Client) close(ctx context.Context) { _ = c.cm.Disconnect(ctx) }
+
+// sniffConn keeps the first bytes the broker sends, to recognise a
+// 3.1.1 CONNACK refusing MQTT 5.
+type sniffConn struct {
+	net.Conn
+	mu    sync.Mutex
+	first []byte
+}
+
+func (c *sniffConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	c.mu.Lock()
+	if k := min(n, 4-len(c.first)); k > 0 {
+		c.first = append(c.first, b[:k]...)
+	}
+	c.mu.Unlock()
+	return n, err
+}
+
+// refusedAs311 reports whether the broker's first packet was a 3.1.1
+// CONNACK with return code 1 (unacceptable protocol version).
+func (c *sniffConn) refusedAs311() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return string(c.first) == "\x20\x02\x00\x01"
+}
