@@ -3,7 +3,7 @@ package config
 import "testing"
 
 func TestValidateBridgeNames(t *testing.T) {
-	c := mustValidate(t, "bridges:\n  mqtt: [{name: site}]\n  serial: [{name: site, account: A}]\n")
+	c := mustValidate(t, "bridges:\n  mqtt: [{name: site, server: broker, outbound: [{from: a.>, to: a/}]}]\n  serial: [{name: site, account: A}]\n")
 	requireEqual(t, c.Bridges.MQTT[0].Name, "site")
 	requireEqual(t, c.Bridges.Serial[0].Account, "A")
 
