@@ -1,38 +1,3 @@
-// Package bridge connects devices that do not speak NATS (MQTT brokers,
-// serial ports, Modbus slaves) to the subject space.
-//
-// A bridge is a Bridge: Run connects to its device side, moves messages
-// between it and the broker through the Bus it is given, and returns when
-// the device side fails or its context ends. A Runner runs one bridge,
-// restarting it with jittered backoff after a failure, and keeps its
-// Status; a Registry holds the running bridges of a configuration and
-// applies a new one by starting, stopping or restarting only the bridges
-// that changed.
-//
-// A bridge reaches the broker only through Bus, which this package
-// declares and the composition root implements over the server's
-// in-process client; no bridge imports the server, JetStream or the leaf
-// runtime. Bridges under bridge/ import this package, core/subject (the
-// MQTT topic mapping lives there, shared with the MQTT listener),
-// core/proto (header blocks) and store/jsapi (PubAck decoding), and their
-// device library.
-//
-// # Delivery
-//
-// Inbound (device → NATS), per route: a core publish (Bus.Publish), or
-// Store, which publishes into a local JetStream stream and returns once
-// the stream's PubAck says it is stored; only then does the bridge
-// acknowledge the device side (an MQTT QoS 1/2 PUBACK, say), so a crash
-// between the two loses nothing. Outbound (NATS → device): Bus.Subscribe,
-// or a durable consumer on a local stream, acknowledged only after the
-// device accepted the message.
-//
-// # Counters
-//
-// Every bridge counts through the Status it is given: messages in (device
-// → NATS) and out, bad frames, reconnects, drops by reason (DropReasons),
-// the last error and when it happened. /bridgez, /metrics and `leafbox
-// bridge status` show them.
 package bridge
 
 import (

@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"context"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -79,49 +80,80 @@ func (r DropReason) String() string {
 }
 
 // Status is a bridge's live state and counters. A bridge updates it from
-// any goroutine; Snapshot reads it. The zero value is ready to use.
+// any goroutine; Snapshot reads it and Wait awaits a condition on it. The
+// zero value is ready to use.
+//
+// Reconnects follow from the state: entering StateConnected after an
+// earlier connection counts one (SetState does it), so a bridge that
+// reports its state never calls CountReconnect for the same event.
 type Status struct {
 	state      atomic.Int32
 	in, out    atomic.Uint64
 	badFrames  atomic.Uint64
 	reconnects atomic.Uint64
 	drops      [numDropReasons]atomic.Uint64
+	changes    changes
 
-	mu        sync.Mutex
-	since     time.Time // when state was entered
-	lastErr   string
-	lastErrAt time.Time
+	mu            sync.Mutex
+	since         time.Time // when state was entered
+	connects      uint64    // times StateConnected was entered
+	lastConnectAt time.Time // when it was last entered
+	lastErr       string
+	lastErrAt     time.Time
 }
 
-// SetState records that the bridge entered st now.
+// SetState records that the bridge entered st now. Entering
+// StateConnected from another state after an earlier connection counts a
+// reconnect; setting the state it is already in only restarts since.
 func (s *Status) SetState(st State) {
-	s.state.Store(int32(st))
+	now := time.Now()
+	prev := State(s.state.Swap(int32(st)))
 	s.mu.Lock()
-	s.since = time.Now()
+	s.since = now
+	if st == StateConnected && prev != StateConnected {
+		if s.connects > 0 {
+			s.reconnects.Add(1)
+		}
+		s.connects++
+		s.lastConnectAt = now
+	}
 	s.mu.Unlock()
+	s.changes.notify()
 }
 
 // CountIn counts n messages from the device side into NATS.
-func (s *Status) CountIn(n int) { s.in.Add(uint64(n)) }
+func (s *Status) CountIn(n int) {
+	s.in.Add(uint64(n))
+	s.changes.notify()
+}
 
 // CountOut counts n messages from NATS accepted by the device side.
-func (s *Status) CountOut(n int) { s.out.Add(uint64(n)) }
+func (s *Status) CountOut(n int) {
+	s.out.Add(uint64(n))
+	s.changes.notify()
+}
 
 // CountBadFrame counts a frame the device sent that was not valid; it
 // is also a DropBadFrame drop.
 func (s *Status) CountBadFrame() {
 	s.badFrames.Add(1)
 	s.drops[DropBadFrame].Add(1)
+	s.changes.notify()
 }
 
 // CountReconnect counts one more connection of the device side after the
-// first.
-func (s *Status) CountReconnect() { s.reconnects.Add(1) }
+// first, for a bridge that reconnects without reporting it through
+// SetState (SetState(StateConnected) counts reconnects itself).
+func (s *Status) CountReconnect() {
+	s.reconnects.Add(1)
+	s.changes.notify()
+}
 
 // CountDrop counts a message dropped for reason r.
 func (s *Status) CountDrop(r DropReason) {
 	if r >= 0 && r < numDropReasons {
 		s.drops[r].Add(1)
+		s.changes.notify()
 	}
 }
 
@@ -133,6 +165,22 @@ func (s *Status) SetError(err error) {
 	s.mu.Lock()
 	s.lastErr, s.lastErrAt = err.Error(), time.Now()
 	s.mu.Unlock()
+	s.changes.notify()
+}
+
+// Wait returns nil once cond holds for a snapshot of s, checked at once
+// and after every change of s, or ctx's error when ctx ends first. It
+// never polls.
+func (s *Status) Wait(ctx context.Context, cond func(Snapshot) bool) error {
+	return s.changes.wait(ctx, func() bool { return cond(s.Snapshot()) })
+}
+
+// connection returns how many times the bridge connected and when it last
+// did.
+func (s *Status) connection() (connects uint64, at time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.connects, s.lastConnectAt
 }
 
 // Snapshot is a copy of a Status at one moment.
