@@ -101,6 +101,9 @@ func (b *Bridge) Run(ctx context.Context, env bridge.Env) error {
 	}
 	for i := range b.cfg.Outbound {
 		route := &b.cfg.Outbound[i]
+		if route.Stream != "" {
+			continue // started once the client is dialled
+		}
 		unsubscribe, err := env.Bus.Subscribe(route.From, "", func(m bridge.Msg) { r.fromBus(route, m) })
 		if err != nil {
 			env.Status.SetError(err)
@@ -122,6 +125,12 @@ func (b *Bridge) Run(ctx context.Context, env bridge.Env) error {
 	close(r.dialled)
 	r.wg.Add(1)
 	go r.send()
+	for i := range b.cfg.Outbound {
+		if route := &b.cfg.Outbound[i]; route.Stream != "" {
+			r.wg.Add(1)
+			go r.fromStream(route)
+		}
+	}
 	var runErr error
 	select {
 	case <-ctx.Done():
@@ -143,10 +152,7 @@ func (b *Bridge) Run(ctx context.Context, env bridge.Env) error {
 
 func (r *run) up(first bool) {
 	r.connected.Store(true)
-	r.env.Status.SetState(bridge.StateConnected)
-	if !first {
-		r.env.Status.CountReconnect()
-	}
+	r.env.Status.SetState(bridge.StateConnected) // counts a reconnect when it is one
 	r.log.Info("mqtt bridge connected", "server", r.cfg.Server, "version", r.cfg.Version.String(), "reconnect", !first)
 }
 
@@ -372,27 +378,119 @@ func (r *run) fromBus(route *OutboundRoute, m bridge.Msg) {
 		r.env.Status.CountDrop(bridge.DropNotConnected)
 		return
 	}
-	rest, _ := strings.CutPrefix(string(m.Subject), route.StripPrefix)
-	topic := string(subject.AppendTopicFromSubject([]byte(route.To), rest))
-	if topic == "" || len(topic) > subject.MaxTopicLen {
+	p, ok := r.outPacket(route, m, true)
+	if !ok {
 		r.env.Status.CountDrop(bridge.DropRejected)
 		return
-	}
-	p := &packet{topic: topic, payload: append([]byte(nil), m.Data...), qos: route.QoS, retain: route.Retain}
-	if r.cfg.Version == V5 {
-		if len(m.Header) > 0 {
-			fromHeader(p, m.Header)
-		}
-		if len(m.Reply) > 0 && r.cfg.ResponseTopic != "" {
-			p.responseTopic, p.correlation = r.cfg.ResponseTopic, append([]byte(nil), m.Reply...)
-			r.expect(string(m.Reply))
-		}
 	}
 	select {
 	case r.queue <- p:
 	default:
 		r.env.Status.CountDrop(bridge.DropQueueFull)
 	}
+}
+
+// outPacket converts a NATS message of an outbound route into a PUBLISH
+// (copying what it keeps); replies says whether m's reply subject asks
+// for an answer. It reports false when the subject makes no topic.
+func (r *run) outPacket(route *OutboundRoute, m bridge.Msg, replies bool) (*packet, bool) {
+	rest, _ := strings.CutPrefix(string(m.Subject), route.StripPrefix)
+	topic := string(subject.AppendTopicFromSubject([]byte(route.To), rest))
+	if topic == "" || len(topic) > subject.MaxTopicLen {
+		return nil, false
+	}
+	p := &packet{topic: topic, payload: append([]byte(nil), m.Data...), qos: route.QoS, retain: route.Retain}
+	if r.cfg.Version == V5 {
+		if len(m.Header) > 0 {
+			fromHeader(p, m.Header)
+		}
+		if replies && len(m.Reply) > 0 && r.cfg.ResponseTopic != "" {
+			p.responseTopic, p.correlation = r.cfg.ResponseTopic, append([]byte(nil), m.Reply...)
+			r.expect(string(m.Reply))
+		}
+	}
+	return p, true
+}
+
+// fromStream publishes the messages of the durable consumer of an
+// outbound route with a stream, in order, acknowledging each to the
+// stream once the broker accepted it; while the broker is unreachable
+// they stay in the stream.
+func (r *run) fromStream(route *OutboundRoute) {
+	defer r.wg.Done()
+	wait := r.cfg.ReconnectDelay
+	for r.ctx.Err() == nil {
+		if !r.awaitConnected() {
+			return
+		}
+		c, err := bridge.Consume(r.ctx, r.env.Bus, bridge.ConsumerConfig{
+			Stream: route.Stream, Durable: route.Durable, FilterSubjects: []string{route.From},
+			RequestTimeout: r.cfg.RequestTimeout,
+		})
+		if err != nil {
+			r.env.Status.SetError(err)
+			r.log.Warn("mqtt bridge: no consumer on the outbound stream, retrying", "stream", route.Stream, "err", err, "retry_in", wait)
+			select {
+			case <-time.After(wait):
+			case <-r.ctx.Done():
+				return
+			}
+			wait = min(2*wait, 30*time.Second)
+			continue
+		}
+		wait = r.cfg.ReconnectDelay
+		err = r.drain(route, c)
+		c.Close()
+		if err != nil && r.ctx.Err() == nil {
+			r.env.Status.SetError(err)
+			select {
+			case <-time.After(r.cfg.ReconnectDelay):
+			case <-r.ctx.Done():
+			}
+		}
+	}
+}
+
+// drain publishes the deliveries of c until Run ends or the consumer
+// fails.
+func (r *run) drain(route *OutboundRoute, c *bridge.Consumer) error {
+	for {
+		d, err := c.Next(r.ctx)
+		if err != nil {
+			return err
+		}
+		p, ok := r.outPacket(route, d.Msg, false)
+		if !ok {
+			r.env.Status.CountDrop(bridge.DropRejected)
+			_ = d.Term()
+			continue
+		}
+		ctx, cancel := context.WithTimeout(r.ctx, r.cfg.RequestTimeout)
+		err = r.client.publish(ctx, p)
+		cancel()
+		switch {
+		case err == nil:
+			_ = d.Ack()
+			r.env.Status.CountOut(1)
+		case errors.Is(err, errNotConnected) || r.ctx.Err() != nil || !r.connected.Load():
+			// Sent again, first, once the broker is back.
+			_ = d.Nak(0)
+			if !r.awaitConnected() {
+				return nil
+			}
+		default:
+			r.env.Status.CountDrop(bridge.DropRejected)
+			r.env.Status.SetError(err)
+			_ = d.Term()
+		}
+	}
+}
+
+// awaitConnected waits until the broker is connected; false when Run
+// ends first.
+func (r *run) awaitConnected() bool {
+	err := r.env.Status.Wait(r.ctx, func(bridge.Snapshot) bool { return r.connected.Load() })
+	return err == nil
 }
 
 // send publishes the queued outbound messages in order.

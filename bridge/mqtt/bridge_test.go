@@ -217,10 +217,11 @@ func TestOutboundToMosquittoSub(t *testing.T) {
 			if strings.Join(got, "\n") != strings.Join(want, "\n") {
 				t.Fatalf("mosquitto_sub printed\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 			}
-			eventually(t, "Out == 2", func() bool { return st.Snapshot().Out == 2 })
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if err := st.Wait(ctx, func(s bridge.Snapshot) bool { return s.Out == 2 }); err != nil {
+				t.Fatalf("Out = %d, want 2", st.Snapshot().Out)
+			}
 		})
 	}
 }
-
-// keep bridge imported for helpers that grow.
-var _ = bridge.StateConnected

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/leafbox/leafbox/core/subject"
+	"github.com/leafbox/leafbox/store/jsapi"
 )
 
 // Version is the MQTT protocol version the bridge speaks.
@@ -118,6 +119,14 @@ type OutboundRoute struct {
 	QoS byte
 	// Retain publishes with the retain flag.
 	Retain bool
+	// Stream, when set, is the local stream capturing From: the route
+	// takes its messages from a durable consumer on it (Durable) rather
+	// than from a core subscription, so that they wait in the stream
+	// while the broker is unreachable and go out in order when it
+	// returns, each acknowledged once the broker accepted it.
+	Stream string
+	// Durable names the consumer (default "mqtt_<bridge>_<route index>").
+	Durable string
 }
 
 // withDefaults returns c with its zero durations and lengths filled.
@@ -136,6 +145,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.QueueLen == 0 {
 		c.QueueLen = DefaultQueueLen
+	}
+	c.Outbound = append([]OutboundRoute(nil), c.Outbound...)
+	for i := range c.Outbound {
+		if r := &c.Outbound[i]; r.Stream != "" && r.Durable == "" {
+			r.Durable = fmt.Sprintf("mqtt_%s_%d", c.Name, i)
+		}
 	}
 	return c
 }
@@ -216,6 +231,14 @@ func (c Config) Validate() error {
 		}
 		if strings.ContainsAny(r.To, "+#\x00") {
 			bad("mqtt: outbound[%d].to: %q holds a wildcard or NUL", i, r.To)
+		}
+		if r.Stream != "" {
+			if err := jsapi.CheckName(r.Stream); err != nil {
+				bad("mqtt: outbound[%d].stream: %v", i, err)
+			}
+			if err := jsapi.CheckName(r.Durable); err != nil {
+				bad("mqtt: outbound[%d].durable: %v", i, err)
+			}
 		}
 		if r.QoS > 2 {
 			bad("mqtt: outbound[%d].qos: %d is not 0, 1 or 2", i, r.QoS)

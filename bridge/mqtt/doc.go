@@ -45,11 +45,18 @@
 // without store, are published as core messages (Bus.Publish) and
 // acknowledged at once.
 //
-// Outbound messages are copied from the bus subscription into a bounded
-// queue (Config.QueueLen) and published by one goroutine, in order, with
-// the route's QoS (waiting for PUBACK/PUBCOMP at QoS 1/2). While the
-// broker is unreachable they are dropped and counted as not_connected;
-// a full queue drops as queue_full.
+// An outbound route with a stream (OutboundRoute.Stream, the local stream
+// capturing its subjects) takes its messages from a durable consumer on
+// that stream (bridge.Consume, one message in flight): each is published
+// with the route's QoS and acknowledged to the stream only once the
+// broker accepted it (PUBACK or PUBCOMP; at QoS 0 once written). While
+// the broker is unreachable the messages wait in the stream; a publish
+// that fails is nak'ed and sent again first when the broker is back, so
+// the broker sees the stream's order, at least once. Routes without a
+// stream copy the messages of a core subscription into a bounded queue
+// (Config.QueueLen) published by one goroutine, in order; while the
+// broker is unreachable those are dropped and counted as not_connected,
+// and a full queue drops as queue_full.
 //
 // # Headers (MQTT 5)
 //
