@@ -67,6 +67,7 @@ type run struct {
 	log       *slog.Logger
 	client    client        // set once, before dialled is closed
 	dialled   chan struct{} // closed once client is set
+	storer    *storer
 	connected atomic.Bool
 	queue     chan *packet
 	requests  chan struct{} // a semaphore for MQTT 5 requests in flight
@@ -99,6 +100,8 @@ func (b *Bridge) Run(ctx context.Context, env bridge.Env) error {
 	if r.log == nil {
 		r.log = slog.Default()
 	}
+	defer r.wg.Wait() // after cancel, below
+	defer cancel()
 	for i := range b.cfg.Outbound {
 		route := &b.cfg.Outbound[i]
 		if route.Stream != "" {
@@ -110,6 +113,15 @@ func (b *Bridge) Run(ctx context.Context, env bridge.Env) error {
 			return fmt.Errorf("mqtt: subscribing to %q: %w", route.From, err)
 		}
 		defer unsubscribe()
+	}
+	if len(b.inbound) > 0 {
+		s, unsubscribe, err := newStorer(r)
+		if err != nil {
+			env.Status.SetError(err)
+			return err
+		}
+		defer unsubscribe()
+		r.storer = s
 	}
 	ev := events{up: r.up, down: r.down, connectError: r.connectError, refused: r.refuse, message: r.fromBroker}
 	var err error
@@ -207,9 +219,8 @@ func (r *run) fromBroker(p *packet, ack func()) {
 	}
 	switch {
 	case stored:
-		if !r.store(subj, hdr, p.payload) {
-			return // Run ends: not acknowledged
-		}
+		r.storer.store(subj, hdr, p.payload, ack) // acknowledged once stored
+		return
 	case p.responseTopic != "":
 		r.request(subj, hdr, p)
 	default:

@@ -67,7 +67,7 @@ func mosquittoPub(t *testing.T, m *mosquitto, args ...string) {
 }
 
 // newPahoClient connects an MQTT 5 test client to m.
-func newPahoClient(t *testing.T, m *mosquitto, id string, onMsg func(paho.PublishReceived)) *autopaho.ConnectionManager {
+func newPahoClient(t testing.TB, m *mosquitto, id string, onMsg func(paho.PublishReceived)) *autopaho.ConnectionManager {
 	t.Helper()
 	u, err := ServerURL(m.url())
 	if err != nil {

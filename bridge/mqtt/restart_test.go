@@ -107,6 +107,7 @@ func TestStoreWaitsForTheStream(t *testing.T) {
 	m := startMosquitto(t)
 	b := newTestBroker(t)
 	cfg := testConfig(m, V5, "nostream")
+	cfg.RequestTimeout = 500 * time.Millisecond
 	cfg.Inbound = []InboundRoute{{From: "data/#", To: "site.", QoS: 1, Store: true}}
 	st, lw := runBridge(t, cfg, b.bus)
 	pub := newPahoClient(t, m, "publisher", nil)

@@ -77,7 +77,8 @@ func mqttConfig(cfg *config.Config, path string, m *config.MQTTBridgeConfig) (mq
 		c.Inbound = append(c.Inbound, mqtt.InboundRoute{From: r.From, To: r.To, QoS: r.QoSValue(), Store: r.Store})
 	}
 	for _, r := range m.Outbound {
-		c.Outbound = append(c.Outbound, mqtt.OutboundRoute{From: r.From, StripPrefix: r.StripPrefix, To: r.To, QoS: r.QoSValue(), Retain: r.Retain})
+		c.Outbound = append(c.Outbound, mqtt.OutboundRoute{From: r.From, StripPrefix: r.StripPrefix, To: r.To, QoS: r.QoSValue(), Retain: r.Retain,
+			Stream: r.Stream, Durable: r.Durable})
 	}
 	return c, nil
 }

@@ -17,7 +17,7 @@ bridges:
       server: 127.0.0.1:1883
       keepalive: 15s
       inbound: [{from: "sensors/#", to: "site.", store: true}]
-      outbound: [{from: "cmd.>", strip_prefix: "cmd.", to: "devices/", qos: 0, retain: true}]
+      outbound: [{from: "cmd.>", strip_prefix: "cmd.", to: "devices/", qos: 0, retain: true, stream: CMD}]
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -42,7 +42,7 @@ bridges:
 	want := []mqtt.InboundRoute{{From: "sensors/#", To: "site.", QoS: 1, Store: true}}
 	if got.ClientID != "leafbox-gw1-site" || got.KeepAlive != 15*time.Second || got.Version != mqtt.V5 ||
 		len(got.Inbound) != 1 || got.Inbound[0] != want[0] ||
-		len(got.Outbound) != 1 || got.Outbound[0] != (mqtt.OutboundRoute{From: "cmd.>", StripPrefix: "cmd.", To: "devices/", QoS: 0, Retain: true}) {
+		len(got.Outbound) != 1 || got.Outbound[0] != (mqtt.OutboundRoute{From: "cmd.>", StripPrefix: "cmd.", To: "devices/", QoS: 0, Retain: true, Stream: "CMD", Durable: "mqtt_site_0"}) {
 		t.Fatalf("bridge config %+v", got)
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/leafbox/leafbox/bridge/mqtt"
 	"github.com/leafbox/leafbox/core/subject"
+	"github.com/leafbox/leafbox/store/jsapi"
 )
 
 // DefaultMQTTSessionExpiry is an MQTT bridge's session_expiry when unset:
@@ -95,6 +96,14 @@ type MQTTOutboundRoute struct {
 	QoS *int `yaml:"qos,omitempty"`
 	// Retain publishes with the retain flag.
 	Retain bool `yaml:"retain,omitempty"`
+	// Stream is the local stream capturing From: the route then takes its
+	// messages from a durable consumer on it, so they wait in the stream
+	// while the broker is unreachable and go out in order when it returns.
+	// Empty: a core subscription, whose messages are dropped (counted as
+	// not_connected) while the broker is unreachable.
+	Stream string `yaml:"stream,omitempty"`
+	// Durable names that consumer (default "mqtt_<bridge>_<route index>").
+	Durable string `yaml:"durable,omitempty"`
 }
 
 // RedactedString is a secret: printed as "[REDACTED]" when set.
@@ -261,6 +270,15 @@ func (v *validator) mqttRoutes(path string, m *MQTTBridgeConfig) {
 			v.errf(at+".to", "%q must not hold a wildcard or NUL", r.To)
 		}
 		checkQoS(at+".qos", r.QoS)
+		if err := jsapi.CheckName(r.Stream); r.Stream != "" && err != nil {
+			v.errf(at+".stream", "%q is not a stream name: %v", r.Stream, err)
+		}
+		if err := jsapi.CheckName(r.Durable); r.Durable != "" && err != nil {
+			v.errf(at+".durable", "%q is not a consumer name: %v", r.Durable, err)
+		}
+		if r.Durable != "" && r.Stream == "" {
+			v.errf(at+".durable", "needs stream")
+		}
 		for j, in := range m.Inbound {
 			subj, _, err := subject.SubjectFromTopicFilter(in.From)
 			if err != nil || mqtt.CheckPrefix(in.To) != nil || !subject.Valid(r.From) {

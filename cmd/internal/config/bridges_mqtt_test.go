@@ -23,7 +23,7 @@ bridges:
         - {from: "sensors/#", to: "site.", store: true}
         - {from: "status/+", to: "status.", qos: 0}
       outbound:
-        - {from: "cmd.>", strip_prefix: "cmd.", to: "devices/", qos: 2, retain: true}
+        - {from: "cmd.>", strip_prefix: "cmd.", to: "devices/", qos: 2, retain: true, stream: CMD}
     - name: plc
       server: 127.0.0.1:1884
       password: hunter2
@@ -83,6 +83,7 @@ func TestValidateMQTTBridgeErrors(t *testing.T) {
       outbound:
         - {from: "b.>", to: "x/"}
         - {from: "c.>", strip_prefix: "d.", to: "x/#"}
+        - {from: "e.>", to: "e/", stream: "a.b", durable: "x"}
     - name: b
       server: mqtt://h
       version: 3.1.1
@@ -105,6 +106,7 @@ func TestValidateMQTTBridgeErrors(t *testing.T) {
 		`bridges.mqtt[0].outbound[0].from: "b.>" overlaps the subjects of inbound[1] ("b.b.>"): messages would loop`,
 		`bridges.mqtt[0].outbound[1].strip_prefix: "d." is not a prefix of from "c.>"`,
 		`bridges.mqtt[0].outbound[1].to: "x/#" must not hold a wildcard or NUL`,
+		`bridges.mqtt[0].outbound[2].stream: "a.b" is not a stream name`,
 		`bridges.mqtt[1].username: MQTT 3.1.1 sends a password only with a username`,
 		`bridges.mqtt[1].response_topic: needs MQTT 5`,
 		`bridges.mqtt[1].tls: needs a tls:// server`,
