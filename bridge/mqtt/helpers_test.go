@@ -345,7 +345,7 @@ func runBridge(t testing.TB, cfg Config, bus bridge.Bus) (*bridge.Status, *logWa
 
 // eventually waits until cond holds, checking it every few milliseconds:
 // for counters, which signal nothing when they change.
-func eventually(t testing.TB, what string, cond func() bool) {
+func eventually(t testing.TB, what string, cond func() bool, state ...func() string) {
 	t.Helper()
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
@@ -354,7 +354,11 @@ func eventually(t testing.TB, what string, cond func() bool) {
 		select {
 		case <-tick.C:
 		case <-timeout:
-			t.Fatalf("timed out waiting for %s", what)
+			var got []string
+			for _, f := range state {
+				got = append(got, f())
+			}
+			t.Fatalf("timed out waiting for %s %s", what, strings.Join(got, ", "))
 		}
 	}
 }

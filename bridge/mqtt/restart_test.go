@@ -43,10 +43,14 @@ func requireStreamSequence(t *testing.T, s njs.Stream, n int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
+	var have uint64
 	eventually(t, fmt.Sprintf("%d messages in the stream", n), func() bool {
 		info, err := s.Info(ctx)
+		if err == nil {
+			have = info.State.Msgs
+		}
 		return err == nil && info.State.Msgs >= uint64(n)
-	})
+	}, func() string { return fmt.Sprintf("the stream holds %d", have) })
 	info, err := s.Info(ctx)
 	if err != nil {
 		t.Fatal(err)
