@@ -37,13 +37,21 @@ type packet struct {
 	correlation   []byte
 }
 
-// headerSafe reports whether s can be a NATS header name (name set) or
-// value.
+// headerSafe reports whether s can be a NATS header name (name set:
+// visible ASCII but ':') or value (no CR or LF).
 func headerSafe(s string, name bool) bool {
-	if name && (s == "" || strings.ContainsAny(s, ": \t")) {
+	if !name {
+		return !strings.ContainsAny(s, "\r\n")
+	}
+	if s == "" {
 		return false
 	}
-	return !strings.ContainsAny(s, "\r\n")
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c <= ' ' || c >= 0x7f || c == ':' {
+			return false
+		}
+	}
+	return true
 }
 
 // appendHeader appends to dst the header block carrying p's attributes:
