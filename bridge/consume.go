@@ -79,7 +79,9 @@ func (c ConsumerConfig) withDefaults() ConsumerConfig {
 //
 // Wire: Consume sends $JS.API.CONSUMER.CREATE.<stream>.<durable> with an
 // explicit-ack, deliver-all durable configuration (creating the consumer
-// or updating it to this configuration), and subscribes an inbox; Next
+// or updating it to this configuration; a delivery still pending from an
+// earlier session is nak'ed at once when MaxAckPending is 1, so a durable
+// belongs to one bridge), and subscribes an inbox; Next
 // sends $JS.API.CONSUMER.MSG.NEXT.<stream>.<durable> with
 // {"batch":MaxAckPending,"expires":PullExpires} whenever no pull is
 // outstanding, and reads the deliveries and the status messages (100
@@ -187,6 +189,15 @@ func (c *Consumer) create(ctx context.Context) error {
 	case apiErr != nil:
 		return fmt.Errorf("bridge: consumer %s on %s: %w", c.cfg.Durable, c.cfg.Stream, apiErr)
 	}
+	// With one delivery outstanding at most, one still pending was sent
+	// to an earlier session that is gone (the stream may have sent it
+	// just as that session's inbox closed): ask for it again now rather
+	// than after the ack wait. Its v1 ack subject is rebuilt from the
+	// delivered pair.
+	if info := resp.ConsumerInfo; info != nil && c.cfg.MaxAckPending == 1 && info.NumAckPending == 1 {
+		subj := fmt.Sprintf("%s%s.%s.1.%d.%d.0.0", ackPrefix, c.cfg.Stream, c.cfg.Durable, info.Delivered.Stream, info.Delivered.Consumer)
+		_ = c.bus.Publish(subj, "", nil, []byte("-NAK"))
+	}
 	return nil
 }
 
@@ -284,7 +295,7 @@ func (c *Consumer) handle(m Msg) (*Delivery, error) {
 		return nil, nil
 	}
 	d := &Delivery{Msg: m, c: c}
-	if !parseDelivery(string(m.Reply), d) {
+	if !ParseDelivery(string(m.Reply), d) {
 		return nil, nil // not a delivery of this consumer: ignore
 	}
 	c.mu.Lock()
@@ -296,10 +307,15 @@ func (c *Consumer) handle(m Msg) (*Delivery, error) {
 	return d, nil
 }
 
-// parseDelivery fills d from a v1 ($JS.ACK.<stream>.<consumer>.<delivered>.
-// <sseq>.<dseq>.<ts>.<pending>) or v2 ($JS.ACK.<domain>.<hash>.<stream>.
-// <consumer>.<delivered>.<sseq>.<dseq>.<ts>.<pending>[.…]) ack subject.
-func parseDelivery(reply string, d *Delivery) bool {
+// ParseDelivery fills d's Stream, Sequence, NumDelivered and NumPending
+// from a delivery's reply subject, a v1 ($JS.ACK.<stream>.<consumer>.
+// <delivered>.<sseq>.<dseq>.<ts>.<pending>) or v2 ($JS.ACK.<domain>.
+// <hash>.<stream>.<consumer>.<delivered>.<sseq>.<dseq>.<ts>.<pending>[.…])
+// ack subject, and reports whether reply is one.
+func ParseDelivery(reply string, d *Delivery) bool {
+	if !strings.HasPrefix(reply, ackPrefix) {
+		return false
+	}
 	toks := strings.Split(strings.TrimPrefix(reply, ackPrefix), ".")
 	switch {
 	case len(toks) == 7:
@@ -334,7 +350,7 @@ func (c *Consumer) pull() error {
 	return nil
 }
 
-// Close naks the deliveries not yet settled, so that they come again at
+// Close naks the deliveries not yet settled (taken by Next or not), so that they come again at
 // once to the next Consumer, and drops the inbox; outstanding pulls end
 // with it. Calling it again does nothing.
 func (c *Consumer) Close() {
@@ -347,6 +363,12 @@ func (c *Consumer) Close() {
 	pending := make([]string, 0, len(c.unacked))
 	for reply := range c.unacked {
 		pending = append(pending, reply)
+	}
+	// Deliveries that arrived but were not taken by Next yet.
+	for _, m := range c.queue {
+		if strings.HasPrefix(string(m.Reply), ackPrefix) {
+			pending = append(pending, string(m.Reply))
+		}
 	}
 	clear(c.unacked)
 	c.queue = nil

@@ -84,6 +84,28 @@ func (b *Broker) HasInterest(subj string) bool {
 	return c.HasInterest(subj)
 }
 
+// WaitInterest returns nil once HasInterest(subj) is want, checked at
+// once and after every subscription change in the global account, or
+// ctx's error.
+func (b *Broker) WaitInterest(ctx context.Context, subj string, want bool) error {
+	changed := make(chan struct{}, 1)
+	_, cancel := b.Server.WatchInterest("", func(server.InterestEvent) {
+		select {
+		case changed <- struct{}{}:
+		default:
+		}
+	})
+	defer cancel()
+	for b.HasInterest(subj) != want {
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
 // AddStream creates a file stream; cfg.Name and cfg.Subjects are
 // required, Storage is file unless set, the rest defaults as
 // STREAM.CREATE defaults it.
