@@ -14,6 +14,7 @@ import (
 	"github.com/leafbox/leafbox/bridge"
 	"github.com/leafbox/leafbox/core/proto"
 	"github.com/leafbox/leafbox/core/subject"
+	"github.com/leafbox/leafbox/store/jsapi"
 )
 
 // maxPendingReplies bounds the NATS requests waiting for an MQTT
@@ -269,8 +270,10 @@ func (r *run) msgID(p *packet) string {
 }
 
 // store stores one message, retrying until the stream has it, refuses it
-// for good (it is then counted as rejected) or Run ends (false: the
-// message must not be acknowledged).
+// as too large (counted as too_large; true: it is acknowledged, as it
+// never fits) or Run ends (false: the message must not be
+// acknowledged). Every other refusal (no stream, a full stream that
+// discards new messages) is retried: the message waits at the broker.
 func (r *run) store(subj string, hdr, data []byte) bool {
 	wait := 50 * time.Millisecond
 	for {
@@ -278,13 +281,11 @@ func (r *run) store(subj string, hdr, data []byte) bool {
 		_, _, err := bridge.Store(ctx, r.env.Bus, subj, hdr, data)
 		cancel()
 		if err == nil {
+			r.env.Status.CountIn(1)
 			return true
 		}
-		var refused *bridge.StoreError
-		if errors.As(err, &refused) {
-			r.env.Status.CountDrop(bridge.DropRejected)
-			r.env.Status.SetError(err)
-			r.log.Warn("mqtt bridge: stream refused a message", "subject", subj, "err", err)
+		if tooLarge(err) {
+			r.dropTooLarge(subj, err)
 			return true
 		}
 		if r.ctx.Err() != nil {
@@ -299,6 +300,21 @@ func (r *run) store(subj string, hdr, data []byte) bool {
 		}
 		wait = min(2*wait, 5*time.Second)
 	}
+}
+
+// tooLarge reports whether err is a stream's refusal of a message too
+// large for it, which no retry can store.
+func tooLarge(err error) bool {
+	var refused *bridge.StoreError
+	return errors.As(err, &refused) && refused.Err != nil &&
+		(refused.Err.ErrCode == jsapi.ErrMessageExceedsMaximum.ErrCode || refused.Err.ErrCode == jsapi.ErrStreamHeaderExceedsMaximum.ErrCode)
+}
+
+// dropTooLarge counts and logs a message refused as too large.
+func (r *run) dropTooLarge(subj string, err error) {
+	r.env.Status.CountDrop(bridge.DropTooLarge)
+	r.env.Status.SetError(err)
+	r.log.Warn("mqtt bridge: stream refused a message as too large; dropped", "subject", subj, "err", err)
 }
 
 // request sends an MQTT 5 request to the NATS responders of subj and

@@ -39,9 +39,11 @@
 // packet id within the window would be taken for one). A device that sets
 // a Nats-Msg-Id user property (MQTT 5) keeps its own id instead, which
 // also dedupes its own resends. A failed store is
-// retried (the message is not acknowledged meanwhile) until it succeeds,
-// the stream refuses that message for good (then it is counted as
-// rejected and acknowledged) or Run ends. QoS 0 messages, and routes
+// retried (the message is not acknowledged meanwhile, and neither are the
+// later ones) until it succeeds or Run ends; whatever the reason (no
+// stream, a full stream discarding new messages), the message waits at
+// the broker. Only a message the stream refuses as too large is dropped
+// (counted as too_large) and acknowledged, since it can never be stored. QoS 0 messages, and routes
 // without store, are published as core messages (Bus.Publish) and
 // acknowledged at once.
 //

@@ -28,7 +28,8 @@ const storeWindow = 256
 // the broker sees its acknowledgements in order, as MQTT requires. A
 // message whose store failed (no PubAck within RequestTimeout, no stream,
 // an error other than the stream's refusal of that message) is stored
-// again, synchronously and with retries (run.store), before any later
+// again, synchronously and with retries (run.store; only a message too
+// large for the stream is dropped, counted), before any later
 // message is acknowledged; its Nats-Msg-Id keeps a late first copy from
 // being stored twice. The stream's order is the broker's except when one
 // store fails and a later one, already published, did not.
@@ -40,6 +41,7 @@ type storeReq struct {
 	ack       func()
 	result    chan error // one result; nil is stored
 	sent      time.Time
+	id        uint64 // its reply inbox's last token
 }
 
 // storer pipelines the stores of one Run.
@@ -81,6 +83,7 @@ func (s *storer) store(subj string, hdr, data []byte, ack func()) bool {
 	s.mu.Lock()
 	s.next++
 	id := s.next
+	req.id = id
 	s.pending[id] = req
 	s.mu.Unlock()
 	if err := s.r.env.Bus.Publish(subj, s.inbox+strconv.FormatUint(id, 10), req.hdr, req.data); err != nil {
@@ -141,26 +144,24 @@ func (s *storer) complete() {
 		select {
 		case err = <-req.result:
 		case <-timer.C:
+			s.mu.Lock()
+			delete(s.pending, req.id) // a late PubAck is ignored
+			s.mu.Unlock()
 			err = errors.New("mqtt: no PubAck within the request timeout")
 		case <-r.ctx.Done():
 			return
 		}
-		var refused *bridge.StoreError
 		switch {
 		case err == nil:
-		case errors.As(err, &refused):
-			r.env.Status.CountDrop(bridge.DropRejected)
-			r.env.Status.SetError(err)
-			r.log.Warn("mqtt bridge: stream refused a message", "subject", req.subj, "err", err)
-			req.ack()
-			continue
+			r.env.Status.CountIn(1)
+		case tooLarge(err):
+			r.dropTooLarge(req.subj, err)
 		default:
 			r.env.Status.SetError(err)
 			if !r.store(req.subj, req.hdr, req.data) {
 				return
 			}
 		}
-		r.env.Status.CountIn(1)
 		req.ack()
 	}
 }
