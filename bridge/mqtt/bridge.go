@@ -495,20 +495,30 @@ func (r *run) drain(route *OutboundRoute, c *bridge.Consumer) error {
 		ctx, cancel := context.WithTimeout(r.ctx, r.cfg.RequestTimeout)
 		err = r.client.publish(ctx, p)
 		cancel()
+		var refused *PublishRefusedError
 		switch {
 		case err == nil:
 			_ = d.Ack()
 			r.env.Status.CountOut(1)
-		case errors.Is(err, errNotConnected) || r.ctx.Err() != nil || !r.connected.Load():
-			// Sent again, first, once the broker is back.
-			_ = d.Nak(0)
-			if !r.awaitConnected() {
-				return nil
-			}
-		default:
+		case errors.As(err, &refused):
 			r.env.Status.CountDrop(bridge.DropRejected)
 			r.env.Status.SetError(err)
 			_ = d.Term()
+		default:
+			// The connection failed under the publish (or is down): sent
+			// again, first, once the broker is back.
+			_ = d.Nak(0)
+			if r.ctx.Err() != nil {
+				return nil
+			}
+			select {
+			case <-time.After(r.cfg.ReconnectDelay): // let the client notice the loss
+			case <-r.ctx.Done():
+				return nil
+			}
+			if !r.awaitConnected() {
+				return nil
+			}
 		}
 	}
 }

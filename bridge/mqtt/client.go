@@ -106,3 +106,16 @@ func refusedFor(v Version, code byte, reason string) *RefusedError {
 	}
 	return &RefusedError{Version: v, Code: code, Reason: reason}
 }
+
+// PublishRefusedError is the broker's refusal of one PUBLISH (an MQTT 5
+// reason code of 0x80 or above): the message cannot go out as it is.
+type PublishRefusedError struct {
+	// Topic is the message's topic.
+	Topic string
+	// Code is the PUBACK or PUBREC reason code.
+	Code byte
+}
+
+func (e *PublishRefusedError) Error() string {
+	return fmt.Sprintf("mqtt: broker refused the publish to %q (reason %#x)", e.Topic, e.Code)
+}

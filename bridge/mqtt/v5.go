@@ -152,7 +152,7 @@ func (c *v5Client) publish(ctx context.Context, p *packet) error {
 		return fmt.Errorf("mqtt: publish %q: %w", p.topic, err)
 	}
 	if resp != nil && resp.ReasonCode >= 0x80 {
-		return fmt.Errorf("mqtt: broker refused the publish to %q (reason %#x)", p.topic, resp.ReasonCode)
+		return &PublishRefusedError{Topic: p.topic, Code: resp.ReasonCode}
 	}
 	return nil
 }
