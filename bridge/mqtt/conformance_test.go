@@ -282,4 +282,3 @@ func (fb *fakeBroker) Resume(t *testing.T) {
 func (fb *fakeBroker) WaitIdle(ctx context.Context) error {
 	return fb.await(ctx, func() bool { return len(fb.conns) == 0 })
 }
-
