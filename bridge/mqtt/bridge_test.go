@@ -146,8 +146,10 @@ func TestInboundMapping(t *testing.T) {
 			if got := msg.Header.Get("Mqtt-Retain"); got != "" {
 				t.Fatalf("a live retained publish arrives with retain %q (brokers clear it for live subscribers)", got)
 			}
-			if got := st.Snapshot().In; got != 3 {
-				t.Fatalf("In = %d, want 3", got)
+			wctx, wcancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer wcancel()
+			if err := st.Wait(wctx, func(s bridge.Snapshot) bool { return s.In == 3 }); err != nil {
+				t.Fatalf("In = %d, want 3", st.Snapshot().In)
 			}
 			// A second bridge subscribing later receives the retained
 			// message with the retain flag.
