@@ -191,4 +191,3 @@ func (b *e2eBus) Request(ctx context.Context, subj string, hdr, data []byte) (br
 		return bridge.Msg{}, ctx.Err()
 	}
 }
-
