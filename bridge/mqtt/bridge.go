@@ -28,6 +28,7 @@ const maxConcurrentRequests = 64
 // Bridge is an MQTT bridge; New builds it, Run connects it.
 type Bridge struct {
 	cfg     Config
+	server  string // the server's URL for logs, any password in it redacted
 	inbound []inboundRoute
 	subs    []subscription
 }
@@ -45,7 +46,8 @@ func New(cfg Config) (*Bridge, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	b := &Bridge{cfg: cfg}
+	u, _ := ServerURL(cfg.Server) // checked by Validate
+	b := &Bridge{cfg: cfg, server: u.Redacted()}
 	for _, r := range cfg.Inbound {
 		pattern, parent, _ := subject.SubjectFromTopicFilter(r.From)
 		b.inbound = append(b.inbound, inboundRoute{InboundRoute: r, pattern: pattern, parent: parent})
@@ -166,19 +168,19 @@ func (b *Bridge) Run(ctx context.Context, env bridge.Env) error {
 func (r *run) up(first bool) {
 	r.connected.Store(true)
 	r.env.Status.SetState(bridge.StateConnected) // counts a reconnect when it is one
-	r.log.Info("mqtt bridge connected", "server", r.cfg.Server, "version", r.cfg.Version.String(), "reconnect", !first)
+	r.log.Info("mqtt bridge connected", "server", r.server, "version", r.cfg.Version.String(), "reconnect", !first)
 }
 
 func (r *run) down(err error) {
 	r.connected.Store(false)
 	r.env.Status.SetState(bridge.StateDisconnected)
 	r.env.Status.SetError(err)
-	r.log.Warn("mqtt bridge disconnected", "server", r.cfg.Server, "err", err)
+	r.log.Warn("mqtt bridge disconnected", "server", r.server, "err", err)
 }
 
 func (r *run) connectError(err error) {
 	r.env.Status.SetError(err)
-	r.log.Warn("mqtt bridge cannot connect", "server", r.cfg.Server, "err", err)
+	r.log.Warn("mqtt bridge cannot connect", "server", r.server, "err", err)
 }
 
 func (r *run) refuse(err error) {
