@@ -3,6 +3,7 @@ package mqtt
 import (
 	"context"
 	"fmt"
+	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/eclipse/paho.golang/paho"
+	"github.com/nats-io/nats.go"
 
 	"github.com/leafbox/leafbox/bridge"
 )
@@ -92,5 +94,45 @@ func TestOutboundStreamWaitsForTheBroker(t *testing.T) {
 	}
 	if snap := st.Snapshot(); snap.Drops[bridge.DropNotConnected] != 0 {
 		t.Fatalf("drops %v", snap.Drops)
+	}
+}
+
+// TestOutboundRetain: a route with retain publishes retained messages, so
+// a subscriber that comes later gets the last one, with its properties.
+func TestOutboundRetain(t *testing.T) {
+	for _, v := range []Version{V5, V311} {
+		t.Run("v"+v.String(), func(t *testing.T) {
+			m := startMosquitto(t)
+			b := newTestBroker(t)
+			cfg := testConfig(m, v, "retain")
+			cfg.Outbound = []OutboundRoute{{From: "display.>", StripPrefix: "display.", To: "panel/", QoS: 1, Retain: true}}
+			st, _ := runBridge(t, cfg, b.bus)
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			for i, text := range []string{"old", "new"} {
+				msg := nats.NewMsg("display.line1")
+				msg.Data = []byte(text)
+				msg.Header.Set("Mqtt-Content-Type", "text/plain")
+				msg.Header.Set("Mqtt-Message-Expiry", "3600")
+				if err := b.nc.PublishMsg(msg); err != nil {
+					t.Fatal(err)
+				}
+				if err := st.Wait(ctx, func(s bridge.Snapshot) bool { return s.Out == uint64(i+1) }); err != nil {
+					t.Fatalf("Out = %d", st.Snapshot().Out)
+				}
+			}
+			out, err := exec.CommandContext(ctx, "mosquitto_sub", "-h", "127.0.0.1", "-p", fmt.Sprint(m.port), "-V", "mqttv5",
+				"-t", "panel/#", "-C", "1", "-W", "10", "-F", "%t %p %r %C").CombinedOutput()
+			if err != nil {
+				t.Fatalf("mosquitto_sub: %v\n%s", err, out)
+			}
+			want := "panel/line1 new 1"
+			if v == V5 {
+				want += " text/plain"
+			}
+			if got := strings.TrimSpace(string(out)); got != want {
+				t.Fatalf("late subscriber got %q, want %q", got, want)
+			}
+		})
 	}
 }
