@@ -80,7 +80,12 @@
 //
 // # Concurrency
 //
-// Run owns its client; handlers run on the library's goroutines. The
-// bridge's mutable state (the pending replies) is guarded by one mutex,
-// held only for map operations.
+// Run owns its client and its goroutines (the outbound sender, one per
+// stream route, the storer's completion, MQTT 5 requests in flight) and
+// waits for all of them before it returns. Handlers run on the
+// libraries' goroutines and on publishers' goroutines (bus
+// subscriptions, which never block: they queue or drop). Two mutexes,
+// both leaves and never held together: run.mu guards the NATS requests
+// waiting for a device's answer, storer.mu the stores waiting for their
+// PubAck; each is held only for map operations.
 package mqtt
