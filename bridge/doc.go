@@ -24,8 +24,16 @@
 // the stream's PubAck says it is stored; only then does the bridge
 // acknowledge the device side (an MQTT QoS 1/2 PUBACK, say), so a crash
 // between the two loses nothing. Outbound (NATS → device): Bus.Subscribe,
-// or a durable consumer on a local stream, acknowledged only after the
-// device accepted the message.
+// whose handler must not block (queue, and count DropQueueFull when the
+// queue is full), or Consume, a durable pull consumer on a local stream:
+// Consumer.Next hands the messages over in order, and the bridge
+// acknowledges each (Delivery.Ack) only after the device accepted it, or
+// naks it (Delivery.Nak) when the device is not connected; what Run left
+// unsettled is nak'ed when the Consumer closes, so the next Run gets it
+// first. Count a message in Status.Out once it is settled.
+//
+// The conformance suite in bridge/bridgetest checks all of this against
+// a real broker and JetStream engine; every bridge runs it.
 //
 // # Running
 //
@@ -62,7 +70,7 @@
 // # Lock order
 //
 //	Registry.applyMu → Registry.mu
-//	Runner.mu and Status.mu are leaves.
+//	Runner.mu, Status.mu (and its changes.mu) and Consumer.mu are leaves.
 //
 // applyMu serialises Apply and Close, which start and stop bridges while
 // holding it; mu guards the running set for moments only, so Statuses

@@ -80,7 +80,7 @@ func NewRegistry(cfg RegistryConfig) *Registry {
 // Apply makes the running bridges those of specs. A bridge is identified
 // by Kind and Name: one not running yet is started, one no longer listed
 // is stopped, one whose Account or Config differ (reflect.DeepEqual) is
-// stopped and started again from its new Spec, and the others keep
+// stopped and started again from its new Spec (with fresh counters), and the others keep
 // running untouched, counters and connections included. Every new bridge
 // is built (Spec.New) before anything stops, so a spec that is invalid
 // (empty or repeated Kind+Name, no New, New failing, no Bus) returns an

@@ -284,3 +284,36 @@ func TestRegistryCloseTimeout(t *testing.T) {
 	}
 	require.Equal(t, conn.opened(""), 0, "bus after the bridge returned")
 }
+
+// TestRegistryConcurrentReports: reports are read while reloads start and
+// stop bridges (run with -race).
+func TestRegistryConcurrentReports(t *testing.T) {
+	reg := NewRegistry(RegistryConfig{Connector: newFakeConnector()})
+	t.Cleanup(func() { _ = reg.Close(context.Background()) })
+	var bb builtBridges
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range 20 {
+			cfg := strings.Repeat("x", i%3)
+			if err := reg.Apply(t.Context(), []Spec{bb.spec("mqtt", "a", "", cfg), bb.spec("serial", "b", "", "b")}); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	for {
+		select {
+		case <-done:
+			require.Equal(t, reportNames(reg.Statuses()), "mqtt/a@,serial/b@", "reports after the reloads")
+			require.Equal(t, len(bb.all("serial/b")), 1, "the unchanged bridge built once")
+			return
+		default:
+			for _, r := range reg.Statuses() {
+				if r.Kind == "" || r.Name == "" {
+					t.Fatalf("report without identity: %+v", r)
+				}
+			}
+		}
+	}
+}

@@ -30,8 +30,12 @@
 //     no leafnodes. /routez and /gatewayz are always empty but valid.
 //   - /uplinkz (a leafbox extension): the store-and-forward uplinks from
 //     the optional UplinkProvider; without it the list is empty.
-//   - /metrics: Prometheus text derived from /varz, plus whatever an
-//     optional MetricsSource appends.
+//   - /bridgez (a leafbox extension): the bridges from the optional
+//     BridgeProvider (the document's shape is on Bridgez); without it the
+//     list is empty.
+//   - /metrics: Prometheus text derived from /varz, the bridges'
+//     leafbox_bridge_* families, plus whatever an optional MetricsSource
+//     appends.
 //   - clock (a leafbox extension): with the optional ClockProvider,
 //     /healthz, /varz and /uplinkz carry a "clock" object saying whether
 //     the wall clock is trusted. An untrusted clock never fails /healthz.
@@ -47,6 +51,12 @@
 // leafbox_in_msgs_total, leafbox_out_msgs_total, leafbox_in_bytes_total,
 // leafbox_out_bytes_total, leafbox_slow_consumers_total,
 // leafbox_stale_connections_total and leafbox_http_requests_total{path}.
+// With a BridgeProvider listing bridges, per bridge labelled kind and name:
+// the gauge leafbox_bridge_connected (1 or 0), the counters
+// leafbox_bridge_in_msgs_total, leafbox_bridge_out_msgs_total,
+// leafbox_bridge_bad_frames_total, leafbox_bridge_reconnects_total and
+// leafbox_bridge_dropped_total{reason}, and the gauge
+// leafbox_bridge_last_error_timestamp_seconds (0 without an error).
 //
 // # Contract
 //

@@ -46,6 +46,7 @@ var endpoints = []endpoint{
 	{RoutezPath, "Routes"},
 	{LeafzPath, "LeafNodes"},
 	{UplinkzPath, "Uplinks"},
+	{BridgezPath, "Bridges"},
 	{GatewayzPath, "Gateways"},
 	{HealthzPath, "Health Probe"},
 	{MetricsPath, "Prometheus Metrics"},
@@ -63,7 +64,7 @@ type handler struct {
 // NewHandler returns the monitoring HTTP handler over p. It serves /,
 // /varz, /connz, /subsz, /subscriptionsz, /accountz, /healthz, /jsz,
 // /leafz, /uplinkz (with /uplinkz/deadletter and, by POST,
-// /uplinkz/deadletter/requeue), /routez, /gatewayz and /metrics; any other path is 404. Every
+// /uplinkz/deadletter/requeue), /bridgez, /routez, /gatewayz and /metrics; any other path is 404. Every
 // response carries Access-Control-Allow-Origin: *. JSON responses have
 // Content-Type application/json, or application/javascript when a valid
 // JSONP callback parameter wraps them. A bad query parameter is answered
@@ -90,6 +91,7 @@ func NewHandler(p Provider) http.Handler {
 	h.route(UplinkzPath, UplinkzPath, h.serveUplinkz)
 	h.route("GET "+DeadLetterzPath, DeadLetterzPath, h.serveDeadLetterz)
 	h.route("POST "+RequeuePath, RequeuePath, h.serveRequeue)
+	h.route(BridgezPath, BridgezPath, h.serveBridgez)
 	h.route(RoutezPath, RoutezPath, h.serveRoutez)
 	h.route(GatewayzPath, GatewayzPath, h.serveGatewayz)
 	h.route(MetricsPath, MetricsPath, h.serveMetrics)
@@ -351,6 +353,7 @@ func (h *handler) serveMetrics(w http.ResponseWriter, r *http.Request) {
 	var buf bytes.Buffer
 	m := NewMetricWriter(&buf)
 	writeVarzMetrics(m, h.varz(r, now), now)
+	writeBridgeMetrics(m, h.bridges())
 	if err := m.Err(); err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/leafbox/leafbox/bridge"
 	"github.com/leafbox/leafbox/cmd/internal/config"
 	"github.com/leafbox/leafbox/core/monitor"
 	"github.com/leafbox/leafbox/core/server"
@@ -54,6 +55,10 @@ type App struct {
 	node  *node.Node // the leaf runtime
 	clock *clock.Clock
 	store *storedir.Dir // the locked store directory; nil when nothing is kept on disk
+
+	// bridges runs the bridges (bridges.go): started after the node,
+	// stopped first, reloaded on SIGHUP.
+	bridges *bridge.Registry
 
 	// health is the healthz block in force (Reload replaces it); probe
 	// checks that the store directories take writes.
@@ -122,7 +127,7 @@ func Build(cfg *config.Config, flags Flags) (*App, error) {
 	if err != nil {
 		return fail(err)
 	}
-	a := &App{flags: flags, log: log, srv: srv, cfg: cfg, clock: clk, store: sd}
+	a := &App{flags: flags, log: log, srv: srv, cfg: cfg, clock: clk, store: sd, bridges: newBridges(srv, log)}
 	a.health.Store(cfg.Healthz)
 	js := cfg.JetStream
 	a.probe = newStoreProbe(cfg, js != nil && js.Enabled)
@@ -199,6 +204,16 @@ func (a *App) Start() error {
 		ports.LeafNodes = URLs("nats-leaf", addr)
 		a.log.Info("listening for leafnode connections", "url", ports.LeafNodes[0])
 	}
+	// After JetStream and the node: Store finds its streams, and the
+	// uplinks capture what the bridges publish.
+	specs, err := bridgeSpecs(cfg)
+	if err == nil {
+		err = a.applyBridges(specs)
+	}
+	if err != nil {
+		a.abortStart()
+		return err
+	}
 	if dir := a.flags.PortsFileDir; dir != "" {
 		path, err := WritePortsFile(dir, os.Getpid(), ports)
 		if err != nil {
@@ -218,6 +233,7 @@ func (a *App) Start() error {
 func (a *App) abortStart() {
 	ctx, cancel := context.WithTimeout(context.Background(), abortTimeout)
 	defer cancel()
+	_ = a.bridges.Close(ctx)
 	_ = a.node.Detach(ctx)
 	if a.mon != nil {
 		_ = a.mon.Shutdown(ctx)
@@ -274,11 +290,12 @@ func (a *App) PortsFile() string {
 	return a.portsFile
 }
 
-// Shutdown closes the leafnode links, stops the monitoring server, then
+// Shutdown stops the bridges, closes the leafnode links, stops the monitoring server, then
 // the broker (closing every client), and removes the ports file. If ctx
 // ends first it returns ctx's error. Calling it again, or after LameDuck,
 // only returns nil.
 func (a *App) Shutdown(ctx context.Context) error {
+	errBridges := a.bridges.Close(ctx)
 	errLeaf := a.node.Detach(ctx)
 	errMon := a.stopAux(ctx)
 	errSrv := a.srv.Shutdown(ctx)
@@ -286,14 +303,15 @@ func (a *App) Shutdown(ctx context.Context) error {
 	errJS := a.closeJetStream()
 	errClk := a.clock.Close()
 	errStore := a.store.Close()
-	return errors.Join(errLeaf, errSrv, errMon, errFwd, errJS, errClk, errStore)
+	return errors.Join(errBridges, errLeaf, errSrv, errMon, errFwd, errJS, errClk, errStore)
 }
 
-// LameDuck closes the leafnode links, puts the broker in lame duck mode
+// LameDuck stops the bridges, closes the leafnode links, puts the broker in lame duck mode
 // (it stops accepting, tells clients with an INFO carrying ldm, closes them
 // gradually and then shuts down), and then stops the monitoring server and
 // removes the ports file. It returns when the broker is down or ctx ends.
 func (a *App) LameDuck(ctx context.Context) error {
+	errBridges := a.bridges.Close(ctx)
 	errLeaf := a.node.Detach(ctx)
 	errSrv := a.srv.LameDuck(ctx)
 	errMon := a.stopAux(ctx)
@@ -301,7 +319,7 @@ func (a *App) LameDuck(ctx context.Context) error {
 	errJS := a.closeJetStream()
 	errClk := a.clock.Close()
 	errStore := a.store.Close()
-	return errors.Join(errLeaf, errSrv, errMon, errFwd, errJS, errClk, errStore)
+	return errors.Join(errBridges, errLeaf, errSrv, errMon, errFwd, errJS, errClk, errStore)
 }
 
 // stopAux stops the monitoring server and removes the ports file, once.
@@ -327,7 +345,9 @@ func (a *App) stopAux(ctx context.Context) error {
 }
 
 // Reload applies cfg (after SetDefaults) to the running broker without
-// dropping clients: authentication, permissions and limits. Changes that
+// dropping clients: authentication, permissions and limits, and the
+// bridges (only the added, removed and changed ones start or stop; see
+// applyBridges). Changes that
 // need a restart (listen address, monitoring address, TLS handshake mode,
 // leafnode remotes) are rejected, and the configuration in force stays.
 func (a *App) Reload(cfg *config.Config) error {
@@ -340,6 +360,10 @@ func (a *App) Reload(cfg *config.Config) error {
 		return err
 	}
 	opts.Logger = a.log
+	specs, err := bridgeSpecs(cfg)
+	if err != nil {
+		return err
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	old := a.cfg
@@ -359,6 +383,9 @@ func (a *App) Reload(cfg *config.Config) error {
 		return errors.New("downlinks: changing downlinks needs a restart")
 	}
 	if err := a.srv.Reload(opts); err != nil {
+		return err
+	}
+	if err := a.applyBridges(specs); err != nil {
 		return err
 	}
 	a.cfg = cfg

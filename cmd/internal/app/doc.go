@@ -25,4 +25,16 @@
 // go) and close it after the broker is down (the uplinks' outboxes). The
 // monitor sees the node and JetStream through appMonitor, which wraps the
 // broker's monitor.Provider.
+//
+// # Bridges
+//
+// The bridges (bridges.go) run in one bridge.Registry. Each kind's file,
+// bridge_<kind>.go, turns its entries of the bridges block into
+// bridge.Specs; Build checks they can be made, Start applies them after
+// the node (JetStream's streams and the uplinks' captures are in place),
+// Reload applies the new ones (the registry restarts only what changed),
+// and Shutdown and LameDuck close the registry first, while the broker
+// and JetStream still serve the bridges' last acks. Each bridge gets its
+// own in-process client without echo (bridgeConnector, bridgeBus);
+// appMonitor reports the registry in /bridgez and /metrics.
 package app

@@ -4,6 +4,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/leafbox/leafbox/bridge"
 	"github.com/leafbox/leafbox/cmd/internal/config"
 	"github.com/leafbox/leafbox/core/monitor"
 	"github.com/leafbox/leafbox/core/server"
@@ -22,7 +23,7 @@ func startMonitor(addr string, p monitor.Provider) (*monitor.HTTPServer, error) 
 // monitorProvider returns what the monitor serves: the broker, with the
 // leaf runtime and JetStream added.
 func (a *App) monitorProvider() monitor.Provider {
-	m := appMonitor{Server: a.srv, node: a.node, js: a.js, clock: a.clock, health: &a.health, probe: a.probe}
+	m := appMonitor{Server: a.srv, node: a.node, js: a.js, clock: a.clock, health: &a.health, probe: a.probe, bridges: a.bridges}
 	if id := a.cfg.Identity(); id != nil {
 		m.publicKey = id.PublicKey()
 	}
@@ -42,7 +43,8 @@ type appMonitor struct {
 	node     *node.Node
 	js       *jetstream.Engine // nil when JetStream is off
 	jsConfig config.JetStreamConfig
-	clock    *clock.Clock // reported by ClockStatus (clock.go)
+	clock    *clock.Clock     // reported by ClockStatus (clock.go)
+	bridges  *bridge.Registry // reported by Bridges (bridges.go)
 	// publicKey is the gateway identity's public key, shown in /varz.
 	publicKey string
 	// health is the healthz block in force; probe checks the store
@@ -60,6 +62,7 @@ var (
 	_ monitor.UplinkLimitsProvider = appMonitor{}
 	_ monitor.DeadLetterProvider   = appMonitor{}
 	_ monitor.ClockProvider        = appMonitor{}
+	_ monitor.BridgeProvider       = appMonitor{}
 )
 
 // Uplinks implements monitor.UplinkProvider.

@@ -1,5 +1,5 @@
 // Package cli is leafbox's command line: the cobra commands run, config
-// check, config print, uplink status, version and completion. It parses
+// check, config print, uplink status, bridge status, version and completion. It parses
 // flags, sets up logging and signals, and leaves everything else to
 // package app.
 package cli
@@ -60,6 +60,6 @@ func newRootCmd() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.SetVersionTemplate("{{.Name}} {{.Version}}\n")
-	root.AddCommand(newRunCmd(), newConfigCmd(), newUplinkCmd(), newVersionCmd())
+	root.AddCommand(newRunCmd(), newConfigCmd(), newUplinkCmd(), newBridgeCmd(), newVersionCmd())
 	return root
 }
