@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,7 +16,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/leafbox/leafbox/bridge"
-	"github.com/leafbox/leafbox/core/server"
 	"github.com/leafbox/leafbox/leaf/leaftest"
 )
 
@@ -40,22 +38,10 @@ func TestMQTTBridgeThroughUplinkToHub(t *testing.T) {
 		"bridges:\n  mqtt:\n    - name: site\n      server: "+mosquittoURL+"\n      reconnect_delay: 50ms\n"+
 		"      inbound: [{from: 'dev/#', to: 'mqtt.', qos: 1}]\n")
 	a := startConfig(t, c, Flags{})
-	// The composition root does not run bridges yet (issue 10, i10-core):
-	// the test runs the spec the app built on the app's server.
-	specs, err := mqttBridgeSpecs(c)
-	requireNoError(t, err)
-	br, err := specs[0].New()
-	requireNoError(t, err)
-	st := new(bridge.Status)
-	conn := a.srv.InProcess("")
-	runner := bridge.NewRunner(br, bridge.Env{Bus: &e2eBus{c: conn}, Status: st}, bridge.Backoff{})
-	runner.Start(ctx)
-	t.Cleanup(func() {
-		cctx, ccancel := context.WithTimeout(context.Background(), testTimeout)
-		defer ccancel()
-		requireNoError(t, runner.Close(cctx))
-		conn.Close()
-	})
+	st := a.bridges.Status("mqtt", "site")
+	if st == nil {
+		t.Fatal("the app runs no mqtt bridge named site")
+	}
 	requireNoError(t, st.Wait(ctx, func(s bridge.Snapshot) bool { return s.State == bridge.StateConnected }))
 
 	pub := newE2EPublisher(t, ctx, mosquittoURL)
@@ -144,50 +130,4 @@ func newE2EPublisher(t *testing.T, ctx context.Context, rawURL string) *autopaho
 	})
 	requireNoError(t, cm.AwaitConnection(ctx))
 	return cm
-}
-
-// e2eBus is a bridge.Bus over an in-process connection of the app's
-// server (until the composition root provides one).
-type e2eBus struct {
-	c *server.Conn
-	n atomic.Uint64
-}
-
-func (b *e2eBus) Publish(subj, reply string, hdr, data []byte) error {
-	b.c.Publish(subj, reply, hdr, data)
-	return nil
-}
-
-func (b *e2eBus) Subscribe(subj, queue string, h func(bridge.Msg)) (func(), error) {
-	sub, err := b.c.Subscribe(subj, queue, func(m server.Msg) {
-		h(bridge.Msg{Subject: m.Subject, Reply: m.Reply, Header: m.Header, Data: m.Data})
-	})
-	if err != nil {
-		return nil, err
-	}
-	return sub.Unsubscribe, nil
-}
-
-func (b *e2eBus) Request(ctx context.Context, subj string, hdr, data []byte) (bridge.Msg, error) {
-	inbox := fmt.Sprintf("_INBOX.e2e.%d", b.n.Add(1))
-	ch := make(chan bridge.Msg, 1)
-	sub, err := b.c.Subscribe(inbox, "", func(m server.Msg) {
-		select {
-		case ch <- bridge.Msg{Header: append([]byte(nil), m.Header...), Data: append([]byte(nil), m.Data...)}:
-		default:
-		}
-	})
-	if err != nil {
-		return bridge.Msg{}, err
-	}
-	defer sub.Unsubscribe()
-	if b.c.Publish(subj, inbox, hdr, data) == 0 {
-		return bridge.Msg{Header: []byte("NATS/1.0 503\r\n\r\n")}, nil
-	}
-	select {
-	case m := <-ch:
-		return m, nil
-	case <-ctx.Done():
-		return bridge.Msg{}, ctx.Err()
-	}
 }
