@@ -7,7 +7,7 @@ import (
 )
 
 func TestValidateBridgeNames(t *testing.T) {
-	c := mustValidate(t, "bridges:\n  mqtt: [{name: site}]\n  serial: [{name: site, account: A, port: /dev/ttyS0, subject: site.serial}]\n")
+	c := mustValidate(t, "bridges:\n  mqtt: [{name: site, server: broker, outbound: [{from: a.>, to: a/}]}]\n  serial: [{name: site, account: A, port: /dev/ttyS0, subject: site.serial}]\n")
 	require.DeepEqual(t, c.Bridges.MQTT[0].Name, "site")
 	require.DeepEqual(t, c.Bridges.Serial[0].Account, "A")
 
