@@ -33,11 +33,12 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// sizeBudget is the most an ARM binary may weigh (12.5 MB), as
+// sizeBudget is the most an ARM binary may weigh (14 MB), as
 // scripts/build checks too; sizeGoal (12 MB) is what they should stay
-// under, logged when missed (armv6 and armv7 miss it by about 60 KB).
+// under, logged when missed (since the bridges landed every ARM build
+// misses it: the MQTT clients alone add about 1 MB).
 const (
-	sizeBudget = 12_500_000
+	sizeBudget = 14_000_000
 	sizeGoal   = 12_000_000
 )
 
@@ -199,7 +200,7 @@ func TestReleaseBuildsAreReproducibleStaticAndSmall(t *testing.T) {
 		if st.Size() >= sizeGoal {
 			t.Logf("%s is over the size goal of %d bytes", name, sizeGoal)
 		}
-		t.Logf("%s: %d bytes (%.2f MB, goal 12 MB, limit 12.5 MB), sha256 %s", name, st.Size(), float64(st.Size())/1e6, sha256File(t, path))
+		t.Logf("%s: %d bytes (%.2f MB, goal 12 MB, limit 14 MB), sha256 %s", name, st.Size(), float64(st.Size())/1e6, sha256File(t, path))
 	}
 }
 
