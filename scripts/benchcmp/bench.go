@@ -27,6 +27,9 @@ type workload struct {
 
 	LeafMsgs int // LeafMsgs is telemetry messages per leaf run (forward and backlog).
 	LeafSize int // LeafSize is the telemetry payload in bytes.
+
+	MQTTMsgs     int // MQTTMsgs is messages per mqtt run at QoS 0.
+	MQTTMsgsQoS1 int // MQTTMsgsQoS1 is messages per mqtt run at QoS 1.
 }
 
 // defaultWorkload is sized so a five-round run takes about 12 minutes on
@@ -39,10 +42,11 @@ type workload struct {
 func defaultWorkload(quick bool) workload {
 	w := workload{PubMsgs: 1_000_000, SubMsgs: 1_000_000, Requests: 20_000, ReqSize: 128,
 		JSSize: 16, JSStored: 1_000_000, JSConsume: 100_000, JSAsync: 100_000, JSAsyncAlways: 5_000,
-		JSSync: 3_000, JSSyncMemory: 10_000, LeafMsgs: 50_000, LeafSize: telemetryMinSize}
+		JSSync: 3_000, JSSyncMemory: 10_000, LeafMsgs: 50_000, LeafSize: telemetryMinSize,
+		MQTTMsgs: 20_000, MQTTMsgsQoS1: 10_000}
 	if quick {
 		for _, n := range []*int{&w.PubMsgs, &w.SubMsgs, &w.Requests, &w.JSStored, &w.JSConsume,
-			&w.JSAsync, &w.JSAsyncAlways, &w.JSSync, &w.JSSyncMemory, &w.LeafMsgs} {
+			&w.JSAsync, &w.JSAsyncAlways, &w.JSSync, &w.JSSyncMemory, &w.LeafMsgs, &w.MQTTMsgs, &w.MQTTMsgsQoS1} {
 			*n /= 10
 		}
 	}
@@ -61,6 +65,9 @@ func (w workload) describe(only map[string]bool) []string {
 	}
 	if only[groupLeaf] {
 		lines = append(lines, w.describeLeaf()...)
+	}
+	if only[groupMQTT] {
+		lines = append(lines, w.describeMQTT()...)
 	}
 	if only[groupCore] || only[groupJS] {
 		lines = append(lines, "RSS: idle is VmRSS after start-up and one client handshake; peak is VmHWM after the last round; both are the default-sync servers that also ran the core rows and the shared default-sync JetStream rows")
@@ -82,6 +89,18 @@ func (w workload) describeLeaf() []string {
 			"The drain rate is messages ÷ time from that connection until the hub stream holds them all; the latency row is the part until the first one is there. " +
 			"The gateway runs the default compression, s2_auto, which picks its level by RTT: none on loopback. " +
 			"On nats-server, the hub's stream source sent its consumer-create request while the link was down and waits 30 s for the answer before it retries (and backs off 10 s per failure), which the latency row shows",
+	}
+}
+
+// describeMQTT returns the workload lines of the mqtt rows.
+func (w workload) describeMQTT() []string {
+	return []string{
+		fmt.Sprintf("MQTT → subject: each run starts its own servers; one MQTT 3.1.1 client (paho.mqtt.golang) publishes messages of %d B on %s, each carrying its sequence number and send time, "+
+			"%s at QoS 0 and %s at QoS 1 (at most %d awaiting PUBACK), and a raw-protocol NATS subscriber on %s receives them. "+
+			"leafbox: the client publishes to a Mosquitto (%s, started by the harness on loopback) and leafbox's MQTT bridge (MQTT 5, `inbound: {from: %s, qos: same as the row}`, no store) subscribes there and publishes on the subjects, so the path includes Mosquitto, which is the bridge's design; "+
+			"nats-server: the client publishes to nats-server's own MQTT listener (JetStream on, as it requires). "+
+			"Throughput is messages ÷ time from the first send to the last receive; latency is receive − send per message (p50, p99). Before the measured messages, probes on %s until one arrives prove the path is in place. A lost message fails the row",
+			mqttSize, mqttTopic, groupThousands(int64(w.MQTTMsgs)), groupThousands(int64(w.MQTTMsgsQoS1)), mqttWindow, mqttSubject, mqttMosquito, mqttFilter, mqttProbe),
 	}
 }
 
@@ -130,6 +149,7 @@ const (
 	kindJSStored                        // async publish into a fresh server, steady RSS, then pull consume
 	kindLeafForward                     // telemetry on a linked gateway until the hub stream holds it all
 	kindLeafBacklog                     // telemetry on a cut-off gateway, then the drain once linked
+	kindMQTT                            // an MQTT publisher, a NATS subscriber; see mqtt.go
 )
 
 // Storage types of a JetStream stream, as nats bench js --storage takes them.
@@ -146,6 +166,7 @@ const (
 	orderJSSync
 	orderJSConsume
 	orderLeaf
+	orderMQTT
 	orderMemory
 )
 
@@ -162,6 +183,7 @@ type scenario struct {
 	fresh   bool     // fresh runs each side on a server started for the run alone.
 
 	compression string   // compression is the gateway's leafnode compression (leaf kinds).
+	qos         int      // qos is the MQTT QoS of the publisher and the bridge's route (kindMQTT).
 	metrics     []metric // metrics are the rows the scenario fills, in the order measure returns them.
 }
 
@@ -170,10 +192,11 @@ const (
 	groupCore = "core" // core NATS rows
 	groupJS   = "js"   // JetStream rows
 	groupLeaf = "leaf" // store-and-forward toward a hub
+	groupMQTT = "mqtt" // MQTT → subject
 )
 
 // groups lists every scenario group in table order.
-var groups = []string{groupCore, groupJS, groupLeaf}
+var groups = []string{groupCore, groupJS, groupLeaf, groupMQTT}
 
 // group returns the group -only selects sc by.
 func (sc scenario) group() string {
@@ -182,6 +205,8 @@ func (sc scenario) group() string {
 		return groupCore
 	case kindLeafForward, kindLeafBacklog:
 		return groupLeaf
+	case kindMQTT:
+		return groupMQTT
 	}
 	return groupJS
 }
@@ -248,6 +273,9 @@ func scenarios(w workload) []scenario {
 			{Name: "uplink backlog, link up → first message in hub stream", Unit: unitMillis, Better: lowerIsBetter, Order: orderLeaf + 2},
 			rss(fmt.Sprintf("gateway RSS holding a backlog of %s", groupThousands(int64(w.LeafMsgs))), orderLeaf+2),
 		}},
+
+		mqttScenario(w.MQTTMsgs, 0),
+		mqttScenario(w.MQTTMsgsQoS1, 1),
 	}
 }
 
@@ -259,6 +287,17 @@ func leafForward(w workload, mode string) scenario {
 			{Name: fmt.Sprintf("uplink forward %d B, compression %s", w.LeafSize, mode), Unit: unitRate, Better: higherIsBetter, Order: orderLeaf},
 			{Name: fmt.Sprintf("uplink wire bytes per message, compression %s", mode), Unit: unitBytes, Better: lowerIsBetter, Order: orderLeaf + 1},
 		}}
+}
+
+// mqttScenario returns the MQTT → subject scenario of msgs messages at
+// the given QoS.
+func mqttScenario(msgs, qos int) scenario {
+	name := fmt.Sprintf("MQTT → subject %d B, QoS %d", mqttSize, qos)
+	return scenario{slug: fmt.Sprintf("mqtt-qos%d", qos), kind: kindMQTT, size: mqttSize, msgs: msgs, qos: qos, metrics: []metric{
+		{Name: name, Unit: unitRate, Better: higherIsBetter, Order: orderMQTT},
+		{Name: name + ", latency p50", Unit: unitMicros, Better: lowerIsBetter, Order: orderMQTT},
+		{Name: name + ", latency p99", Unit: unitMicros, Better: lowerIsBetter, Order: orderMQTT},
+	}}
 }
 
 // selectGroups returns the scenarios of the given groups, in order.
@@ -326,9 +365,13 @@ func (m *measurer) runRounds(ctx context.Context, f *fleet, scs []scenario, roun
 					}
 					m.logf("round %d/%d %-44s %-26s %s", round+1, rounds, sc.metrics[0].Name, label, strings.Join(parts, ", "))
 				}
-				if sc.group() == groupLeaf {
-					// A leaf run starts and stops its own hub and gateway.
-					values, err := m.measureLeaf(ctx, f, sc, side)
+				if g := sc.group(); g == groupLeaf || g == groupMQTT {
+					// A leaf or mqtt run starts and stops its own servers.
+					measure := m.measureLeaf
+					if g == groupMQTT {
+						measure = m.measureMQTT
+					}
+					values, err := measure(ctx, f, sc, side)
 					if ctx.Err() != nil {
 						return nil, nil, ctx.Err()
 					}

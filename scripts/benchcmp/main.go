@@ -18,7 +18,9 @@
 // each kind for each run and stop it afterwards. Each row's value is the
 // median over rounds; the table also shows the default servers' idle and
 // peak RSS. The uplink rows (leaf.go) start their own hub and gateway for
-// every run. -only picks row groups (core, js, leaf). Every child process
+// every run. The mqtt rows (mqtt.go) start their own servers, and a Mosquitto for
+// leafbox's bridge, for every run. -only picks row groups (core, js,
+// leaf, mqtt). Every child process
 // runs in its own process group and is killed on exit, on a timeout, or on
 // SIGINT/SIGTERM.
 //
@@ -102,7 +104,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&cfg.timeout, "timeout", 60*time.Second, "limit on each nats command; JetStream runs of more than 250,000 messages get one more for each further 250,000")
 	fs.StringVar(&cfg.workDir, "workdir", "", "directory for server logs, ports files and CSVs (default: a new temporary directory, removed at exit)")
 	fs.BoolVar(&cfg.keep, "keep", false, "keep the temporary work directory")
-	fs.StringVar(&only, "only", strings.Join(groups, ","), "comma-separated row groups to run: core (core NATS), js (JetStream), leaf (uplink toward a hub)")
+	fs.StringVar(&only, "only", strings.Join(groups, ","), "comma-separated row groups to run: core (core NATS), js (JetStream), leaf (uplink toward a hub), mqtt (MQTT → subject)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: benchcmp -leafbox PATH [flags]\n\n")
 		fs.PrintDefaults()
