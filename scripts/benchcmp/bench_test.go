@@ -2,6 +2,7 @@ package main
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -44,6 +45,12 @@ func TestScenariosTableOrder(t *testing.T) {
 		"uplink backlog drain 128 B, from link up",
 		"uplink backlog, link up → first message in hub stream",
 		"gateway RSS holding a backlog of 50,000",
+		"MQTT → subject 128 B, QoS 0",
+		"MQTT → subject 128 B, QoS 0, latency p50",
+		"MQTT → subject 128 B, QoS 0, latency p99",
+		"MQTT → subject 128 B, QoS 1",
+		"MQTT → subject 128 B, QoS 1, latency p50",
+		"MQTT → subject 128 B, QoS 1, latency p99",
 		"idle RSS",
 		"peak RSS",
 		"RSS with 1,000,000 stored 16 B msgs, file",
@@ -81,13 +88,21 @@ func TestScenariosAreConsistent(t *testing.T) {
 			if sc.fresh || sc.sync != syncDefault || sc.storage != "" || sc.compression == "" || sc.size < telemetryMinSize {
 				t.Errorf("%s: leaf rows set only a compression and a telemetry size: %+v", sc.slug, sc)
 			}
+		case kindMQTT:
+			if sc.fresh || sc.sync != syncDefault || sc.storage != "" || sc.size != mqttSize || (sc.qos != 0 && sc.qos != 1) ||
+				!strings.Contains(sc.metrics[0].Name, "QoS "+strconv.Itoa(sc.qos)) {
+				t.Errorf("%s: mqtt rows set only a QoS, named in the row: %+v", sc.slug, sc)
+			}
+			if sc.metrics[0].Unit != unitRate || sc.metrics[1].Unit != unitMicros || sc.metrics[2].Unit != unitMicros {
+				t.Errorf("%s: metrics %+v, want rate, p50 µs, p99 µs", sc.slug, sc.metrics)
+			}
 		default:
 			if sc.fresh || sc.sync != syncDefault || sc.storage != "" {
 				t.Errorf("%s: core rows run on the shared default servers", sc.slug)
 			}
 		}
 		wantMetrics := map[scenarioKind]int{kindPublish: 1, kindFanout: 1, kindRequest: 3, kindJSAsync: 1, kindJSSync: 1,
-			kindLeafForward: 2, kindLeafBacklog: 3}
+			kindLeafForward: 2, kindLeafBacklog: 3, kindMQTT: 3}
 		if sc.kind == kindJSStored {
 			if !sc.fresh {
 				t.Errorf("%s: stored-message RSS must be read on a fresh server", sc.slug)
@@ -134,7 +149,7 @@ func TestDefaultWorkloadQuick(t *testing.T) {
 		t.Errorf("JSStored = %d, want the 1 M messages the issue asks for", full.JSStored)
 	}
 	if quick.JSStored*10 != full.JSStored || quick.JSSync*10 != full.JSSync || quick.PubMsgs*10 != full.PubMsgs ||
-		quick.LeafMsgs*10 != full.LeafMsgs {
+		quick.LeafMsgs*10 != full.LeafMsgs || quick.MQTTMsgs*10 != full.MQTTMsgs || quick.MQTTMsgsQoS1*10 != full.MQTTMsgsQoS1 {
 		t.Errorf("quick %+v is not a tenth of %+v", quick, full)
 	}
 	if quick.JSSize != full.JSSize || quick.ReqSize != full.ReqSize || quick.LeafSize != full.LeafSize {
