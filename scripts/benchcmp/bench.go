@@ -28,8 +28,9 @@ type workload struct {
 	LeafMsgs int // LeafMsgs is telemetry messages per leaf run (forward and backlog).
 	LeafSize int // LeafSize is the telemetry payload in bytes.
 
-	MQTTMsgs     int // MQTTMsgs is messages per mqtt run at QoS 0.
-	MQTTMsgsQoS1 int // MQTTMsgsQoS1 is messages per mqtt run at QoS 1.
+	MQTTMsgs     int // MQTTMsgs is messages per mqtt run at QoS 0, as fast as the publisher goes.
+	MQTTMsgsQoS1 int // MQTTMsgsQoS1 is messages per mqtt run at QoS 1, as fast as the window lets it.
+	MQTTPaced    int // MQTTPaced is messages per paced mqtt run (mqttPacedRate a second).
 }
 
 // defaultWorkload is sized so a five-round run takes about 12 minutes on
@@ -43,10 +44,10 @@ func defaultWorkload(quick bool) workload {
 	w := workload{PubMsgs: 1_000_000, SubMsgs: 1_000_000, Requests: 20_000, ReqSize: 128,
 		JSSize: 16, JSStored: 1_000_000, JSConsume: 100_000, JSAsync: 100_000, JSAsyncAlways: 5_000,
 		JSSync: 3_000, JSSyncMemory: 10_000, LeafMsgs: 50_000, LeafSize: telemetryMinSize,
-		MQTTMsgs: 20_000, MQTTMsgsQoS1: 10_000}
+		MQTTMsgs: 50_000, MQTTMsgsQoS1: 20_000, MQTTPaced: 2_000}
 	if quick {
 		for _, n := range []*int{&w.PubMsgs, &w.SubMsgs, &w.Requests, &w.JSStored, &w.JSConsume,
-			&w.JSAsync, &w.JSAsyncAlways, &w.JSSync, &w.JSSyncMemory, &w.LeafMsgs, &w.MQTTMsgs, &w.MQTTMsgsQoS1} {
+			&w.JSAsync, &w.JSAsyncAlways, &w.JSSync, &w.JSSyncMemory, &w.LeafMsgs, &w.MQTTMsgs, &w.MQTTMsgsQoS1, &w.MQTTPaced} {
 			*n /= 10
 		}
 	}
@@ -101,6 +102,9 @@ func (w workload) describeMQTT() []string {
 			"nats-server: the client publishes to nats-server's own MQTT listener (JetStream on, as it requires). "+
 			"Throughput is messages ÷ time from the first send to the last receive; latency is receive − send per message (p50, p99). Before the measured messages, probes on %s until one arrives prove the path is in place. A lost message fails the row",
 			mqttSize, mqttTopic, groupThousands(int64(w.MQTTMsgs)), groupThousands(int64(w.MQTTMsgsQoS1)), mqttWindow, mqttSubject, mqttMosquito, mqttFilter, mqttProbe),
+		fmt.Sprintf("MQTT latency: in the unpaced rows the publisher sends as fast as it can, so their latency is mostly the time a message waits in queues (at QoS 1 about %d messages ÷ the rate). "+
+			"The paced rows send %s messages at %s msgs/s (one every %v), well below either side's throughput: their latency is the time the path adds to one message",
+			mqttWindow, groupThousands(int64(w.MQTTPaced)), groupThousands(mqttPacedRate), time.Second/mqttPacedRate),
 	}
 }
 
@@ -184,6 +188,7 @@ type scenario struct {
 
 	compression string   // compression is the gateway's leafnode compression (leaf kinds).
 	qos         int      // qos is the MQTT QoS of the publisher and the bridge's route (kindMQTT).
+	rate        int64    // rate paces the MQTT publisher in messages a second; 0 sends as fast as it can (kindMQTT).
 	metrics     []metric // metrics are the rows the scenario fills, in the order measure returns them.
 }
 
@@ -274,8 +279,10 @@ func scenarios(w workload) []scenario {
 			rss(fmt.Sprintf("gateway RSS holding a backlog of %s", groupThousands(int64(w.LeafMsgs))), orderLeaf+2),
 		}},
 
-		mqttScenario(w.MQTTMsgs, 0),
-		mqttScenario(w.MQTTMsgsQoS1, 1),
+		mqttScenario(w.MQTTMsgs, 0, 0),
+		mqttScenario(w.MQTTMsgsQoS1, 1, 0),
+		mqttScenario(w.MQTTPaced, 0, mqttPacedRate),
+		mqttScenario(w.MQTTPaced, 1, mqttPacedRate),
 	}
 }
 
@@ -290,14 +297,22 @@ func leafForward(w workload, mode string) scenario {
 }
 
 // mqttScenario returns the MQTT → subject scenario of msgs messages at
-// the given QoS.
-func mqttScenario(msgs, qos int) scenario {
+// the given QoS, sent as fast as the publisher goes when rate is 0 (rows:
+// throughput, latency p50, p99) or rate a second (rows: latency p50, p99).
+func mqttScenario(msgs, qos int, rate int64) scenario {
 	name := fmt.Sprintf("MQTT → subject %d B, QoS %d", mqttSize, qos)
-	return scenario{slug: fmt.Sprintf("mqtt-qos%d", qos), kind: kindMQTT, size: mqttSize, msgs: msgs, qos: qos, metrics: []metric{
-		{Name: name, Unit: unitRate, Better: higherIsBetter, Order: orderMQTT},
-		{Name: name + ", latency p50", Unit: unitMicros, Better: lowerIsBetter, Order: orderMQTT},
-		{Name: name + ", latency p99", Unit: unitMicros, Better: lowerIsBetter, Order: orderMQTT},
-	}}
+	slug := fmt.Sprintf("mqtt-qos%d", qos)
+	var metrics []metric
+	if rate == 0 {
+		metrics = append(metrics, metric{Name: name, Unit: unitRate, Better: higherIsBetter, Order: orderMQTT})
+	} else {
+		name += fmt.Sprintf(", paced %s msgs/s", groupThousands(rate))
+		slug += "-paced"
+	}
+	metrics = append(metrics,
+		metric{Name: name + ", latency p50", Unit: unitMicros, Better: lowerIsBetter, Order: orderMQTT},
+		metric{Name: name + ", latency p99", Unit: unitMicros, Better: lowerIsBetter, Order: orderMQTT})
+	return scenario{slug: slug, kind: kindMQTT, size: mqttSize, msgs: msgs, qos: qos, rate: rate, metrics: metrics}
 }
 
 // selectGroups returns the scenarios of the given groups, in order.

@@ -51,6 +51,10 @@ func TestScenariosTableOrder(t *testing.T) {
 		"MQTT → subject 128 B, QoS 1",
 		"MQTT → subject 128 B, QoS 1, latency p50",
 		"MQTT → subject 128 B, QoS 1, latency p99",
+		"MQTT → subject 128 B, QoS 0, paced 1,000 msgs/s, latency p50",
+		"MQTT → subject 128 B, QoS 0, paced 1,000 msgs/s, latency p99",
+		"MQTT → subject 128 B, QoS 1, paced 1,000 msgs/s, latency p50",
+		"MQTT → subject 128 B, QoS 1, paced 1,000 msgs/s, latency p99",
 		"idle RSS",
 		"peak RSS",
 		"RSS with 1,000,000 stored 16 B msgs, file",
@@ -93,16 +97,26 @@ func TestScenariosAreConsistent(t *testing.T) {
 				!strings.Contains(sc.metrics[0].Name, "QoS "+strconv.Itoa(sc.qos)) {
 				t.Errorf("%s: mqtt rows set only a QoS, named in the row: %+v", sc.slug, sc)
 			}
-			if sc.metrics[0].Unit != unitRate || sc.metrics[1].Unit != unitMicros || sc.metrics[2].Unit != unitMicros {
-				t.Errorf("%s: metrics %+v, want rate, p50 µs, p99 µs", sc.slug, sc.metrics)
+			lat := sc.metrics
+			if sc.rate == 0 {
+				if lat[0].Unit != unitRate {
+					t.Errorf("%s: metrics %+v, want rate first", sc.slug, sc.metrics)
+				}
+				lat = lat[1:]
+			} else if !strings.Contains(sc.metrics[0].Name, "paced") {
+				t.Errorf("%s: a paced row %q does not say so", sc.slug, sc.metrics[0].Name)
 			}
+			if len(lat) != 2 || lat[0].Unit != unitMicros || lat[1].Unit != unitMicros {
+				t.Errorf("%s: metrics %+v, want [rate,] p50 µs, p99 µs", sc.slug, sc.metrics)
+			}
+			continue // the number of metrics depends on the pacing, checked above
 		default:
 			if sc.fresh || sc.sync != syncDefault || sc.storage != "" {
 				t.Errorf("%s: core rows run on the shared default servers", sc.slug)
 			}
 		}
 		wantMetrics := map[scenarioKind]int{kindPublish: 1, kindFanout: 1, kindRequest: 3, kindJSAsync: 1, kindJSSync: 1,
-			kindLeafForward: 2, kindLeafBacklog: 3, kindMQTT: 3}
+			kindLeafForward: 2, kindLeafBacklog: 3}
 		if sc.kind == kindJSStored {
 			if !sc.fresh {
 				t.Errorf("%s: stored-message RSS must be read on a fresh server", sc.slug)
@@ -149,7 +163,8 @@ func TestDefaultWorkloadQuick(t *testing.T) {
 		t.Errorf("JSStored = %d, want the 1 M messages the issue asks for", full.JSStored)
 	}
 	if quick.JSStored*10 != full.JSStored || quick.JSSync*10 != full.JSSync || quick.PubMsgs*10 != full.PubMsgs ||
-		quick.LeafMsgs*10 != full.LeafMsgs || quick.MQTTMsgs*10 != full.MQTTMsgs || quick.MQTTMsgsQoS1*10 != full.MQTTMsgsQoS1 {
+		quick.LeafMsgs*10 != full.LeafMsgs || quick.MQTTMsgs*10 != full.MQTTMsgs || quick.MQTTMsgsQoS1*10 != full.MQTTMsgsQoS1 ||
+		quick.MQTTPaced*10 != full.MQTTPaced {
 		t.Errorf("quick %+v is not a tenth of %+v", quick, full)
 	}
 	if quick.JSSize != full.JSSize || quick.ReqSize != full.ReqSize || quick.LeafSize != full.LeafSize {

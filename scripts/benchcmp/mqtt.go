@@ -44,6 +44,9 @@ const (
 	mqttMosquito = "/usr/sbin/mosquitto"
 )
 
+// mqttPacedRate is the paced mqtt rows' messages a second.
+const mqttPacedRate = 1000
+
 // mqttStall is how long the subscriber may receive nothing, once the
 // publisher is done, before the run fails for lost messages.
 const mqttStall = 3 * time.Second
@@ -470,7 +473,7 @@ func probeMQTT(ctx context.Context, c mqtt.Client, tally *mqttTally, rig *mqttRi
 }
 
 // measureMQTT runs one mqtt scenario on side and returns its throughput
-// and its latency p50 and p99 in µs.
+// (unless the publisher is paced) and its latency p50 and p99 in µs.
 func (m *measurer) measureMQTT(ctx context.Context, f *fleet, sc scenario, side int) ([]float64, error) {
 	rig, err := startMQTTRig(ctx, f, sc, side)
 	if err != nil {
@@ -497,6 +500,14 @@ func (m *measurer) measureMQTT(ctx context.Context, f *fleet, sc scenario, side 
 	pending := make([]mqtt.Token, mqttWindow)
 	start := time.Now()
 	for i := range sc.msgs {
+		if sc.rate > 0 {
+			// Pacing: wait for message i's slot in the schedule.
+			if d := time.Until(start.Add(time.Duration(i) * time.Second / time.Duration(sc.rate))); d > 0 {
+				if err := pause(ctx, d); err != nil {
+					return nil, err
+				}
+			}
+		}
 		if sc.qos > 0 {
 			if tok := pending[i%mqttWindow]; tok != nil {
 				if err := awaitToken(tok, limit); err != nil {
@@ -567,6 +578,9 @@ func (m *measurer) measureMQTT(ctx context.Context, f *fleet, sc scenario, side 
 	elapsed := tally.last.Sub(start).Seconds()
 	if elapsed <= 0 {
 		return nil, errors.New("benchcmp: mqtt run took no measurable time")
+	}
+	if sc.rate > 0 {
+		return []float64{p50, p99}, nil
 	}
 	return []float64{float64(sc.msgs) / elapsed, p50, p99}, nil
 }

@@ -201,7 +201,7 @@ func TestMQTTWithNATSServer(t *testing.T) {
 	f := newFleet([2]string{"ns", "nats-server"}, [2]string{natsServer, natsServer},
 		[2]serverStyle{styleNATS, styleNATS}, dir, false, t.Logf)
 	for _, qos := range []int{0, 1} {
-		sc := mqttScenario(500, qos)
+		sc := mqttScenario(500, qos, 0)
 		values, err := m.measureMQTT(context.Background(), f, sc, sideSubject)
 		if err != nil {
 			t.Fatalf("QoS %d: %v", qos, err)
@@ -209,6 +209,19 @@ func TestMQTTWithNATSServer(t *testing.T) {
 		if len(values) != 3 || values[0] <= 0 || values[1] <= 0 || values[2] < values[1] {
 			t.Errorf("QoS %d: values = %v, want a rate and 0 < p50 ≤ p99", qos, values)
 		}
+	}
+	// 50 messages at 1,000 a second take at least 49 ms.
+	sc := mqttScenario(50, 0, 1000)
+	start := time.Now()
+	values, err := m.measureMQTT(context.Background(), f, sc, sideSubject)
+	if err != nil {
+		t.Fatalf("paced: %v", err)
+	}
+	if len(values) != 2 || values[0] <= 0 || values[1] < values[0] {
+		t.Errorf("paced: values = %v, want 0 < p50 ≤ p99", values)
+	}
+	if d := time.Since(start); d < 49*time.Millisecond {
+		t.Errorf("paced run of 50 messages at 1,000/s took %v", d)
 	}
 	if matches, _ := filepath.Glob(filepath.Join(dir, "mqtt*", "server", "store")); len(matches) != 0 {
 		t.Errorf("stores left behind: %v", matches)
