@@ -101,7 +101,7 @@ func (w workload) describeMQTT() []string {
 			"leafbox: the client publishes to a Mosquitto (%s, started by the harness on loopback) and leafbox's MQTT bridge (MQTT 5, `inbound: {from: %s, qos: same as the row}`, no store) subscribes there and publishes on the subjects, so the path includes Mosquitto, which is the bridge's design; "+
 			"nats-server: the client publishes to nats-server's own MQTT listener (JetStream on, as it requires). "+
 			"Throughput is messages ÷ time from the first send to the last receive; latency is receive − send per message (p50, p99). Before the measured messages, probes on %s until one arrives prove the path is in place. A lost message fails the row",
-			mqttSize, mqttTopic, groupThousands(int64(w.MQTTMsgs)), groupThousands(int64(w.MQTTMsgsQoS1)), mqttWindow, mqttSubject, mqttMosquito, mqttFilter, mqttProbe),
+			mqttSize, mqttTopic, groupThousands(int64(w.MQTTMsgs)), groupThousands(int64(w.MQTTMsgsQoS1)), mqttWindow, mqttSubject, mqttMosquitto, mqttFilter, mqttProbe),
 		fmt.Sprintf("MQTT latency: in the unpaced rows the publisher sends as fast as it can, so their latency is mostly the time a message waits in queues (at QoS 1 about %d messages ÷ the rate). "+
 			"The paced rows send %s messages at %s msgs/s (one every %v), well below either side's throughput: their latency is the time the path adds to one message",
 			mqttWindow, groupThousands(int64(w.MQTTPaced)), groupThousands(mqttPacedRate), time.Second/mqttPacedRate),

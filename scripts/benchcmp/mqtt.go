@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -41,7 +42,7 @@ const (
 	mqttSubject  = "bench.>"     // mqttSubject is what the NATS subscriber subscribes.
 	mqttFilter   = "bench/#"     // mqttFilter is the bridge's inbound topic filter.
 	mqttWindow   = 100           // mqttWindow is the QoS 1 publisher's messages awaiting PUBACK.
-	mqttMosquito = "/usr/sbin/mosquitto"
+	mqttMosquitto= "/usr/sbin/mosquitto"
 )
 
 // mqttPacedRate is the paced mqtt rows' messages a second.
@@ -231,25 +232,12 @@ func readMessages(r *bufio.Reader, w *bufio.Writer, tally *mqttTally) error {
 			buf = make([]byte, size+2)
 		}
 		buf = buf[:size+2]
-		if _, err := ioReadFull(r, buf); err != nil {
+		if _, err := io.ReadFull(r, buf); err != nil {
 			return err
 		}
 		now := time.Now()
 		tally.add(strings.Fields(line)[1], buf[hdr:size], now)
 	}
-}
-
-// ioReadFull reads exactly len(buf) bytes from r.
-func ioReadFull(r *bufio.Reader, buf []byte) (int, error) {
-	n := 0
-	for n < len(buf) {
-		m, err := r.Read(buf[n:])
-		n += m
-		if err != nil {
-			return n, err
-		}
-	}
-	return n, nil
 }
 
 // close ends the subscriber's connection and waits for its read loop.
@@ -289,14 +277,14 @@ func startMosquitto(ctx context.Context, dir string, port int) (*server, error) 
 		return nil, fmt.Errorf("benchcmp: %w", err)
 	}
 	defer logFile.Close()
-	cmd := exec.Command(mqttMosquito, "-c", conf)
+	cmd := exec.Command(mqttMosquitto, "-c", conf)
 	cmd.Dir = dir
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = childAttr()
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("benchcmp: starting Mosquitto (%s): %w", mqttMosquito, err)
+		return nil, fmt.Errorf("benchcmp: starting Mosquitto (%s): %w", mqttMosquitto, err)
 	}
-	s := &server{label: "Mosquitto", bin: mqttMosquito, dir: dir, cmd: cmd, logPath: logPath, exited: make(chan struct{}),
+	s := &server{label: "Mosquitto", bin: mqttMosquitto, dir: dir, cmd: cmd, logPath: logPath, exited: make(chan struct{}),
 		clientAddr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))}
 	go func() {
 		s.exitErr = cmd.Wait()
