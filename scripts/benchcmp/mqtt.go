@@ -36,13 +36,13 @@ import (
 
 // Names and sizes the mqtt rows use on both sides.
 const (
-	mqttSize     = 128           // mqttSize is the payload of every message.
-	mqttTopic    = "bench/data"  // mqttTopic is where the measured messages are published.
-	mqttProbe    = "bench/probe" // mqttProbe is where readiness probes are published.
-	mqttSubject  = "bench.>"     // mqttSubject is what the NATS subscriber subscribes.
-	mqttFilter   = "bench/#"     // mqttFilter is the bridge's inbound topic filter.
-	mqttWindow   = 100           // mqttWindow is the QoS 1 publisher's messages awaiting PUBACK.
-	mqttMosquitto= "/usr/sbin/mosquitto"
+	mqttSize      = 128           // mqttSize is the payload of every message.
+	mqttTopic     = "bench/data"  // mqttTopic is where the measured messages are published.
+	mqttProbe     = "bench/probe" // mqttProbe is where readiness probes are published.
+	mqttSubject   = "bench.>"     // mqttSubject is what the NATS subscriber subscribes.
+	mqttFilter    = "bench/#"     // mqttFilter is the bridge's inbound topic filter.
+	mqttWindow    = 100           // mqttWindow is the QoS 1 publisher's messages awaiting PUBACK.
+	mqttMosquitto = "/usr/sbin/mosquitto"
 )
 
 // mqttPacedRate is the paced mqtt rows' messages a second.
