@@ -5,6 +5,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/leafbox/leafbox/core/changes"
 )
 
 // State is where a bridge is in its life.
@@ -92,7 +94,7 @@ type Status struct {
 	badFrames  atomic.Uint64
 	reconnects atomic.Uint64
 	drops      [numDropReasons]atomic.Uint64
-	changes    changes
+	changes    changes.Notifier
 
 	mu            sync.Mutex
 	since         time.Time // when state was entered
@@ -118,19 +120,19 @@ func (s *Status) SetState(st State) {
 		s.lastConnectAt = now
 	}
 	s.mu.Unlock()
-	s.changes.notify()
+	s.changes.Notify()
 }
 
 // CountIn counts n messages from the device side into NATS.
 func (s *Status) CountIn(n int) {
 	s.in.Add(uint64(n))
-	s.changes.notify()
+	s.changes.Notify()
 }
 
 // CountOut counts n messages from NATS accepted by the device side.
 func (s *Status) CountOut(n int) {
 	s.out.Add(uint64(n))
-	s.changes.notify()
+	s.changes.Notify()
 }
 
 // CountBadFrame counts a frame the device sent that was not valid; it
@@ -138,7 +140,7 @@ func (s *Status) CountOut(n int) {
 func (s *Status) CountBadFrame() {
 	s.badFrames.Add(1)
 	s.drops[DropBadFrame].Add(1)
-	s.changes.notify()
+	s.changes.Notify()
 }
 
 // CountReconnect counts one more connection of the device side after the
@@ -146,14 +148,14 @@ func (s *Status) CountBadFrame() {
 // SetState (SetState(StateConnected) counts reconnects itself).
 func (s *Status) CountReconnect() {
 	s.reconnects.Add(1)
-	s.changes.notify()
+	s.changes.Notify()
 }
 
 // CountDrop counts a message dropped for reason r.
 func (s *Status) CountDrop(r DropReason) {
 	if r >= 0 && r < numDropReasons {
 		s.drops[r].Add(1)
-		s.changes.notify()
+		s.changes.Notify()
 	}
 }
 
@@ -165,14 +167,14 @@ func (s *Status) SetError(err error) {
 	s.mu.Lock()
 	s.lastErr, s.lastErrAt = err.Error(), time.Now()
 	s.mu.Unlock()
-	s.changes.notify()
+	s.changes.Notify()
 }
 
 // Wait returns nil once cond holds for a snapshot of s, checked at once
 // and after every change of s, or ctx's error when ctx ends first. It
 // never polls.
 func (s *Status) Wait(ctx context.Context, cond func(Snapshot) bool) error {
-	return s.changes.wait(ctx, func() bool { return cond(s.Snapshot()) })
+	return s.changes.Wait(ctx, func() bool { return cond(s.Snapshot()) })
 }
 
 // connection returns how many times the bridge connected and when it last

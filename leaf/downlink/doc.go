@@ -91,7 +91,7 @@
 // Downlink.mu guards Start and Close; under it only the run state is set
 // and the session's context cancelled. evMu guards the events HandleMsg
 // queues from the broker's goroutines for the session; it is a leaf, as
-// are the Tracker's mutex and its Changes mutex. Everything else (the
+// are the Tracker's mutex and its changes.Notifier's mutex. Everything else (the
 // unconfirmed deliveries, the held sequences, the stash) belongs to the
 // session goroutine alone and takes no lock; it calls Local.Deliver and
 // the Hub holding none.

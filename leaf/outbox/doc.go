@@ -262,7 +262,7 @@
 // once and after every change the outbox makes (a capture, a publish, an
 // ack batch, a refusal, a dead letter, a requeue, an expiry, a state or
 // error change); it never polls. A change costs its maker one atomic load
-// while no one waits (runstate.Changes), so Capture stays within its
+// while no one waits (core/changes), so Capture stays within its
 // allocation budget: a capture through the broker of a subject seen
 // before allocates nothing (TestCaptureAllocs).
 //
@@ -279,7 +279,7 @@
 // outbox, syncs it and removes from the dead-letter stream. ackMu (the
 // replies HandleReply queues for the forwarder), meter.mu (rates, hub
 // sequences, the watchdog's round), Scheduler.mu (turns, budgets, slots;
-// the scheduler calls no outbox), the Tracker's mutex and its Changes
+// the scheduler calls no outbox), the Tracker's mutex and its changes.Notifier
 // mutex, and the subject.Names writers' mutex are leaves: nothing is
 // called and no other lock is taken while one is held. Status takes the
 // stream's, meter.mu, Scheduler.mu and the Tracker's lock one after the

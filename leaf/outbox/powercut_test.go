@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leafbox/leafbox/core/changes"
 	"github.com/leafbox/leafbox/core/require"
-	"github.com/leafbox/leafbox/leaf/internal/runstate"
 	"github.com/leafbox/leafbox/store"
 	"github.com/leafbox/leafbox/store/filestore"
 	"github.com/leafbox/leafbox/store/vfs"
@@ -152,7 +152,7 @@ type dedupHub struct {
 	ob      *Outbox
 	ids     map[string]bool
 	stored  []sent
-	changes runstate.Changes // notified when stored grows
+	changes changes.Notifier // notified when stored grows
 }
 
 func newDedupHub() *dedupHub { return &dedupHub{ids: map[string]bool{}} }

@@ -2,7 +2,7 @@
 // puller share in running: the state and last error they report, the
 // randomised exponential backoff between their attempts and the wait for
 // it, a non-blocking wake-up, and the wait for a condition on their
-// status that every change wakes (Changes).
+// status that every change wakes (core/changes).
 package runstate
 
 import (
@@ -10,6 +10,8 @@ import (
 	mathrand "math/rand/v2"
 	"sync"
 	"time"
+
+	"github.com/leafbox/leafbox/core/changes"
 )
 
 // Tracker records a run loop's state and its last error, and wakes the
@@ -18,7 +20,7 @@ import (
 // and no error; once Close is called, Set no longer changes the state. A
 // Tracker is safe for concurrent use.
 type Tracker[S ~string] struct {
-	changes   Changes
+	changes   changes.Notifier
 	mu        sync.Mutex
 	state     S
 	closed    bool

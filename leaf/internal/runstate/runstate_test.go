@@ -3,7 +3,9 @@ package runstate
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -48,4 +50,31 @@ func TestSleepAndSignal(t *testing.T) {
 	if len(ch) != 1 {
 		t.Fatalf("%d wake-ups pending, want 1", len(ch))
 	}
+}
+
+// TestTrackerWakesWaiters: Set, SetError, Close and Changed each wake a
+// Wait on the tracker.
+func TestTrackerWakesWaiters(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var r Tracker[string]
+		var counter atomic.Int64
+		for _, tc := range []struct {
+			name   string
+			change func()
+			done   func() bool
+		}{
+			{"Set", func() { r.Set("running") }, func() bool { return r.State() == "running" }},
+			{"SetError", func() { r.SetError(errors.New("boom")) }, func() bool { _, e, _ := r.Snapshot(); return e == "boom" }},
+			{"Changed", func() { counter.Add(1); r.Changed() }, func() bool { return counter.Load() == 1 }},
+			{"Close", func() { r.Close("closed") }, func() bool { return r.State() == "closed" }},
+		} {
+			done := make(chan error, 1)
+			go func() { done <- r.Wait(t.Context(), tc.done) }()
+			synctest.Wait()
+			tc.change()
+			if err := <-done; err != nil {
+				t.Fatalf("%s: %v", tc.name, err)
+			}
+		}
+	})
 }

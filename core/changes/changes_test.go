@@ -1,4 +1,4 @@
-package runstate
+package changes
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 // only to check again), and returns ctx's error when ctx ends first.
 func TestChangesWait(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var c Changes
+		var c Notifier
 		c.Notify() // no waiter: nothing to wake
 		if err := c.Wait(t.Context(), func() bool { return true }); err != nil {
 			t.Fatalf("Wait on a condition that holds: %v", err)
@@ -54,33 +54,6 @@ func TestChangesWait(t *testing.T) {
 		}
 		if d := time.Since(start); d != time.Second {
 			t.Fatalf("Wait returned after %v, want the context's 1s", d)
-		}
-	})
-}
-
-// TestTrackerWakesWaiters: Set, SetError, Close and Changed each wake a
-// Wait on the tracker.
-func TestTrackerWakesWaiters(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		var r Tracker[string]
-		var counter atomic.Int64
-		for _, tc := range []struct {
-			name   string
-			change func()
-			done   func() bool
-		}{
-			{"Set", func() { r.Set("running") }, func() bool { return r.State() == "running" }},
-			{"SetError", func() { r.SetError(errors.New("boom")) }, func() bool { _, e, _ := r.Snapshot(); return e == "boom" }},
-			{"Changed", func() { counter.Add(1); r.Changed() }, func() bool { return counter.Load() == 1 }},
-			{"Close", func() { r.Close("closed") }, func() bool { return r.State() == "closed" }},
-		} {
-			done := make(chan error, 1)
-			go func() { done <- r.Wait(t.Context(), tc.done) }()
-			synctest.Wait()
-			tc.change()
-			if err := <-done; err != nil {
-				t.Fatalf("%s: %v", tc.name, err)
-			}
 		}
 	})
 }
