@@ -112,6 +112,10 @@ type connection struct {
 	rtt               atomic.Int64
 	connectedAt       time.Time // set under mu at registration
 
+	// onRTT, when set before the connection runs, is called after each
+	// new RTT measurement, so that a status waiter sees it (Link.Wait).
+	onRTT func()
+
 	mu       sync.Mutex
 	out      []byte // queued for the writer
 	inFlight int    // bytes the writer is writing now
@@ -369,6 +373,9 @@ func (c *connection) pong() {
 	if c.comp != nil && c.set.autoCompression {
 		level := autoLevel(rtt, c.set.rttThresholds)
 		c.level.Store(&level)
+	}
+	if c.onRTT != nil {
+		c.onRTT()
 	}
 	if p.done != nil {
 		p.done <- nil

@@ -201,7 +201,7 @@ func (l *Link) WaitConnected(ctx context.Context) error {
 }
 
 // Wait blocks until cond holds for the link's status (checked at every
-// state change and recorded error), the link is closed (ErrClosed,
+// state change, recorded error and RTT measurement), the link is closed (ErrClosed,
 // unless cond holds for the closed status) or ctx ends (ctx.Err()).
 func (l *Link) Wait(ctx context.Context, cond func(Status) bool) error {
 	for {

@@ -38,7 +38,7 @@ type session struct {
 }
 
 func newSession(l *Link, r remote, conn net.Conn, started time.Time) *session {
-	return &session{
+	s := &session{
 		connection: newConnection(conn, l.cfg.connSettings(&l.slowConsumers), started),
 		link:       l,
 		cfg:        &l.cfg,
@@ -46,6 +46,13 @@ func newSession(l *Link, r remote, conn net.Conn, started time.Time) *session {
 		hubSubs:    make(map[string]Subscription),
 		hub:        newHubInterest(),
 	}
+	// A new RTT is part of the link's status: wake its waiters.
+	s.onRTT = func() {
+		l.mu.Lock()
+		l.notifyLocked()
+		l.mu.Unlock()
+	}
+	return s
 }
 
 // handle processes one operation from the hub.
