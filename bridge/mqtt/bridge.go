@@ -216,9 +216,12 @@ func (r *run) fromBroker(p *packet, ack func()) {
 	if stored && !hasProperty(p.user, headerMsgID) {
 		msgID = r.msgID(p)
 	}
-	hdr := appendHeader(nil, p, msgID)
-	if len(hdr) == len(proto.HeaderVersion)+4 {
-		hdr = nil // no field
+	var hdr []byte
+	if len(p.user) > 0 || p.contentType != "" || p.expiry != nil || p.retain || msgID != "" {
+		hdr = appendHeader(nil, p, msgID)
+		if len(hdr) == len(proto.HeaderVersion)+4 {
+			hdr = nil // no field
+		}
 	}
 	switch {
 	case stored:

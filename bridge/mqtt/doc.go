@@ -45,7 +45,8 @@
 // the broker. Only a message the stream refuses as too large is dropped
 // (counted as too_large) and acknowledged, since it can never be stored. QoS 0 messages, and routes
 // without store, are published as core messages (Bus.Publish) and
-// acknowledged at once.
+// acknowledged at once (with MQTT 5, when the bridge also has a route
+// with store, on paho's acknowledgement tick, every 5 ms, in order).
 //
 // An outbound route with a stream (OutboundRoute.Stream, the local stream
 // capturing its subjects) takes its messages from a durable consumer on

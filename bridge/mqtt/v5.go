@@ -1,6 +1,7 @@
 package mqtt
 
 import (
+	"bufio"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -26,6 +27,13 @@ func dialV5(ctx context.Context, cfg Config, subs []subscription, ev events) (*v
 	if err != nil {
 		return nil, err
 	}
+	// Manual acknowledgement is needed only to hold a stored message's
+	// PUBACK until the stream has it. paho sends manual acknowledgements
+	// on a ticker (SendAcksInterval), which delays every PUBACK and,
+	// through the broker's in-flight window, slows the whole inbound flow;
+	// without a stored route paho acknowledges each message as soon as the
+	// handler returned, which is after Bus.Publish, as before.
+	manual := storesInbound(cfg)
 	var connected, stopped atomic.Bool
 	var lastConn atomic.Pointer[sniffConn]
 	ctx, cancel := context.WithCancel(ctx)
@@ -52,7 +60,7 @@ func dialV5(ctx context.Context, cfg Config, subs []subscription, ev events) (*v
 			if err != nil {
 				return nil, err
 			}
-			sc := &sniffConn{Conn: c}
+			sc := newSniffConn(c)
 			lastConn.Store(sc)
 			return sc, nil
 		},
@@ -110,7 +118,7 @@ func dialV5(ctx context.Context, cfg Config, subs []subscription, ev events) (*v
 		},
 		ClientConfig: paho.ClientConfig{
 			ClientID:                   cfg.ClientID,
-			EnableManualAcknowledgment: true,
+			EnableManualAcknowledgment: manual,
 			SendAcksInterval:           5 * time.Millisecond,
 			OnPublishReceived: []func(paho.PublishReceived) (bool, error){func(pr paho.PublishReceived) (bool, error) {
 				pb := pr.Packet
@@ -121,8 +129,12 @@ func dialV5(ctx context.Context, cfg Config, subs []subscription, ev events) (*v
 					}
 					p.contentType, p.expiry, p.responseTopic, p.correlation = pr.ContentType, pr.MessageExpiry, pr.ResponseTopic, pr.CorrelationData
 				}
-				cli := pr.Client
-				ev.message(p, func() { _ = cli.Ack(pb) })
+				ack := func() {}
+				if manual {
+					cli := pr.Client
+					ack = func() { _ = cli.Ack(pb) }
+				}
+				ev.message(p, ack)
 				return true, nil
 			}},
 		},
@@ -159,21 +171,50 @@ func (c *v5Client) publish(ctx context.Context, p *packet) error {
 
 func (c *v5Client) close(ctx context.Context) { _ = c.cm.Disconnect(ctx) }
 
-// sniffConn keeps the first bytes the broker sends, to recognise a
-// 3.1.1 CONNACK refusing MQTT 5.
-type sniffConn struct {
-	net.Conn
-	mu    sync.Mutex
-	first []byte
+// storesInbound reports whether an inbound route of cfg stores its QoS 1
+// or 2 messages, whose acknowledgements wait for the stream.
+func storesInbound(cfg Config) bool {
+	for _, r := range cfg.Inbound {
+		if r.Store && r.QoS > 0 {
+			return true
+		}
+	}
+	return false
 }
 
+// sniffConnBuffer is the read buffer of a sniffConn: paho reads each
+// packet's fixed header a byte at a time, one system call each without
+// a buffer.
+const sniffConnBuffer = 32 << 10
+
+// sniffConn buffers the reads of a connection to the broker and keeps
+// the first bytes the broker sends, to recognise a 3.1.1 CONNACK
+// refusing MQTT 5.
+type sniffConn struct {
+	net.Conn
+	r       *bufio.Reader
+	sniffed atomic.Bool // first is complete
+	mu      sync.Mutex
+	first   []byte
+}
+
+func newSniffConn(c net.Conn) *sniffConn {
+	return &sniffConn{Conn: c, r: bufio.NewReaderSize(c, sniffConnBuffer)}
+}
+
+// Read reads from the buffer; only paho's read loop calls it.
 func (c *sniffConn) Read(b []byte) (int, error) {
-	n, err := c.Conn.Read(b)
-	c.mu.Lock()
-	if k := min(n, 4-len(c.first)); k > 0 {
-		c.first = append(c.first, b[:k]...)
+	n, err := c.r.Read(b)
+	if !c.sniffed.Load() {
+		c.mu.Lock()
+		if k := min(n, 4-len(c.first)); k > 0 {
+			c.first = append(c.first, b[:k]...)
+		}
+		if len(c.first) == 4 {
+			c.sniffed.Store(true)
+		}
+		c.mu.Unlock()
 	}
-	c.mu.Unlock()
 	return n, err
 }
 
