@@ -93,6 +93,7 @@ func run(cmd *cobra.Command, f *runFlags) error {
 	if flags.Commit == unknownCommit {
 		flags.Commit = "" // /varz omits git_commit, as nats-server does without one
 	}
+	app.ApplyMemoryLimit(cfg, logger)
 	a, err := app.Build(cfg, flags)
 	if err != nil {
 		return err
