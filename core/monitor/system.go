@@ -1,5 +1,10 @@
 package monitor
 
+import (
+	"math"
+	"runtime/debug"
+)
+
 // SystemVarz is the system object of /varz, a leafbox extension: the
 // headroom of the board leafbox runs on, for the status page and alerts.
 // The monitor fills it when the provider leaves it nil, where the
@@ -7,6 +12,7 @@ package monitor
 type SystemVarz struct {
 	MemTotal     int64     `json:"mem_total,omitempty"`     // MemTotal is the board's physical memory in bytes.
 	MemAvailable int64     `json:"mem_available,omitempty"` // MemAvailable is the memory available to new work without swapping (MemAvailable of /proc/meminfo).
+	MemLimit     int64     `json:"mem_limit,omitempty"`     // MemLimit is the Go runtime's soft memory limit in bytes (debug.SetMemoryLimit, GOMEMLIMIT); absent when there is none.
 	Disk         *DiskVarz `json:"disk,omitempty"`          // Disk is the file system holding the JetStream store directory; absent without one.
 }
 
@@ -22,12 +28,15 @@ type DiskVarz struct {
 func systemVarz(storeDir string) *SystemVarz {
 	s := &SystemVarz{}
 	s.MemTotal, s.MemAvailable = systemMemory()
+	if limit := debug.SetMemoryLimit(-1); limit != math.MaxInt64 {
+		s.MemLimit = limit
+	}
 	if storeDir != "" {
 		if total, avail, ok := diskSpace(storeDir); ok {
 			s.Disk = &DiskVarz{Path: storeDir, Total: total, Available: avail}
 		}
 	}
-	if s.MemTotal == 0 && s.Disk == nil {
+	if s.MemTotal == 0 && s.MemLimit == 0 && s.Disk == nil {
 		return nil
 	}
 	return s

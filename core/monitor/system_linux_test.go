@@ -1,6 +1,8 @@
 package monitor
 
 import (
+	"math"
+	"runtime/debug"
 	"testing"
 
 	"github.com/leafbox/leafbox/core/require"
@@ -51,4 +53,21 @@ func TestVarzSystem(t *testing.T) {
 	f.varz.System = &SystemVarz{MemTotal: 7}
 	v = getStruct[Varz](t, newTestHandler(t, f), "/varz")
 	require.Equal(t, *v.System, SystemVarz{MemTotal: 7}, "provider's system")
+}
+
+// /varz shows the Go runtime's soft memory limit while one is set, and
+// leaves it out when there is none.
+func TestVarzMemLimit(t *testing.T) {
+	old := debug.SetMemoryLimit(-1)
+	t.Cleanup(func() { debug.SetMemoryLimit(old) })
+	f := newFixture()
+	debug.SetMemoryLimit(300 << 20)
+	v := getStruct[Varz](t, newTestHandler(t, f), "/varz")
+	if v.System == nil {
+		t.Fatal("/varz has no system object")
+	}
+	require.Equal(t, v.System.MemLimit, int64(300<<20), "mem_limit")
+	debug.SetMemoryLimit(math.MaxInt64)
+	v = getStruct[Varz](t, newTestHandler(t, f), "/varz")
+	require.Equal(t, v.System.MemLimit, int64(0), "mem_limit with none")
 }

@@ -93,6 +93,7 @@ func run(cmd *cobra.Command, f *runFlags) error {
 	if flags.Commit == unknownCommit {
 		flags.Commit = "" // /varz omits git_commit, as nats-server does without one
 	}
+	app.ApplyMemoryLimit(cfg, logger)
 	a, err := app.Build(cfg, flags)
 	if err != nil {
 		return err
@@ -114,7 +115,11 @@ func run(cmd *cobra.Command, f *runFlags) error {
 		return err
 	}
 	defer svc.stopped()
-	if err := svc.started(a); err != nil {
+	err = svc.startHardwareWatchdog(a, cfg)
+	if err == nil {
+		err = svc.started(a)
+	}
+	if err != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 		defer cancel()
 		return errors.Join(err, a.Shutdown(ctx))

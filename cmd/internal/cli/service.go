@@ -66,6 +66,12 @@ type service struct {
 	stopOnce sync.Once
 	stopSent atomic.Bool // STOPPING=1 went out: no READY=1 after it
 	liveness *app.Liveness
+
+	// The hardware watchdog (watchdog in the configuration), fed by a
+	// liveness check of its own; nil without one.
+	hwCancel   context.CancelFunc
+	hwWG       sync.WaitGroup
+	hwLiveness *app.Liveness
 }
 
 // openService reads the notify socket and watchdog settings from the
@@ -132,6 +138,7 @@ func (s *service) started(a *app.App) error {
 // timeout (lame duck mode) passes its length as drain: the service
 // manager then waits that long (EXTEND_TIMEOUT_USEC) before it kills.
 func (s *service) stopping(drain time.Duration) {
+	s.stopHardwareWatchdog()
 	if s.sd == nil {
 		return
 	}
@@ -152,6 +159,10 @@ func (s *service) stopping(drain time.Duration) {
 // stopped releases the liveness check, after the App has shut down.
 func (s *service) stopped() {
 	s.stopping(0) // when run returned without a stop signal
+	if s.hwLiveness != nil {
+		s.hwLiveness.Close()
+		s.hwLiveness = nil
+	}
 	if s.liveness != nil {
 		s.liveness.Close()
 		s.liveness = nil

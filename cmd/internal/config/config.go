@@ -83,6 +83,13 @@ type Config struct {
 	// serial ports, Modbus slaves) to subjects.
 	Bridges *BridgesConfig `yaml:"bridges,omitempty"`
 
+	// MemoryLimit is the Go runtime's soft memory limit (GOMEMLIMIT):
+	// unset, 70 % of the board's memory or its cgroup's limit, whichever
+	// is smaller; 0 turns it off. GOMEMLIMIT in the environment wins.
+	MemoryLimit *Size `yaml:"memory_limit,omitempty"`
+	// Watchdog feeds a hardware watchdog device while leafbox is healthy.
+	Watchdog *WatchdogConfig `yaml:"watchdog,omitempty"`
+
 	// stateDir is the store directory when there are uplinks (their
 	// outboxes and state files live in its layout, storeRoot): the
 	// JetStream store directory, else the default state directory.

@@ -19,7 +19,9 @@ const resolveTimeout = 3 * time.Second
 // Preflight checks c against this machine, changing nothing: every listen
 // host is an address of this machine (or 0.0.0.0 or ::) or a name that
 // resolves, and the store directory, and the outboxes' directory, is a
-// writable directory or can be created. It finds what `leafbox run` would
+// writable directory or can be created, and no file holding a secret
+// (credentials, NKey seeds, TLS keys, password files, the identity) is
+// readable by others. It finds what `leafbox run` would
 // otherwise fail on later with a less direct error. Call it after
 // Validate; config check and Build do. Problems come as a *Error.
 func (c *Config) Preflight() error {
@@ -61,6 +63,7 @@ func (c *Config) Preflight() error {
 			bad("uplinks", fmt.Errorf("outbox directory: %w", err))
 		}
 	}
+	problems = append(problems, c.checkSecretModes()...)
 	err := newError(problems)
 	if ce, ok := err.(*Error); ok {
 		ce.File = c.file

@@ -45,6 +45,8 @@ func (c *Config) Validate() error {
 	v.downlinks()
 	v.healthz()
 	v.bridges()
+	v.memoryLimit()
+	v.watchdog()
 	if len(v.problems) == 0 {
 		v.authPackage()
 	}
