@@ -66,10 +66,13 @@
 // SetState(StateConnected) after an earlier connection counts one, so a
 // bridge only reports its state. Status.Wait awaits a condition on the
 // counters without polling (tests and the conformance suite use it).
+// A bridge with devices of its own (Modbus slaves) is also a
+// DeviceLister: Registry.Statuses adds each device's DeviceStatus (state,
+// polls, timeouts, exceptions, the last exception) to its Report.
 //
 // # Lock order
 //
-//	Registry.applyMu → Registry.mu
+//	Registry.applyMu → Registry.mu → a DeviceLister's own locks
 //	Runner.mu, Status.mu (and its changes.mu) and Consumer.mu are leaves.
 //
 // applyMu serialises Apply and Close, which start and stop bridges while

@@ -36,6 +36,9 @@ type Report struct {
 	// Kind, Name and Account are the bridge's Spec's.
 	Kind, Name, Account string
 	Snapshot
+	// Devices is the status of each device of a bridge that is a
+	// DeviceLister; nil for other bridges.
+	Devices []DeviceStatus
 }
 
 // key identifies a bridge across reloads.
@@ -44,6 +47,7 @@ type key struct{ kind, name string }
 // running is one bridge the registry runs.
 type running struct {
 	spec     Spec
+	devices  DeviceLister // the bridge, when it lists devices; else nil
 	runner   *Runner
 	closeBus func()
 }
@@ -183,7 +187,8 @@ func (r *Registry) build(s Spec) (*running, error) {
 	}
 	log := r.cfg.Logger.With("bridge", s.Kind, "name", s.Name)
 	env := Env{Bus: bus, Status: new(Status), Logger: log}
-	return &running{spec: s, runner: NewRunner(b, env, r.cfg.Backoff), closeBus: closeBus}, nil
+	devices, _ := b.(DeviceLister)
+	return &running{spec: s, devices: devices, runner: NewRunner(b, env, r.cfg.Backoff), closeBus: closeBus}, nil
 }
 
 // stopAll closes the runners concurrently, then their buses, and returns
@@ -216,7 +221,11 @@ func (r *Registry) Statuses() []Report {
 		if b == nil {
 			continue
 		}
-		out = append(out, Report{Kind: b.spec.Kind, Name: b.spec.Name, Account: b.spec.Account, Snapshot: b.runner.Status().Snapshot()})
+		rep := Report{Kind: b.spec.Kind, Name: b.spec.Name, Account: b.spec.Account, Snapshot: b.runner.Status().Snapshot()}
+		if b.devices != nil {
+			rep.Devices = b.devices.DeviceStatuses()
+		}
+		out = append(out, rep)
 	}
 	return out
 }

@@ -317,3 +317,30 @@ func TestRegistryConcurrentReports(t *testing.T) {
 		}
 	}
 }
+
+// devicesBridge is a liveBridge that lists devices.
+type devicesBridge struct {
+	*liveBridge
+	devices []DeviceStatus
+}
+
+func (b devicesBridge) DeviceStatuses() []DeviceStatus { return b.devices }
+
+// TestRegistryReportsDevices: a bridge that is a DeviceLister has its
+// devices in its Report; the others have none.
+func TestRegistryReportsDevices(t *testing.T) {
+	reg := NewRegistry(RegistryConfig{Connector: newFakeConnector()})
+	defer func() { require.NoError(t, reg.Close(context.Background()), "close") }()
+	devices := []DeviceStatus{{Name: "pump", State: DeviceOK, Polls: 3}, {Name: "meter", State: DeviceFailing, Timeouts: 2, LastError: "no answer"}}
+	lister := devicesBridge{liveBridge: newLiveBridge("plc"), devices: devices}
+	require.NoError(t, reg.Apply(t.Context(), []Spec{
+		{Kind: "modbus", Name: "plc", Config: "plc", New: func() (Bridge, error) { return lister, nil }},
+		{Kind: "serial", Name: "gps", Config: "gps", New: func() (Bridge, error) { return newLiveBridge("gps"), nil }},
+	}), "apply")
+	reports := reg.Statuses()
+	require.Equal(t, len(reports), 2, "reports")
+	require.DeepEqual(t, reports[0].Devices, devices)
+	if reports[1].Devices != nil {
+		t.Fatalf("a bridge without devices reports %+v", reports[1].Devices)
+	}
+}

@@ -68,6 +68,18 @@ func (b *Bridge) Devices() []DeviceSnapshot {
 	return out
 }
 
+// DeviceStatuses implements bridge.DeviceLister: Devices, for /bridgez.
+func (b *Bridge) DeviceStatuses() []bridge.DeviceStatus {
+	snaps := b.Devices()
+	out := make([]bridge.DeviceStatus, len(snaps))
+	for i, s := range snaps {
+		out[i] = bridge.DeviceStatus{Name: s.Name, State: s.State, Polls: s.Polls, Timeouts: s.Timeouts,
+			Exceptions: s.Exceptions, BadFrames: s.BadFrames, Writes: s.Writes,
+			LastError: s.LastError, LastErrorAt: s.LastErrorAt, LastException: s.LastException}
+	}
+	return out
+}
+
 // writeReq is a write request waiting for the poll loop.
 type writeReq struct {
 	dev   *device

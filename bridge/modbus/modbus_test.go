@@ -293,3 +293,43 @@ func TestRTUBadCRC(t *testing.T) {
 	}
 	require.Equal(t, st.Snapshot().Reconnects, uint64(0), "reconnects")
 }
+
+// TestDeviceStatuses: the bridge is a bridge.DeviceLister whose statuses
+// carry each device's state and counters: waiting before any poll, ok
+// after a complete poll, failing while the device does not answer.
+func TestDeviceStatuses(t *testing.T) {
+	tb := newTestBroker(t)
+	link := rtuLink(t)
+	plc := newBank()
+	plc.setHolding(5, 42)
+	newRTUSlave(t, link, units{1: plc})
+	b := mustNew(t, Config{RTU: Line{Path: link, Baud: 115200}, Timeout: 50 * time.Millisecond, Devices: []Device{
+		{Name: "good", Unit: 1, PollInterval: 10 * time.Millisecond, Registers: []Register{
+			{Name: "r", Subject: "good.r", Table: TableHolding, Address: 5},
+		}},
+		{Name: "absent", Unit: 9, PollInterval: 30 * time.Millisecond, Registers: []Register{
+			{Name: "x", Subject: "absent.x", Table: TableInput, Address: 0},
+		}},
+	}})
+	var lister bridge.DeviceLister = b
+	before := lister.DeviceStatuses()
+	require.Equal(t, len(before), 2)
+	require.Equal(t, before[0].State, bridge.DeviceWaiting, "good before Run")
+	require.Equal(t, before[1].State, bridge.DeviceWaiting, "absent before Run")
+
+	st := runBridge(t, b, tb)
+	waitFor(t, st, "a complete poll and a timeout", func(bridge.Snapshot) bool {
+		d := lister.DeviceStatuses()
+		return d[0].Polls >= 1 && d[1].Timeouts >= 1
+	})
+	d := lister.DeviceStatuses()
+	require.Equal(t, d[0].Name, "good")
+	require.Equal(t, d[0].State, bridge.DeviceOK, "good")
+	require.Equal(t, d[0].LastError, "", "good's last error")
+	require.Equal(t, d[1].Name, "absent")
+	require.Equal(t, d[1].State, bridge.DeviceFailing, "absent")
+	require.Equal(t, d[1].Polls, uint64(0), "absent's polls")
+	if d[1].LastError == "" || d[1].LastErrorAt.IsZero() {
+		t.Fatalf("absent's last error missing: %+v", d[1])
+	}
+}

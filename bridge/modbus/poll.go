@@ -141,8 +141,7 @@ func (p *poller) poll(d *device) error {
 		}
 	}
 	if complete {
-		d.stats.polls.Add(1)
-		d.stats.lastPoll.Store(int64(time.Since(start)))
+		d.stats.polled(time.Since(start))
 	}
 	return nil
 }

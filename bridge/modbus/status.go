@@ -4,12 +4,15 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/leafbox/leafbox/bridge"
 )
 
 // DeviceStats are one device's counters, kept across reconnects.
 type DeviceStats struct {
 	polls, timeouts, exceptions, badFrames, writes atomic.Uint64
 	lastPoll                                       atomic.Int64 // duration of the last full poll, ns
+	failing                                        atomic.Bool  // the last request failed
 
 	mu            sync.Mutex
 	lastErr       string
@@ -23,6 +26,10 @@ type DeviceSnapshot struct {
 	// Name and Unit identify the device.
 	Name string
 	Unit uint8
+	// State is bridge.DeviceWaiting before the first complete poll or
+	// failure, bridge.DeviceFailing while the last request failed, else
+	// bridge.DeviceOK.
+	State string
 	// Polls counts complete polls (every read answered).
 	Polls uint64
 	// Timeouts, Exceptions and BadFrames count failed requests: no
@@ -41,6 +48,7 @@ type DeviceSnapshot struct {
 }
 
 func (s *DeviceStats) setError(err error, exception string) {
+	s.failing.Store(true)
 	s.mu.Lock()
 	s.lastErr, s.lastErrAt = err.Error(), time.Now()
 	if exception != "" {
@@ -58,5 +66,20 @@ func (s *DeviceStats) snapshot(name string, unit uint8) DeviceSnapshot {
 	s.mu.Lock()
 	snap.LastError, snap.LastErrorAt, snap.LastException = s.lastErr, s.lastErrAt, s.lastException
 	s.mu.Unlock()
+	switch {
+	case s.failing.Load():
+		snap.State = bridge.DeviceFailing
+	case snap.Polls == 0 && snap.LastError == "":
+		snap.State = bridge.DeviceWaiting
+	default:
+		snap.State = bridge.DeviceOK
+	}
 	return snap
+}
+
+// polled records a complete poll that took d.
+func (s *DeviceStats) polled(d time.Duration) {
+	s.polls.Add(1)
+	s.lastPoll.Store(int64(d))
+	s.failing.Store(false)
 }

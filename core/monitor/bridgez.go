@@ -35,6 +35,16 @@ type BridgeProvider interface {
 //	      "last_error": "dial tcp 10.0.0.5:1883: connection refused",
 //	      "last_error_at": "2026-12-01T09:58:30Z",
 //	      "last_error_age_seconds": 90
+//	    },
+//	    {
+//	      "kind": "modbus", "name": "plc", "account": "",
+//	      "state": "connected", ...,
+//	      "devices": [
+//	        {"name": "pump", "state": "ok", "polls": 310, "timeouts": 0, "exceptions": 0, "bad_frames": 0, "writes": 2},
+//	        {"name": "meter", "state": "failing", "polls": 12, "timeouts": 40, "exceptions": 1, "bad_frames": 0, "writes": 0,
+//	         "last_error": "modbus: device meter (unit 9): read: timeout", "last_error_at": "2026-12-01T09:59:58Z",
+//	         "last_exception": "illegal data address"}
+//	      ]
 //	    }
 //	  ]
 //	}
@@ -44,7 +54,13 @@ type BridgeProvider interface {
 // out messages from NATS the device accepted; drops counts, by reason,
 // messages not delivered (every reason is present, zeros too). last_error,
 // last_error_at and last_error_age_seconds are absent while the bridge
-// has had no error. bridges is never null.
+// has had no error. devices is present only for a bridge with devices of
+// its own (a Modbus bridge's slaves), in configuration order: state is
+// "waiting" (not polled yet), "ok" (the last poll was answered in full) or
+// "failing" (the last request failed); polls counts complete polls;
+// timeouts, exceptions and bad_frames count failed requests; writes counts
+// accepted writes; last_error, last_error_at and last_exception are absent
+// while there was none. bridges is never null.
 type Bridgez struct {
 	ID         string       `json:"server_id"`   // ID is the server's id.
 	Now        time.Time    `json:"now"`         // Now is the time of the snapshot.
@@ -69,6 +85,26 @@ type BridgeInfo struct {
 	LastErrorAt *time.Time `json:"last_error_at,omitempty"`
 	// LastErrorAgeSeconds is LastError's age at Now.
 	LastErrorAgeSeconds float64 `json:"last_error_age_seconds,omitempty"`
+	// Devices lists the bridge's own devices (a Modbus bridge's slaves);
+	// nil, and absent, for a bridge without.
+	Devices []BridgeDevice `json:"devices,omitempty"`
+}
+
+// BridgeDevice describes one device behind a bridge.
+type BridgeDevice struct {
+	Name       string `json:"name"`       // Name is the device's configured name.
+	State      string `json:"state"`      // State is "waiting", "ok" or "failing".
+	Polls      uint64 `json:"polls"`      // Polls counts complete polls.
+	Timeouts   uint64 `json:"timeouts"`   // Timeouts counts requests not answered in time.
+	Exceptions uint64 `json:"exceptions"` // Exceptions counts requests answered with a protocol exception.
+	BadFrames  uint64 `json:"bad_frames"` // BadFrames counts malformed answers.
+	Writes     uint64 `json:"writes"`     // Writes counts write requests the device accepted.
+	// LastError is the device's last failure; absent while it had none.
+	LastError string `json:"last_error,omitempty"`
+	// LastErrorAt is when LastError happened.
+	LastErrorAt *time.Time `json:"last_error_at,omitempty"`
+	// LastException names the last protocol exception.
+	LastException string `json:"last_exception,omitempty"`
 }
 
 // buildBridgez shapes the provider's bridges.

@@ -85,3 +85,33 @@ func TestBridgeMetrics(t *testing.T) {
 		t.Fatal("bridge metrics without bridges")
 	}
 }
+
+// TestBridgezDevices: a bridge with devices lists them, each with its
+// name, state and counters, the last error only where there is one; a
+// bridge without devices has no devices key.
+func TestBridgezDevices(t *testing.T) {
+	errAt := testNow.Add(-2 * time.Second)
+	p := newBridgeFixture()
+	p.bridges = append(p.bridges, BridgeInfo{Kind: "modbus", Name: "plc", State: "connected", Since: t0, Devices: []BridgeDevice{
+		{Name: "pump", State: "ok", Polls: 310, Writes: 2},
+		{Name: "meter", State: "failing", Polls: 12, Timeouts: 40, Exceptions: 1,
+			LastError: "modbus: device meter (unit 9): read: timeout", LastErrorAt: &errAt, LastException: "illegal data address"},
+	}})
+	h := newTestHandler(t, p)
+	_, body := get(t, h, BridgezPath)
+	for _, want := range []string{
+		`"devices": [`, `"name": "pump"`, `"state": "ok"`, `"polls": 310`, `"writes": 2`,
+		`"name": "meter"`, `"state": "failing"`, `"timeouts": 40`, `"exceptions": 1`,
+		`"last_error": "modbus: device meter (unit 9): read: timeout"`, `"last_error_at": "2025-01-01T09:59:58Z"`,
+		`"last_exception": "illegal data address"`,
+	} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("/bridgez lacks %s:\n%s", want, body)
+		}
+	}
+	require.Equal(t, strings.Count(string(body), `"devices"`), 1, "devices only on the bridge that has them")
+	require.Equal(t, strings.Count(string(body), `"last_exception"`), 1, "last_exception only where there is one")
+	bz := getStruct[Bridgez](t, h, BridgezPath)
+	require.Equal(t, len(bz.Bridges[2].Devices), 2, "devices")
+	require.Equal(t, bz.Bridges[2].Devices[0].LastErrorAt == nil, true, "no error time without an error")
+}

@@ -14,10 +14,13 @@ import (
 // become specs whose Config carries every setting, defaults included, and
 // whose New builds the bridge.
 func TestSerialAndModbusSpecs(t *testing.T) {
-	cfg, err := config.Parse([]byte(`bridges:
+	// The gps bridge reads commands from a stream, so it is in the global
+	// account (JetStream serves no other); bin is in account SENSORS.
+	cfg, err := config.Parse([]byte(`accounts:
+  SENSORS: {users: [{user: s, password: p}]}
+bridges:
   serial:
     - name: gps
-      account: SENSORS
       port: /dev/serial/by-id/usb-gps
       baud: 4800
       framing: nmea
@@ -27,6 +30,7 @@ func TestSerialAndModbusSpecs(t *testing.T) {
       command_stream: GPS_CMDS
       command_durable: gps
     - name: bin
+      account: SENSORS
       port: /dev/ttyUSB1
       framing: delimited
       escape: 0x10
@@ -53,7 +57,8 @@ func TestSerialAndModbusSpecs(t *testing.T) {
 	require.Equal(t, len(specs), 3)
 
 	gps := specs[0]
-	require.Equal(t, gps.Kind+"/"+gps.Name+"/"+gps.Account, "serial/gps/SENSORS")
+	require.Equal(t, gps.Kind+"/"+gps.Name+"/"+gps.Account, "serial/gps/")
+	require.Equal(t, specs[1].Kind+"/"+specs[1].Name+"/"+specs[1].Account, "serial/bin/SENSORS")
 	sc := gps.Config.(serial.Config)
 	require.Equal(t, sc.Port, serial.Port{Path: "/dev/serial/by-id/usb-gps", Baud: 4800, DataBits: 8, Parity: "none", StopBits: 1, ReadTimeout: 100 * time.Millisecond})
 	require.Equal(t, sc.Framing, serial.Framing{Kind: "nmea", MaxLen: 82})

@@ -213,7 +213,27 @@ func bridgeInfos(reports []bridge.Report) []monitor.BridgeInfo {
 			at := r.LastErrorAt.UTC()
 			bi.LastErrorAt = &at
 		}
+		bi.Devices = bridgeDevices(r.Devices)
 		out[i] = bi
+	}
+	return out
+}
+
+// bridgeDevices shapes a bridge's devices for /bridgez; nil for none.
+func bridgeDevices(devices []bridge.DeviceStatus) []monitor.BridgeDevice {
+	if devices == nil {
+		return nil
+	}
+	out := make([]monitor.BridgeDevice, len(devices))
+	for i, d := range devices {
+		bd := monitor.BridgeDevice{Name: d.Name, State: d.State, Polls: d.Polls, Timeouts: d.Timeouts,
+			Exceptions: d.Exceptions, BadFrames: d.BadFrames, Writes: d.Writes,
+			LastError: d.LastError, LastException: d.LastException}
+		if !d.LastErrorAt.IsZero() {
+			at := d.LastErrorAt.UTC()
+			bd.LastErrorAt = &at
+		}
+		out[i] = bd
 	}
 	return out
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/leafbox/leafbox/bridge"
 	"github.com/leafbox/leafbox/core/monitor"
@@ -270,4 +271,30 @@ func TestAppBridgesLameDuck(t *testing.T) {
 	require.NoError(t, a.LameDuck(ctx))
 	require.NoError(t, <-tb.instances("a")[0].stopped)
 	require.Equal(t, len(a.bridges.Statuses()), 0)
+}
+
+// TestBridgeInfosDevices: a report's devices reach /bridgez's BridgeInfo
+// with every field, the error time in UTC and only when there is one; a
+// bridge without devices has none.
+func TestBridgeInfosDevices(t *testing.T) {
+	at := time.Date(2026, 12, 1, 11, 0, 0, 0, time.FixedZone("CET", 3600))
+	snap := bridge.Snapshot{Drops: make([]uint64, len(bridge.DropReasons))}
+	infos := bridgeInfos([]bridge.Report{
+		{Kind: "modbus", Name: "plc", Snapshot: snap, Devices: []bridge.DeviceStatus{
+			{Name: "pump", State: bridge.DeviceOK, Polls: 4, Writes: 1},
+			{Name: "meter", State: bridge.DeviceFailing, Timeouts: 3, Exceptions: 2, BadFrames: 1,
+				LastError: "no answer", LastErrorAt: at, LastException: "illegal data address"},
+		}},
+		{Kind: "serial", Name: "gps", Snapshot: snap},
+	})
+	require.Equal(t, len(infos), 2, "infos")
+	utc := at.UTC()
+	require.DeepEqual(t, infos[0].Devices, []monitor.BridgeDevice{
+		{Name: "pump", State: "ok", Polls: 4, Writes: 1},
+		{Name: "meter", State: "failing", Timeouts: 3, Exceptions: 2, BadFrames: 1,
+			LastError: "no answer", LastErrorAt: &utc, LastException: "illegal data address"},
+	})
+	if infos[1].Devices != nil {
+		t.Fatalf("a bridge without devices: %+v", infos[1].Devices)
+	}
 }

@@ -2,7 +2,9 @@ package config
 
 import (
 	"fmt"
+	"strings"
 
+	"github.com/leafbox/leafbox/core/auth"
 	"github.com/leafbox/leafbox/store/jsapi"
 )
 
@@ -67,4 +69,62 @@ func (v *validator) bridges() {
 	v.bridgesMQTT()
 	v.bridgesSerial()
 	v.bridgesModbus()
+	v.bridgeAccounts()
+}
+
+// bridgeAccounts checks that each bridge's account is listed under
+// accounts, and that a bridge outside the global account stores into no
+// stream: the JetStream engine serves the global account only.
+func (v *validator) bridgeAccounts() {
+	b := v.c.Bridges
+	for i, m := range b.MQTT {
+		var stores []string
+		for j, r := range m.Inbound {
+			if r.Store {
+				stores = append(stores, fmt.Sprintf("inbound[%d].store", j))
+			}
+		}
+		for j, r := range m.Outbound {
+			if r.Stream != "" {
+				stores = append(stores, fmt.Sprintf("outbound[%d].stream", j))
+			}
+		}
+		v.bridgeAccount(fmt.Sprintf("bridges.mqtt[%d]", i), m.Account, stores)
+	}
+	for i, s := range b.Serial {
+		var stores []string
+		if s.Delivery == "store" {
+			stores = append(stores, "delivery")
+		}
+		if s.CommandStream != "" {
+			stores = append(stores, "command_stream")
+		}
+		v.bridgeAccount(fmt.Sprintf("bridges.serial[%d]", i), s.Account, stores)
+	}
+	for i, m := range b.Modbus {
+		var stores []string
+		if m.Delivery == "store" {
+			stores = append(stores, "delivery")
+		}
+		v.bridgeAccount(fmt.Sprintf("bridges.modbus[%d]", i), m.Account, stores)
+	}
+}
+
+// bridgeAccount checks the account of the bridge at path, whose keys
+// stores (relative to path) store into or read from a stream.
+func (v *validator) bridgeAccount(path, account string, stores []string) {
+	if account == "" || account == auth.GlobalAccount {
+		return
+	}
+	if _, ok := v.c.Accounts[account]; !ok {
+		listed := "none"
+		if names := sortedKeys(v.c.Accounts); len(names) > 0 {
+			listed = strings.Join(names, ", ")
+		}
+		v.errf(path+".account", "no account named %q (accounts: %s)", account, listed)
+		return
+	}
+	for _, key := range stores {
+		v.errf(path+"."+key, "uses a stream, but the bridge is in account %q and JetStream serves the global account only", account)
+	}
 }

@@ -130,8 +130,29 @@ func qosValue(q *int) byte {
 	return byte(*q)
 }
 
+// setMQTTBridgeDefaults fills each MQTT bridge's session expiry and, once
+// server_name is known (configured, or derived from the identity, which
+// calls this again), its client id; MQTTClientID covers a gateway that
+// has neither.
+func (c *Config) setMQTTBridgeDefaults() {
+	if c.Bridges == nil {
+		return
+	}
+	for i := range c.Bridges.MQTT {
+		m := &c.Bridges.MQTT[i]
+		if m.SessionExpiry == nil {
+			d := Duration(DefaultMQTTSessionExpiry)
+			m.SessionExpiry = &d
+		}
+		if m.ClientID == "" && c.ServerName != "" && m.Name != "" {
+			m.ClientID = c.MQTTClientID(m)
+		}
+	}
+}
+
 // MQTTClientID returns the client id of the bridge m: its client_id, or
-// "leafbox-<server_name>-<name>".
+// "leafbox-<server_name>-<name>" ("leafbox-<name>" without a
+// server_name). SetDefaults fills client_id when server_name is known.
 func (c *Config) MQTTClientID(m *MQTTBridgeConfig) string {
 	if m.ClientID != "" {
 		return m.ClientID

@@ -119,3 +119,16 @@ func TestValidateMQTTBridgeErrors(t *testing.T) {
 		t.Fatalf("the password's line is reported: %v", err)
 	}
 }
+
+// TestMQTTBridgeDefaults: SetDefaults fills session_expiry and, with a
+// server_name, client_id, so the effective configuration shows them.
+func TestMQTTBridgeDefaults(t *testing.T) {
+	c := mustValidate(t, "server_name: gw1\nbridges:\n  mqtt:\n    - {name: site, server: broker, outbound: [{from: a.>}]}\n"+
+		"    - {name: plc, client_id: plc-bridge, session_expiry: 0s, server: broker, outbound: [{from: b.>}]}\n")
+	site, plc := &c.Bridges.MQTT[0], &c.Bridges.MQTT[1]
+	require.DeepEqual(t, site.ClientID, "leafbox-gw1-site")
+	require.DeepEqual(t, *site.SessionExpiry, Duration(DefaultMQTTSessionExpiry))
+	require.DeepEqual(t, plc.ClientID, "plc-bridge")
+	require.DeepEqual(t, *plc.SessionExpiry, Duration(0))
+	require.DeepEqual(t, plc.MQTTSessionExpiry(), time.Duration(0))
+}

@@ -33,7 +33,7 @@ func (c *Config) Identity() *identity.Identity { return c.identity }
 // ApplyIdentity reads the gateway's identity from IdentityPath, when
 // there is one, and derives from it what the configuration leaves unset:
 // server_name (identity.Identity.ServerName) and so the downlinks' default
-// durables. With create set, a missing identity is generated and written
+// durables and the MQTT bridges' default client ids. With create set, a missing identity is generated and written
 // (Build does it, on the first start); without, a missing one is not an
 // error and changes nothing (config check and print). A file that exists
 // but is damaged is an error naming it. Call it after SetDefaults and
@@ -67,7 +67,7 @@ func (c *Config) ApplyIdentity(create bool) (*identity.Identity, error) {
 
 // AdoptIdentity records id as the gateway's identity and, unless
 // server_name is configured, derives server_name and the downlinks'
-// default durables from it.
+// default durables and MQTT bridges' default client ids from it.
 func (c *Config) AdoptIdentity(id *identity.Identity) {
 	if id == nil || c.identity != nil {
 		return
@@ -76,5 +76,6 @@ func (c *Config) AdoptIdentity(id *identity.Identity) {
 	if c.ServerName == "" {
 		c.ServerName = id.ServerName()
 		c.setDownlinkDefaults()
+		c.setMQTTBridgeDefaults()
 	}
 }

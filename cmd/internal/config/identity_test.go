@@ -38,3 +38,26 @@ func TestIdentityDerivesDownlinkDurables(t *testing.T) {
 		t.Fatalf("read-only ApplyIdentity created %s: %v", other.IdentityPath(), err)
 	}
 }
+
+// TestIdentityDerivesMQTTClientID: an MQTT bridge without client_id gets
+// "leafbox-<derived server name>-<name>" once the identity gives the
+// server name; a configured client_id and server_name are kept.
+func TestIdentityDerivesMQTTClientID(t *testing.T) {
+	src := "bridges:\n  mqtt:\n    - {name: site, server: broker, outbound: [{from: a.>}]}\n" +
+		"    - {name: plc, client_id: plc-bridge, server: broker, outbound: [{from: b.>}]}\n"
+	c := loopbackConfig(t, src, Env{StateDirectory: t.TempDir()})
+	require.DeepEqual(t, c.Bridges.MQTT[0].ClientID, "") // no server name yet
+	require.DeepEqual(t, c.MQTTClientID(&c.Bridges.MQTT[0]), "leafbox-site")
+	id, err := c.ApplyIdentity(true)
+	require.NoError(t, err)
+	require.NoError(t, c.Validate())
+	require.DeepEqual(t, c.Bridges.MQTT[0].ClientID, "leafbox-"+id.ServerName()+"-site")
+	require.DeepEqual(t, c.MQTTClientID(&c.Bridges.MQTT[0]), "leafbox-"+id.ServerName()+"-site")
+	require.DeepEqual(t, c.Bridges.MQTT[1].ClientID, "plc-bridge")
+
+	named := loopbackConfig(t, "server_name: gw1\n"+src, Env{StateDirectory: t.TempDir()})
+	require.DeepEqual(t, named.Bridges.MQTT[0].ClientID, "leafbox-gw1-site")
+	_, err = named.ApplyIdentity(true)
+	require.NoError(t, err)
+	require.DeepEqual(t, named.Bridges.MQTT[0].ClientID, "leafbox-gw1-site")
+}
