@@ -589,7 +589,8 @@ func flipPayloadByte(t *testing.T, path string, seq uint64) {
 	t.Fatalf("%s: no record of seq %d", path, seq)
 }
 
-// copyTree copies the directory tree src to dst.
+// copyTree copies the directory tree src to dst, keeping each entry's
+// permission bits (as `cp -a` would: the identity stays 0600).
 func copyTree(t *testing.T, src, dst string) {
 	t.Helper()
 	err := filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
@@ -601,15 +602,19 @@ func copyTree(t *testing.T, src, dst string) {
 			return err
 		}
 		target := filepath.Join(dst, rel)
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
 		if d.IsDir() {
-			return os.MkdirAll(target, 0o755)
+			return os.MkdirAll(target, info.Mode().Perm())
 		}
 		in, err := os.Open(path)
 		if err != nil {
 			return err
 		}
 		defer in.Close()
-		out, err := os.Create(target)
+		out, err := os.OpenFile(target, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, info.Mode().Perm())
 		if err != nil {
 			return err
 		}

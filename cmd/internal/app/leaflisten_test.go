@@ -327,7 +327,10 @@ func TestLeafListenDetectsLoop(t *testing.T) {
 	link := a.node.Link(0)
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
-	if err := link.Wait(ctx, func(st leaf.Status) bool { return strings.Contains(st.LastError, "loop detected") }); err != nil {
+	// The error is recorded first, the next attempt's time right after it.
+	if err := link.Wait(ctx, func(st leaf.Status) bool {
+		return strings.Contains(st.LastError, "loop detected") && !st.RetryAt.IsZero()
+	}); err != nil {
 		t.Fatalf("no loop reported: %v; %+v", err, link.Status())
 	}
 	// The link waits 30s before trying again, as after nats-server's -ERR.
