@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"time"
+
+	"github.com/leafbox/leafbox/cmd/internal/watchdog"
 )
 
 // watchdogFeed is the byte that feeds a hardware watchdog; any byte but
@@ -53,36 +55,10 @@ func (w *HardwareWatchdog) Run(ctx context.Context, interval time.Duration, chec
 		}
 		_ = w.f.Close()
 	}()
-	tick := time.NewTicker(interval)
-	defer tick.Stop()
-	var result chan error // the running check's; nil when none runs
-	for {
-		if result == nil {
-			result = make(chan error, 1)
-			go func(out chan<- error) { out <- check() }(result)
+	watchdog.Run(ctx, interval, check, func() error {
+		if _, err := w.f.WriteString(watchdogFeed); err != nil {
+			return fmt.Errorf("watchdog %s: %w", w.path, err)
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case err := <-result:
-			result = nil
-			if err == nil {
-				if _, werr := w.f.WriteString(watchdogFeed); werr != nil {
-					err = fmt.Errorf("watchdog %s: %w", w.path, werr)
-				}
-			}
-			if err != nil && onFail != nil {
-				onFail(err)
-			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-			}
-		case <-tick.C:
-			if onFail != nil {
-				onFail(fmt.Errorf("health check still running after %v: %w", interval, context.DeadlineExceeded))
-			}
-		}
-	}
+		return nil
+	}, onFail)
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/leafbox/leafbox/cmd/internal/watchdog"
 )
 
 // The watchdog's environment variables.
@@ -49,36 +51,5 @@ func (n *Notifier) Watch(ctx context.Context, timeout time.Duration, check func(
 	if n == nil || timeout <= 0 {
 		return
 	}
-	every := timeout / 2
-	tick := time.NewTicker(every)
-	defer tick.Stop()
-	var result chan error // the running check's; nil when none runs
-	for {
-		if result == nil {
-			result = make(chan error, 1)
-			go func(out chan<- error) { out <- check() }(result)
-		}
-		// Wait for the check, bounded by the next tick.
-		select {
-		case <-ctx.Done():
-			return
-		case err := <-result:
-			result = nil
-			if err == nil {
-				err = n.Notify(WatchdogPing)
-			}
-			if err != nil && onFail != nil {
-				onFail(err)
-			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-			}
-		case <-tick.C:
-			if onFail != nil {
-				onFail(fmt.Errorf("health check still running after %v: %w", every, context.DeadlineExceeded))
-			}
-		}
-	}
+	watchdog.Run(ctx, timeout/2, check, func() error { return n.Notify(WatchdogPing) }, onFail)
 }
