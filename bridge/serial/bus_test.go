@@ -5,7 +5,6 @@ package serial
 // the test's side.
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -40,31 +39,16 @@ func (tb *testBroker) subscribe(t *testing.T, subj string) <-chan *nats.Msg {
 	return ch
 }
 
-// runBridge runs b under a bridge.Runner with short backoffs until the
-// test ends, on a bus of its own, and returns its Status.
+// runBridge runs b until the test ends (bridgetest.Broker.RunBridge).
 func runBridge(t *testing.T, b bridge.Bridge, tb *testBroker) *bridge.Status {
 	t.Helper()
-	bus, closeBus, err := tb.Connect("")
-	require.NoError(t, err)
-	r := bridge.NewRunner(b, bridge.Env{Bus: bus}, bridge.Backoff{Min: 10 * time.Millisecond, Max: 50 * time.Millisecond})
-	r.Start(context.Background())
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), bridgetest.Timeout)
-		defer cancel()
-		require.NoError(t, r.Close(ctx))
-		closeBus()
-	})
-	return r.Status()
+	return tb.RunBridge(t, b)
 }
 
 // waitFor waits until cond holds for the bridge's status.
 func waitFor(t *testing.T, st *bridge.Status, what string, cond func(bridge.Snapshot) bool) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), bridgetest.Timeout)
-	defer cancel()
-	if err := st.Wait(ctx, cond); err != nil {
-		t.Fatalf("waiting for %s: %v (status %+v)", what, err, st.Snapshot())
-	}
+	bridgetest.WaitStatus(t, st, what, cond)
 }
 
 func connected(s bridge.Snapshot) bool { return s.State == bridge.StateConnected }
