@@ -45,7 +45,8 @@ func dialV311(ctx context.Context, cfg Config, subs []subscription, ev events) (
 		SetMaxReconnectInterval(cfg.ReconnectDelay).
 		SetAutoAckDisabled(true).
 		SetOrderMatters(true).
-		SetResumeSubs(false)
+		SetResumeSubs(false).
+		SetStore(copyingStore{paho3.NewMemoryStore()})
 	if cfg.TLS != nil {
 		o.SetTLSConfig(cfg.TLS)
 	}
@@ -139,3 +140,22 @@ func (c *v311Client) publish(ctx context.Context, p *packet) error {
 }
 
 func (c *v311Client) close(context.Context) { c.c.Disconnect(250) }
+
+// copyingStore is paho.mqtt.golang's memory store, except that Get hands
+// out a copy of a stored PUBLISH. On a session resume the client sets the
+// DUP flag on the packets it gets from the store while its writer may be
+// sending the same packet, just published: a data race inside the
+// library (seen with the race detector when an outbound message is
+// published right after connecting). With a copy, the resend is marked
+// DUP and the packet on its way is left alone.
+type copyingStore struct{ paho3.Store }
+
+// Get implements paho3.Store.
+func (s copyingStore) Get(key string) packets.ControlPacket {
+	p := s.Store.Get(key)
+	if pub, ok := p.(*packets.PublishPacket); ok {
+		c := *pub
+		return &c
+	}
+	return p
+}
