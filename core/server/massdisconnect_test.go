@@ -321,7 +321,10 @@ func TestCloseRemovesEverySubscription(t *testing.T) {
 	for i := range 2000 {
 		require.NoError(t, keep.Publish(fmt.Sprintf("load.%d", i), nil))
 	}
-	require.NoError(t, keep.Flush())
+	// The fill hands about 700,000 messages to c (which never reads):
+	// on a loaded machine under the race detector that takes longer
+	// than the usual wait.
+	require.NoError(t, keep.FlushTimeout(6*wait))
 	c.Close()
 	select {
 	case <-done:
