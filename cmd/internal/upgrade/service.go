@@ -92,8 +92,8 @@ func WaitHealthy(ctx context.Context, svc Service, since time.Time, timeout time
 			last = "its monitoring address is not known yet (no ports file)"
 		} else if v, problem := probe(ctx, client, base, since); problem == "" {
 			return v, nil
-		} else {
-			last = problem
+		} else if ctx.Err() == nil {
+			last = problem // not the deadline's cut of a request under way
 		}
 		select {
 		case <-ctx.Done():
