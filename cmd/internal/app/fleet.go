@@ -319,6 +319,9 @@ func (f *fleetAgent) apply(m fleetMsg) (res fleet.Result) {
 		f.log.Warn("fleet: bundle rejected; the running configuration stays", "subject", m.subject, "serial", res.Serial, "error", err)
 		return res
 	}
+	if running.Fleet == nil {
+		return reject(errors.New("fleet is off in the configuration in force (a reload removed the fleet block)"))
+	}
 	b, err := fleet.Open(m.data, running.Fleet.TrustedKeys)
 	if err != nil {
 		return reject(err)
@@ -520,8 +523,12 @@ func (a *App) Reload(cfg *config.Config) error {
 	a.fileCfg = cfg
 	f := a.fleet
 	a.mu.Unlock()
-	if f != nil && eff.Fleet != nil {
-		if err := f.subscribe(eff.Fleet); err != nil {
+	if f != nil {
+		fc := eff.Fleet
+		if fc == nil {
+			fc = &config.FleetConfig{} // off: the gateway's subject only, whose bundles are refused
+		}
+		if err := f.subscribe(fc); err != nil {
 			return err
 		}
 	}
