@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -136,11 +137,13 @@ func (s *upgradeSite) awaitHealthy() (int, map[string]any) {
 }
 
 func httpStatus(url string) (int, error) {
-	out, err := exec.Command("curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "2", url).Output()
+	client := &http.Client{Timeout: 2 * time.Second}
+	resp, err := client.Get(url)
 	if err != nil {
 		return 0, err
 	}
-	return strconv.Atoi(string(out))
+	resp.Body.Close()
+	return resp.StatusCode, nil
 }
 
 // leafbox runs the installed binary with args and returns its exit code,
