@@ -84,6 +84,30 @@ type Varz struct {
 	Clock                *ClockInfo            `json:"clock,omitempty"`                  // Clock is the wall clock's trust (leafbox extension); the monitor sets it.
 	PublicKey            string                `json:"public_key,omitempty"`             // PublicKey is the gateway identity's NKey public key, stable across restarts unlike ID (leafbox extension).
 	System               *SystemVarz           `json:"system,omitempty"`                 // System is the board's memory and disk headroom (leafbox extension); filled by the monitor when nil.
+	Config               *ConfigVarz           `json:"config,omitempty"`                 // Config says which configuration is in force and where it came from (leafbox extension).
+}
+
+// ConfigVarz is the config object of /varz (a leafbox extension): the
+// configuration in force, its hash (also in config_digest) and its source,
+// the configuration file or a fleet bundle, and the last fleet bundle's
+// outcome.
+type ConfigVarz struct {
+	Hash        string          `json:"hash"`                   // Hash is "sha256:" and the hex SHA-256 of the YAML in force.
+	Source      string          `json:"source"`                 // Source is "file", "default" (the built-in one) or "fleet".
+	File        string          `json:"file,omitempty"`         // File is the configuration file, when there is one.
+	FleetSerial uint64          `json:"fleet_serial,omitempty"` // FleetSerial is the serial of the fleet bundle in force.
+	FleetSigner string          `json:"fleet_signer,omitempty"` // FleetSigner is the operator key that signed it.
+	FleetTarget string          `json:"fleet_target,omitempty"` // FleetTarget is whom it was addressed to: "gateway N..." or "group NAME".
+	Applied     time.Time       `json:"applied,omitzero"`       // Applied is when the configuration came into force.
+	FleetLast   *FleetEventVarz `json:"fleet_last,omitempty"`   // FleetLast is what happened to the last fleet bundle received.
+}
+
+// FleetEventVarz is the outcome of one fleet bundle.
+type FleetEventVarz struct {
+	Serial uint64    `json:"serial,omitempty"` // Serial is the bundle's serial, 0 when it could not be read.
+	Status string    `json:"status"`           // Status is "applied", "rejected" or "rolled_back".
+	Error  string    `json:"error,omitempty"`  // Error says why it was rejected or rolled back.
+	Time   time.Time `json:"time"`             // Time is when the outcome was decided.
 }
 
 // ClusterVarz is the cluster object of /varz.

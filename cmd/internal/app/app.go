@@ -39,6 +39,11 @@ type Flags struct {
 	// Version, Commit and BuildDate are leafbox's build, reported in /varz
 	// (leafbox_version, git_commit, build_date).
 	Version, Commit, BuildDate string
+	// Prepare finishes a fleet bundle's configuration as the
+	// configuration file was (the command line's overrides, defaults,
+	// validation); nil: SetDefaults with the OS's environment and
+	// Validate (fleet.go).
+	Prepare PrepareConfig
 }
 
 // App is a running leafbox: the broker, JetStream, the leaf runtime
@@ -64,6 +69,15 @@ type App struct {
 	// checks that the store directories take writes.
 	health atomic.Pointer[config.HealthzConfig]
 	probe  *storeProbe
+
+	// fleet takes configuration bundles from the hub (fleet.go); nil
+	// without fleet. fileCfg is the configuration file's, which a
+	// bundle's replaces; source is /varz config; applyMu orders reloads
+	// and bundles.
+	fleet   *fleetAgent
+	fileCfg *config.Config
+	source  atomic.Pointer[monitor.ConfigVarz]
+	applyMu sync.Mutex
 
 	mu        sync.Mutex
 	cfg       *config.Config // the configuration in force
@@ -97,6 +111,9 @@ func Build(cfg *config.Config, flags Flags) (*App, error) {
 		_ = sd.Close()
 		return nil, err
 	}
+	// A fleet bundle applied before replaces the file's configuration.
+	file := cfg
+	cfg, src := fleetStartConfig(cfg, flags.Prepare, log)
 	// Then the identity: unless configured, the server name, which the
 	// links announce and the outboxes' ids carry, derives from it.
 	if _, err := cfg.ApplyIdentity(true); err != nil {
@@ -127,7 +144,8 @@ func Build(cfg *config.Config, flags Flags) (*App, error) {
 	if err != nil {
 		return fail(err)
 	}
-	a := &App{flags: flags, log: log, srv: srv, cfg: cfg, clock: clk, store: sd, bridges: newBridges(srv, log)}
+	a := &App{flags: flags, log: log, srv: srv, cfg: cfg, fileCfg: file, clock: clk, store: sd, bridges: newBridges(srv, log)}
+	a.source.Store(src)
 	a.health.Store(cfg.Healthz)
 	js := cfg.JetStream
 	a.probe = newStoreProbe(cfg, js != nil && js.Enabled)
@@ -210,6 +228,9 @@ func (a *App) Start() error {
 	if err == nil {
 		err = a.applyBridges(specs)
 	}
+	if err == nil {
+		err = a.startFleet()
+	}
 	if err != nil {
 		a.abortStart()
 		return err
@@ -233,6 +254,8 @@ func (a *App) Start() error {
 func (a *App) abortStart() {
 	ctx, cancel := context.WithTimeout(context.Background(), abortTimeout)
 	defer cancel()
+	a.fleet.close()
+	a.fleet = nil
 	_ = a.bridges.Close(ctx)
 	_ = a.node.Detach(ctx)
 	if a.mon != nil {
@@ -295,6 +318,7 @@ func (a *App) PortsFile() string {
 // ends first it returns ctx's error. Calling it again, or after LameDuck,
 // only returns nil.
 func (a *App) Shutdown(ctx context.Context) error {
+	a.stopFleet()
 	errBridges := a.bridges.Close(ctx)
 	errLeaf := a.node.Detach(ctx)
 	errMon := a.stopAux(ctx)
@@ -311,6 +335,7 @@ func (a *App) Shutdown(ctx context.Context) error {
 // gradually and then shuts down), and then stops the monitoring server and
 // removes the ports file. It returns when the broker is down or ctx ends.
 func (a *App) LameDuck(ctx context.Context) error {
+	a.stopFleet()
 	errBridges := a.bridges.Close(ctx)
 	errLeaf := a.node.Detach(ctx)
 	errSrv := a.srv.LameDuck(ctx)
@@ -344,13 +369,13 @@ func (a *App) stopAux(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// Reload applies cfg (after SetDefaults) to the running broker without
+// reload applies cfg (after SetDefaults) to the running broker without
 // dropping clients: authentication, permissions and limits, and the
 // bridges (only the added, removed and changed ones start or stop; see
 // applyBridges). Changes that
 // need a restart (listen address, monitoring address, TLS handshake mode,
 // leafnode remotes) are rejected, and the configuration in force stays.
-func (a *App) Reload(cfg *config.Config) error {
+func (a *App) reload(cfg *config.Config) error {
 	// The identity stays, and so does the server name derived from it.
 	a.mu.Lock()
 	cfg.AdoptIdentity(a.cfg.Identity())

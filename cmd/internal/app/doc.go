@@ -37,4 +37,18 @@
 // and JetStream still serve the bridges' last acks. Each bridge gets its
 // own in-process client without echo (bridgeConnector, bridgeBus);
 // appMonitor reports the registry in /bridgez and /metrics.
+//
+// # Fleet configuration
+//
+// With a fleet block, a fleetAgent (fleet.go) subscribes the gateway's
+// and its groups' bundle subjects through an in-process client, so the
+// leafnode links carry the interest to the hubs. It takes one bundle at a
+// time on a goroutine of its own: cmd/internal/fleet checks the signature,
+// the agent checks target and serial, stages the bundle in the store's
+// state/fleet, builds its configuration as the file's was built
+// (Flags.Prepare), applies it with the reload path, waits for the health
+// check and reloads the previous configuration when it fails, and answers
+// the sender. Build starts on the applied bundle (fleetStartConfig);
+// Reload, given the file's configuration, keeps the bundle in force.
+// /varz config reports the configuration in force and its source.
 package app

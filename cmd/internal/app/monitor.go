@@ -23,7 +23,7 @@ func startMonitor(addr string, p monitor.Provider) (*monitor.HTTPServer, error) 
 // monitorProvider returns what the monitor serves: the broker, with the
 // leaf runtime and JetStream added.
 func (a *App) monitorProvider() monitor.Provider {
-	m := appMonitor{Server: a.srv, node: a.node, js: a.js, clock: a.clock, health: &a.health, probe: a.probe, bridges: a.bridges}
+	m := appMonitor{Server: a.srv, node: a.node, js: a.js, clock: a.clock, health: &a.health, probe: a.probe, bridges: a.bridges, source: &a.source}
 	if id := a.cfg.Identity(); id != nil {
 		m.publicKey = id.PublicKey()
 	}
@@ -45,6 +45,9 @@ type appMonitor struct {
 	jsConfig config.JetStreamConfig
 	clock    *clock.Clock     // reported by ClockStatus (clock.go)
 	bridges  *bridge.Registry // reported by Bridges (bridges.go)
+	// source is /varz config: the configuration in force and where it
+	// came from (fleet.go).
+	source *atomic.Pointer[monitor.ConfigVarz]
 	// publicKey is the gateway identity's public key, shown in /varz.
 	publicKey string
 	// health is the healthz block in force; probe checks the store
@@ -96,6 +99,12 @@ func (m appMonitor) Varz() *monitor.Varz {
 	}
 	v := *bv // the broker's value is only read
 	v.PublicKey = m.publicKey
+	if m.source != nil {
+		if src := m.source.Load(); src != nil {
+			v.Config = src
+			v.ConfigDigest = src.Hash
+		}
+	}
 	if m.js != nil {
 		st := m.js.Stats()
 		v.JetStream = monitor.JetStreamVarz{Config: m.jetStreamConfig(st), Stats: jetStreamStats(st)}

@@ -81,16 +81,22 @@ func loadConfig(file string, o config.Overrides) (*config.Config, error) {
 			return nil, err
 		}
 	}
-	o.Apply(cfg)
-	cfg.SetDefaults(config.OSEnv())
-	// Read only: run generates a missing identity when it starts.
-	if _, err := cfg.ApplyIdentity(false); err != nil {
-		return nil, err
-	}
-	if err := cfg.Validate(); err != nil {
+	if err := prepareConfig(cfg, o); err != nil {
 		return nil, err
 	}
 	return cfg, nil
+}
+
+// prepareConfig finishes a parsed configuration: the overrides, the
+// defaults, the identity (read only: run generates a missing one when it
+// starts), validation. Fleet bundles' configurations go through it too.
+func prepareConfig(cfg *config.Config, o config.Overrides) error {
+	o.Apply(cfg)
+	cfg.SetDefaults(config.OSEnv())
+	if _, err := cfg.ApplyIdentity(false); err != nil {
+		return err
+	}
+	return cfg.Validate()
 }
 
 // newLogger returns a logger to w at level (debug, info, warn or error) in

@@ -90,6 +90,7 @@ func run(cmd *cobra.Command, f *runFlags) error {
 	}
 	bi := readBuildInfo()
 	flags := app.Flags{PortsFileDir: f.portsFileDir, Logger: logger, Version: bi.Version, Commit: bi.Commit, BuildDate: bi.Date}
+	flags.Prepare = func(c *config.Config) error { return prepareConfig(c, overrides) }
 	if flags.Commit == unknownCommit {
 		flags.Commit = "" // /varz omits git_commit, as nats-server does without one
 	}

@@ -89,6 +89,11 @@ type Config struct {
 	MemoryLimit *Size `yaml:"memory_limit,omitempty"`
 	// Watchdog feeds a hardware watchdog device while leafbox is healthy.
 	Watchdog *WatchdogConfig `yaml:"watchdog,omitempty"`
+	// Upgrade lists the keys `leafbox upgrade` trusts.
+	Upgrade *UpgradeConfig `yaml:"upgrade,omitempty"`
+	// Fleet makes the gateway take signed configuration bundles from
+	// the hub.
+	Fleet *FleetConfig `yaml:"fleet,omitempty"`
 
 	// stateDir is the store directory when there are uplinks (their
 	// outboxes and state files live in its layout, storeRoot): the
@@ -102,6 +107,7 @@ type Config struct {
 	// (StorageSummary).
 	storageNotes []string
 
+	hash  string     // Hash: of the YAML parsed
 	file  string     // the file parsed, for error messages; "" if none
 	dir   string     // base for relative paths; "" is the working directory
 	index *posIndex  // where each key is in the source; nil if none

@@ -60,7 +60,7 @@ func problems(t testing.TB, err error) []*FieldError {
 // exported returns c without its unexported bookkeeping, for comparisons.
 func exported(c *Config) Config {
 	out := *c
-	out.file, out.dir, out.index, out.flags, out.storageNotes = "", "", nil, nil, nil
+	out.file, out.dir, out.index, out.flags, out.storageNotes, out.hash = "", "", nil, nil, nil, ""
 	return out
 }
 

@@ -218,6 +218,7 @@ func Parse(data []byte) (*Config, error) {
 		}
 	}
 	c.index = ix
+	c.hash = hashYAML(data)
 	if problems := c.normalize(); len(problems) > 0 {
 		return nil, newError(problems)
 	}
@@ -262,6 +263,7 @@ var knownKeys = func() map[string][]string {
 		subjectPermissionFields{}, responsePermissionFields{}, TLSConfig{}, jetStreamFields{},
 		LeafNodesConfig{}, RemoteConfig{}, RemoteTLSConfig{}, LeafAuthorizationConfig{},
 		UplinkConfig{}, UplinkLimitsConfig{}, DownlinkConfig{}, HealthzConfig{},
+		UpgradeConfig{}, FleetConfig{},
 	} {
 		t := reflect.TypeOf(v)
 		var keys []string

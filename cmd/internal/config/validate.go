@@ -47,6 +47,8 @@ func (c *Config) Validate() error {
 	v.bridges()
 	v.memoryLimit()
 	v.watchdog()
+	v.upgrade()
+	v.fleet()
 	if len(v.problems) == 0 {
 		v.authPackage()
 	}

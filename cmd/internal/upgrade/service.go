@@ -1,0 +1,188 @@
+package upgrade
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Service is the running leafbox an upgrade restarts onto the new binary
+// (and back onto the old one).
+type Service interface {
+	// String names it in messages: "systemd unit leafbox", "pid 4711".
+	String() string
+	// Restart stops the running leafbox, if any, and starts the binary
+	// now at the target path in its place.
+	Restart(ctx context.Context) error
+	// Exited returns why the leafbox last started has stopped, or nil
+	// while it runs (or when that cannot be known).
+	Exited() error
+	// MonitorURL is the monitoring base URL of the leafbox last
+	// started; "" while it is not known yet.
+	MonitorURL() string
+}
+
+// Systemd is a leafbox run by systemd: Restart is `systemctl restart
+// Unit`, which for the packaged unit (Type=notify) returns once the new
+// process sent READY=1 or failed.
+type Systemd struct {
+	// Unit is the unit's name, such as "leafbox".
+	Unit string
+	// Systemctl is the systemctl executable; "" finds it on $PATH.
+	Systemctl string
+	// Monitor is the monitoring base URL, such as http://127.0.0.1:8222.
+	Monitor string
+}
+
+func (s *Systemd) String() string { return "systemd unit " + s.Unit }
+
+// Restart implements Service.
+func (s *Systemd) Restart(ctx context.Context) error {
+	bin := s.Systemctl
+	if bin == "" {
+		bin = "systemctl"
+	}
+	out, err := exec.CommandContext(ctx, bin, "restart", s.Unit).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("systemctl restart %s: %v: %s", s.Unit, err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// Exited implements Service: systemd restarts a failed unit itself, so
+// the health check's timeout decides.
+func (s *Systemd) Exited() error { return nil }
+
+// MonitorURL implements Service.
+func (s *Systemd) MonitorURL() string { return s.Monitor }
+
+// healthPoll is how often WaitHealthy asks.
+const healthPoll = 100 * time.Millisecond
+
+// varzDoc is what WaitHealthy reads of /varz.
+type varzDoc struct {
+	Start   time.Time `json:"start"`
+	Version string    `json:"leafbox_version"`
+}
+
+// WaitHealthy waits up to timeout until the leafbox svc last started
+// answers /healthz with 200 and its /varz start is not before since (so
+// that an old process still answering does not count). It returns the
+// version it reports, or the last problem seen.
+func WaitHealthy(ctx context.Context, svc Service, since time.Time, timeout time.Duration) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	client := &http.Client{Timeout: 2 * time.Second}
+	last := "no answer yet"
+	tick := time.NewTicker(healthPoll)
+	defer tick.Stop()
+	for {
+		if err := svc.Exited(); err != nil {
+			return "", fmt.Errorf("the new leafbox exited: %w", err)
+		}
+		if base := svc.MonitorURL(); base == "" {
+			last = "its monitoring address is not known yet (no ports file)"
+		} else if v, problem := probe(ctx, client, base, since); problem == "" {
+			return v, nil
+		} else if ctx.Err() == nil {
+			last = problem // not the deadline's cut of a request under way
+		}
+		select {
+		case <-ctx.Done():
+			if err := svc.Exited(); err != nil {
+				return "", fmt.Errorf("the new leafbox exited: %w", err)
+			}
+			return "", fmt.Errorf("not healthy within %v: %s", timeout, last)
+		case <-tick.C:
+		}
+	}
+}
+
+// probe asks base's /varz and /healthz; it returns the version, or what
+// is wrong.
+func probe(ctx context.Context, client *http.Client, base string, since time.Time) (string, string) {
+	get := func(path string) (int, []byte, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(base, "/")+path, nil)
+		if err != nil {
+			return 0, nil, err
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return 0, nil, err
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		return resp.StatusCode, body, err
+	}
+	code, body, err := get("/varz")
+	if err != nil {
+		return "", "GET /varz: " + err.Error()
+	}
+	var v varzDoc
+	if code != http.StatusOK || json.Unmarshal(body, &v) != nil {
+		return "", fmt.Sprintf("GET /varz: status %d", code)
+	}
+	if v.Start.Before(since) {
+		return "", "the old process still answers (started " + v.Start.Format(time.RFC3339) + ")"
+	}
+	code, body, err = get("/healthz")
+	if err != nil {
+		return "", "GET /healthz: " + err.Error()
+	}
+	if code != http.StatusOK {
+		return "", fmt.Sprintf("/healthz: %d %s", code, strings.TrimSpace(string(body)))
+	}
+	return v.Version, ""
+}
+
+// portsFile is what WaitHealthy reads of a ports file (leafbox run
+// --ports-file-dir).
+type portsFile struct {
+	Monitoring []string `json:"monitoring"`
+}
+
+// readPortsFile returns the first monitoring URL of dir's ports file for
+// pid, or "".
+func readPortsFile(dir string, pid int) string {
+	data, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("leafbox_%d.ports", pid)))
+	if err != nil {
+		return ""
+	}
+	var p portsFile
+	if json.Unmarshal(data, &p) != nil || len(p.Monitoring) == 0 {
+		return ""
+	}
+	return p.Monitoring[0]
+}
+
+// portsFileDir returns the --ports-file-dir of a leafbox run command
+// line, resolved against dir, or "".
+func portsFileDir(argv []string, dir string) string {
+	for i, a := range argv {
+		v, ok := "", false
+		switch {
+		case a == "--ports-file-dir" && i+1 < len(argv):
+			v, ok = argv[i+1], true
+		case strings.HasPrefix(a, "--ports-file-dir="):
+			v, ok = strings.TrimPrefix(a, "--ports-file-dir="), true
+		}
+		if ok && v != "" {
+			if !filepath.IsAbs(v) {
+				v = filepath.Join(dir, v)
+			}
+			return v
+		}
+	}
+	return ""
+}
+
+// errNotRunning is Exited's error for a process that is gone.
+var errNotRunning = errors.New("not running")
