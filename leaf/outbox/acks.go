@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/leafbox/leafbox/core/proto"
 	"github.com/leafbox/leafbox/store"
@@ -16,11 +17,12 @@ import (
 // its message, also one answering an earlier round (the hub stored it).
 // It returns how many messages it removed and the first failure of the
 // current round, after applying every success.
-func (o *Outbox) processReplies(pending map[uint64]sentMsg) (int, error) {
+func (o *Outbox) processReplies(pending *pendingSet) (int, error) {
 	o.ackMu.Lock()
 	list := o.ackList
 	o.ackList = nil
 	o.ackMu.Unlock()
+	now := time.Now()
 	var done []ackedMsg
 	var first error
 	var current bool
@@ -37,7 +39,7 @@ func (o *Outbox) processReplies(pending map[uint64]sentMsg) (int, error) {
 			fail(fmt.Errorf("outbox: sequence %d: invalid PubAck %q", r.seq, truncate(r.data)))
 			continue
 		}
-		sent, inRound := pending[r.seq]
+		sent, inRound := pending.get(r.seq)
 		inRound = inRound && current
 		switch {
 		case len(r.data) == 0:
@@ -53,7 +55,7 @@ func (o *Outbox) processReplies(pending map[uint64]sentMsg) (int, error) {
 					err = errors.Join(err, derr)
 				}
 				if ok {
-					delete(pending, r.seq)
+					pending.del(r.seq)
 					dead++
 					continue
 				}
@@ -74,7 +76,7 @@ func (o *Outbox) processReplies(pending map[uint64]sentMsg) (int, error) {
 			// Sent once, yet a duplicate: the hub holds another message
 			// with this Nats-Msg-Id and dropped this one.
 			o.dupUnexpected.Add(1)
-			delete(pending, r.seq)
+			pending.del(r.seq)
 			rf := &RefusedError{Reason: ReasonDuplicateID, Err: fmt.Errorf(
 				"hub stream %s reports sequence %d, sent for the first time, as a duplicate of its message %d", ack.Stream, r.seq, ack.Sequence)}
 			ok, derr := o.refuse(r.seq, rf, true)
@@ -88,7 +90,10 @@ func (o *Outbox) processReplies(pending map[uint64]sentMsg) (int, error) {
 			}
 			continue
 		}
-		delete(pending, r.seq)
+		if inRound {
+			o.win.acked(now, sent.at)
+		}
+		pending.del(r.seq)
 		if !ack.Duplicate {
 			o.noteHubSeq(ack.Stream, ack.Sequence)
 		}

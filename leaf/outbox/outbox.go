@@ -21,7 +21,9 @@ import (
 
 // Defaults applied to zero Config fields.
 const (
-	// DefaultWindow is how many messages may await their PubAck at once.
+	// DefaultWindow is how many messages may await their PubAck at once
+	// when a round starts; the window then follows the link's
+	// bandwidth-delay product up to MaxWindow (see window.go).
 	DefaultWindow = 256
 	// DefaultAckTimeout is how long the forwarder waits for the PubAck of
 	// the oldest message in flight before it starts the round again.
@@ -89,8 +91,15 @@ type Config struct {
 	// Stream is the hub stream expected to store the messages ("" accepts
 	// any). It is sent as Nats-Expected-Stream and checked in PubAcks.
 	Stream string
-	// Window bounds the messages in flight (DefaultWindow when 0).
+	// Window bounds the messages in flight when a round starts
+	// (DefaultWindow when 0), and is the least the window shrinks to.
 	Window int
+	// MaxWindow is the most messages the window grows to, from the
+	// measured round trip and delivery rate (see window.go): DefaultMaxWindow
+	// when both it and Window are 0, Window (a fixed window) when only
+	// Window is set. MaxWindowBytes bounds the bytes in flight
+	// (DefaultMaxWindowBytes when 0).
+	MaxWindow, MaxWindowBytes int
 	// AckTimeout bounds the wait for a PubAck (DefaultAckTimeout when 0).
 	AckTimeout time.Duration
 	// RetryMin and RetryMax bound the backoff between rounds.
@@ -286,7 +295,8 @@ type Outbox struct {
 
 	sched *Scheduler
 	slot  *slot
-	meter meter // drain rate, watchdog and hub sequences
+	win   window // the forwarder's window (window.go); only it uses it
+	meter meter  // drain rate, watchdog and hub sequences
 
 	names subject.Names // captured subjects, so a repeated one costs no allocation
 
@@ -326,8 +336,17 @@ func New(stream store.Stream, hub Hub, cfg Config) (*Outbox, error) {
 	if strings.ContainsAny(cfg.ServerName, " \t\r\n") {
 		return nil, fmt.Errorf("outbox: invalid server name %q", cfg.ServerName)
 	}
-	if cfg.Window <= 0 {
-		cfg.Window = DefaultWindow
+	switch {
+	case cfg.Window <= 0 && cfg.MaxWindow <= 0:
+		cfg.Window, cfg.MaxWindow = DefaultWindow, DefaultMaxWindow
+	case cfg.Window <= 0:
+		cfg.Window = min(DefaultWindow, cfg.MaxWindow)
+	case cfg.MaxWindow <= 0:
+		cfg.MaxWindow = cfg.Window
+	}
+	cfg.MaxWindow = max(cfg.MaxWindow, cfg.Window)
+	if cfg.MaxWindowBytes <= 0 {
+		cfg.MaxWindowBytes = DefaultMaxWindowBytes
 	}
 	if cfg.AckTimeout <= 0 {
 		cfg.AckTimeout = DefaultAckTimeout
@@ -379,6 +398,7 @@ func New(stream store.Stream, hub Hub, cfg Config) (*Outbox, error) {
 	if sy, ok := stream.(store.Syncer); ok && sy.SyncDeferred() {
 		o.syncer = sy // Store only writes: a capture is durable at the next Sync
 	}
+	o.win = newWindow(cfg.Window, cfg.MaxWindow, cfg.MaxWindowBytes)
 	o.rs.Set(StateIdle)
 	if err := o.meter.load(cfg.StateFile); err != nil {
 		return nil, err

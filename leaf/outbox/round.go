@@ -65,8 +65,9 @@ type inflight struct {
 
 // sentMsg is a message published in the current round.
 type sentMsg struct {
-	size  int  // bytes published
-	first bool // its first publish, captured by this opening, with the Nats-Msg-Id Capture fixed
+	size  int       // bytes published
+	first bool      // its first publish, captured by this opening, with the Nats-Msg-Id Capture fixed
+	at    time.Time // when it was published
 }
 
 // round forwards from the stream's first message until something fails
@@ -74,7 +75,8 @@ type sentMsg struct {
 func (o *Outbox) round(ctx context.Context) (progress bool, err error) {
 	o.rounds++
 	prefix := o.inbox + strconv.FormatUint(o.rounds, 10) + "."
-	pending := map[uint64]sentMsg{}
+	pending := newPendingSet()
+	o.win.reset()
 	var order []inflight // sent, in sequence order; acked entries are skipped lazily
 	next := o.stream.State().FirstSeq
 	var sm store.Msg
@@ -84,7 +86,7 @@ func (o *Outbox) round(ctx context.Context) (progress bool, err error) {
 	// apply processes the replies received so far.
 	apply := func() error {
 		n, err := o.processReplies(pending)
-		o.inFlight.Store(int64(len(pending)))
+		o.inFlight.Store(int64(pending.len()))
 		o.rs.Changed()
 		if n > 0 {
 			progress = true
@@ -102,7 +104,7 @@ func (o *Outbox) round(ctx context.Context) (progress bool, err error) {
 		}
 	}
 	for {
-		for len(pending) < o.cfg.Window {
+		for o.win.open(pending.len(), pending.bytes) {
 			if err := poll(); err != nil {
 				return progress, err
 			}
@@ -158,9 +160,10 @@ func (o *Outbox) round(ctx context.Context) (progress bool, err error) {
 				id := proto.HeaderValue(m.Header, HeaderMsgID) // as Capture writes it
 				first = len(id) > len(o.idBase) && string(id[:len(o.idBase)]) == o.idBase
 			}
-			pending[m.Seq] = sentMsg{size: size, first: first}
-			order = append(order, inflight{seq: m.Seq, deadline: time.Now().Add(o.cfg.AckTimeout)})
-			o.inFlight.Store(int64(len(pending)))
+			now := time.Now()
+			pending.add(m.Seq, sentMsg{size: size, first: first, at: now})
+			order = append(order, inflight{seq: m.Seq, deadline: now.Add(o.cfg.AckTimeout)})
+			o.inFlight.Store(int64(pending.len()))
 			o.rs.Changed()
 		}
 		o.sched.idle(o.slot) // nothing more to send until an ack or a capture
@@ -173,7 +176,7 @@ func (o *Outbox) round(ctx context.Context) (progress bool, err error) {
 		default:
 		}
 		for len(order) > 0 {
-			if _, ok := pending[order[0].seq]; ok {
+			if _, ok := pending.get(order[0].seq); ok {
 				break
 			}
 			order = order[1:]
@@ -204,9 +207,9 @@ func (o *Outbox) round(ctx context.Context) (progress bool, err error) {
 			if !dead {
 				return progress, ferr
 			}
-			delete(pending, head.seq)
+			pending.del(head.seq)
 			order = order[1:]
-			o.inFlight.Store(int64(len(pending)))
+			o.inFlight.Store(int64(pending.len()))
 			o.rs.Changed()
 			progress = true
 		}
