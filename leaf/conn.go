@@ -47,6 +47,8 @@ type connSettings struct {
 	// slowConsumers counts connections closed as slow consumers (of a
 	// Link or a Listener).
 	slowConsumers *atomic.Uint64
+	// wire, when set, counts the bytes on the connection's socket.
+	wire *wireCounters
 	// peer names the other side in errors: "hub" or "leafnode".
 	peer string
 }
@@ -136,6 +138,9 @@ type pingWait struct {
 }
 
 func newConnection(conn net.Conn, set connSettings, started time.Time) *connection {
+	if set.wire != nil {
+		conn = countedConn{Conn: conn, wire: set.wire}
+	}
 	return &connection{
 		set:        set,
 		raw:        conn,

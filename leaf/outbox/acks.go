@@ -97,7 +97,7 @@ func (o *Outbox) processReplies(pending *pendingSet) (int, error) {
 		if !ack.Duplicate {
 			o.noteHubSeq(ack.Stream, ack.Sequence)
 		}
-		done = append(done, ackedMsg{seq: r.seq, size: sent.size})
+		done = append(done, ackedMsg{seq: r.seq, size: sent.size, data: sent.data})
 	}
 	n, err := o.remove(done)
 	if err != nil {
@@ -109,8 +109,8 @@ func (o *Outbox) processReplies(pending *pendingSet) (int, error) {
 
 // ackedMsg is a message the hub acknowledged, to be removed.
 type ackedMsg struct {
-	seq  uint64
-	size int
+	seq        uint64
+	size, data int // bytes published, payload bytes
 }
 
 // remove deletes the acknowledged messages from the stream and returns
@@ -126,9 +126,10 @@ func (o *Outbox) remove(done []ackedMsg) (int, error) {
 	}
 	slices.SortFunc(done, func(a, b ackedMsg) int { return cmp.Compare(a.seq, b.seq) })
 	removed := 0
-	run, bytes := 0, 0
+	run, bytes, data := 0, 0, 0
 	for first := o.stream.State().FirstSeq; run < len(done) && done[run].seq == first+uint64(run); run++ {
 		bytes += done[run].size
+		data += done[run].data
 	}
 	if run > 1 {
 		o.acked.Add(uint64(run))
@@ -138,6 +139,7 @@ func (o *Outbox) remove(done []ackedMsg) (int, error) {
 			return int(n), fmt.Errorf("outbox: remove %d-%d: %w", done[0].seq, done[run-1].seq, err)
 		}
 		o.meter.ackedBytes.Add(uint64(bytes))
+		o.meter.ackedPayload.Add(uint64(data))
 		o.meter.touch()
 		removed += int(n)
 		done = done[run:]
@@ -157,6 +159,7 @@ func (o *Outbox) remove(done []ackedMsg) (int, error) {
 		}
 		if ok {
 			o.meter.ackedBytes.Add(uint64(d.size))
+			o.meter.ackedPayload.Add(uint64(d.data))
 			o.meter.touch()
 			removed++
 		}

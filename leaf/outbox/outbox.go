@@ -2,8 +2,6 @@ package outbox
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -203,6 +201,9 @@ type Status struct {
 	// AckedBytes counts the bytes (subject, header, payload as
 	// published) of the acknowledged messages.
 	AckedBytes uint64
+	// AckedPayloadBytes counts the payload bytes alone of the
+	// acknowledged messages.
+	AckedPayloadBytes uint64
 	// RateMsgs and RateBytes are the drain rate, acknowledged messages
 	// and bytes per second, as an exponentially weighted moving average
 	// over the forwarder's ~1 s ticks.
@@ -373,8 +374,6 @@ func New(stream store.Stream, hub Hub, cfg Config) (*Outbox, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	var rnd [8]byte
-	_, _ = rand.Read(rnd[:])
 	server := cfg.ServerName
 	if server == "" {
 		server = "leafbox"
@@ -384,7 +383,7 @@ func New(stream store.Stream, hub Hub, cfg Config) (*Outbox, error) {
 		stream:     stream,
 		hub:        hub,
 		log:        log.With("uplink", cfg.Name),
-		inbox:      "_INBOX.OB." + hex.EncodeToString(rnd[:]) + ".",
+		inbox:      "_INBOX." + newEpoch() + ".", // short: every reply subject crosses the link twice
 		idBase:     server + "." + cfg.Name + "." + newEpoch() + ".",
 		legacyBase: server + "." + cfg.Name + ".",
 		base:       stream.State().Msgs,

@@ -66,6 +66,7 @@ type inflight struct {
 // sentMsg is a message published in the current round.
 type sentMsg struct {
 	size  int       // bytes published
+	data  int       // payload bytes
 	first bool      // its first publish, captured by this opening, with the Nats-Msg-Id Capture fixed
 	at    time.Time // when it was published
 }
@@ -161,7 +162,7 @@ func (o *Outbox) round(ctx context.Context) (progress bool, err error) {
 				first = len(id) > len(o.idBase) && string(id[:len(o.idBase)]) == o.idBase
 			}
 			now := time.Now()
-			pending.add(m.Seq, sentMsg{size: size, first: first, at: now})
+			pending.add(m.Seq, sentMsg{size: size, data: len(m.Data), first: first, at: now})
 			order = append(order, inflight{seq: m.Seq, deadline: now.Add(o.cfg.AckTimeout)})
 			o.inFlight.Store(int64(pending.len()))
 			o.rs.Changed()

@@ -61,7 +61,7 @@ func shapedScenario(w workload, rtt time.Duration, mbit float64) scenario {
 	name := fmt.Sprintf("uplink shaped %s, %s × %d B", shape, groupThousands(int64(msgs)), w.LeafSize)
 	return scenario{slug: fmt.Sprintf("leafshaped-%dms-%gm", rtt.Milliseconds(), mbit), kind: kindLeafShaped,
 		size: w.LeafSize, msgs: msgs, compression: compressOff, link: shape, metrics: []metric{
-			{Name: name + ", msgs/s", Unit: unitRate, Better: higherIsBetter, Order: orderLeaf + 3},
+			{Name: name, Unit: unitRate, Better: higherIsBetter, Order: orderLeaf + 3},
 			{Name: name + ", link utilisation toward the hub", Unit: unitPercent, Better: higherIsBetter, Order: orderLeaf + 3},
 			{Name: name + ", wire bytes per message", Unit: unitBytes, Better: lowerIsBetter, Order: orderLeaf + 3},
 		}}
