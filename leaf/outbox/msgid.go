@@ -10,14 +10,22 @@ const epochChars = 10
 // epochAlphabet is lowercase base32 (RFC 4648).
 const epochAlphabet = "abcdefghijklmnopqrstuvwxyz234567"
 
+// inboxTokenChars is the length of the random token of an Outbox's
+// reply inbox: 65 bits, so that no two gateways on one hub share an
+// inbox (each would take the other's PubAcks for its own).
+const inboxTokenChars = 13
+
 // newEpoch returns a random epoch for the ids of an Outbox's captures.
-func newEpoch() string {
-	var b [epochChars]byte
-	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
+func newEpoch() string { return randomToken(epochChars) }
+
+// randomToken returns n random characters of epochAlphabet.
+func randomToken(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b) // never fails (crypto/rand)
 	for i := range b {
 		b[i] = epochAlphabet[b[i]&31]
 	}
-	return string(b[:])
+	return string(b)
 }
 
 // IDPrefix returns the prefix of the Nats-Msg-Id Capture gives each

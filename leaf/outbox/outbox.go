@@ -383,7 +383,7 @@ func New(stream store.Stream, hub Hub, cfg Config) (*Outbox, error) {
 		stream:     stream,
 		hub:        hub,
 		log:        log.With("uplink", cfg.Name),
-		inbox:      "_INBOX." + newEpoch() + ".", // short: every reply subject crosses the link twice
+		inbox:      "_INBOX." + randomToken(inboxTokenChars) + ".", // short: every reply subject crosses the link twice
 		idBase:     server + "." + cfg.Name + "." + newEpoch() + ".",
 		legacyBase: server + "." + cfg.Name + ".",
 		base:       stream.State().Msgs,
