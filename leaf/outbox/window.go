@@ -22,13 +22,15 @@ const minSample = 10 * time.Millisecond
 // follows the link's bandwidth-delay product instead: each sample
 // (at least one smallest round trip long) measures the delivery rate, acks
 // per second, and the smallest round trip seen, and while the window was
-// full during the sample it becomes twice rate × RTT, within [floor, max].
+// full during the sample it becomes rate × RTT times a gain, within
+// [floor, max]: four while the sample's round trips stay near the
+// smallest (below queueFactor times it: no queue on the link), else two.
 //
 // While the link is not the limit the rate is window ÷ RTT, so the window
-// doubles each round trip; once the link (or the hub) is the limit the
-// rate stops growing and the window settles at twice the product, and a
-// queue building up on the link (RTT above twice the smallest) shrinks it
-// again. A window that was not full (the publishers send less than the
+// grows fourfold each round trip; once the link (or the hub) is the limit
+// the rate stops growing, a queue builds up, and the window settles at
+// twice the product; a longer queue (mean RTT above twice the smallest)
+// shrinks it again. A window that was not full (the publishers send less than the
 // link carries) is left as it is. Only the forwarder uses it.
 type window struct {
 	floor, max int // bounds in messages
@@ -37,10 +39,16 @@ type window struct {
 	size   int           // current bound in messages
 	minRTT time.Duration // smallest round trip seen (0 before the first)
 
-	start   time.Time // when the current sample began (zero: none yet)
-	acks    int       // acks in the current sample
-	limited bool      // the window was full during the current sample
+	start   time.Time     // when the current sample began (zero: none yet)
+	acks    int           // acks in the current sample
+	rttSum  time.Duration // the round trips of those acks, summed
+	limited bool          // the window was full during the current sample
 }
+
+// queueFactor is how far above the smallest round trip a sample's mean
+// may be before the window takes it for a queue on the link: below it the
+// window grows by four times the product, above it by twice.
+const queueFactor = 1.5
 
 // newWindow returns a window starting at floor messages.
 func newWindow(floor, hi, maxBytes int) window {
@@ -60,13 +68,15 @@ func (w *window) open(msgs, bytes int) bool {
 
 // acked records the PubAck, at now, of a message sent at sent.
 func (w *window) acked(now, sent time.Time) {
-	if rtt := now.Sub(sent); rtt > 0 && (w.minRTT == 0 || rtt < w.minRTT) {
+	rtt := now.Sub(sent)
+	if rtt > 0 && (w.minRTT == 0 || rtt < w.minRTT) {
 		w.minRTT = rtt
 	}
 	if w.start.IsZero() {
 		w.start = sent
 	}
 	w.acks++
+	w.rttSum += rtt
 	elapsed := now.Sub(w.start)
 	if elapsed < max(w.minRTT, minSample) {
 		return
@@ -74,15 +84,19 @@ func (w *window) acked(now, sent time.Time) {
 	if w.limited {
 		rate := float64(w.acks) / elapsed.Seconds()
 		bdp := rate * w.minRTT.Seconds()
-		w.size = min(w.max, max(w.floor, int(2*bdp)+1))
+		gain := 2.0
+		if mean := w.rttSum / time.Duration(w.acks); float64(mean) < queueFactor*float64(w.minRTT) {
+			gain = 4 // no queue yet: the link has room, grow faster
+		}
+		w.size = min(w.max, max(w.floor, int(gain*bdp)+1))
 	}
-	w.start, w.acks, w.limited = now, 0, false
+	w.start, w.acks, w.rttSum, w.limited = now, 0, 0, false
 }
 
 // reset starts over at floor, keeping the smallest round trip: a new
 // round starts again from its first message.
 func (w *window) reset() {
-	w.size, w.start, w.acks, w.limited = w.floor, time.Time{}, 0, false
+	w.size, w.start, w.acks, w.rttSum, w.limited = w.floor, time.Time{}, 0, 0, false
 }
 
 // pendingSet is the messages of the current round awaiting their PubAck,

@@ -39,6 +39,7 @@ func TestWindowFollowsBandwidthDelayProduct(t *testing.T) {
 	// 300 ms and 5,000 msgs/s: 1,500 messages in flight fill the link.
 	w := newWindow(DefaultWindow, DefaultMaxWindow, DefaultMaxWindowBytes)
 	size := simulateLink(&w, 300*time.Millisecond, 5000, 10*time.Second)
+	t.Logf("window %d", size)
 	if size < 1500 || size > 4*1500 {
 		t.Fatalf("window %d messages, want about twice the product of 1,500", size)
 	}
