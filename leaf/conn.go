@@ -47,6 +47,8 @@ type connSettings struct {
 	// slowConsumers counts connections closed as slow consumers (of a
 	// Link or a Listener).
 	slowConsumers *atomic.Uint64
+	// wire, when set, counts the bytes on the connection's socket.
+	wire *wireCounters
 	// peer names the other side in errors: "hub" or "leafnode".
 	peer string
 }
@@ -136,6 +138,9 @@ type pingWait struct {
 }
 
 func newConnection(conn net.Conn, set connSettings, started time.Time) *connection {
+	if set.wire != nil {
+		conn = countedConn{Conn: conn, wire: set.wire}
+	}
 	return &connection{
 		set:        set,
 		raw:        conn,
@@ -437,6 +442,39 @@ func (c *connection) reason(readErr error) error {
 	return readErr
 }
 
+// A compressed connection's writer waits coalesceWait before it writes
+// less than coalesceBytes, so that what producers queue meanwhile goes in
+// the same write. Each write is one S2 block, compressed on its own: a
+// block of many messages finds their repeated subjects, headers and
+// reply prefixes, one of a single message does not. On a link slow
+// enough to compress (s2_auto picks none below 10 ms of RTT) the wait is
+// small beside the round trip.
+const (
+	coalesceWait  = time.Millisecond
+	coalesceBytes = 32 << 10
+)
+
+// coalesces reports whether the writer waits to coalesce: the link
+// compresses, at a level that is not s2_uncompressed. Only the writer
+// calls it.
+func (c *connection) coalesces() bool {
+	if c.comp == nil {
+		return false
+	}
+	level := c.comp.level
+	if l := c.level.Load(); l != nil {
+		level = *l
+	}
+	return level != CompressionS2Uncompressed
+}
+
+// queued returns how many bytes wait for the writer.
+func (c *connection) queued() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.out)
+}
+
 // writeLoop is the connection's only writer once the handshake is done.
 // It writes whatever is queued in one call (coalescing everything
 // producers appended meanwhile) and sends keepalive PINGs.
@@ -445,6 +483,7 @@ func (c *connection) writeLoop() {
 	ticker := time.NewTicker(c.set.pingInterval)
 	defer ticker.Stop()
 	var buf []byte
+	var gather *time.Timer // compressed connections: the coalescing wait (see coalesceWait)
 	for {
 		select {
 		case <-c.done:
@@ -457,6 +496,18 @@ func (c *connection) writeLoop() {
 				return
 			}
 		case <-c.wake:
+		}
+		if c.coalesces() && c.queued() < coalesceBytes {
+			if gather == nil {
+				gather = time.NewTimer(coalesceWait)
+			} else {
+				gather.Reset(coalesceWait)
+			}
+			select {
+			case <-c.done:
+				return
+			case <-gather.C:
+			}
 		}
 		for {
 			c.mu.Lock()

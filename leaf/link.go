@@ -39,6 +39,7 @@ type Link struct {
 	// publisher's goroutine; it is safe for concurrent use.
 	localQueues   *sublist.Sublist[struct{}]
 	slowConsumers atomic.Uint64
+	wire          wireCounters // bytes on the sockets of every connection
 	rand          func() float64
 
 	mu          sync.Mutex
@@ -223,6 +224,13 @@ func (l *Link) Wait(ctx context.Context, cond func(Status) bool) error {
 	}
 }
 
+// linkSettings returns the settings of a connection of the link.
+func (l *Link) linkSettings() connSettings {
+	set := l.cfg.connSettings(&l.slowConsumers)
+	set.wire = &l.wire
+	return set
+}
+
 // Status returns a snapshot of the link.
 func (l *Link) Status() Status {
 	l.mu.Lock()
@@ -232,6 +240,8 @@ func (l *Link) Status() Status {
 		LocalInterest: l.interest.len(),
 		Connects:      l.connects,
 		SlowConsumers: l.slowConsumers.Load(),
+		WireIn:        l.wire.in.Load(),
+		WireOut:       l.wire.out.Load(),
 		LastErrorAt:   l.lastErrAt,
 		StateSince:    l.stateSince,
 	}

@@ -39,7 +39,7 @@ type session struct {
 
 func newSession(l *Link, r remote, conn net.Conn, started time.Time) *session {
 	s := &session{
-		connection: newConnection(conn, l.cfg.connSettings(&l.slowConsumers), started),
+		connection: newConnection(conn, l.linkSettings(), started),
 		link:       l,
 		cfg:        &l.cfg,
 		remote:     r,

@@ -78,6 +78,11 @@ type Status struct {
 	// SlowConsumers counts connections closed because the hub did not
 	// read fast enough.
 	SlowConsumers uint64
+	// WireIn and WireOut count the bytes that crossed the link's sockets
+	// from and to the hub, every connection since Start: after
+	// compression and TLS, as a metered uplink bills them. Unlike the
+	// other counters they survive reconnects.
+	WireIn, WireOut int64
 	// LastError is the last connection error, and LastErrorAt its time.
 	LastError   string
 	LastErrorAt time.Time

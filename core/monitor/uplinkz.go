@@ -55,19 +55,22 @@ type UplinkInfo struct {
 	LastError        string            `json:"last_error,omitempty"`    // LastError is the last forwarding failure.
 	LastErrorAt      *time.Time        `json:"last_error_at,omitempty"` // LastErrorAt is when LastError happened.
 
-	AckedBytes     uint64  `json:"acked_bytes"`            // AckedBytes counts the bytes of acknowledged messages.
-	RateMsgs       float64 `json:"rate_msgs"`              // RateMsgs is the drain rate in acknowledged messages per second (moving average).
-	RateBytes      float64 `json:"rate_bytes"`             // RateBytes is the drain rate in acknowledged bytes per second (moving average).
-	ETASeconds     float64 `json:"eta_seconds"`            // ETASeconds estimates the time to drain the backlog; 0 when empty or stalled.
-	WatchdogRearms uint64  `json:"watchdog_rearms"`        // WatchdogRearms counts rounds the stuck-backlog watchdog restarted.
-	StreamResets   uint64  `json:"stream_resets"`          // StreamResets counts detected recreations of the hub stream.
-	HubStream      string  `json:"hub_stream,omitempty"`   // HubStream is the hub stream of the last new acknowledgement.
-	HubSeq         uint64  `json:"hub_seq,omitempty"`      // HubSeq is the hub sequence of the last new acknowledgement.
-	Priority       int     `json:"priority"`               // Priority is the uplink's class; higher is sent first.
-	MaxRate        int64   `json:"max_rate,omitempty"`     // MaxRate is the uplink's cap in bytes per second; 0 is unlimited.
-	DailyBudget    int64   `json:"daily_budget,omitempty"` // DailyBudget is the uplink's bytes per UTC day; 0 is unlimited.
-	BudgetUsed     int64   `json:"budget_used"`            // BudgetUsed is the bytes the uplink published today (UTC).
-	Waiting        string  `json:"waiting,omitempty"`      // Waiting is why the scheduler holds the uplink: "rate", "priority" or "budget".
+	AckedBytes              uint64  `json:"acked_bytes"`                 // AckedBytes counts the bytes of acknowledged messages.
+	AckedPayloadBytes       uint64  `json:"acked_payload_bytes"`         // AckedPayloadBytes counts the payload bytes alone of acknowledged messages.
+	WireBytes               int64   `json:"wire_bytes"`                  // WireBytes counts the bytes that crossed the uplink's link both ways, on the socket.
+	WireBytesPerPayloadByte float64 `json:"wire_bytes_per_payload_byte"` // WireBytesPerPayloadByte is WireBytes ÷ the acknowledged payload bytes of the link's uplinks: the metered cost of a payload byte.
+	RateMsgs                float64 `json:"rate_msgs"`                   // RateMsgs is the drain rate in acknowledged messages per second (moving average).
+	RateBytes               float64 `json:"rate_bytes"`                  // RateBytes is the drain rate in acknowledged bytes per second (moving average).
+	ETASeconds              float64 `json:"eta_seconds"`                 // ETASeconds estimates the time to drain the backlog; 0 when empty or stalled.
+	WatchdogRearms          uint64  `json:"watchdog_rearms"`             // WatchdogRearms counts rounds the stuck-backlog watchdog restarted.
+	StreamResets            uint64  `json:"stream_resets"`               // StreamResets counts detected recreations of the hub stream.
+	HubStream               string  `json:"hub_stream,omitempty"`        // HubStream is the hub stream of the last new acknowledgement.
+	HubSeq                  uint64  `json:"hub_seq,omitempty"`           // HubSeq is the hub sequence of the last new acknowledgement.
+	Priority                int     `json:"priority"`                    // Priority is the uplink's class; higher is sent first.
+	MaxRate                 int64   `json:"max_rate,omitempty"`          // MaxRate is the uplink's cap in bytes per second; 0 is unlimited.
+	DailyBudget             int64   `json:"daily_budget,omitempty"`      // DailyBudget is the uplink's bytes per UTC day; 0 is unlimited.
+	BudgetUsed              int64   `json:"budget_used"`                 // BudgetUsed is the bytes the uplink published today (UTC).
+	Waiting                 string  `json:"waiting,omitempty"`           // Waiting is why the scheduler holds the uplink: "rate", "priority" or "budget".
 
 	// Dead letters: messages the hub refused for good, moved aside so
 	// that the uplink goes on (also counted in Dropped["rejected_by_hub"]).

@@ -72,6 +72,12 @@ func writeUplinkScheduleMetrics(mw *monitor.MetricWriter, sts []UplinkStatus) {
 	}
 	family("leafbox_uplink_acked_bytes_total", monitor.Counter, "Bytes of the messages the hub acknowledged.",
 		func(st UplinkStatus) float64 { return float64(st.AckedBytes) })
+	family("leafbox_uplink_acked_payload_bytes_total", monitor.Counter, "Payload bytes of the messages the hub acknowledged.",
+		func(st UplinkStatus) float64 { return float64(st.AckedPayloadBytes) })
+	family("leafbox_uplink_wire_bytes_total", monitor.Counter, "Bytes that crossed the uplink's link both ways, on the socket (after compression and TLS).",
+		func(st UplinkStatus) float64 { return float64(st.WireBytes) })
+	family("leafbox_uplink_wire_bytes_per_payload_byte", monitor.Gauge, "Wire bytes of the uplink's link per acknowledged payload byte of its uplinks: the metered cost of a payload byte.",
+		func(st UplinkStatus) float64 { return st.WireBytesPerPayloadByte })
 	family("leafbox_uplink_rate_messages", monitor.Gauge, "Drain rate: acknowledged messages per second, moving average.",
 		func(st UplinkStatus) float64 { return st.RateMsgs })
 	family("leafbox_uplink_rate_bytes", monitor.Gauge, "Drain rate: acknowledged bytes per second, moving average.",

@@ -192,8 +192,16 @@ func (n *Node) UplinkStatus() []UplinkStatus {
 	ups := n.uplinks
 	n.mu.Unlock()
 	out := make([]UplinkStatus, 0, len(ups))
+	payload := map[*leaf.Link]uint64{} // acknowledged payload bytes per link
 	for _, u := range ups {
-		out = append(out, u.status())
+		st := u.status()
+		payload[u.link] += st.AckedPayloadBytes
+		out = append(out, st)
+	}
+	for i, u := range ups {
+		if p := payload[u.link]; p > 0 {
+			out[i].WireBytesPerPayloadByte = float64(out[i].WireBytes) / float64(p)
+		}
 	}
 	return out
 }

@@ -43,6 +43,14 @@ type UplinkStatus struct {
 	LinkSince time.Time
 	// Limits are the caps and usage shared by all uplinks.
 	Limits outbox.SchedulerStatus
+	// WireBytes is the bytes that crossed the uplink's link both ways,
+	// on the socket (after compression and TLS), every connection since
+	// start; WireBytesPerPayloadByte divides them by the payload bytes the
+	// hub acknowledged of every uplink over that link (0 before the
+	// first). It is the metered cost of a payload byte, the link's other
+	// traffic (downlinks, interest, keepalives) included.
+	WireBytes               int64
+	WireBytesPerPayloadByte float64
 }
 
 // syncCaptures makes every capture so far durable: it fsyncs each outbox
@@ -196,7 +204,8 @@ func stopUplinks(us []*uplink, log *slog.Logger) error {
 // status returns the uplink's counters with its link's state.
 func (u *uplink) status() UplinkStatus {
 	ls := u.link.Status()
-	return UplinkStatus{Status: u.ob.Status(), LinkState: ls.State.String(), LinkSince: ls.StateSince, Limits: u.sched.Status()}
+	return UplinkStatus{Status: u.ob.Status(), LinkState: ls.State.String(), LinkSince: ls.StateSince, Limits: u.sched.Status(),
+		WireBytes: ls.WireIn + ls.WireOut}
 }
 
 // linkHub is the path toward the hub an outbox or a downlink uses: its

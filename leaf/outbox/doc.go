@@ -41,8 +41,9 @@
 //
 //	Nats-Expected-Stream: <stream>            (when Config.Stream is set)
 //
-// and the reply subject InboxPrefix()+<round>.<sequence>. Up to Window messages
-// are in flight. A success PubAck ({"stream":..,"seq":..}) for the
+// and the reply subject InboxPrefix()+<round>.<sequence>. The window of
+// messages in flight starts each round at Window and follows the link's
+// bandwidth-delay product up to MaxWindow (window.go). A success PubAck ({"stream":..,"seq":..}) for the
 // expected stream removes the message. An error PubAck, a PubAck for
 // another stream, a publish the hub cannot receive, or a PubAck missing
 // after AckTimeout ends the round: the forwarder forgets what was in

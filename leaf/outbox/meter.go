@@ -19,7 +19,8 @@ const rateTau = 3 * time.Second
 // rate, the stuck-backlog watchdog and the last hub sequence per stream.
 type meter struct {
 	ackedBytes   atomic.Uint64
-	lastProgress atomic.Int64 // unix nanoseconds of the last publish, ack, round start or idle tick
+	ackedPayload atomic.Uint64 // payload bytes of the acknowledged messages
+	lastProgress atomic.Int64  // unix nanoseconds of the last publish, ack, round start or idle tick
 	rearms       atomic.Uint64
 	resets       atomic.Uint64
 
@@ -224,6 +225,7 @@ func (o *Outbox) watchdog(now time.Time) {
 func (o *Outbox) meterStatus(s *Status) {
 	m := &o.meter
 	s.AckedBytes = m.ackedBytes.Load()
+	s.AckedPayloadBytes = m.ackedPayload.Load()
 	s.WatchdogRearms = m.rearms.Load()
 	s.StreamResets = m.resets.Load()
 	m.mu.Lock()

@@ -1,21 +1,16 @@
 package outbox
 
 import (
-	"cmp"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/leafbox/leafbox/core/proto"
 	"github.com/leafbox/leafbox/core/subject"
 	"github.com/leafbox/leafbox/leaf/internal/runstate"
 	"github.com/leafbox/leafbox/store"
@@ -24,7 +19,9 @@ import (
 
 // Defaults applied to zero Config fields.
 const (
-	// DefaultWindow is how many messages may await their PubAck at once.
+	// DefaultWindow is how many messages may await their PubAck at once
+	// when a round starts; the window then follows the link's
+	// bandwidth-delay product up to MaxWindow (see window.go).
 	DefaultWindow = 256
 	// DefaultAckTimeout is how long the forwarder waits for the PubAck of
 	// the oldest message in flight before it starts the round again.
@@ -92,8 +89,15 @@ type Config struct {
 	// Stream is the hub stream expected to store the messages ("" accepts
 	// any). It is sent as Nats-Expected-Stream and checked in PubAcks.
 	Stream string
-	// Window bounds the messages in flight (DefaultWindow when 0).
+	// Window bounds the messages in flight when a round starts
+	// (DefaultWindow when 0), and is the least the window shrinks to.
 	Window int
+	// MaxWindow is the most messages the window grows to, from the
+	// measured round trip and delivery rate (see window.go): DefaultMaxWindow
+	// when both it and Window are 0, Window (a fixed window) when only
+	// Window is set. MaxWindowBytes bounds the bytes in flight
+	// (DefaultMaxWindowBytes when 0).
+	MaxWindow, MaxWindowBytes int
 	// AckTimeout bounds the wait for a PubAck (DefaultAckTimeout when 0).
 	AckTimeout time.Duration
 	// RetryMin and RetryMax bound the backoff between rounds.
@@ -197,6 +201,9 @@ type Status struct {
 	// AckedBytes counts the bytes (subject, header, payload as
 	// published) of the acknowledged messages.
 	AckedBytes uint64
+	// AckedPayloadBytes counts the payload bytes alone of the
+	// acknowledged messages.
+	AckedPayloadBytes uint64
 	// RateMsgs and RateBytes are the drain rate, acknowledged messages
 	// and bytes per second, as an exponentially weighted moving average
 	// over the forwarder's ~1 s ticks.
@@ -289,7 +296,8 @@ type Outbox struct {
 
 	sched *Scheduler
 	slot  *slot
-	meter meter // drain rate, watchdog and hub sequences
+	win   window // the forwarder's window (window.go); only it uses it
+	meter meter  // drain rate, watchdog and hub sequences
 
 	names subject.Names // captured subjects, so a repeated one costs no allocation
 
@@ -329,8 +337,17 @@ func New(stream store.Stream, hub Hub, cfg Config) (*Outbox, error) {
 	if strings.ContainsAny(cfg.ServerName, " \t\r\n") {
 		return nil, fmt.Errorf("outbox: invalid server name %q", cfg.ServerName)
 	}
-	if cfg.Window <= 0 {
-		cfg.Window = DefaultWindow
+	switch {
+	case cfg.Window <= 0 && cfg.MaxWindow <= 0:
+		cfg.Window, cfg.MaxWindow = DefaultWindow, DefaultMaxWindow
+	case cfg.Window <= 0:
+		cfg.Window = min(DefaultWindow, cfg.MaxWindow)
+	case cfg.MaxWindow <= 0:
+		cfg.MaxWindow = cfg.Window
+	}
+	cfg.MaxWindow = max(cfg.MaxWindow, cfg.Window)
+	if cfg.MaxWindowBytes <= 0 {
+		cfg.MaxWindowBytes = DefaultMaxWindowBytes
 	}
 	if cfg.AckTimeout <= 0 {
 		cfg.AckTimeout = DefaultAckTimeout
@@ -357,8 +374,6 @@ func New(stream store.Stream, hub Hub, cfg Config) (*Outbox, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	var rnd [8]byte
-	_, _ = rand.Read(rnd[:])
 	server := cfg.ServerName
 	if server == "" {
 		server = "leafbox"
@@ -368,7 +383,7 @@ func New(stream store.Stream, hub Hub, cfg Config) (*Outbox, error) {
 		stream:     stream,
 		hub:        hub,
 		log:        log.With("uplink", cfg.Name),
-		inbox:      "_INBOX.OB." + hex.EncodeToString(rnd[:]) + ".",
+		inbox:      "_INBOX." + randomToken(inboxTokenChars) + ".", // short: every reply subject crosses the link twice
 		idBase:     server + "." + cfg.Name + "." + newEpoch() + ".",
 		legacyBase: server + "." + cfg.Name + ".",
 		base:       stream.State().Msgs,
@@ -382,6 +397,7 @@ func New(stream store.Stream, hub Hub, cfg Config) (*Outbox, error) {
 	if sy, ok := stream.(store.Syncer); ok && sy.SyncDeferred() {
 		o.syncer = sy // Store only writes: a capture is durable at the next Sync
 	}
+	o.win = newWindow(cfg.Window, cfg.MaxWindow, cfg.MaxWindowBytes)
 	o.rs.Set(StateIdle)
 	if err := o.meter.load(cfg.StateFile); err != nil {
 		return nil, err
@@ -403,37 +419,6 @@ func New(stream store.Stream, hub Hub, cfg Config) (*Outbox, error) {
 	}
 	return o, nil
 }
-
-// epochChars is the length of an epoch: 50 random bits.
-const epochChars = 10
-
-// epochAlphabet is lowercase base32 (RFC 4648).
-const epochAlphabet = "abcdefghijklmnopqrstuvwxyz234567"
-
-// newEpoch returns a random epoch for the ids of an Outbox's captures.
-func newEpoch() string {
-	var b [epochChars]byte
-	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
-	for i := range b {
-		b[i] = epochAlphabet[b[i]&31]
-	}
-	return string(b[:])
-}
-
-// IDPrefix returns the prefix of the Nats-Msg-Id Capture gives each
-// message, "<server>.<uplink>.<epoch>.", followed by a number counting
-// this Outbox's captures from 1. The epoch is new for each Outbox, so two
-// openings of one outbox never share an id.
-func (o *Outbox) IDPrefix() string { return o.idBase }
-
-// InboxPrefix is the prefix of every reply subject the forwarder uses,
-// ending in '.'. The caller subscribes InboxPrefix()+">" where the hub's
-// replies arrive and passes them to HandleReply.
-func (o *Outbox) InboxPrefix() string { return o.inbox }
-
-// HubSubject returns the subject a captured message is sent to the hub
-// on.
-func (o *Outbox) HubSubject(subject string) string { return o.cfg.HubPrefix + subject }
 
 // dropOldest removes the backlog's oldest message to make room on a disk
 // running low (Config.DiskLow). A message the forwarder has in flight may
@@ -637,406 +622,4 @@ func (o *Outbox) Status() Status {
 	s.State, s.LastError, s.LastErrorAt = o.rs.Snapshot()
 	o.meterStatus(&s)
 	return s
-}
-
-// run forwards rounds until ctx ends, backing off after each failure.
-func (o *Outbox) run(ctx context.Context) {
-	defer close(o.done)
-	stopMeter := o.startMeter(ctx)
-	defer stopMeter()
-	failures := 0
-	for {
-		o.rs.Set(StateWaiting)
-		if err := o.hub.WaitReady(ctx); err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			o.rs.SetError(err)
-		} else {
-			if !o.drainDelay(ctx) {
-				return
-			}
-			rctx, rcancel := context.WithCancel(ctx)
-			o.meter.armRound(rcancel)
-			o.rs.Set(StateForwarding)
-			progress, err := o.round(rctx)
-			rcancel()
-			o.inFlight.Store(0)
-			if ctx.Err() != nil {
-				return
-			}
-			if o.meter.disarmRound() {
-				err = fmt.Errorf("%w: %v", ErrStuck, err)
-			}
-			o.retries.Add(1)
-			o.rs.SetError(err)
-			if progress {
-				failures = 0
-			}
-			o.log.Warn("uplink round failed; retrying", "error", err)
-		}
-		d := runstate.Backoff(failures, o.cfg.RetryMin, o.cfg.RetryMax)
-		failures++
-		o.rs.Set(StateBackoff)
-		if !runstate.Sleep(ctx, d) {
-			return
-		}
-	}
-}
-
-// inflight is one message awaiting its PubAck.
-type inflight struct {
-	seq      uint64
-	deadline time.Time
-}
-
-// sentMsg is a message published in the current round.
-type sentMsg struct {
-	size  int  // bytes published
-	first bool // its first publish, captured by this opening, with the Nats-Msg-Id Capture fixed
-}
-
-// round forwards from the stream's first message until something fails
-// or ctx ends, and reports whether any message was acknowledged.
-func (o *Outbox) round(ctx context.Context) (progress bool, err error) {
-	o.rounds++
-	prefix := o.inbox + strconv.FormatUint(o.rounds, 10) + "."
-	pending := map[uint64]sentMsg{}
-	var order []inflight // sent, in sequence order; acked entries are skipped lazily
-	next := o.stream.State().FirstSeq
-	var sm store.Msg
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
-	defer o.sched.idle(o.slot)
-	// apply processes the replies received so far.
-	apply := func() error {
-		n, err := o.processReplies(pending)
-		o.inFlight.Store(int64(len(pending)))
-		o.rs.Changed()
-		if n > 0 {
-			progress = true
-		}
-		return err
-	}
-	// poll applies the replies received so far, if any: acks that arrive
-	// while the scheduler paces the forwarder count before any deadline.
-	poll := func() error {
-		select {
-		case <-o.ackSig:
-			return apply()
-		default:
-			return nil
-		}
-	}
-	for {
-		for len(pending) < o.cfg.Window {
-			if err := poll(); err != nil {
-				return progress, err
-			}
-			m, err := o.stream.LoadNext("", next, &sm)
-			if errors.Is(err, store.ErrNotFound) {
-				break
-			}
-			if err != nil {
-				return progress, fmt.Errorf("outbox: load: %w", err)
-			}
-			if m.Seq > o.durable.Load() {
-				if m.Seq > o.written.Load() {
-					break // its Capture has not returned: Capture signals newMsg
-				}
-				if err := o.Sync(); err != nil {
-					return progress, err
-				}
-			}
-			hdr := o.header(m.Header, m.Seq)
-			subj := o.HubSubject(m.Subject)
-			size := len(subj) + len(hdr) + len(m.Data)
-			for {
-				err := o.sched.acquire(ctx, o.slot, size, o.ackSig)
-				if !errors.Is(err, errWoken) {
-					if err != nil {
-						return progress, err
-					}
-					break
-				}
-				if err := apply(); err != nil {
-					return progress, err
-				}
-			}
-			next = m.Seq + 1
-			if err := o.hub.Publish(subj, prefix+strconv.FormatUint(m.Seq, 10), hdr, m.Data); err != nil {
-				err = fmt.Errorf("outbox: publish: %w", err)
-				dead, ferr := o.failed(ctx, m.Seq, subj, err)
-				if dead {
-					progress = true
-					o.meter.touch()
-					continue // dead-lettered: go on with the next message
-				}
-				return progress, ferr
-			}
-			o.meter.touch()
-			o.forwarded.Add(1)
-			first := m.Seq > o.sentMax && m.Seq > o.openSeq
-			if first {
-				o.sentMax = m.Seq
-				// Only an id this opening fixed at capture proves a
-				// duplicate wrong: a publisher's own Nats-Msg-Id may
-				// rightly repeat an earlier message's.
-				id := proto.HeaderValue(m.Header, HeaderMsgID) // as Capture writes it
-				first = len(id) > len(o.idBase) && string(id[:len(o.idBase)]) == o.idBase
-			}
-			pending[m.Seq] = sentMsg{size: size, first: first}
-			order = append(order, inflight{seq: m.Seq, deadline: time.Now().Add(o.cfg.AckTimeout)})
-			o.inFlight.Store(int64(len(pending)))
-			o.rs.Changed()
-		}
-		o.sched.idle(o.slot) // nothing more to send until an ack or a capture
-		select {
-		case <-o.ackSig: // acks that arrived while the scheduler held the forwarder
-			if err := apply(); err != nil {
-				return progress, err
-			}
-			continue // the window may have room again
-		default:
-		}
-		for len(order) > 0 {
-			if _, ok := pending[order[0].seq]; ok {
-				break
-			}
-			order = order[1:]
-		}
-		var timeout <-chan time.Time
-		if len(order) > 0 {
-			timer.Reset(time.Until(order[0].deadline))
-			timeout = timer.C
-		}
-		select {
-		case <-ctx.Done():
-			return progress, ctx.Err()
-		case <-o.newMsg:
-		case <-o.ackSig:
-			if err := apply(); err != nil {
-				return progress, err
-			}
-		case <-timeout:
-			head := order[0]
-			err := fmt.Errorf("%w: sequence %d after %v", ErrAckTimeout, head.seq, o.cfg.AckTimeout)
-			subj := "" // what a stream lookup asks for (see failed)
-			if o.cfg.HubDomain != "" {
-				if m, lerr := o.stream.Load(head.seq, &sm); lerr == nil {
-					subj = o.HubSubject(m.Subject)
-				}
-			}
-			dead, ferr := o.failed(ctx, head.seq, subj, err)
-			if !dead {
-				return progress, ferr
-			}
-			delete(pending, head.seq)
-			order = order[1:]
-			o.inFlight.Store(int64(len(pending)))
-			o.rs.Changed()
-			progress = true
-		}
-	}
-}
-
-// failed handles a message of the current round that the hub did not
-// take: err, a permanent refusal (a *RefusedError in its chain, or an
-// ambiguous failure the hub's JetStream confirms as one: see
-// Config.HubDomain), is counted and may move the message to the
-// dead-letter stream. It reports whether it did; else it returns the
-// error that ends the round.
-func (o *Outbox) failed(ctx context.Context, seq uint64, subject string, err error) (bool, error) {
-	var rf *RefusedError
-	if !errors.As(err, &rf) {
-		if o.cfg.HubDomain == "" || subject == "" || !(errors.Is(err, ErrNoResponders) || errors.Is(err, ErrAckTimeout)) {
-			return false, err
-		}
-		lerr := o.lookupStream(ctx, subject)
-		if !errors.As(lerr, &rf) {
-			if lerr != nil {
-				o.log.Debug("uplink stream lookup gave no definite answer", "subject", subject, "error", lerr)
-			}
-			return false, err // transient
-		}
-		err = fmt.Errorf("%w (%w)", err, rf)
-	}
-	dead, derr := o.refuse(seq, rf, false)
-	if derr != nil {
-		return false, errors.Join(err, derr)
-	}
-	return dead, err
-}
-
-// processReplies applies the PubAcks received so far: each success removes
-// its message, also one answering an earlier round (the hub stored it).
-// It returns how many messages it removed and the first failure of the
-// current round, after applying every success.
-func (o *Outbox) processReplies(pending map[uint64]sentMsg) (int, error) {
-	o.ackMu.Lock()
-	list := o.ackList
-	o.ackList = nil
-	o.ackMu.Unlock()
-	var done []ackedMsg
-	var first error
-	var current bool
-	dead := 0
-	fail := func(err error) {
-		if current && first == nil {
-			first = err
-		}
-	}
-	for _, r := range list {
-		current = r.round == o.rounds
-		ack, apiErr, err := jsapi.DecodePubAck(r.data)
-		if err != nil {
-			fail(fmt.Errorf("outbox: sequence %d: invalid PubAck %q", r.seq, truncate(r.data)))
-			continue
-		}
-		sent, inRound := pending[r.seq]
-		inRound = inRound && current
-		switch {
-		case len(r.data) == 0:
-			// A status-only reply: 503, nothing received the message.
-			fail(fmt.Errorf("%w: sequence %d: empty PubAck", ErrNoResponders, r.seq))
-			continue
-		case apiErr != nil:
-			err := classifyAPIError(apiErr, fmt.Errorf("outbox: sequence %d: %w", r.seq, hubError{apiErr}))
-			var rf *RefusedError
-			if inRound && errors.As(err, &rf) {
-				ok, derr := o.refuse(r.seq, rf, false)
-				if derr != nil {
-					err = errors.Join(err, derr)
-				}
-				if ok {
-					delete(pending, r.seq)
-					dead++
-					continue
-				}
-			}
-			fail(err)
-			continue
-		case ack.Stream == "":
-			fail(fmt.Errorf("outbox: sequence %d: invalid PubAck %q", r.seq, truncate(r.data)))
-			continue
-		case o.cfg.Stream != "" && ack.Stream != o.cfg.Stream:
-			o.wrongStream.Add(1)
-			o.log.Error("uplink PubAck from an unexpected stream; message kept",
-				"seq", r.seq, "stream", ack.Stream, "want", o.cfg.Stream)
-			fail(fmt.Errorf("%w: sequence %d stored in %q, want %q", ErrWrongStream, r.seq, ack.Stream, o.cfg.Stream))
-			continue
-		}
-		if ack.Duplicate && inRound && sent.first {
-			// Sent once, yet a duplicate: the hub holds another message
-			// with this Nats-Msg-Id and dropped this one.
-			o.dupUnexpected.Add(1)
-			delete(pending, r.seq)
-			rf := &RefusedError{Reason: ReasonDuplicateID, Err: fmt.Errorf(
-				"hub stream %s reports sequence %d, sent for the first time, as a duplicate of its message %d", ack.Stream, r.seq, ack.Sequence)}
-			ok, derr := o.refuse(r.seq, rf, true)
-			switch {
-			case derr != nil:
-				fail(errors.Join(rf, derr))
-			case ok:
-				dead++
-			default:
-				fail(rf) // kept without a dead-letter stream; the resend is acked as a duplicate
-			}
-			continue
-		}
-		delete(pending, r.seq)
-		if !ack.Duplicate {
-			o.noteHubSeq(ack.Stream, ack.Sequence)
-		}
-		done = append(done, ackedMsg{seq: r.seq, size: sent.size})
-	}
-	n, err := o.remove(done)
-	if err != nil {
-		current = true
-		fail(err)
-	}
-	return n + dead, first
-}
-
-// ackedMsg is a message the hub acknowledged, to be removed.
-type ackedMsg struct {
-	seq  uint64
-	size int
-}
-
-// remove deletes the acknowledged messages from the stream and returns
-// how many it removed. The run of them that starts at the stream's first
-// message, the usual case since PubAcks arrive in order, goes in one purge
-// and so costs one sync, not one per message; the rest are removed one by
-// one. Each is counted as acknowledged before it is removed, so that
-// Status never sees a message gone from the stream yet not acknowledged
-// (it would report it dropped).
-func (o *Outbox) remove(done []ackedMsg) (int, error) {
-	if len(done) == 0 {
-		return 0, nil
-	}
-	slices.SortFunc(done, func(a, b ackedMsg) int { return cmp.Compare(a.seq, b.seq) })
-	removed := 0
-	run, bytes := 0, 0
-	for first := o.stream.State().FirstSeq; run < len(done) && done[run].seq == first+uint64(run); run++ {
-		bytes += done[run].size
-	}
-	if run > 1 {
-		o.acked.Add(uint64(run))
-		n, err := o.stream.Purge(store.PurgeOptions{Sequence: done[run-1].seq + 1})
-		o.acked.Add(-uint64(run) + n) // what another remover took first is not ours
-		if err != nil {
-			return int(n), fmt.Errorf("outbox: remove %d-%d: %w", done[0].seq, done[run-1].seq, err)
-		}
-		o.meter.ackedBytes.Add(uint64(bytes))
-		o.meter.touch()
-		removed += int(n)
-		done = done[run:]
-	}
-	var firstErr error
-	for _, d := range done {
-		o.acked.Add(1)
-		ok, err := o.stream.Remove(d.seq, false)
-		if err != nil || !ok {
-			o.acked.Add(^uint64(0)) // not removed by this ack after all
-		}
-		if err != nil {
-			if firstErr == nil {
-				firstErr = fmt.Errorf("outbox: remove %d: %w", d.seq, err)
-			}
-			continue
-		}
-		if ok {
-			o.meter.ackedBytes.Add(uint64(d.size))
-			o.meter.touch()
-			removed++
-		}
-	}
-	return removed, firstErr
-}
-
-// truncate shortens a payload for an error message.
-func truncate(b []byte) string {
-	if len(b) > 64 {
-		return string(b[:64]) + "…"
-	}
-	return string(b)
-}
-
-// header returns hdr as published toward the hub: with Nats-Msg-Id added
-// when the message has none (stored before Capture fixed the ids: it gets
-// the id it was sent with then, "<server>.<uplink>.<sequence>") and, when
-// Config.Stream is set, Nats-Expected-Stream.
-func (o *Outbox) header(hdr []byte, seq uint64) []byte {
-	var add []byte
-	if !proto.HasHeaderFold(hdr, HeaderMsgID) {
-		add = proto.AppendHeaderField(add, HeaderMsgID, o.legacyBase+strconv.FormatUint(seq, 10))
-	}
-	if o.cfg.Stream != "" && !proto.HasHeaderFold(hdr, HeaderExpectedStream) {
-		add = proto.AppendHeaderField(add, HeaderExpectedStream, o.cfg.Stream)
-	}
-	if len(add) == 0 {
-		return hdr
-	}
-	return proto.AppendHeaderFields(nil, hdr, add)
 }

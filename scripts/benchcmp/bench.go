@@ -90,6 +90,7 @@ func (w workload) describeLeaf() []string {
 			"The drain rate is messages ÷ time from that connection until the hub stream holds them all; the latency row is the part until the first one is there. " +
 			"The gateway runs the default compression, s2_auto, which picks its level by RTT: none on loopback. " +
 			"On nats-server, the hub's stream source sent its consumer-create request while the link was down and waits 30 s for the answer before it retries (and backs off 10 s per failure), which the latency row shows",
+		describeShaped(),
 	}
 }
 
@@ -153,6 +154,7 @@ const (
 	kindJSStored                        // async publish into a fresh server, steady RSS, then pull consume
 	kindLeafForward                     // telemetry on a linked gateway until the hub stream holds it all
 	kindLeafBacklog                     // telemetry on a cut-off gateway, then the drain once linked
+	kindLeafShaped                      // kindLeafForward through a link shaped to a round trip and bandwidth
 	kindMQTT                            // an MQTT publisher, a NATS subscriber; see mqtt.go
 )
 
@@ -186,10 +188,11 @@ type scenario struct {
 	sync    syncMode // sync is the JetStream sync mode of both servers.
 	fresh   bool     // fresh runs each side on a server started for the run alone.
 
-	compression string   // compression is the gateway's leafnode compression (leaf kinds).
-	qos         int      // qos is the MQTT QoS of the publisher and the bridge's route (kindMQTT).
-	rate        int64    // rate paces the MQTT publisher in messages a second; 0 sends as fast as it can (kindMQTT).
-	metrics     []metric // metrics are the rows the scenario fills, in the order measure returns them.
+	compression string    // compression is the gateway's leafnode compression (leaf kinds).
+	link        linkShape // link shapes the proxied link (kindLeafShaped).
+	qos         int       // qos is the MQTT QoS of the publisher and the bridge's route (kindMQTT).
+	rate        int64     // rate paces the MQTT publisher in messages a second; 0 sends as fast as it can (kindMQTT).
+	metrics     []metric  // metrics are the rows the scenario fills, in the order measure returns them.
 }
 
 // Scenario groups, as -only names them.
@@ -208,7 +211,7 @@ func (sc scenario) group() string {
 	switch sc.kind {
 	case kindPublish, kindFanout, kindRequest:
 		return groupCore
-	case kindLeafForward, kindLeafBacklog:
+	case kindLeafForward, kindLeafBacklog, kindLeafShaped:
 		return groupLeaf
 	case kindMQTT:
 		return groupMQTT
@@ -278,6 +281,13 @@ func scenarios(w workload) []scenario {
 			{Name: "uplink backlog, link up → first message in hub stream", Unit: unitMillis, Better: lowerIsBetter, Order: orderLeaf + 2},
 			rss(fmt.Sprintf("gateway RSS holding a backlog of %s", groupThousands(int64(w.LeafMsgs))), orderLeaf+2),
 		}},
+
+		shapedScenario(w, 50*time.Millisecond, 10),
+		shapedScenario(w, 200*time.Millisecond, 10),
+		shapedScenario(w, 600*time.Millisecond, 10),
+		shapedScenario(w, 50*time.Millisecond, 1),
+		shapedScenario(w, 200*time.Millisecond, 1),
+		shapedScenario(w, 600*time.Millisecond, 1),
 
 		mqttScenario(w.MQTTMsgs, 0, 0),
 		mqttScenario(w.MQTTMsgsQoS1, 1, 0),

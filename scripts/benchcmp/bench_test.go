@@ -45,6 +45,24 @@ func TestScenariosTableOrder(t *testing.T) {
 		"uplink backlog drain 128 B, from link up",
 		"uplink backlog, link up → first message in hub stream",
 		"gateway RSS holding a backlog of 50,000",
+		"uplink shaped RTT +50 ms, 10 Mbit/s, 8,333 × 128 B",
+		"uplink shaped RTT +50 ms, 10 Mbit/s, 8,333 × 128 B, link utilisation toward the hub",
+		"uplink shaped RTT +50 ms, 10 Mbit/s, 8,333 × 128 B, wire bytes per message",
+		"uplink shaped RTT +200 ms, 10 Mbit/s, 8,333 × 128 B",
+		"uplink shaped RTT +200 ms, 10 Mbit/s, 8,333 × 128 B, link utilisation toward the hub",
+		"uplink shaped RTT +200 ms, 10 Mbit/s, 8,333 × 128 B, wire bytes per message",
+		"uplink shaped RTT +600 ms, 10 Mbit/s, 8,333 × 128 B",
+		"uplink shaped RTT +600 ms, 10 Mbit/s, 8,333 × 128 B, link utilisation toward the hub",
+		"uplink shaped RTT +600 ms, 10 Mbit/s, 8,333 × 128 B, wire bytes per message",
+		"uplink shaped RTT +50 ms, 1 Mbit/s, 1,000 × 128 B",
+		"uplink shaped RTT +50 ms, 1 Mbit/s, 1,000 × 128 B, link utilisation toward the hub",
+		"uplink shaped RTT +50 ms, 1 Mbit/s, 1,000 × 128 B, wire bytes per message",
+		"uplink shaped RTT +200 ms, 1 Mbit/s, 1,000 × 128 B",
+		"uplink shaped RTT +200 ms, 1 Mbit/s, 1,000 × 128 B, link utilisation toward the hub",
+		"uplink shaped RTT +200 ms, 1 Mbit/s, 1,000 × 128 B, wire bytes per message",
+		"uplink shaped RTT +600 ms, 1 Mbit/s, 1,000 × 128 B",
+		"uplink shaped RTT +600 ms, 1 Mbit/s, 1,000 × 128 B, link utilisation toward the hub",
+		"uplink shaped RTT +600 ms, 1 Mbit/s, 1,000 × 128 B, wire bytes per message",
 		"MQTT → subject 128 B, QoS 0",
 		"MQTT → subject 128 B, QoS 0, latency p50",
 		"MQTT → subject 128 B, QoS 0, latency p99",
@@ -116,7 +134,7 @@ func TestScenariosAreConsistent(t *testing.T) {
 			}
 		}
 		wantMetrics := map[scenarioKind]int{kindPublish: 1, kindFanout: 1, kindRequest: 3, kindJSAsync: 1, kindJSSync: 1,
-			kindLeafForward: 2, kindLeafBacklog: 3}
+			kindLeafForward: 2, kindLeafBacklog: 3, kindLeafShaped: 3}
 		if sc.kind == kindJSStored {
 			if !sc.fresh {
 				t.Errorf("%s: stored-message RSS must be read on a fresh server", sc.slug)

@@ -277,6 +277,9 @@ func (m *measurer) startLeafRig(ctx context.Context, f *fleet, sc scenario, side
 	if rig.proxy, err = newLinkProxy("127.0.0.1:"+strconv.Itoa(port), up); err != nil {
 		return nil, "", err
 	}
+	if sc.link.shaped() {
+		rig.proxy.setShape(sc.link)
+	}
 	gwDir := filepath.Join(rig.dir, "gateway")
 	setup, err := gatewaySetup(f.styles[side], gwDir, rig.proxy.addr(), sc.compression)
 	if err != nil {
@@ -371,7 +374,7 @@ func waitHubStream(ctx context.Context, rig *leafRig, want uint64, timeout time.
 
 // measureLeaf runs one leaf scenario on side and returns its values.
 func (m *measurer) measureLeaf(ctx context.Context, f *fleet, sc scenario, side int) ([]float64, error) {
-	up := sc.kind == kindLeafForward
+	up := sc.kind == kindLeafForward || sc.kind == kindLeafShaped
 	rig, compression, err := m.startLeafRig(ctx, f, sc, side, up)
 	if err != nil {
 		return nil, err
@@ -396,6 +399,10 @@ func (m *measurer) measureLeaf(ctx context.Context, f *fleet, sc scenario, side 
 		m.logf("%s, %s: %.1f B/msg to the hub, %.1f B/msg back", f.labels[side], sc.compression,
 			float64(toHub-toHub0)/float64(sc.msgs), float64(fromHub-fromHub0)/float64(sc.msgs))
 		return []float64{float64(sc.msgs) / p.all.Sub(start).Seconds(), wire}, nil
+
+	case kindLeafShaped:
+		m.noteCompression(sc.compression, f.labels[side], compression)
+		return m.measureShaped(ctx, rig, sc, f.labels[side], limit)
 
 	case kindLeafBacklog:
 		if err := publishTelemetry(ctx, rig.gateway.clientAddr, sc.msgs, sc.size, limit); err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -10,9 +11,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/leafbox/leafbox/core/require"
 	"github.com/leafbox/leafbox/leaf/leaftest"
 )
 
@@ -260,7 +263,7 @@ func TestOnlySelectsGroups(t *testing.T) {
 			t.Errorf("%s selected for leaf", sc.slug)
 		}
 	}
-	if lines := w.describe(map[string]bool{groupLeaf: true}); len(lines) != 3 || !strings.Contains(lines[0], "5,000 JSON telemetry") {
+	if lines := w.describe(map[string]bool{groupLeaf: true}); len(lines) != 4 || !strings.Contains(lines[0], "5,000 JSON telemetry") || !strings.HasPrefix(lines[3], "Uplink shaped") {
 		t.Errorf("leaf workload lines: %q", lines)
 	}
 	if all := w.describe(map[string]bool{groupCore: true, groupJS: true, groupLeaf: true}); !strings.HasPrefix(all[len(all)-1], "RSS:") {
@@ -308,5 +311,27 @@ func TestLeafTimeout(t *testing.T) {
 		if got := leafTimeout(time.Minute, tc.msgs); got != tc.want {
 			t.Errorf("leafTimeout(1m, %d) = %v, want %v", tc.msgs, got, tc.want)
 		}
+	}
+}
+
+func TestOnlyUplinkIsLeaf(t *testing.T) {
+	only, err := parseOnly("uplink")
+	require.NoError(t, err)
+	require.DeepEqual(t, map[string]bool{groupLeaf: true}, only)
+}
+
+func TestShapedCopyPacesAndDelays(t *testing.T) {
+	// 80 KB at 1 Mbit/s (125 KB/s) and 100 ms RTT: about 0.64 s to
+	// serialize, 50 ms to arrive.
+	src := bytes.NewReader(bytes.Repeat([]byte("t"), 80_000))
+	var dst bytes.Buffer
+	var n atomic.Int64
+	start := time.Now()
+	shapedCopy(&dst, src, linkShape{rtt: 100 * time.Millisecond, mbit: 1}, &n)
+	took := time.Since(start)
+	require.Equal(t, int64(80_000), n.Load())
+	require.Equal(t, 80_000, dst.Len())
+	if took < 600*time.Millisecond || took > 3*time.Second {
+		t.Fatalf("80 KB through 1 Mbit/s and +100 ms took %v, want about 0.7 s", took)
 	}
 }

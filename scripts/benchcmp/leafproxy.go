@@ -21,8 +21,9 @@ type linkProxy struct {
 	target string // target is the hub's leafnode address, host:port.
 
 	up      atomic.Bool
-	toHub   atomic.Int64 // toHub counts bytes relayed gateway → hub.
-	fromHub atomic.Int64 // fromHub counts bytes relayed hub → gateway.
+	shape   atomic.Pointer[linkShape] // shape, when set, shapes the connections relayed (leafshape.go).
+	toHub   atomic.Int64              // toHub counts bytes relayed gateway → hub.
+	fromHub atomic.Int64              // fromHub counts bytes relayed hub → gateway.
 
 	mu       sync.Mutex
 	conns    map[net.Conn]struct{} // conns are the open connections of both ends.
@@ -141,8 +142,9 @@ func (p *linkProxy) relay(gw net.Conn) {
 	p.mu.Unlock()
 
 	done := make(chan struct{}, 2)
+	copyFn := p.pipeFor()
 	pipe := func(dst, src net.Conn, n *atomic.Int64) {
-		_, _ = io.Copy(countingWriter{dst, n}, src)
+		copyFn(dst, src, n)
 		// Either end closing ends the connection for both, as a broken
 		// link would.
 		dst.Close()

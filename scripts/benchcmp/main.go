@@ -154,6 +154,9 @@ func parseOnly(list string) (map[string]bool, error) {
 	only := map[string]bool{}
 	for g := range strings.SplitSeq(list, ",") {
 		g = strings.TrimSpace(g)
+		if g == groupUplinkAlias {
+			g = groupLeaf
+		}
 		if !slices.Contains(groups, g) {
 			return nil, fmt.Errorf("-only %q: unknown group %q (want a comma-separated list of %s)", list, g, strings.Join(groups, ", "))
 		}

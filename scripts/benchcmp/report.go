@@ -19,6 +19,7 @@ const (
 	unitMiB                  // mebibytes
 	unitMillis               // milliseconds
 	unitBytes                // bytes
+	unitPercent              // percent
 )
 
 // String returns the unit as it appears in a row name.
@@ -36,6 +37,8 @@ func (u unit) String() string {
 		return "ms"
 	case unitBytes:
 		return "B"
+	case unitPercent:
+		return "%"
 	}
 	return "?"
 }

@@ -1,0 +1,132 @@
+package outbox
+
+import "time"
+
+// Bounds of the forwarder's window (see window).
+const (
+	// DefaultMaxWindow is the most messages the window lets await their
+	// PubAck at once.
+	DefaultMaxWindow = 32768
+	// DefaultMaxWindowBytes is the most bytes (as published) the window
+	// lets await their PubAck at once, well below the link's MaxPending.
+	DefaultMaxWindowBytes = 8 << 20
+)
+
+// minSample is the shortest interval a delivery-rate sample covers, so
+// that a loopback hub's microsecond round trips still give a rate.
+const minSample = 10 * time.Millisecond
+
+// window sizes how many messages the forwarder keeps awaiting their
+// PubAck. A fixed window caps the rate at window ÷ RTT (256 messages over
+// a 300 ms link is ~850 messages/s whatever its bandwidth), so the window
+// follows the link's bandwidth-delay product instead: each sample
+// (at least one smallest round trip long) measures the delivery rate, acks
+// per second, and the smallest round trip seen, and while the window was
+// full during the sample it becomes rate × RTT times a gain, within
+// [floor, max]: four while the sample's round trips stay near the
+// smallest (below queueFactor times it: no queue on the link), else two.
+//
+// While the link is not the limit the rate is window ÷ RTT, so the window
+// grows fourfold each round trip; once the link (or the hub) is the limit
+// the rate stops growing, a queue builds up, and the window settles at
+// twice the product; a longer queue (mean RTT above twice the smallest)
+// shrinks it again. A window that was not full (the publishers send less than the
+// link carries) is left as it is. Only the forwarder uses it.
+type window struct {
+	floor, max int // bounds in messages
+	maxBytes   int // bound in bytes
+
+	size   int           // current bound in messages
+	minRTT time.Duration // smallest round trip seen (0 before the first)
+
+	start   time.Time     // when the current sample began (zero: none yet)
+	acks    int           // acks in the current sample
+	rttSum  time.Duration // the round trips of those acks, summed
+	limited bool          // the window was full during the current sample
+}
+
+// queueFactor is how far above the smallest round trip a sample's mean
+// may be before the window takes it for a queue on the link: below it the
+// window grows by four times the product, above it by twice.
+const queueFactor = 1.5
+
+// newWindow returns a window starting at floor messages.
+func newWindow(floor, hi, maxBytes int) window {
+	return window{floor: floor, max: max(floor, hi), maxBytes: maxBytes, size: floor}
+}
+
+// open reports whether another message may be sent with msgs messages of
+// bytes bytes in flight; a full window marks the current sample as
+// limited by it.
+func (w *window) open(msgs, bytes int) bool {
+	if msgs >= w.size || bytes >= w.maxBytes {
+		w.limited = true
+		return false
+	}
+	return true
+}
+
+// acked records the PubAck, at now, of a message sent at sent.
+func (w *window) acked(now, sent time.Time) {
+	rtt := now.Sub(sent)
+	if rtt > 0 && (w.minRTT == 0 || rtt < w.minRTT) {
+		w.minRTT = rtt
+	}
+	if w.start.IsZero() {
+		w.start = sent
+	}
+	w.acks++
+	w.rttSum += rtt
+	elapsed := now.Sub(w.start)
+	if elapsed < max(w.minRTT, minSample) {
+		return
+	}
+	if w.limited {
+		rate := float64(w.acks) / elapsed.Seconds()
+		bdp := rate * w.minRTT.Seconds()
+		gain := 2.0
+		if mean := w.rttSum / time.Duration(w.acks); float64(mean) < queueFactor*float64(w.minRTT) {
+			gain = 4 // no queue yet: the link has room, grow faster
+		}
+		w.size = min(w.max, max(w.floor, int(gain*bdp)+1))
+	}
+	w.start, w.acks, w.rttSum, w.limited = now, 0, 0, false
+}
+
+// reset starts over at floor, keeping the smallest round trip: a new
+// round starts again from its first message.
+func (w *window) reset() {
+	w.size, w.start, w.acks, w.rttSum, w.limited = w.floor, time.Time{}, 0, 0, false
+}
+
+// pendingSet is the messages of the current round awaiting their PubAck,
+// by outbox sequence, with their bytes.
+type pendingSet struct {
+	m     map[uint64]sentMsg
+	bytes int
+}
+
+func newPendingSet() *pendingSet { return &pendingSet{m: map[uint64]sentMsg{}} }
+
+// len returns how many messages await their PubAck.
+func (p *pendingSet) len() int { return len(p.m) }
+
+// get returns the message of sequence seq, and whether it awaits one.
+func (p *pendingSet) get(seq uint64) (sentMsg, bool) {
+	sm, ok := p.m[seq]
+	return sm, ok
+}
+
+// add records a message sent.
+func (p *pendingSet) add(seq uint64, sm sentMsg) {
+	p.m[seq] = sm
+	p.bytes += sm.size
+}
+
+// del forgets the message of sequence seq.
+func (p *pendingSet) del(seq uint64) {
+	if sm, ok := p.m[seq]; ok {
+		p.bytes -= sm.size
+		delete(p.m, seq)
+	}
+}
