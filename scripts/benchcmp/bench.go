@@ -105,6 +105,8 @@ func (w workload) describeMQTT() []string {
 		fmt.Sprintf("MQTT latency: in the unpaced rows the publisher sends as fast as it can, so their latency is mostly the time a message waits in queues (at QoS 1 about %d messages ÷ the rate). "+
 			"The paced rows send %s messages at %s msgs/s (one every %v), well below either side's throughput: their latency is the time the path adds to one message",
 			mqttWindow, groupThousands(int64(w.MQTTPaced)), groupThousands(mqttPacedRate), time.Second/mqttPacedRate),
+		"MQTT → MQTT subscriber (the ceiling rows): the same publisher and messages, received by a plain MQTT 3.1.1 subscriber of " + mqttFilter + " (raw protocol, PUBACKs batched) instead of the NATS one; " +
+			"leafbox's column is Mosquitto alone, no leafbox: what the bridge path could reach at best, as the bridge is one more hop behind Mosquitto; nats-server's column is its MQTT listener delivering to an MQTT subscriber",
 	}
 }
 
@@ -189,6 +191,7 @@ type scenario struct {
 	compression string   // compression is the gateway's leafnode compression (leaf kinds).
 	qos         int      // qos is the MQTT QoS of the publisher and the bridge's route (kindMQTT).
 	rate        int64    // rate paces the MQTT publisher in messages a second; 0 sends as fast as it can (kindMQTT).
+	mqttDirect  bool     // mqttDirect subscribes an MQTT client to the broker instead (kindMQTT): Mosquitto alone on the leafbox side.
 	metrics     []metric // metrics are the rows the scenario fills, in the order measure returns them.
 }
 
@@ -283,6 +286,8 @@ func scenarios(w workload) []scenario {
 		mqttScenario(w.MQTTMsgsQoS1, 1, 0),
 		mqttScenario(w.MQTTPaced, 0, mqttPacedRate),
 		mqttScenario(w.MQTTPaced, 1, mqttPacedRate),
+		mqttCeilingScenario(w.MQTTMsgs, 0),
+		mqttCeilingScenario(w.MQTTMsgsQoS1, 1),
 	}
 }
 
@@ -313,6 +318,19 @@ func mqttScenario(msgs, qos int, rate int64) scenario {
 		metric{Name: name + ", latency p50", Unit: unitMicros, Better: lowerIsBetter, Order: orderMQTT},
 		metric{Name: name + ", latency p99", Unit: unitMicros, Better: lowerIsBetter, Order: orderMQTT})
 	return scenario{slug: slug, kind: kindMQTT, size: mqttSize, msgs: msgs, qos: qos, rate: rate, metrics: metrics}
+}
+
+// mqttCeilingScenario returns the scenario measuring the bridge path's
+// ceiling: the same publisher, a plain MQTT subscriber on bench/# of
+// Mosquitto alone (the leafbox column) or of nats-server's MQTT listener.
+func mqttCeilingScenario(msgs, qos int) scenario {
+	name := fmt.Sprintf("MQTT → MQTT subscriber %d B, QoS %d (leafbox column: Mosquitto alone, the bridge path's ceiling)", mqttSize, qos)
+	return scenario{slug: fmt.Sprintf("mqtt-direct-qos%d", qos), kind: kindMQTT, size: mqttSize, msgs: msgs, qos: qos, mqttDirect: true,
+		metrics: []metric{
+			{Name: name, Unit: unitRate, Better: higherIsBetter, Order: orderMQTT + 1},
+			{Name: name + ", latency p50", Unit: unitMicros, Better: lowerIsBetter, Order: orderMQTT + 1},
+			{Name: name + ", latency p99", Unit: unitMicros, Better: lowerIsBetter, Order: orderMQTT + 1},
+		}}
 }
 
 // selectGroups returns the scenarios of the given groups, in order.
