@@ -70,6 +70,11 @@ func (w workload) describe(only map[string]bool) []string {
 	if only[groupMQTT] {
 		lines = append(lines, w.describeMQTT()...)
 	}
+	if only[groupModbus] {
+		lines = append(lines, fmt.Sprintf("Modbus poll cycle (leafbox only; nats-server has no counterpart): the harness plays an RTU slave on a pty with %d holding registers whose values all change at every read; "+
+			"leafbox's Modbus bridge (115200 baud) polls them every %v and publishes each on its own subject; %d polls. Jitter is each poll's start (the slave reading the request) against its slot on the %v grid, above the earliest; "+
+			"cycle time is from the request to the poll's last value at a NATS subscriber. Goal: jitter under 5 ms", modbusRegisters, modbusInterval, modbusCycles, modbusInterval))
+	}
 	if only[groupCore] || only[groupJS] {
 		lines = append(lines, "RSS: idle is VmRSS after start-up and one client handshake; peak is VmHWM after the last round; both are the default-sync servers that also ran the core rows and the shared default-sync JetStream rows")
 	}
@@ -156,6 +161,7 @@ const (
 	kindLeafForward                     // telemetry on a linked gateway until the hub stream holds it all
 	kindLeafBacklog                     // telemetry on a cut-off gateway, then the drain once linked
 	kindMQTT                            // an MQTT publisher, a NATS subscriber; see mqtt.go
+	kindModbus                          // a Modbus RTU slave on a pty polled by leafbox; see modbus.go
 )
 
 // Storage types of a JetStream stream, as nats bench js --storage takes them.
@@ -173,6 +179,7 @@ const (
 	orderJSConsume
 	orderLeaf
 	orderMQTT
+	orderModbus
 	orderMemory
 )
 
@@ -191,20 +198,22 @@ type scenario struct {
 	compression string   // compression is the gateway's leafnode compression (leaf kinds).
 	qos         int      // qos is the MQTT QoS of the publisher and the bridge's route (kindMQTT).
 	rate        int64    // rate paces the MQTT publisher in messages a second; 0 sends as fast as it can (kindMQTT).
+	subjectOnly bool     // subjectOnly runs on leafbox alone: nats-server has no counterpart (its column reads n/a).
 	mqttDirect  bool     // mqttDirect subscribes an MQTT client to the broker instead (kindMQTT): Mosquitto alone on the leafbox side.
 	metrics     []metric // metrics are the rows the scenario fills, in the order measure returns them.
 }
 
 // Scenario groups, as -only names them.
 const (
-	groupCore = "core" // core NATS rows
-	groupJS   = "js"   // JetStream rows
-	groupLeaf = "leaf" // store-and-forward toward a hub
-	groupMQTT = "mqtt" // MQTT → subject
+	groupCore   = "core"   // core NATS rows
+	groupJS     = "js"     // JetStream rows
+	groupLeaf   = "leaf"   // store-and-forward toward a hub
+	groupMQTT   = "mqtt"   // MQTT → subject
+	groupModbus = "modbus" // Modbus poll cycle
 )
 
 // groups lists every scenario group in table order.
-var groups = []string{groupCore, groupJS, groupLeaf, groupMQTT}
+var groups = []string{groupCore, groupJS, groupLeaf, groupMQTT, groupModbus}
 
 // group returns the group -only selects sc by.
 func (sc scenario) group() string {
@@ -215,6 +224,8 @@ func (sc scenario) group() string {
 		return groupLeaf
 	case kindMQTT:
 		return groupMQTT
+	case kindModbus:
+		return groupModbus
 	}
 	return groupJS
 }
@@ -288,6 +299,7 @@ func scenarios(w workload) []scenario {
 		mqttScenario(w.MQTTPaced, 1, mqttPacedRate),
 		mqttCeilingScenario(w.MQTTMsgs, 0),
 		mqttCeilingScenario(w.MQTTMsgsQoS1, 1),
+		modbusScenario(),
 	}
 }
 
@@ -379,7 +391,7 @@ func (m *measurer) runRounds(ctx context.Context, f *fleet, scs []scenario, roun
 		for i, sc := range scs {
 			rows := results[first[i] : first[i]+len(sc.metrics)]
 			for _, side := range order {
-				if rows[0].Failed[side] != "" {
+				if rows[0].Failed[side] != "" || (sc.subjectOnly && side == sideReference) {
 					continue
 				}
 				fail := func(label string, err error) {
@@ -398,11 +410,14 @@ func (m *measurer) runRounds(ctx context.Context, f *fleet, scs []scenario, roun
 					}
 					m.logf("round %d/%d %-44s %-26s %s", round+1, rounds, sc.metrics[0].Name, label, strings.Join(parts, ", "))
 				}
-				if g := sc.group(); g == groupLeaf || g == groupMQTT {
-					// A leaf or mqtt run starts and stops its own servers.
+				if g := sc.group(); g == groupLeaf || g == groupMQTT || g == groupModbus {
+					// A leaf, mqtt or modbus run starts and stops its own servers.
 					measure := m.measureLeaf
-					if g == groupMQTT {
+					switch g {
+					case groupMQTT:
 						measure = m.measureMQTT
+					case groupModbus:
+						measure = m.measureModbus
 					}
 					values, err := measure(ctx, f, sc, side)
 					if ctx.Err() != nil {

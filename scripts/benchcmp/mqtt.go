@@ -172,10 +172,10 @@ type natsSubscriber struct {
 	err  error // err is why the read loop ended; read after done is closed.
 }
 
-// subscribeNATS connects to addr, subscribes mqttSubject, waits for the
-// PONG that proves the subscription is in place, and feeds every message
-// to tally until closed.
-func subscribeNATS(ctx context.Context, addr string, tally *mqttTally) (*natsSubscriber, error) {
+// subscribeNATS connects to addr, subscribes subject, waits for the PONG
+// that proves the subscription is in place, and hands every message to
+// add until closed.
+func subscribeNATS(ctx context.Context, addr, subject string, add func(subject string, payload []byte, now time.Time)) (*natsSubscriber, error) {
 	d := net.Dialer{Timeout: startTimeout}
 	conn, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
@@ -188,7 +188,7 @@ func subscribeNATS(ctx context.Context, addr string, tally *mqttTally) (*natsSub
 		conn.Close()
 		return nil, fmt.Errorf("benchcmp: NATS subscriber: no INFO from %s (%q, %v)", addr, strings.TrimSpace(line), err)
 	}
-	w.WriteString(connectLine + "SUB " + mqttSubject + " 1\r\n")
+	w.WriteString(connectLine + "SUB " + subject + " 1\r\n")
 	if err := pingPong(w, r); err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("benchcmp: NATS subscriber: %w", err)
@@ -197,14 +197,14 @@ func subscribeNATS(ctx context.Context, addr string, tally *mqttTally) (*natsSub
 	s := &natsSubscriber{conn: conn, done: make(chan struct{})}
 	go func() {
 		defer close(s.done)
-		s.err = readMessages(r, w, tally)
+		s.err = readMessages(r, w, add)
 	}()
 	return s, nil
 }
 
-// readMessages reads MSG and HMSG frames from r into tally, answering the
+// readMessages reads MSG and HMSG frames from r into add, answering the
 // server's PINGs through w, until the connection fails.
-func readMessages(r *bufio.Reader, w *bufio.Writer, tally *mqttTally) error {
+func readMessages(r *bufio.Reader, w *bufio.Writer, add func(subject string, payload []byte, now time.Time)) error {
 	var buf []byte
 	for {
 		line, err := r.ReadString('\n')
@@ -236,7 +236,7 @@ func readMessages(r *bufio.Reader, w *bufio.Writer, tally *mqttTally) error {
 			return err
 		}
 		now := time.Now()
-		tally.add(strings.Fields(line)[1], buf[hdr:size], now)
+		add(strings.Fields(line)[1], buf[hdr:size], now)
 	}
 }
 
@@ -257,7 +257,7 @@ func subscribeMQTT(ctx context.Context, addr string, qos int, tally *mqttTally) 
 	sub := append([]byte{0x82, byte(5 + len(mqttFilter)), 0, 1, 0, byte(len(mqttFilter))}, mqttFilter...)
 	sub = append(sub, byte(qos))
 	var ack [5]byte
-	if _, err := conn.Write(connect); err == nil {
+	if _, err = conn.Write(connect); err == nil {
 		_, err = io.ReadFull(r, ack[:4])
 	}
 	if err == nil && (ack[0] != 0x20 || ack[3] != 0) {
@@ -577,7 +577,7 @@ func (m *measurer) measureMQTT(ctx context.Context, f *fleet, sc scenario, side 
 	if sc.mqttDirect {
 		sub, err = subscribeMQTT(ctx, rig.mqtt, sc.qos, tally)
 	} else {
-		sub, err = subscribeNATS(ctx, rig.srv.clientAddr, tally)
+		sub, err = subscribeNATS(ctx, rig.srv.clientAddr, mqttSubject, tally.add)
 	}
 	if err != nil {
 		return nil, err
