@@ -2,51 +2,40 @@ package modbus
 
 import (
 	"fmt"
-	"slices"
-	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/leafbox/leafbox/bridge"
 )
 
-// TestPollCycle measures the poll schedule over a pty: 100 holding
-// registers at 10 Hz from an RTU slave that changes every register on
-// each read, so each cycle publishes 100 values. Jitter is how far each
-// poll's start (the slave seeing the request) is from 100 ms after the
-// previous one; cycle time is from the request to the 100th value
-// delivered to a subscriber. The goal is p99 jitter under 5 ms; the test
-// logs the figures, and fails when the median is above 5 ms: a drifting
-// schedule (the next poll an interval after the last one ended) puts the
-// median near 25 cycle times late, while a loaded machine's scheduling
-// delays move single polls (the p99 of 50), not the median.
+// TestPollCycle: polls keep to a fixed-rate schedule over a pty. 100
+// holding registers at 10 Hz from an RTU slave that takes 40 ms to answer
+// and changes every register on each read: every poll publishes all 100
+// values, and the polls start an interval apart on average, not an
+// interval after the last one ended (which would stretch each to 140 ms
+// and more). The cycle time and jitter figures are scripts/bench's
+// (`--only modbus`); a loaded machine moves single polls, which this
+// test does not judge.
 func TestPollCycle(t *testing.T) {
 	const (
 		registers = 100
 		interval  = 100 * time.Millisecond
-		cycles    = 50
+		cycles    = 20
 	)
 	tb := newTestBroker(t)
 	link := rtuLink(t)
 	plc := newBank()
 	plc.bump = true
+	plc.delay = 40 * time.Millisecond
 	plc.reads = make(chan time.Time, cycles+10)
 	newRTUSlave(t, link, units{1: plc})
 	regs := make([]Register, registers)
 	for i := range regs {
 		regs[i] = Register{Name: fmt.Sprint("r", i), Subject: fmt.Sprint("poll.r", i), Table: TableHolding, Address: uint16(i)}
 	}
-	var mu sync.Mutex
-	var arrivals []time.Time
-	all := make(chan struct{})
-	unsub, err := tb.Bus(t).Subscribe("poll.>", "", func(bridge.Msg) {
-		mu.Lock()
-		arrivals = append(arrivals, time.Now())
-		if len(arrivals) == cycles*registers {
-			close(all)
-		}
-		mu.Unlock()
-	})
+	var arrived atomic.Int64
+	unsub, err := tb.Bus(t).Subscribe("poll.>", "", func(bridge.Msg) { arrived.Add(1) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,37 +53,12 @@ func TestPollCycle(t *testing.T) {
 			t.Fatalf("%d polls in 10s", len(reads))
 		}
 	}
-	select {
-	case <-all:
-	case <-time.After(10 * time.Second):
-		t.Fatal("not every cycle's values arrived")
+	// Every value of every poll but the last, which may be on its way.
+	if got, want := arrived.Load(), int64((cycles-1)*registers); got < want {
+		t.Errorf("%d values published by %d polls, want at least %d", got, cycles, want)
 	}
-	mu.Lock()
-	got := slices.Clone(arrivals)
-	mu.Unlock()
-
-	// Each poll's offset from its slot on the 10 Hz grid; jitter is the
-	// offset above the smallest. A schedule that drifted (next poll an
-	// interval after the last ended) would add the cycle time each poll.
-	var offsets, jitter, cycle []time.Duration
-	for i := range cycles {
-		offsets = append(offsets, reads[i].Sub(reads[0])-time.Duration(i)*interval)
-	}
-	base := slices.Min(offsets)
-	for _, o := range offsets {
-		jitter = append(jitter, o-base)
-	}
-	for i := range cycles {
-		cycle = append(cycle, got[(i+1)*registers-1].Sub(reads[i]))
-	}
-	p := func(ds []time.Duration, q float64) time.Duration {
-		s := slices.Clone(ds)
-		slices.Sort(s)
-		return s[min(len(s)-1, int(q*float64(len(s))))]
-	}
-	t.Logf("poll of %d registers at %v over a pty, %d cycles: jitter p50 %v p99 %v max %v; cycle time p50 %v p99 %v",
-		registers, interval, cycles, p(jitter, 0.5), p(jitter, 0.99), slices.Max(jitter), p(cycle, 0.5), p(cycle, 0.99))
-	if j := p(jitter, 0.5); j > 5*time.Millisecond {
-		t.Fatalf("median jitter %v", j)
+	mean := reads[cycles-1].Sub(reads[0]) / (cycles - 1)
+	if mean > interval+interval/5 {
+		t.Fatalf("polls %v apart on average, want %v: the schedule drifts by the device's response time", mean, interval)
 	}
 }

@@ -35,6 +35,9 @@ type bank struct {
 	// set; bump adds 1 to each holding register read, after the read.
 	reads chan time.Time
 	bump  bool
+	// delay holds each read of holding registers this long before it is
+	// answered (a slow device).
+	delay time.Duration
 }
 
 func newBank() *bank { return &bank{refuseFrom: 1000} }
@@ -83,6 +86,9 @@ func (b *bank) HandleHoldingRegisters(req *mb.HoldingRegistersRequest) ([]uint16
 		case b.reads <- time.Now():
 		default:
 		}
+	}
+	if b.delay > 0 {
+		time.Sleep(b.delay) // the device's response time, which is what is tested
 	}
 	out := append([]uint16{}, b.holding[req.Addr:req.Addr+req.Quantity]...)
 	if b.bump {

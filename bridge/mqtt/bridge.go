@@ -77,6 +77,9 @@ type run struct {
 	refused   chan error
 	wg        sync.WaitGroup
 
+	// inline's buffers, used on the client's read goroutine only.
+	tsubj, subj, hdr []byte
+
 	mu      sync.Mutex
 	pending map[string]time.Time // reply subject → deadline
 }
@@ -126,7 +129,7 @@ func (b *Bridge) Run(ctx context.Context, env bridge.Env) error {
 		defer unsubscribe()
 		r.storer = s
 	}
-	ev := events{up: r.up, down: r.down, connectError: r.connectError, refused: r.refuse, message: r.fromBroker}
+	ev := events{up: r.up, down: r.down, connectError: r.connectError, refused: r.refuse, message: r.fromBroker, inline: r.inline}
 	var err error
 	if b.cfg.Version == V311 {
 		r.client, err = dialV311(ctx, b.cfg, b.subs, ev)
@@ -239,6 +242,46 @@ func (r *run) fromBroker(p *packet, ack func()) {
 	}
 	r.env.Status.CountIn(1)
 	ack()
+}
+
+// inline handles an inbound PUBLISH on the client's read goroutine when
+// that cannot block: a core route's message is published on the bus
+// (handled and ack true), a message no route takes is counted and
+// acknowledged; a message to store, an MQTT 5 request and a device's
+// answer to a NATS request are left to fromBroker (handled false). It
+// allocates nothing once its buffers have grown; p's fields are borrowed
+// for the call and none is retained.
+func (r *run) inline(p *packet) (handled, ack bool) {
+	if r.ctx.Err() != nil {
+		return true, false // not acknowledged: the broker redelivers it
+	}
+	if p.responseTopic != "" || (r.cfg.ResponseTopic != "" && p.topic == r.cfg.ResponseTopic) {
+		return false, false
+	}
+	var err error
+	r.tsubj, err = subject.AppendSubjectFromTopic(r.tsubj[:0], p.topic)
+	if err != nil {
+		return false, false // counted and reported by fromBroker
+	}
+	route := r.match(bytesString(r.tsubj))
+	if route == nil || (route.Store && p.qos > 0) {
+		return false, false
+	}
+	r.subj = append(append(r.subj[:0], route.To...), r.tsubj...)
+	var hdr []byte
+	if len(p.user) > 0 || p.contentType != "" || p.expiry != nil || p.retain {
+		r.hdr = appendHeader(r.hdr[:0], p, "")
+		if len(r.hdr) > len(proto.HeaderVersion)+4 {
+			hdr = r.hdr
+		}
+	}
+	if err := r.env.Bus.Publish(bytesString(r.subj), "", hdr, p.payload); err != nil {
+		r.env.Status.CountDrop(bridge.DropRejected)
+		r.env.Status.SetError(err)
+		return true, true
+	}
+	r.env.Status.CountIn(1)
+	return true, true
 }
 
 // match returns the first inbound route whose filter matches the topic

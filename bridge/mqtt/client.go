@@ -30,6 +30,9 @@ type events struct {
 	// message: an inbound PUBLISH; ack acknowledges it to the broker (a
 	// no-op at QoS 0). p lives as long as the call.
 	message func(p *packet, ack func())
+	// inline: an inbound PUBLISH of QoS 0 or 1 on the read goroutine,
+	// before message; see inlineFunc. nil: every message goes to message.
+	inline inlineFunc
 }
 
 // client is a connection to the broker through one of the libraries,

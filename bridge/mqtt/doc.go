@@ -43,10 +43,14 @@
 // later ones) until it succeeds or Run ends; whatever the reason (no
 // stream, a full stream discarding new messages), the message waits at
 // the broker. Only a message the stream refuses as too large is dropped
-// (counted as too_large) and acknowledged, since it can never be stored. QoS 0 messages, and routes
-// without store, are published as core messages (Bus.Publish) and
-// acknowledged at once (with MQTT 5, when the bridge also has a route
-// with store, on paho's acknowledgement tick, every 5 ms, in order).
+// (counted as too_large) and acknowledged, since it can never be stored.
+// QoS 0 messages, and routes without store, are published as core
+// messages (Bus.Publish) and acknowledged at once. With MQTT 5 they take
+// the inline fast path (inbound.go): decoded in the read buffer under
+// paho and handled on its read goroutine, allocating nothing, their
+// PUBACKs batched and written as soon as they are published, also on a
+// bridge whose other routes store (whose acknowledgements go out on
+// paho's tick, every 5 ms, in order among themselves).
 //
 // An outbound route with a stream (OutboundRoute.Stream, the local stream
 // capturing its subjects) takes its messages from a durable consumer on

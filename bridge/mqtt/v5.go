@@ -1,14 +1,12 @@
 package mqtt
 
 import (
-	"bufio"
 	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
 	"net/url"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -29,13 +27,12 @@ func dialV5(ctx context.Context, cfg Config, subs []subscription, ev events) (*v
 	}
 	// Manual acknowledgement is needed only to hold a stored message's
 	// PUBACK until the stream has it. paho sends manual acknowledgements
-	// on a ticker (SendAcksInterval), which delays every PUBACK and,
-	// through the broker's in-flight window, slows the whole inbound flow;
-	// without a stored route paho acknowledges each message as soon as the
-	// handler returned, which is after Bus.Publish, as before.
+	// on a ticker (SendAcksInterval); the QoS 0 and 1 messages of core
+	// routes do not wait for it: inboundConn handles them inline and
+	// acknowledges them as soon as they are published (see inbound.go).
 	manual := storesInbound(cfg)
 	var connected, stopped atomic.Bool
-	var lastConn atomic.Pointer[sniffConn]
+	var lastConn atomic.Pointer[inboundConn]
 	ctx, cancel := context.WithCancel(ctx)
 	ac := autopaho.ClientConfig{
 		ServerUrls:                    []*url.URL{u},
@@ -60,7 +57,7 @@ func dialV5(ctx context.Context, cfg Config, subs []subscription, ev events) (*v
 			if err != nil {
 				return nil, err
 			}
-			sc := newSniffConn(c)
+			sc := newInboundConn(c, ev.inline)
 			lastConn.Store(sc)
 			return sc, nil
 		},
@@ -180,48 +177,4 @@ func storesInbound(cfg Config) bool {
 		}
 	}
 	return false
-}
-
-// sniffConnBuffer is the read buffer of a sniffConn: paho reads each
-// packet's fixed header a byte at a time, one system call each without
-// a buffer.
-const sniffConnBuffer = 32 << 10
-
-// sniffConn buffers the reads of a connection to the broker and keeps
-// the first bytes the broker sends, to recognise a 3.1.1 CONNACK
-// refusing MQTT 5.
-type sniffConn struct {
-	net.Conn
-	r       *bufio.Reader
-	sniffed atomic.Bool // first is complete
-	mu      sync.Mutex
-	first   []byte
-}
-
-func newSniffConn(c net.Conn) *sniffConn {
-	return &sniffConn{Conn: c, r: bufio.NewReaderSize(c, sniffConnBuffer)}
-}
-
-// Read reads from the buffer; only paho's read loop calls it.
-func (c *sniffConn) Read(b []byte) (int, error) {
-	n, err := c.r.Read(b)
-	if !c.sniffed.Load() {
-		c.mu.Lock()
-		if k := min(n, 4-len(c.first)); k > 0 {
-			c.first = append(c.first, b[:k]...)
-		}
-		if len(c.first) == 4 {
-			c.sniffed.Store(true)
-		}
-		c.mu.Unlock()
-	}
-	return n, err
-}
-
-// refusedAs311 reports whether the broker's first packet was a 3.1.1
-// CONNACK with return code 1 (unacceptable protocol version).
-func (c *sniffConn) refusedAs311() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return string(c.first) == "\x20\x02\x00\x01"
 }

@@ -70,6 +70,11 @@ func (w workload) describe(only map[string]bool) []string {
 	if only[groupMQTT] {
 		lines = append(lines, w.describeMQTT()...)
 	}
+	if only[groupModbus] {
+		lines = append(lines, fmt.Sprintf("Modbus poll cycle (leafbox only; nats-server has no counterpart): the harness plays an RTU slave on a pty with %d holding registers whose values all change at every read; "+
+			"leafbox's Modbus bridge (115200 baud) polls them every %v and publishes each on its own subject; %d polls. Jitter is each poll's start (the slave reading the request) against its slot on the %v grid, above the earliest; "+
+			"cycle time is from the request to the poll's last value at a NATS subscriber. Goal: jitter under 5 ms", modbusRegisters, modbusInterval, modbusCycles, modbusInterval))
+	}
 	if only[groupCore] || only[groupJS] {
 		lines = append(lines, "RSS: idle is VmRSS after start-up and one client handshake; peak is VmHWM after the last round; both are the default-sync servers that also ran the core rows and the shared default-sync JetStream rows")
 	}
@@ -106,6 +111,8 @@ func (w workload) describeMQTT() []string {
 		fmt.Sprintf("MQTT latency: in the unpaced rows the publisher sends as fast as it can, so their latency is mostly the time a message waits in queues (at QoS 1 about %d messages ÷ the rate). "+
 			"The paced rows send %s messages at %s msgs/s (one every %v), well below either side's throughput: their latency is the time the path adds to one message",
 			mqttWindow, groupThousands(int64(w.MQTTPaced)), groupThousands(mqttPacedRate), time.Second/mqttPacedRate),
+		"MQTT → MQTT subscriber (the ceiling rows): the same publisher and messages, received by a plain MQTT 3.1.1 subscriber of " + mqttFilter + " (raw protocol, PUBACKs batched) instead of the NATS one; " +
+			"leafbox's column is Mosquitto alone, no leafbox: what the bridge path could reach at best, as the bridge is one more hop behind Mosquitto; nats-server's column is its MQTT listener delivering to an MQTT subscriber",
 	}
 }
 
@@ -156,6 +163,7 @@ const (
 	kindLeafBacklog                     // telemetry on a cut-off gateway, then the drain once linked
 	kindLeafShaped                      // kindLeafForward through a link shaped to a round trip and bandwidth
 	kindMQTT                            // an MQTT publisher, a NATS subscriber; see mqtt.go
+	kindModbus                          // a Modbus RTU slave on a pty polled by leafbox; see modbus.go
 )
 
 // Storage types of a JetStream stream, as nats bench js --storage takes them.
@@ -173,6 +181,7 @@ const (
 	orderJSConsume
 	orderLeaf
 	orderMQTT
+	orderModbus
 	orderMemory
 )
 
@@ -192,19 +201,22 @@ type scenario struct {
 	link        linkShape // link shapes the proxied link (kindLeafShaped).
 	qos         int       // qos is the MQTT QoS of the publisher and the bridge's route (kindMQTT).
 	rate        int64     // rate paces the MQTT publisher in messages a second; 0 sends as fast as it can (kindMQTT).
+	subjectOnly bool      // subjectOnly runs on leafbox alone: nats-server has no counterpart (its column reads n/a).
+	mqttDirect  bool      // mqttDirect subscribes an MQTT client to the broker instead (kindMQTT): Mosquitto alone on the leafbox side.
 	metrics     []metric  // metrics are the rows the scenario fills, in the order measure returns them.
 }
 
 // Scenario groups, as -only names them.
 const (
-	groupCore = "core" // core NATS rows
-	groupJS   = "js"   // JetStream rows
-	groupLeaf = "leaf" // store-and-forward toward a hub
-	groupMQTT = "mqtt" // MQTT → subject
+	groupCore   = "core"   // core NATS rows
+	groupJS     = "js"     // JetStream rows
+	groupLeaf   = "leaf"   // store-and-forward toward a hub
+	groupMQTT   = "mqtt"   // MQTT → subject
+	groupModbus = "modbus" // Modbus poll cycle
 )
 
 // groups lists every scenario group in table order.
-var groups = []string{groupCore, groupJS, groupLeaf, groupMQTT}
+var groups = []string{groupCore, groupJS, groupLeaf, groupMQTT, groupModbus}
 
 // group returns the group -only selects sc by.
 func (sc scenario) group() string {
@@ -215,6 +227,8 @@ func (sc scenario) group() string {
 		return groupLeaf
 	case kindMQTT:
 		return groupMQTT
+	case kindModbus:
+		return groupModbus
 	}
 	return groupJS
 }
@@ -293,6 +307,9 @@ func scenarios(w workload) []scenario {
 		mqttScenario(w.MQTTMsgsQoS1, 1, 0),
 		mqttScenario(w.MQTTPaced, 0, mqttPacedRate),
 		mqttScenario(w.MQTTPaced, 1, mqttPacedRate),
+		mqttCeilingScenario(w.MQTTMsgs, 0),
+		mqttCeilingScenario(w.MQTTMsgsQoS1, 1),
+		modbusScenario(),
 	}
 }
 
@@ -323,6 +340,19 @@ func mqttScenario(msgs, qos int, rate int64) scenario {
 		metric{Name: name + ", latency p50", Unit: unitMicros, Better: lowerIsBetter, Order: orderMQTT},
 		metric{Name: name + ", latency p99", Unit: unitMicros, Better: lowerIsBetter, Order: orderMQTT})
 	return scenario{slug: slug, kind: kindMQTT, size: mqttSize, msgs: msgs, qos: qos, rate: rate, metrics: metrics}
+}
+
+// mqttCeilingScenario returns the scenario measuring the bridge path's
+// ceiling: the same publisher, a plain MQTT subscriber on bench/# of
+// Mosquitto alone (the leafbox column) or of nats-server's MQTT listener.
+func mqttCeilingScenario(msgs, qos int) scenario {
+	name := fmt.Sprintf("MQTT → MQTT subscriber %d B, QoS %d (leafbox column: Mosquitto alone, the bridge path's ceiling)", mqttSize, qos)
+	return scenario{slug: fmt.Sprintf("mqtt-direct-qos%d", qos), kind: kindMQTT, size: mqttSize, msgs: msgs, qos: qos, mqttDirect: true,
+		metrics: []metric{
+			{Name: name, Unit: unitRate, Better: higherIsBetter, Order: orderMQTT + 1},
+			{Name: name + ", latency p50", Unit: unitMicros, Better: lowerIsBetter, Order: orderMQTT + 1},
+			{Name: name + ", latency p99", Unit: unitMicros, Better: lowerIsBetter, Order: orderMQTT + 1},
+		}}
 }
 
 // selectGroups returns the scenarios of the given groups, in order.
@@ -371,7 +401,7 @@ func (m *measurer) runRounds(ctx context.Context, f *fleet, scs []scenario, roun
 		for i, sc := range scs {
 			rows := results[first[i] : first[i]+len(sc.metrics)]
 			for _, side := range order {
-				if rows[0].Failed[side] != "" {
+				if rows[0].Failed[side] != "" || (sc.subjectOnly && side == sideReference) {
 					continue
 				}
 				fail := func(label string, err error) {
@@ -390,11 +420,14 @@ func (m *measurer) runRounds(ctx context.Context, f *fleet, scs []scenario, roun
 					}
 					m.logf("round %d/%d %-44s %-26s %s", round+1, rounds, sc.metrics[0].Name, label, strings.Join(parts, ", "))
 				}
-				if g := sc.group(); g == groupLeaf || g == groupMQTT {
-					// A leaf or mqtt run starts and stops its own servers.
+				if g := sc.group(); g == groupLeaf || g == groupMQTT || g == groupModbus {
+					// A leaf, mqtt or modbus run starts and stops its own servers.
 					measure := m.measureLeaf
-					if g == groupMQTT {
+					switch g {
+					case groupMQTT:
 						measure = m.measureMQTT
+					case groupModbus:
+						measure = m.measureModbus
 					}
 					values, err := measure(ctx, f, sc, side)
 					if ctx.Err() != nil {

@@ -73,6 +73,16 @@ func TestScenariosTableOrder(t *testing.T) {
 		"MQTT → subject 128 B, QoS 0, paced 1,000 msgs/s, latency p99",
 		"MQTT → subject 128 B, QoS 1, paced 1,000 msgs/s, latency p50",
 		"MQTT → subject 128 B, QoS 1, paced 1,000 msgs/s, latency p99",
+		"MQTT → MQTT subscriber 128 B, QoS 0 (leafbox column: Mosquitto alone, the bridge path's ceiling)",
+		"MQTT → MQTT subscriber 128 B, QoS 0 (leafbox column: Mosquitto alone, the bridge path's ceiling), latency p50",
+		"MQTT → MQTT subscriber 128 B, QoS 0 (leafbox column: Mosquitto alone, the bridge path's ceiling), latency p99",
+		"MQTT → MQTT subscriber 128 B, QoS 1 (leafbox column: Mosquitto alone, the bridge path's ceiling)",
+		"MQTT → MQTT subscriber 128 B, QoS 1 (leafbox column: Mosquitto alone, the bridge path's ceiling), latency p50",
+		"MQTT → MQTT subscriber 128 B, QoS 1 (leafbox column: Mosquitto alone, the bridge path's ceiling), latency p99",
+		"Modbus RTU poll of 100 registers at 100ms over a pty, cycle time p50",
+		"Modbus RTU poll of 100 registers at 100ms over a pty, cycle time p99",
+		"Modbus RTU poll of 100 registers at 100ms over a pty, jitter p50",
+		"Modbus RTU poll of 100 registers at 100ms over a pty, jitter p99",
 		"idle RSS",
 		"peak RSS",
 		"RSS with 1,000,000 stored 16 B msgs, file",
@@ -134,7 +144,7 @@ func TestScenariosAreConsistent(t *testing.T) {
 			}
 		}
 		wantMetrics := map[scenarioKind]int{kindPublish: 1, kindFanout: 1, kindRequest: 3, kindJSAsync: 1, kindJSSync: 1,
-			kindLeafForward: 2, kindLeafBacklog: 3, kindLeafShaped: 3}
+			kindLeafForward: 2, kindLeafBacklog: 3, kindLeafShaped: 3, kindModbus: 4}
 		if sc.kind == kindJSStored {
 			if !sc.fresh {
 				t.Errorf("%s: stored-message RSS must be read on a fresh server", sc.slug)

@@ -250,7 +250,7 @@ func TestOnlySelectsGroups(t *testing.T) {
 	if err != nil || !only[groupLeaf] || !only[groupJS] || only[groupCore] {
 		t.Fatalf("parseOnly = %v, %v", only, err)
 	}
-	if _, err := parseOnly("leaf,modbus"); err == nil || !strings.Contains(err.Error(), "modbus") {
+	if _, err := parseOnly("leaf,canbus"); err == nil || !strings.Contains(err.Error(), "canbus") {
 		t.Errorf("unknown group: %v", err)
 	}
 	w := defaultWorkload(true)

@@ -172,10 +172,10 @@ type natsSubscriber struct {
 	err  error // err is why the read loop ended; read after done is closed.
 }
 
-// subscribeNATS connects to addr, subscribes mqttSubject, waits for the
-// PONG that proves the subscription is in place, and feeds every message
-// to tally until closed.
-func subscribeNATS(ctx context.Context, addr string, tally *mqttTally) (*natsSubscriber, error) {
+// subscribeNATS connects to addr, subscribes subject, waits for the PONG
+// that proves the subscription is in place, and hands every message to
+// add until closed.
+func subscribeNATS(ctx context.Context, addr, subject string, add func(subject string, payload []byte, now time.Time)) (*natsSubscriber, error) {
 	d := net.Dialer{Timeout: startTimeout}
 	conn, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
@@ -188,7 +188,7 @@ func subscribeNATS(ctx context.Context, addr string, tally *mqttTally) (*natsSub
 		conn.Close()
 		return nil, fmt.Errorf("benchcmp: NATS subscriber: no INFO from %s (%q, %v)", addr, strings.TrimSpace(line), err)
 	}
-	w.WriteString(connectLine + "SUB " + mqttSubject + " 1\r\n")
+	w.WriteString(connectLine + "SUB " + subject + " 1\r\n")
 	if err := pingPong(w, r); err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("benchcmp: NATS subscriber: %w", err)
@@ -197,14 +197,14 @@ func subscribeNATS(ctx context.Context, addr string, tally *mqttTally) (*natsSub
 	s := &natsSubscriber{conn: conn, done: make(chan struct{})}
 	go func() {
 		defer close(s.done)
-		s.err = readMessages(r, w, tally)
+		s.err = readMessages(r, w, add)
 	}()
 	return s, nil
 }
 
-// readMessages reads MSG and HMSG frames from r into tally, answering the
+// readMessages reads MSG and HMSG frames from r into add, answering the
 // server's PINGs through w, until the connection fails.
-func readMessages(r *bufio.Reader, w *bufio.Writer, tally *mqttTally) error {
+func readMessages(r *bufio.Reader, w *bufio.Writer, add func(subject string, payload []byte, now time.Time)) error {
 	var buf []byte
 	for {
 		line, err := r.ReadString('\n')
@@ -236,7 +236,107 @@ func readMessages(r *bufio.Reader, w *bufio.Writer, tally *mqttTally) error {
 			return err
 		}
 		now := time.Now()
-		tally.add(strings.Fields(line)[1], buf[hdr:size], now)
+		add(strings.Fields(line)[1], buf[hdr:size], now)
+	}
+}
+
+// subscribeMQTT connects a plain MQTT 3.1.1 client to addr, subscribes
+// mqttFilter at qos, and feeds every PUBLISH to tally (under the subject
+// of its topic) until closed, acknowledging QoS 1 ones in batches. It
+// measures the broker alone: the ceiling of any path through it.
+func subscribeMQTT(ctx context.Context, addr string, qos int, tally *mqttTally) (*natsSubscriber, error) {
+	d := net.Dialer{Timeout: startTimeout}
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("benchcmp: MQTT subscriber: %w", err)
+	}
+	r := bufio.NewReaderSize(conn, 64<<10)
+	conn.SetDeadline(time.Now().Add(startTimeout))
+	id := "benchcmp-sub"
+	connect := append([]byte{0x10, byte(12 + len(id)), 0, 4, 'M', 'Q', 'T', 'T', 4, 2, 0, 60, 0, byte(len(id))}, id...)
+	sub := append([]byte{0x82, byte(5 + len(mqttFilter)), 0, 1, 0, byte(len(mqttFilter))}, mqttFilter...)
+	sub = append(sub, byte(qos))
+	var ack [5]byte
+	if _, err = conn.Write(connect); err == nil {
+		_, err = io.ReadFull(r, ack[:4])
+	}
+	if err == nil && (ack[0] != 0x20 || ack[3] != 0) {
+		err = fmt.Errorf("CONNACK % x", ack[:4])
+	}
+	if err == nil {
+		if _, err = conn.Write(sub); err == nil {
+			_, err = io.ReadFull(r, ack[:5])
+		}
+	}
+	if err == nil && (ack[0] != 0x90 || ack[4] > 2) {
+		err = fmt.Errorf("SUBACK % x", ack[:5])
+	}
+	if err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("benchcmp: MQTT subscriber: %w", err)
+	}
+	conn.SetDeadline(time.Time{})
+	s := &natsSubscriber{conn: conn, done: make(chan struct{})}
+	go func() {
+		defer close(s.done)
+		s.err = readPublishes(r, bufio.NewWriter(conn), tally)
+	}()
+	return s, nil
+}
+
+// readPublishes reads MQTT packets from r into tally, acknowledging QoS 1
+// PUBLISH packets through w, until the connection fails.
+func readPublishes(r *bufio.Reader, w *bufio.Writer, tally *mqttTally) error {
+	var buf []byte
+	for {
+		first, err := r.ReadByte()
+		if err != nil {
+			return err
+		}
+		size, mul := 0, 1
+		for i := 0; ; i++ {
+			b, err := r.ReadByte()
+			if err != nil {
+				return err
+			}
+			if i == 4 {
+				return errors.New("benchcmp: MQTT subscriber: bad remaining length")
+			}
+			size += int(b&0x7f) * mul
+			mul <<= 7
+			if b < 0x80 {
+				break
+			}
+		}
+		if cap(buf) < size {
+			buf = make([]byte, size)
+		}
+		buf = buf[:size]
+		if _, err := io.ReadFull(r, buf); err != nil {
+			return err
+		}
+		if first>>4 != 3 || size < 2 {
+			continue
+		}
+		n := int(binary.BigEndian.Uint16(buf))
+		body := buf[2:]
+		if len(body) < n {
+			return errors.New("benchcmp: MQTT subscriber: short PUBLISH")
+		}
+		topic, body := string(body[:n]), body[n:]
+		if (first>>1)&3 == 1 {
+			if len(body) < 2 {
+				return errors.New("benchcmp: MQTT subscriber: short PUBLISH")
+			}
+			w.Write([]byte{0x40, 2, body[0], body[1]})
+			body = body[2:]
+		}
+		tally.add(strings.ReplaceAll(topic, "/", "."), body, time.Now())
+		if r.Buffered() == 0 {
+			if err := w.Flush(); err != nil {
+				return err
+			}
+		}
 	}
 }
 
@@ -397,6 +497,10 @@ func startMQTTRig(ctx context.Context, f *fleet, sc scenario, side int) (*mqttRi
 		if rig.broker, err = startMosquitto(ctx, filepath.Join(rig.dir, "mosquitto"), port); err != nil {
 			return nil, err
 		}
+		if sc.mqttDirect {
+			ok = true
+			return rig, nil // Mosquitto alone
+		}
 	}
 	srvDir := filepath.Join(rig.dir, "server")
 	setup, err := mqttGatewaySetup(f.styles[side], srvDir, rig.mqtt, port, sc.qos)
@@ -469,7 +573,12 @@ func (m *measurer) measureMQTT(ctx context.Context, f *fleet, sc scenario, side 
 	}
 	defer rig.stop()
 	tally := newMQTTTally(sc.msgs)
-	sub, err := subscribeNATS(ctx, rig.srv.clientAddr, tally)
+	var sub *natsSubscriber
+	if sc.mqttDirect {
+		sub, err = subscribeMQTT(ctx, rig.mqtt, sc.qos, tally)
+	} else {
+		sub, err = subscribeNATS(ctx, rig.srv.clientAddr, mqttSubject, tally.add)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -143,7 +143,7 @@ func TestReadMessages(t *testing.T) {
 	tally := newMQTTTally(2)
 	var out strings.Builder
 	w := bufio.NewWriter(&out)
-	err := readMessages(bufio.NewReader(strings.NewReader(stream)), w, tally)
+	err := readMessages(bufio.NewReader(strings.NewReader(stream)), w, tally.add)
 	if err != io.EOF {
 		t.Errorf("readMessages ended with %v, want EOF at the end of the stream", err)
 	}
@@ -153,11 +153,11 @@ func TestReadMessages(t *testing.T) {
 	if out.String() != "PONG\r\n" {
 		t.Errorf("answered %q, want one PONG", out.String())
 	}
-	err = readMessages(bufio.NewReader(strings.NewReader("-ERR 'Slow Consumer'\r\n")), w, newMQTTTally(1))
+	err = readMessages(bufio.NewReader(strings.NewReader("-ERR 'Slow Consumer'\r\n")), w, newMQTTTally(1).add)
 	if err == nil || !strings.Contains(err.Error(), "Slow Consumer") {
 		t.Errorf("-ERR: %v", err)
 	}
-	err = readMessages(bufio.NewReader(strings.NewReader("MSG bench.data 1 nope\r\n")), w, newMQTTTally(1))
+	err = readMessages(bufio.NewReader(strings.NewReader("MSG bench.data 1 nope\r\n")), w, newMQTTTally(1).add)
 	if err == nil || !strings.Contains(err.Error(), "bad sizes") {
 		t.Errorf("bad MSG line: %v", err)
 	}
