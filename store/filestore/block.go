@@ -403,32 +403,11 @@ func (b *block) addTombstone(first, last uint64) {
 	b.tombLast = max(b.tombLast, last)
 }
 
-// readRecord returns the record bytes at logical offset off with the given
-// length. dst is used when large enough. The caller holds the stream's
-// read lock.
-func (b *block) readRecord(off, length uint32, dst []byte, cache *chunkCache) ([]byte, error) {
-	if cap(dst) < int(length) {
-		dst = make([]byte, length)
-	}
-	dst = dst[:length]
-	if !b.compressed() {
-		if int64(off) >= b.written {
-			i := int64(off) - b.written
-			if i+int64(length) > int64(len(b.buf)) {
-				return nil, fmt.Errorf("%w: filestore: record beyond end of block %d", store.ErrCorrupt, b.id)
-			}
-			copy(dst, b.buf[i:])
-			return dst, nil
-		}
-		if _, err := b.file.ReadAt(dst, blockHeaderLen+int64(off)); err != nil {
-			if errors.Is(err, io.EOF) {
-				return nil, fmt.Errorf("%w: filestore: block %d shorter than its index", store.ErrCorrupt, b.id)
-			}
-			return nil, fmt.Errorf("filestore: read block %d: %w", b.id, err)
-		}
-		return dst, nil
-	}
-	raw, rawOff, err := cache.load(b, off)
+// record returns the record of compressed block b at logical offset off
+// with the given length, a slice of a decoded chunk that is never written
+// again. The caller holds the stream's read lock.
+func (c *chunkCache) record(b *block, off, length uint32) ([]byte, error) {
+	raw, rawOff, err := c.load(b, off)
 	if err != nil {
 		return nil, err
 	}
@@ -436,8 +415,7 @@ func (b *block) readRecord(off, length uint32, dst []byte, cache *chunkCache) ([
 	if uint64(i)+uint64(length) > uint64(len(raw)) {
 		return nil, fmt.Errorf("%w: filestore: record crosses a chunk of block %d", store.ErrCorrupt, b.id)
 	}
-	copy(dst, raw[i:])
-	return dst, nil
+	return raw[i : i+length], nil
 }
 
 // loadChunks builds the chunk table of a compressed block by reading its

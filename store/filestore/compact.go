@@ -253,6 +253,7 @@ func (s *Stream) rewrite(b *block) error {
 	}
 	s.closeFile(b)
 	s.cache.forget(b)
+	s.reads.forget(b)
 	b.file, b.hdr, b.fileSize = nf, nh, int64(len(file))
 	b.corruptHeader, b.repair, b.needCompress, b.needIndex = false, false, false, true
 	b.chunks = sc.chunks

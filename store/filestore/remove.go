@@ -260,6 +260,7 @@ func (s *Stream) removeBlock(b *block) error {
 	_ = removeIfExists(s.fsys, indexName(s.dir, b.id))
 	s.closeFile(b)
 	s.cache.forget(b)
+	s.reads.forget(b)
 	return nil
 }
 

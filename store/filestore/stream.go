@@ -64,6 +64,7 @@ type Stream struct {
 	// group-commit position.
 	written uint64
 	cache   chunkCache
+	reads   readCache
 
 	// Group commit; see sync.go. Lock order: mu before syncMu, mu before
 	// fileMu.
@@ -427,29 +428,73 @@ func (s *Stream) Load(seq uint64, sm *store.Msg) (*store.Msg, error) {
 	return s.loadEntry(b, &b.entries[i], sm)
 }
 
-// loadEntry reads and verifies the record of e and fills sm.
+// loadEntry reads and verifies the record of e and fills sm (a new Msg
+// when nil). Header and Data are copied into sm.Buf when the caller lent
+// one, else into one new allocation; records come from the block's read
+// window, a decoded chunk or the active block's buffer, so loading in
+// sequence order costs a pread per window, not per message.
 func (s *Stream) loadEntry(b *block, e *entry, sm *store.Msg) (*store.Msg, error) {
-	buf, err := b.readRecord(e.off, e.length, nil, &s.cache)
+	var rec []byte
+	var err error
+	windowed := false
+	switch {
+	case b.compressed():
+		rec, err = s.cache.record(b, e.off, e.length)
+	case int64(e.off) >= b.written:
+		i := int64(e.off) - b.written
+		if i+int64(e.length) > int64(len(b.buf)) {
+			err = fmt.Errorf("%w: filestore: record beyond end of block %d", store.ErrCorrupt, b.id)
+		} else {
+			rec = b.buf[i : i+int64(e.length)]
+		}
+	default:
+		rec, err = s.reads.view(b, e.off, e.length)
+		windowed = true
+	}
+	if err == nil {
+		sm, err = s.fillMsg(b, e, rec, sm)
+	}
+	if windowed {
+		s.reads.mu.Unlock()
+	}
 	if err != nil {
 		return nil, fmt.Errorf("filestore: load %d: %w", e.seq, err)
 	}
-	r, n, err := parseRecord(buf)
-	if err == nil && (n != len(buf) || r.kind != kindMsg || r.seq != e.seq) {
+	return sm, nil
+}
+
+// fillMsg verifies rec, the record of e, and copies it into sm.
+func (s *Stream) fillMsg(b *block, e *entry, rec []byte, sm *store.Msg) (*store.Msg, error) {
+	r, n, err := parseRecord(rec)
+	if err == nil && (n != len(rec) || r.kind != kindMsg || r.seq != e.seq) {
 		err = fmt.Errorf("%w: filestore: block %d holds another record at offset %d", store.ErrCorrupt, b.id, e.off)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("filestore: load %d from block %d: %w", e.seq, b.id, err)
+		return nil, fmt.Errorf("block %d: %w", b.id, err)
 	}
 	if sm == nil {
 		sm = new(store.Msg)
 	}
+	need := len(r.header) + len(r.data)
+	var buf []byte
+	switch {
+	case sm.Buf == nil:
+		buf = make([]byte, need)
+	case cap(sm.Buf) < need:
+		buf = make([]byte, need)
+		sm.Buf = buf[:0]
+	default:
+		buf = sm.Buf[:need]
+	}
+	nd := copy(buf, r.data)
+	copy(buf[nd:], r.header)
 	sm.Subject = s.subjects.byID[e.subj].name
 	sm.Seq, sm.Time = r.seq, r.ts
+	sm.Data = buf[:nd:nd]
 	sm.Header = nil
 	if len(r.header) > 0 {
-		sm.Header = r.header
+		sm.Header = buf[nd:need:need]
 	}
-	sm.Data = r.data
 	return sm, nil
 }
 
@@ -554,6 +599,7 @@ func (s *Stream) Close() error {
 		s.failSync(err)
 	}
 	s.releaseFiles()
+	s.reads.release()
 	return err
 }
 
