@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/klauspost/compress/s2"
 
@@ -275,6 +276,15 @@ type block struct {
 	// gen counts in-place changes (erase), so background rewrites can
 	// notice that the file changed under them.
 	gen uint64
+
+	// evicted says entries is not in memory (see cache.go): the block's
+	// live messages are then those in liveLo..liveHi outside gaps, and
+	// live, liveBytes, minSeq and maxSeq still hold. used is the index
+	// cache's last use of the block.
+	evicted        atomic.Bool
+	liveLo, liveHi uint64
+	gaps           []seqRange
+	used           atomic.Uint64
 
 	sealed bool
 	// Work for the maintenance goroutine: write the index file, rewrite

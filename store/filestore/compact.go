@@ -46,6 +46,7 @@ func (s *Stream) runTask() (bool, error) {
 	s.maintMu.Lock()
 	defer s.maintMu.Unlock()
 	s.mu.Lock()
+	s.evictLocked()
 	var b *block
 	rewrite := false
 	for _, c := range s.blocks {
@@ -155,7 +156,7 @@ func (s *Stream) rewrite(b *block) error {
 	}
 	gen, f, size, hdr := b.gen, b.file, b.fileSize, b.hdr
 	live := make([]uint64, 0, b.live)
-	for _, e := range b.entries {
+	for _, e := range s.ents(b) {
 		if e.live() {
 			live = append(live, e.seq)
 		}

@@ -213,8 +213,15 @@ func (s *Stream) scan(from, to uint64, fn func(b *block, e *entry) bool) {
 		if b.minSeq > to && b.minSeq != 0 {
 			return
 		}
-		for j := b.search(from); j < len(b.entries); j++ {
-			e := &b.entries[j]
+		if b.live == 0 || b.lastLive() < from {
+			continue
+		}
+		if b.firstLive() > to {
+			return
+		}
+		es := s.ents(b)
+		for j := b.search(from); j < len(es); j++ {
+			e := &es[j]
 			if e.seq > to {
 				return
 			}
@@ -231,15 +238,16 @@ func (s *Stream) scanBack(from, to uint64, fn func(b *block, e *entry) bool) {
 	bs := s.blocks
 	for i := len(bs) - 1; i >= 0; i-- {
 		b := bs[i]
-		if len(b.entries) == 0 || b.entries[0].seq > from {
+		if b.live == 0 || b.firstLive() > from {
 			continue
 		}
-		if b.maxSeq < to {
+		if b.maxSeq < to || b.lastLive() < to {
 			return
 		}
+		es := s.ents(b)
 		j := b.search(from + 1)
 		for j--; j >= 0; j-- {
-			e := &b.entries[j]
+			e := &es[j]
 			if e.seq < to {
 				return
 			}

@@ -159,6 +159,7 @@ func (s *Stream) recover() error {
 	s.rearmExpiry()
 	s.deadBlocks = true
 	s.reapLocked()
+	s.evictLocked()
 	return nil
 }
 

@@ -65,6 +65,7 @@ type Stream struct {
 	written uint64
 	cache   chunkCache
 	reads   readCache
+	loader  indexLoader
 
 	// Group commit; see sync.go. Lock order: mu before syncMu, mu before
 	// fileMu.
@@ -112,6 +113,7 @@ func Open(fsys vfs.FS, dir string, cfg Config) (*Stream, error) {
 		stop:        make(chan struct{}),
 	}
 	s.syncCond = sync.NewCond(&s.syncMu)
+	s.loader.limit.Store(max(cfg.IndexCache, 0))
 	s.expiry.Fire = s.expire
 	s.mu.Lock()
 	err := s.recover()
@@ -402,6 +404,10 @@ func (s *Stream) locate(seq uint64) (*block, int) {
 		return nil, -1
 	}
 	b := s.blocks[i]
+	if b.live == 0 || (b.evicted.Load() && (seq < b.liveLo || seq > b.liveHi)) {
+		return nil, -1
+	}
+	s.ents(b)
 	j := b.find(seq)
 	if j < 0 || !b.entries[j].live() {
 		return nil, -1
