@@ -231,23 +231,34 @@ func (s *Stream) evictLocked() {
 			return
 		}
 		es := b.entries
-		var gaps []seqRange
-		prev := uint64(0)
-		for _, e := range es {
-			if !e.live() {
-				continue
-			}
-			if prev != 0 && e.seq > prev+1 {
-				gaps = append(gaps, seqRange{prev + 1, e.seq - 1})
-			}
-			prev = e.seq
+		if s.evictBlock(b) {
+			resident -= int64(cap(es)) * entrySize
 		}
-		if len(gaps) > len(es)/8+8 {
+	}
+}
+
+// evictBlock replaces b's entries by its summary unless it has so many
+// gaps that the summary would not be much smaller, and reports whether it
+// did. The caller holds maintMu and s.mu (or is Open) and has checked
+// that b's index file describes it.
+func (s *Stream) evictBlock(b *block) bool {
+	es := b.entries
+	var gaps []seqRange
+	prev := uint64(0)
+	for _, e := range es {
+		if !e.live() {
 			continue
 		}
-		resident -= int64(cap(es)) * entrySize
-		b.liveLo, b.liveHi, b.gaps = es[0].seq, es[len(es)-1].seq, gaps
-		b.entries, b.deleted = nil, 0
-		b.evicted.Store(true)
+		if prev != 0 && e.seq > prev+1 {
+			gaps = append(gaps, seqRange{prev + 1, e.seq - 1})
+			if len(gaps) > len(es)/8+8 {
+				return false
+			}
+		}
+		prev = e.seq
 	}
+	b.liveLo, b.liveHi, b.gaps = es[0].seq, es[len(es)-1].seq, gaps
+	b.entries, b.deleted = nil, 0
+	b.evicted.Store(true)
+	return true
 }

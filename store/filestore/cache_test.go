@@ -82,11 +82,10 @@ func TestIndexCacheEvictsAndReloads(t *testing.T) {
 			// A reopened stream starts within its cache too.
 			require.NoError(t, got.Close())
 			again := mustOpen(t, fsys, "got", none)
-			require.NoError(t, again.Checkpoint())
-			requireSameContent(t, takeDump(t, again), takeDump(t, ref))
-			if st := again.IndexCache(); st.Evicted < st.Blocks-1 {
-				t.Fatalf("reopened: %+v; want the sealed blocks evicted", st)
+			if st := again.IndexCache(); st.Evicted == 0 || st.Evicted < st.Blocks-2 {
+				t.Fatalf("reopened: %+v; want the indexed sealed blocks evicted by Open", st)
 			}
+			requireSameContent(t, takeDump(t, again), takeDump(t, ref))
 		})
 	}
 }

@@ -108,6 +108,12 @@ func (s *Stream) recover() error {
 			return err
 		}
 		if b != nil {
+			if !b.needIndex && i != len(ids)-1 {
+				// Read again block by block when the index is built,
+				// so Open holds one block's scan at a time.
+				sc.msgs = nil
+				sc.reread = true
+			}
 			s.blocks = append(s.blocks, b)
 			scans = append(scans, sc)
 		}
@@ -117,12 +123,15 @@ func (s *Stream) recover() error {
 		s.nextID = 1
 	}
 	s.report.Blocks = len(s.blocks)
-	s.buildIndex(scans)
+	s.buildIndex(scans, intern)
 
 	if n := len(s.blocks); n > 0 {
 		last := s.blocks[n-1]
 		if !last.corruptHeader && !last.compressed() {
 			s.active = last
+			// The last block file may have been an empty one Open
+			// removed: the block before it, evicted, is active now.
+			s.ents(last)
 		}
 	}
 	for _, b := range s.blocks {
@@ -312,7 +321,7 @@ func (sc *blockScan) merge(tail *blockScan, covered int64) {
 // buildIndex turns the block scans into the in-memory index: entries in
 // ascending sequence order, tombstones applied, subjects counted, and the
 // stream's state.
-func (s *Stream) buildIndex(scans []*blockScan) {
+func (s *Stream) buildIndex(scans []*blockScan, intern func([]byte) string) {
 	var tombs []seqRange
 	for _, sc := range scans {
 		tombs = append(tombs, sc.tombs...)
@@ -321,8 +330,13 @@ func (s *Stream) buildIndex(scans []*blockScan) {
 	t := 0
 	var prevSeq, prevMax uint64
 	var prevTime int64
+	limit := s.loader.limit.Load()
+	var resident int64
 	for i, b := range s.blocks {
 		sc := scans[i]
+		if sc.reread {
+			sc.msgs = s.rereadMsgs(b, intern)
+		}
 		for _, m := range sc.msgs {
 			if m.seq <= prevSeq {
 				// Out of order: a duplicate or a record that cannot be
@@ -360,6 +374,13 @@ func (s *Stream) buildIndex(scans []*blockScan) {
 			s.msgs++
 			s.bytes += e.size()
 		}
+		if sc.reread {
+			sc.msgs = nil
+			cost := int64(cap(b.entries)) * entrySize
+			if resident += cost; resident > limit && len(b.entries) > 0 && s.evictBlock(b) {
+				resident -= cost
+			}
+		}
 		// Keep maxSeq ascending across blocks even where a header was
 		// lost.
 		if b.maxSeq < prevMax {
@@ -376,6 +397,25 @@ func (s *Stream) buildIndex(scans []*blockScan) {
 	if s.msgs == 0 && s.lastSeq > 0 {
 		s.firstSeq = s.lastSeq + 1
 	}
+}
+
+// rereadMsgs reads the messages of block b again from its index file, which
+// Open found good, or from the block when that fails now.
+func (s *Stream) rereadMsgs(b *block, intern func([]byte) string) []scannedMsg {
+	report := s.report
+	sc, _ := s.loadIndex(b, b.fileSize, intern)
+	s.report = report
+	if sc != nil {
+		return sc.msgs
+	}
+	body := make([]byte, max(b.fileSize-blockHeaderLen, 0))
+	if _, err := b.file.ReadAt(body, blockHeaderLen); err != nil && !errors.Is(err, io.EOF) {
+		b.needIndex = true
+		return nil
+	}
+	b.needIndex = true
+	full := scanBody(body, b.compressed(), intern)
+	return full.msgs
 }
 
 // mergeRanges sorts ranges and merges overlapping or adjacent ones.
