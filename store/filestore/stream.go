@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"os"
 	"sort"
 	"sync"
@@ -316,6 +317,11 @@ func (s *Stream) roll() error {
 func (s *Stream) seal(b *block) {
 	b.sealed = true
 	b.buf = nil
+	if cap(b.entries) > len(b.entries)+len(b.entries)/8 {
+		// Appending left up to twice the room needed; a sealed block
+		// never grows.
+		b.entries = slices.Clone(b.entries)
+	}
 	b.needIndex = true
 	b.needCompress = s.compression == CompressionS2 && !b.compressed()
 	s.kick()
