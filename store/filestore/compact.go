@@ -130,8 +130,14 @@ func (s *Stream) indexSealed(b *block) error {
 		return nil
 	}
 	gen, f, meta := b.gen, b.file, s.indexMetaOf(b)
+	sc := s.scanFromEntries(b)
 	s.mu.Unlock()
-	err := s.buildIndexFile(f, meta)
+	var err error
+	if sc != nil {
+		err = s.writeIndexFrom(f, meta, sc)
+	} else {
+		err = s.buildIndexFile(f, meta)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.has(b) {

@@ -446,10 +446,59 @@ func (s *Stream) writeBlockIndex(b *block) error {
 	if len(b.buf) > 0 {
 		return fmt.Errorf("filestore: index of block %d with buffered records", b.id)
 	}
-	if err := s.buildIndexFile(b.file, s.indexMetaOf(b)); err != nil {
+	var err error
+	if sc := s.scanFromEntries(b); sc != nil {
+		err = s.writeIndexFrom(b.file, s.indexMetaOf(b), sc)
+	} else {
+		err = s.buildIndexFile(b.file, s.indexMetaOf(b))
+	}
+	if err != nil {
 		return err
 	}
 	b.needIndex = false
+	return nil
+}
+
+// scanFromEntries returns what scanning uncompressed block b would find,
+// taken from its entries, when those describe every record in it: no
+// tombstone, no deleted or erased message, no TTL (entries keep only its
+// sign). Otherwise, or for a compressed or evicted block, it returns nil
+// and the index file is built by reading the block. The caller holds
+// s.mu and has flushed b's buffer.
+func (s *Stream) scanFromEntries(b *block) *blockScan {
+	if b.compressed() || b.evicted.Load() || len(b.buf) > 0 || b.tombBytes != 0 || b.deleted != 0 ||
+		b.rawLen != b.written || b.rawLen != int64(b.liveBytes)+int64(b.live)*sizeAdjust || b.live != len(b.entries) {
+		return nil
+	}
+	sc := &blockScan{msgs: make([]scannedMsg, len(b.entries)), rawLen: b.written}
+	for i, e := range b.entries {
+		if e.flags&entryTTL != 0 {
+			return nil
+		}
+		m := scannedMsg{seq: e.seq, ts: e.ts, off: e.off, length: e.length, subject: s.subjects.byID[e.subj].name}
+		if e.flags&entryNoAge != 0 {
+			m.ttl = -1
+		}
+		sc.msgs[i] = m
+	}
+	if n := len(b.entries); n > 0 {
+		sc.maxSeq, sc.lastTime = b.entries[n-1].seq, b.entries[n-1].ts
+	}
+	return sc
+}
+
+// writeIndexFrom writes the index file of the block meta describes from
+// sc, reading only the block's last bytes for the tail checksum. It needs
+// no lock.
+func (s *Stream) writeIndexFrom(f vfs.File, meta indexMeta, sc *blockScan) error {
+	sum, err := readTailSum(f, meta.fileSize)
+	if err != nil {
+		return fmt.Errorf("filestore: read block %d: %w", meta.id, err)
+	}
+	meta.tailSum = sum
+	if err := writeIndex(s.fsys, s.dir, meta, sc); err != nil {
+		return fmt.Errorf("filestore: index of block %d: %w", meta.id, err)
+	}
 	return nil
 }
 

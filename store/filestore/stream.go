@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"slices"
 	"os"
+	"slices"
 	"sort"
 	"sync"
 	"syscall"
@@ -308,6 +308,11 @@ func (s *Stream) roll() error {
 	s.blocks = append(s.blocks, nb)
 	s.active = nb
 	if old != nil {
+		// The new block will likely hold as many messages as the full
+		// one: room for them at once spares the copies of growing.
+		if n := len(old.entries); n > 0 && old.rawLen >= s.cfg.BlockSize/2 {
+			nb.entries = make([]entry, 0, n+n/32)
+		}
 		s.seal(old)
 	}
 	return nil
