@@ -284,7 +284,10 @@ type block struct {
 	evicted        atomic.Bool
 	liveLo, liveHi uint64
 	gaps           []seqRange
-	used           atomic.Uint64
+	// subjs lists the subject ids of an evicted block's live messages
+	// (nil: more than maxBlockSubjects, unknown).
+	subjs []uint32
+	used  atomic.Uint64
 
 	sealed bool
 	// Work for the maintenance goroutine: write the index file, rewrite

@@ -118,6 +118,51 @@ func (b *block) lastLive() uint64 {
 	return b.entries[len(b.entries)-1].seq
 }
 
+// maxBlockSubjects bounds the subject summary of an evicted block; a block
+// with more distinct subjects keeps none and is loaded by every filtered
+// scan that reaches it.
+const maxBlockSubjects = 64
+
+// blockSubjects returns the sorted distinct subject ids of the live
+// entries es, or nil when there are more than maxBlockSubjects.
+func blockSubjects(es []entry) []uint32 {
+	var ids []uint32
+	for _, e := range es {
+		if !e.live() {
+			continue
+		}
+		i, found := slices.BinarySearch(ids, e.subj)
+		if found {
+			continue
+		}
+		if len(ids) == maxBlockSubjects {
+			return nil
+		}
+		ids = slices.Insert(ids, i, e.subj)
+	}
+	return ids
+}
+
+// mayHold reports whether b may hold a live message of subject ss (when
+// not nil) or of a subject m matches (when not nil): false only for an
+// evicted block whose subject summary names none. A subject id reused by a
+// newer subject can only give a needless load, never a miss: an evicted
+// block holds no message stored after it was evicted.
+func (b *block) mayHold(ss *subjectState, m *matcher) bool {
+	if !b.evicted.Load() || b.subjs == nil {
+		return true
+	}
+	if ss != nil {
+		if _, found := slices.BinarySearch(b.subjs, ss.id); !found {
+			return false
+		}
+	}
+	if m != nil {
+		return slices.ContainsFunc(b.subjs, m.match)
+	}
+	return true
+}
+
 // loadEntries rebuilds the entries of evicted block b from its index file,
 // or from the block itself when the index file fails its checks.
 func (s *Stream) loadEntries(b *block) {
@@ -134,8 +179,9 @@ func (s *Stream) loadEntries(b *block) {
 		s.loader.failed.Add(1)
 		return
 	}
+	// gaps and subjs stay: readers under the read lock may still be
+	// looking at them, and they mean nothing once evicted is false.
 	b.entries, b.deleted = es, 0
-	b.gaps = nil
 	b.evicted.Store(false)
 	s.loader.loads.Add(1)
 	s.kick()
@@ -261,6 +307,7 @@ func (s *Stream) evictBlock(b *block) bool {
 		prev = e.seq
 	}
 	b.liveLo, b.liveHi, b.gaps = es[0].seq, es[len(es)-1].seq, gaps
+	b.subjs = blockSubjects(es)
 	b.entries, b.deleted = nil, 0
 	b.evicted.Store(true)
 	return true

@@ -113,3 +113,38 @@ func TestSetIndexCacheShrinks(t *testing.T) {
 	s.SetIndexCache(0)
 	require.Equal(t, int64(filestore.DefaultIndexCache), s.IndexCache().Limit)
 }
+
+// TestFilteredScanSkipsEvictedBlocks checks the subject summaries: a
+// filtered query loads only the evicted blocks that hold its subject.
+func TestFilteredScanSkipsEvictedBlocks(t *testing.T) {
+	s := mustOpen(t, vfs.NewStrictMem(), "s", filestore.Config{BlockSize: 2048, IndexCache: -1, SyncInterval: time.Hour})
+	store1 := func(subj string) uint64 {
+		seq, _, err := s.Store(subj, nil, []byte("payload"), 0)
+		require.NoError(t, err)
+		return seq
+	}
+	for range 500 {
+		store1("bulk.a")
+	}
+	rare := store1("rare.b")
+	for range 500 {
+		store1("bulk.a")
+	}
+	require.NoError(t, s.Checkpoint())
+	before := s.IndexCache()
+	if before.Evicted < 10 {
+		t.Fatalf("index cache %+v; want many evicted blocks", before)
+	}
+	for _, filter := range []string{"rare.b", "rare.*"} {
+		m, err := s.LoadNext(filter, 1, nil)
+		require.NoError(t, err)
+		require.Equal(t, rare, m.Seq)
+		_, err = s.LoadNext(filter, rare+1, nil)
+		require.ErrorIs(t, err, store.ErrNotFound)
+	}
+	// Without a cache the block may be evicted again between the two
+	// filters: at most one load each.
+	if loads := s.IndexCache().Loads - before.Loads; loads > 2 {
+		t.Fatalf("filtered queries loaded %d blocks; want only the one holding rare.b, once per filter", loads)
+	}
+}

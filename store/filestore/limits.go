@@ -209,6 +209,13 @@ func (s *Stream) expireDue(now int64) {
 // scan calls fn for the live entries with sequences in [from, to] in
 // ascending order until fn returns false.
 func (s *Stream) scan(from, to uint64, fn func(b *block, e *entry) bool) {
+	s.scanWhere(from, to, nil, nil, fn)
+}
+
+// scanWhere is scan over the blocks that may hold subject ss (when not
+// nil) or a subject m matches (when not nil): an evicted block whose
+// subject summary has none is skipped without loading it.
+func (s *Stream) scanWhere(from, to uint64, ss *subjectState, m *matcher, fn func(b *block, e *entry) bool) {
 	for _, b := range s.blocksFrom(from) {
 		if b.minSeq > to && b.minSeq != 0 {
 			return
@@ -218,6 +225,9 @@ func (s *Stream) scan(from, to uint64, fn func(b *block, e *entry) bool) {
 		}
 		if b.firstLive() > to {
 			return
+		}
+		if !b.mayHold(ss, m) {
+			continue
 		}
 		es := s.ents(b)
 		for j := b.search(from); j < len(es); j++ {

@@ -75,7 +75,7 @@ func (s *Stream) LoadNext(filter string, start uint64, sm *store.Msg) (*store.Ms
 		if ss == nil || start > ss.last {
 			return nil, store.ErrNotFound
 		}
-		s.scan(max(start, ss.first), ss.last, func(b *block, e *entry) bool {
+		s.scanWhere(max(start, ss.first), ss.last, ss, nil, func(b *block, e *entry) bool {
 			if e.subj == ss.id {
 				return found(b, e)
 			}
@@ -96,7 +96,7 @@ func (s *Stream) LoadNext(filter string, start uint64, sm *store.Msg) (*store.Ms
 			from, to = max(from, lo), min(to, hi)
 		}
 		m := s.newMatcher(filter)
-		s.scan(from, to, func(b *block, e *entry) bool {
+		s.scanWhere(from, to, nil, m, func(b *block, e *entry) bool {
 			if m.match(e.subj) {
 				return found(b, e)
 			}
