@@ -166,9 +166,9 @@
 // default; Stream.SetIndexCache shrinks it); every other sealed block
 // keeps a summary of about 200 bytes (counts, sequence bounds, the gaps in
 // its live range, the ids of up to 64 subjects it holds, which let
-// filtered queries skip it) and loads its entries from its index file when a query
-// or a change reaches it (cache.go). Per subject the stream keeps one
-// entry with its count and bounds. Loads from uncompressed blocks read a
+// filtered queries skip it) and loads its entries from its index file
+// when a query or a change reaches it (cache.go). Per subject the stream
+// keeps one entry with its count and bounds. Loads from uncompressed blocks read a
 // 256 KiB window per pread and keep the last two; loads from S2 blocks
 // decode one chunk and keep the last four. A Load copies header and data
 // into the caller's Msg.Buf when one is lent, allocating nothing, else
