@@ -12,7 +12,8 @@
 //
 // Store copies what it is given. Load, LoadNext and LoadLast fill the *Msg
 // the caller passes (or a new one when nil); its slices are owned by the
-// caller afterwards and stay valid.
+// caller afterwards and stay valid, unless the caller lent Msg.Buf for
+// them, which the next load into that Msg reuses.
 //
 // # Time
 //
@@ -95,6 +96,13 @@ type Msg struct {
 	Seq     uint64
 	// Time is when it was stored, in Unix nanoseconds.
 	Time int64
+	// Buf, when not nil, is scratch space a caller lends for the loaded
+	// Header and Data: an engine that copies message bytes puts them in
+	// Buf's capacity (replacing Buf with a larger buffer it keeps there
+	// when they do not fit), so a caller that loads into the same Msg again
+	// allocates nothing and gives up the previous message's Header and
+	// Data. With Buf nil every load gets bytes of its own.
+	Buf []byte
 }
 
 // Size is the accounting size of a message, as nats-server counts it:

@@ -25,6 +25,10 @@ type workload struct {
 	JSSync        int // JSSync is messages per sync publish run on file storage.
 	JSSyncMemory  int // JSSyncMemory is messages per sync publish run on memory storage.
 
+	StoreSize    int // StoreSize is the payload of the file store rows in bytes.
+	StoreMsgs    int // StoreMsgs is messages published into a fresh file stream before its RSS is read.
+	StoreConsume int // StoreConsume is how many of them the pull consumer reads.
+
 	LeafMsgs int // LeafMsgs is telemetry messages per leaf run (forward and backlog).
 	LeafSize int // LeafSize is the telemetry payload in bytes.
 
@@ -43,11 +47,11 @@ type workload struct {
 func defaultWorkload(quick bool) workload {
 	w := workload{PubMsgs: 1_000_000, SubMsgs: 1_000_000, Requests: 20_000, ReqSize: 128,
 		JSSize: 16, JSStored: 1_000_000, JSConsume: 100_000, JSAsync: 100_000, JSAsyncAlways: 5_000,
-		JSSync: 3_000, JSSyncMemory: 10_000, LeafMsgs: 50_000, LeafSize: telemetryMinSize,
+		JSSync: 3_000, JSSyncMemory: 10_000, StoreSize: 128, StoreMsgs: 1_000_000, StoreConsume: 500_000, LeafMsgs: 50_000, LeafSize: telemetryMinSize,
 		MQTTMsgs: 50_000, MQTTMsgsQoS1: 20_000, MQTTPaced: 2_000}
 	if quick {
 		for _, n := range []*int{&w.PubMsgs, &w.SubMsgs, &w.Requests, &w.JSStored, &w.JSConsume,
-			&w.JSAsync, &w.JSAsyncAlways, &w.JSSync, &w.JSSyncMemory, &w.LeafMsgs, &w.MQTTMsgs, &w.MQTTMsgsQoS1, &w.MQTTPaced} {
+			&w.JSAsync, &w.JSAsyncAlways, &w.JSSync, &w.JSSyncMemory, &w.StoreMsgs, &w.StoreConsume, &w.LeafMsgs, &w.MQTTMsgs, &w.MQTTMsgsQoS1, &w.MQTTPaced} {
 			*n /= 10
 		}
 	}
@@ -64,6 +68,9 @@ func (w workload) describe(only map[string]bool) []string {
 	if only[groupJS] {
 		lines = append(lines, w.describeJS()...)
 	}
+	if only[groupStore] {
+		lines = append(lines, w.describeStore())
+	}
 	if only[groupLeaf] {
 		lines = append(lines, w.describeLeaf()...)
 	}
@@ -79,6 +86,13 @@ func (w workload) describe(only map[string]bool) []string {
 		lines = append(lines, "RSS: idle is VmRSS after start-up and one client handshake; peak is VmHWM after the last round; both are the default-sync servers that also ran the core rows and the shared default-sync JetStream rows")
 	}
 	return lines
+}
+
+// describeStore returns the workload line of the file store rows.
+func (w workload) describeStore() string {
+	return fmt.Sprintf("File store: each round starts a new server of each kind with its default sync; `nats bench js pub async --batch 500 --storage file` writes %s messages of %d B into a new stream; "+
+		"VmRSS, read once steady, is the \"RSS with %s stored %d B msgs\" row; then `nats bench js consume` (a durable pull consumer, explicit acks, 500 outstanding) reads the first %s of them for the pull consume row",
+		groupThousands(int64(w.StoreMsgs)), w.StoreSize, groupThousands(int64(w.StoreMsgs)), w.StoreSize, groupThousands(int64(w.StoreConsume)))
 }
 
 // describeLeaf returns the workload lines of the leaf rows.
@@ -193,6 +207,7 @@ type scenario struct {
 	subs    int // subs is the number of subscribing clients (kindFanout).
 	msgs    int
 	consume int      // consume is how many stored messages the pull consumer reads (kindJSStored); 0 skips it.
+	grp     string   // grp is the -only group when it is not the kind's.
 	storage string   // storage is storageFile or storageMemory (JetStream kinds).
 	sync    syncMode // sync is the JetStream sync mode of both servers.
 	fresh   bool     // fresh runs each side on a server started for the run alone.
@@ -210,16 +225,20 @@ type scenario struct {
 const (
 	groupCore   = "core"   // core NATS rows
 	groupJS     = "js"     // JetStream rows
+	groupStore  = "store"  // file store: RSS with many stored messages, pull consume
 	groupLeaf   = "leaf"   // store-and-forward toward a hub
 	groupMQTT   = "mqtt"   // MQTT → subject
 	groupModbus = "modbus" // Modbus poll cycle
 )
 
 // groups lists every scenario group in table order.
-var groups = []string{groupCore, groupJS, groupLeaf, groupMQTT, groupModbus}
+var groups = []string{groupCore, groupJS, groupStore, groupLeaf, groupMQTT, groupModbus}
 
 // group returns the group -only selects sc by.
 func (sc scenario) group() string {
+	if sc.grp != "" {
+		return sc.grp
+	}
 	switch sc.kind {
 	case kindPublish, kindFanout, kindRequest:
 		return groupCore
@@ -268,6 +287,11 @@ func scenarios(w workload) []scenario {
 			rate(js("async", "file, default sync"), orderJSAsync),
 			rss(stored+", file", orderMemory+1),
 			rate(fmt.Sprintf("JetStream pull consume %d B, file, default sync", w.JSSize), orderJSConsume),
+		}},
+		{slug: "storefile", grp: groupStore, kind: kindJSStored, size: w.StoreSize, msgs: w.StoreMsgs, consume: w.StoreConsume, storage: storageFile, fresh: true, metrics: []metric{
+			rate(fmt.Sprintf("file store: async publish %d B, default sync", w.StoreSize), orderJSAsync+1),
+			rss(fmt.Sprintf("file store: RSS with %s stored %d B msgs", groupThousands(int64(w.StoreMsgs)), w.StoreSize), orderMemory+1),
+			rate(fmt.Sprintf("file store: pull consume %d B, durable, explicit acks", w.StoreSize), orderJSConsume),
 		}},
 		{slug: "jsasyncalways", kind: kindJSAsync, size: w.JSSize, msgs: w.JSAsyncAlways, storage: storageFile, sync: syncAlways, metrics: []metric{
 			rate(js("async", "file, sync always on both"), orderJSAsync),

@@ -33,11 +33,13 @@ func TestScenariosTableOrder(t *testing.T) {
 		"JetStream async publish 16 B, file, default sync",
 		"JetStream async publish 16 B, file, sync always on both",
 		"JetStream async publish 16 B, file, sync every 2 m on both",
+		"file store: async publish 128 B, default sync",
 		"JetStream sync publish 16 B, memory",
 		"JetStream sync publish 16 B, file, default sync",
 		"JetStream sync publish 16 B, file, sync always on both",
 		"JetStream sync publish 16 B, file, sync every 2 m on both",
 		"JetStream pull consume 16 B, file, default sync",
+		"file store: pull consume 128 B, durable, explicit acks",
 		"uplink forward 128 B, compression off",
 		"uplink forward 128 B, compression s2_fast",
 		"uplink wire bytes per message, compression off",
@@ -86,6 +88,7 @@ func TestScenariosTableOrder(t *testing.T) {
 		"idle RSS",
 		"peak RSS",
 		"RSS with 1,000,000 stored 16 B msgs, file",
+		"file store: RSS with 1,000,000 stored 128 B msgs",
 		"RSS with 1,000,000 stored 16 B msgs, memory",
 	}
 	if !slices.Equal(names, want) {

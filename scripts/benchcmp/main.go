@@ -104,7 +104,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&cfg.timeout, "timeout", 60*time.Second, "limit on each nats command; JetStream runs of more than 250,000 messages get one more for each further 250,000")
 	fs.StringVar(&cfg.workDir, "workdir", "", "directory for server logs, ports files and CSVs (default: a new temporary directory, removed at exit)")
 	fs.BoolVar(&cfg.keep, "keep", false, "keep the temporary work directory")
-	fs.StringVar(&only, "only", strings.Join(groups, ","), "comma-separated row groups to run: core (core NATS), js (JetStream), leaf (uplink toward a hub), mqtt (MQTT → subject), modbus (Modbus poll cycle, leafbox only)")
+	fs.StringVar(&only, "only", strings.Join(groups, ","), "comma-separated row groups to run: core (core NATS), js (JetStream), store (file store RSS and pull consume), leaf or uplink (uplink toward a hub), mqtt (MQTT → subject), modbus (Modbus poll cycle, leafbox only)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: benchcmp -leafbox PATH [flags]\n\n")
 		fs.PrintDefaults()

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/klauspost/compress/s2"
 
@@ -276,6 +277,18 @@ type block struct {
 	// notice that the file changed under them.
 	gen uint64
 
+	// evicted says entries is not in memory (see cache.go): the block's
+	// live messages are then those in liveLo..liveHi outside gaps, and
+	// live, liveBytes, minSeq and maxSeq still hold. used is the index
+	// cache's last use of the block.
+	evicted        atomic.Bool
+	liveLo, liveHi uint64
+	gaps           []seqRange
+	// subjs lists the subject ids of an evicted block's live messages
+	// (nil: more than maxBlockSubjects, unknown).
+	subjs []uint32
+	used  atomic.Uint64
+
 	sealed bool
 	// Work for the maintenance goroutine: write the index file, rewrite
 	// compressed, rewrite with a sound header.
@@ -403,32 +416,11 @@ func (b *block) addTombstone(first, last uint64) {
 	b.tombLast = max(b.tombLast, last)
 }
 
-// readRecord returns the record bytes at logical offset off with the given
-// length. dst is used when large enough. The caller holds the stream's
-// read lock.
-func (b *block) readRecord(off, length uint32, dst []byte, cache *chunkCache) ([]byte, error) {
-	if cap(dst) < int(length) {
-		dst = make([]byte, length)
-	}
-	dst = dst[:length]
-	if !b.compressed() {
-		if int64(off) >= b.written {
-			i := int64(off) - b.written
-			if i+int64(length) > int64(len(b.buf)) {
-				return nil, fmt.Errorf("%w: filestore: record beyond end of block %d", store.ErrCorrupt, b.id)
-			}
-			copy(dst, b.buf[i:])
-			return dst, nil
-		}
-		if _, err := b.file.ReadAt(dst, blockHeaderLen+int64(off)); err != nil {
-			if errors.Is(err, io.EOF) {
-				return nil, fmt.Errorf("%w: filestore: block %d shorter than its index", store.ErrCorrupt, b.id)
-			}
-			return nil, fmt.Errorf("filestore: read block %d: %w", b.id, err)
-		}
-		return dst, nil
-	}
-	raw, rawOff, err := cache.load(b, off)
+// record returns the record of compressed block b at logical offset off
+// with the given length, a slice of a decoded chunk that is never written
+// again. The caller holds the stream's read lock.
+func (c *chunkCache) record(b *block, off, length uint32) ([]byte, error) {
+	raw, rawOff, err := c.load(b, off)
 	if err != nil {
 		return nil, err
 	}
@@ -436,8 +428,7 @@ func (b *block) readRecord(off, length uint32, dst []byte, cache *chunkCache) ([
 	if uint64(i)+uint64(length) > uint64(len(raw)) {
 		return nil, fmt.Errorf("%w: filestore: record crosses a chunk of block %d", store.ErrCorrupt, b.id)
 	}
-	copy(dst, raw[i:])
-	return dst, nil
+	return raw[i : i+length], nil
 }
 
 // loadChunks builds the chunk table of a compressed block by reading its

@@ -46,6 +46,7 @@ func (s *Stream) runTask() (bool, error) {
 	s.maintMu.Lock()
 	defer s.maintMu.Unlock()
 	s.mu.Lock()
+	s.evictLocked()
 	var b *block
 	rewrite := false
 	for _, c := range s.blocks {
@@ -129,8 +130,14 @@ func (s *Stream) indexSealed(b *block) error {
 		return nil
 	}
 	gen, f, meta := b.gen, b.file, s.indexMetaOf(b)
+	sc := s.scanFromEntries(b)
 	s.mu.Unlock()
-	err := s.buildIndexFile(f, meta)
+	var err error
+	if sc != nil {
+		err = s.writeIndexFrom(f, meta, sc)
+	} else {
+		err = s.buildIndexFile(f, meta)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.has(b) {
@@ -155,7 +162,7 @@ func (s *Stream) rewrite(b *block) error {
 	}
 	gen, f, size, hdr := b.gen, b.file, b.fileSize, b.hdr
 	live := make([]uint64, 0, b.live)
-	for _, e := range b.entries {
+	for _, e := range s.ents(b) {
 		if e.live() {
 			live = append(live, e.seq)
 		}
@@ -253,6 +260,7 @@ func (s *Stream) rewrite(b *block) error {
 	}
 	s.closeFile(b)
 	s.cache.forget(b)
+	s.reads.forget(b)
 	b.file, b.hdr, b.fileSize = nf, nh, int64(len(file))
 	b.corruptHeader, b.repair, b.needCompress, b.needIndex = false, false, false, true
 	b.chunks = sc.chunks

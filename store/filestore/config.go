@@ -60,6 +60,13 @@ type Config struct {
 	SyncInterval time.Duration
 	// Compression applies to blocks once they are sealed.
 	Compression Compression
+	// IndexCache bounds the memory, in bytes, that the index entries of
+	// sealed blocks (32 bytes a message) may take; beyond it the least
+	// recently used blocks keep a summary only and load their entries from
+	// their index files when a query reaches them. 0 selects
+	// DefaultIndexCache, a negative value keeps only the active block's.
+	// Stream.SetIndexCache changes it later.
+	IndexCache int64
 }
 
 // Validate reports the first impossible value as an error wrapping
@@ -97,6 +104,9 @@ func (c Config) withDefaults() Config {
 	if c.BlockSize == 0 {
 		c.BlockSize = DefaultBlockSize
 	}
+	if c.IndexCache == 0 {
+		c.IndexCache = DefaultIndexCache
+	}
 	return c
 }
 
@@ -107,5 +117,5 @@ func (c Config) String() string {
 	if c.SyncInterval > 0 {
 		sync = c.SyncInterval.String()
 	}
-	return fmt.Sprintf("block_size=%d sync=%s compression=%s", c.BlockSize, sync, c.Compression)
+	return fmt.Sprintf("block_size=%d sync=%s compression=%s index_cache=%d", c.BlockSize, sync, c.Compression, max(c.IndexCache, 0))
 }

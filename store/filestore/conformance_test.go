@@ -23,6 +23,10 @@ var variants = []struct {
 	{"s2/sync", filestore.Config{Compression: filestore.CompressionS2}},
 	{"none/async/small", filestore.Config{BlockSize: 512, SyncInterval: time.Second}},
 	{"s2/sync/small", filestore.Config{BlockSize: 512, Compression: filestore.CompressionS2}},
+	// No index cache: every sealed block whose index file is written
+	// keeps only its summary and loads its entries on demand.
+	{"none/async/small/nocache", filestore.Config{BlockSize: 512, SyncInterval: time.Second, IndexCache: -1}},
+	{"s2/sync/small/nocache", filestore.Config{BlockSize: 512, Compression: filestore.CompressionS2, IndexCache: -1}},
 }
 
 // opener returns a storetest.OpenStream that opens file streams with base
@@ -54,6 +58,9 @@ func TestStreamConformance(t *testing.T) {
 	}
 	t.Run("os", func(t *testing.T) {
 		storetest.RunStreamTests(t, opener(filestore.Config{BlockSize: 4096}, true))
+	})
+	t.Run("os/nocache", func(t *testing.T) {
+		storetest.RunStreamTests(t, opener(filestore.Config{BlockSize: 4096, IndexCache: -1}, true))
 	})
 }
 

@@ -101,7 +101,9 @@
 // through a synced temporary file and a rename. An index that fails any
 // check is ignored and rewritten from the block. Per-subject first, last
 // and count are rebuilt from the messages at Open, which costs a map
-// lookup per message.
+// lookup per message. Open reads the index files one block at a time (a
+// second time when it builds the block's entries), so it never holds more
+// than one block's scan besides the index cache.
 //
 // # Writing, durability and SD-card wear
 //
@@ -159,7 +161,16 @@
 //
 // # Memory
 //
-// The index holds about 32 bytes per live message plus one entry per
-// subject, and each Load allocates the returned message. Loads from S2
-// blocks decode one chunk and keep the last four decoded chunks.
+// The index holds 32 bytes per live message of the active block and of
+// the sealed blocks the index cache keeps (Config.IndexCache, 2 MiB by
+// default; Stream.SetIndexCache shrinks it); every other sealed block
+// keeps a summary of about 200 bytes (counts, sequence bounds, the gaps in
+// its live range, the ids of up to 64 subjects it holds, which let
+// filtered queries skip it) and loads its entries from its index file
+// when a query or a change reaches it (cache.go). Per subject the stream
+// keeps one entry with its count and bounds. Loads from uncompressed blocks read a
+// 256 KiB window per pread and keep the last two; loads from S2 blocks
+// decode one chunk and keep the last four. A Load copies header and data
+// into the caller's Msg.Buf when one is lent, allocating nothing, else
+// into one new allocation.
 package filestore

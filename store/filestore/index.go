@@ -121,6 +121,9 @@ type blockScan struct {
 	rawLen int64
 	chunks []chunkRef
 	res    scanResult
+	// reread says msgs was dropped after Open checked the index file, to
+	// be read again when the block's entries are built.
+	reread bool
 }
 
 // add takes one record found at logical offset off.

@@ -209,12 +209,29 @@ func (s *Stream) expireDue(now int64) {
 // scan calls fn for the live entries with sequences in [from, to] in
 // ascending order until fn returns false.
 func (s *Stream) scan(from, to uint64, fn func(b *block, e *entry) bool) {
+	s.scanWhere(from, to, nil, nil, fn)
+}
+
+// scanWhere is scan over the blocks that may hold subject ss (when not
+// nil) or a subject m matches (when not nil): an evicted block whose
+// subject summary has none is skipped without loading it.
+func (s *Stream) scanWhere(from, to uint64, ss *subjectState, m *matcher, fn func(b *block, e *entry) bool) {
 	for _, b := range s.blocksFrom(from) {
 		if b.minSeq > to && b.minSeq != 0 {
 			return
 		}
-		for j := b.search(from); j < len(b.entries); j++ {
-			e := &b.entries[j]
+		if b.live == 0 || b.lastLive() < from {
+			continue
+		}
+		if b.firstLive() > to {
+			return
+		}
+		if !b.mayHold(ss, m) {
+			continue
+		}
+		es := s.ents(b)
+		for j := b.search(from); j < len(es); j++ {
+			e := &es[j]
 			if e.seq > to {
 				return
 			}
@@ -231,15 +248,16 @@ func (s *Stream) scanBack(from, to uint64, fn func(b *block, e *entry) bool) {
 	bs := s.blocks
 	for i := len(bs) - 1; i >= 0; i-- {
 		b := bs[i]
-		if len(b.entries) == 0 || b.entries[0].seq > from {
+		if b.live == 0 || b.firstLive() > from {
 			continue
 		}
-		if b.maxSeq < to {
+		if b.maxSeq < to || b.lastLive() < to {
 			return
 		}
+		es := s.ents(b)
 		j := b.search(from + 1)
 		for j--; j >= 0; j-- {
-			e := &b.entries[j]
+			e := &es[j]
 			if e.seq < to {
 				return
 			}

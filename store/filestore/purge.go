@@ -145,6 +145,8 @@ func (s *Stream) purgeAll(newLast uint64) (uint64, error) {
 	s.markSynced(s.written)
 	for _, b := range old {
 		b.entries, b.live, b.liveBytes, b.deleted = nil, 0, 0, 0
+		b.evicted.Store(false)
+		b.gaps, b.subjs = nil, nil
 		b.sealed, b.needIndex, b.needCompress = true, false, false
 		if err := s.removeBlock(b); err != nil {
 			// Keep it listed; the new block's tombstone covers it and

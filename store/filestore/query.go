@@ -75,7 +75,7 @@ func (s *Stream) LoadNext(filter string, start uint64, sm *store.Msg) (*store.Ms
 		if ss == nil || start > ss.last {
 			return nil, store.ErrNotFound
 		}
-		s.scan(max(start, ss.first), ss.last, func(b *block, e *entry) bool {
+		s.scanWhere(max(start, ss.first), ss.last, ss, nil, func(b *block, e *entry) bool {
 			if e.subj == ss.id {
 				return found(b, e)
 			}
@@ -96,7 +96,7 @@ func (s *Stream) LoadNext(filter string, start uint64, sm *store.Msg) (*store.Ms
 			from, to = max(from, lo), min(to, hi)
 		}
 		m := s.newMatcher(filter)
-		s.scan(from, to, func(b *block, e *entry) bool {
+		s.scanWhere(from, to, nil, m, func(b *block, e *entry) bool {
 			if m.match(e.subj) {
 				return found(b, e)
 			}
@@ -194,15 +194,16 @@ func (s *Stream) filteredState(filter string, from uint64) store.FilteredState {
 		}
 		fs.First = s.nextLive(from)
 		for _, b := range s.blocksFrom(from) {
-			if len(b.entries) == 0 {
+			if b.live == 0 {
 				continue
 			}
-			if b.entries[0].seq >= from {
+			if b.firstLive() >= from {
 				fs.Msgs += uint64(b.live)
 				continue
 			}
-			for j := b.search(from); j < len(b.entries); j++ {
-				if b.entries[j].live() {
+			es := s.ents(b)
+			for j := b.search(from); j < len(es); j++ {
+				if es[j].live() {
 					fs.Msgs++
 				}
 			}
@@ -264,8 +265,8 @@ func (s *Stream) filteredState(filter string, from uint64) store.FilteredState {
 // lastLive returns the sequence of the newest live message, or 0.
 func (s *Stream) lastLive() uint64 {
 	for i := len(s.blocks) - 1; i >= 0; i-- {
-		if es := s.blocks[i].entries; len(es) > 0 {
-			return es[len(es)-1].seq
+		if b := s.blocks[i]; b.live > 0 {
+			return b.lastLive()
 		}
 	}
 	return 0

@@ -108,6 +108,12 @@ func (s *Stream) recover() error {
 			return err
 		}
 		if b != nil {
+			if !b.needIndex && i != len(ids)-1 {
+				// Read again block by block when the index is built,
+				// so Open holds one block's scan at a time.
+				sc.msgs = nil
+				sc.reread = true
+			}
 			s.blocks = append(s.blocks, b)
 			scans = append(scans, sc)
 		}
@@ -117,12 +123,15 @@ func (s *Stream) recover() error {
 		s.nextID = 1
 	}
 	s.report.Blocks = len(s.blocks)
-	s.buildIndex(scans)
+	s.buildIndex(scans, intern)
 
 	if n := len(s.blocks); n > 0 {
 		last := s.blocks[n-1]
 		if !last.corruptHeader && !last.compressed() {
 			s.active = last
+			// The last block file may have been an empty one Open
+			// removed: the block before it, evicted, is active now.
+			s.ents(last)
 		}
 	}
 	for _, b := range s.blocks {
@@ -159,6 +168,7 @@ func (s *Stream) recover() error {
 	s.rearmExpiry()
 	s.deadBlocks = true
 	s.reapLocked()
+	s.evictLocked()
 	return nil
 }
 
@@ -311,7 +321,7 @@ func (sc *blockScan) merge(tail *blockScan, covered int64) {
 // buildIndex turns the block scans into the in-memory index: entries in
 // ascending sequence order, tombstones applied, subjects counted, and the
 // stream's state.
-func (s *Stream) buildIndex(scans []*blockScan) {
+func (s *Stream) buildIndex(scans []*blockScan, intern func([]byte) string) {
 	var tombs []seqRange
 	for _, sc := range scans {
 		tombs = append(tombs, sc.tombs...)
@@ -320,8 +330,13 @@ func (s *Stream) buildIndex(scans []*blockScan) {
 	t := 0
 	var prevSeq, prevMax uint64
 	var prevTime int64
+	limit := s.loader.limit.Load()
+	var resident int64
 	for i, b := range s.blocks {
 		sc := scans[i]
+		if sc.reread {
+			sc.msgs = s.rereadMsgs(b, intern)
+		}
 		for _, m := range sc.msgs {
 			if m.seq <= prevSeq {
 				// Out of order: a duplicate or a record that cannot be
@@ -359,6 +374,13 @@ func (s *Stream) buildIndex(scans []*blockScan) {
 			s.msgs++
 			s.bytes += e.size()
 		}
+		if sc.reread {
+			sc.msgs = nil
+			cost := int64(cap(b.entries)) * entrySize
+			if resident += cost; resident > limit && len(b.entries) > 0 && s.evictBlock(b) {
+				resident -= cost
+			}
+		}
 		// Keep maxSeq ascending across blocks even where a header was
 		// lost.
 		if b.maxSeq < prevMax {
@@ -375,6 +397,25 @@ func (s *Stream) buildIndex(scans []*blockScan) {
 	if s.msgs == 0 && s.lastSeq > 0 {
 		s.firstSeq = s.lastSeq + 1
 	}
+}
+
+// rereadMsgs reads the messages of block b again from its index file, which
+// Open found good, or from the block when that fails now.
+func (s *Stream) rereadMsgs(b *block, intern func([]byte) string) []scannedMsg {
+	report := s.report
+	sc, _ := s.loadIndex(b, b.fileSize, intern)
+	s.report = report
+	if sc != nil {
+		return sc.msgs
+	}
+	body := make([]byte, max(b.fileSize-blockHeaderLen, 0))
+	if _, err := b.file.ReadAt(body, blockHeaderLen); err != nil && !errors.Is(err, io.EOF) {
+		b.needIndex = true
+		return nil
+	}
+	b.needIndex = true
+	full := scanBody(body, b.compressed(), intern)
+	return full.msgs
 }
 
 // mergeRanges sorts ranges and merges overlapping or adjacent ones.
@@ -405,10 +446,59 @@ func (s *Stream) writeBlockIndex(b *block) error {
 	if len(b.buf) > 0 {
 		return fmt.Errorf("filestore: index of block %d with buffered records", b.id)
 	}
-	if err := s.buildIndexFile(b.file, s.indexMetaOf(b)); err != nil {
+	var err error
+	if sc := s.scanFromEntries(b); sc != nil {
+		err = s.writeIndexFrom(b.file, s.indexMetaOf(b), sc)
+	} else {
+		err = s.buildIndexFile(b.file, s.indexMetaOf(b))
+	}
+	if err != nil {
 		return err
 	}
 	b.needIndex = false
+	return nil
+}
+
+// scanFromEntries returns what scanning uncompressed block b would find,
+// taken from its entries, when those describe every record in it: no
+// tombstone, no deleted or erased message, no TTL (entries keep only its
+// sign). Otherwise, or for a compressed or evicted block, it returns nil
+// and the index file is built by reading the block. The caller holds
+// s.mu and has flushed b's buffer.
+func (s *Stream) scanFromEntries(b *block) *blockScan {
+	if b.compressed() || b.evicted.Load() || len(b.buf) > 0 || b.tombBytes != 0 || b.deleted != 0 ||
+		b.rawLen != b.written || b.rawLen != int64(b.liveBytes)+int64(b.live)*sizeAdjust || b.live != len(b.entries) {
+		return nil
+	}
+	sc := &blockScan{msgs: make([]scannedMsg, len(b.entries)), rawLen: b.written}
+	for i, e := range b.entries {
+		if e.flags&entryTTL != 0 {
+			return nil
+		}
+		m := scannedMsg{seq: e.seq, ts: e.ts, off: e.off, length: e.length, subject: s.subjects.byID[e.subj].name}
+		if e.flags&entryNoAge != 0 {
+			m.ttl = -1
+		}
+		sc.msgs[i] = m
+	}
+	if n := len(b.entries); n > 0 {
+		sc.maxSeq, sc.lastTime = b.entries[n-1].seq, b.entries[n-1].ts
+	}
+	return sc
+}
+
+// writeIndexFrom writes the index file of the block meta describes from
+// sc, reading only the block's last bytes for the tail checksum. It needs
+// no lock.
+func (s *Stream) writeIndexFrom(f vfs.File, meta indexMeta, sc *blockScan) error {
+	sum, err := readTailSum(f, meta.fileSize)
+	if err != nil {
+		return fmt.Errorf("filestore: read block %d: %w", meta.id, err)
+	}
+	meta.tailSum = sum
+	if err := writeIndex(s.fsys, s.dir, meta, sc); err != nil {
+		return fmt.Errorf("filestore: index of block %d: %w", meta.id, err)
+	}
 	return nil
 }
 

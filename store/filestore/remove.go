@@ -174,9 +174,16 @@ func (s *Stream) nextLive(seq uint64) uint64 {
 	i := sort.Search(len(s.blocks), func(i int) bool { return s.blocks[i].maxSeq >= seq })
 	for ; i < len(s.blocks); i++ {
 		b := s.blocks[i]
-		for j := b.search(seq); j < len(b.entries); j++ {
-			if b.entries[j].live() {
-				return b.entries[j].seq
+		if b.live == 0 || b.lastLive() < seq {
+			continue
+		}
+		if b.firstLive() >= seq {
+			return b.firstLive()
+		}
+		es := s.ents(b)
+		for j := b.search(seq); j < len(es); j++ {
+			if es[j].live() {
+				return es[j].seq
 			}
 		}
 	}
@@ -260,6 +267,7 @@ func (s *Stream) removeBlock(b *block) error {
 	_ = removeIfExists(s.fsys, indexName(s.dir, b.id))
 	s.closeFile(b)
 	s.cache.forget(b)
+	s.reads.forget(b)
 	return nil
 }
 

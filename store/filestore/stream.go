@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"sort"
 	"sync"
 	"syscall"
@@ -64,6 +65,8 @@ type Stream struct {
 	// group-commit position.
 	written uint64
 	cache   chunkCache
+	reads   readCache
+	loader  indexLoader
 
 	// Group commit; see sync.go. Lock order: mu before syncMu, mu before
 	// fileMu.
@@ -111,6 +114,7 @@ func Open(fsys vfs.FS, dir string, cfg Config) (*Stream, error) {
 		stop:        make(chan struct{}),
 	}
 	s.syncCond = sync.NewCond(&s.syncMu)
+	s.loader.limit.Store(max(cfg.IndexCache, 0))
 	s.expiry.Fire = s.expire
 	s.mu.Lock()
 	err := s.recover()
@@ -304,6 +308,11 @@ func (s *Stream) roll() error {
 	s.blocks = append(s.blocks, nb)
 	s.active = nb
 	if old != nil {
+		// The new block will likely hold as many messages as the full
+		// one: room for them at once spares the copies of growing.
+		if n := len(old.entries); n > 0 && old.rawLen >= s.cfg.BlockSize/2 {
+			nb.entries = make([]entry, 0, n+n/32)
+		}
 		s.seal(old)
 	}
 	return nil
@@ -313,6 +322,11 @@ func (s *Stream) roll() error {
 func (s *Stream) seal(b *block) {
 	b.sealed = true
 	b.buf = nil
+	if cap(b.entries) > len(b.entries)+len(b.entries)/8 {
+		// Appending left up to twice the room needed; a sealed block
+		// never grows.
+		b.entries = slices.Clone(b.entries)
+	}
 	b.needIndex = true
 	b.needCompress = s.compression == CompressionS2 && !b.compressed()
 	s.kick()
@@ -401,6 +415,10 @@ func (s *Stream) locate(seq uint64) (*block, int) {
 		return nil, -1
 	}
 	b := s.blocks[i]
+	if b.live == 0 || (b.evicted.Load() && (seq < b.liveLo || seq > b.liveHi)) {
+		return nil, -1
+	}
+	s.ents(b)
 	j := b.find(seq)
 	if j < 0 || !b.entries[j].live() {
 		return nil, -1
@@ -427,29 +445,73 @@ func (s *Stream) Load(seq uint64, sm *store.Msg) (*store.Msg, error) {
 	return s.loadEntry(b, &b.entries[i], sm)
 }
 
-// loadEntry reads and verifies the record of e and fills sm.
+// loadEntry reads and verifies the record of e and fills sm (a new Msg
+// when nil). Header and Data are copied into sm.Buf when the caller lent
+// one, else into one new allocation; records come from the block's read
+// window, a decoded chunk or the active block's buffer, so loading in
+// sequence order costs a pread per window, not per message.
 func (s *Stream) loadEntry(b *block, e *entry, sm *store.Msg) (*store.Msg, error) {
-	buf, err := b.readRecord(e.off, e.length, nil, &s.cache)
+	var rec []byte
+	var err error
+	windowed := false
+	switch {
+	case b.compressed():
+		rec, err = s.cache.record(b, e.off, e.length)
+	case int64(e.off) >= b.written:
+		i := int64(e.off) - b.written
+		if i+int64(e.length) > int64(len(b.buf)) {
+			err = fmt.Errorf("%w: filestore: record beyond end of block %d", store.ErrCorrupt, b.id)
+		} else {
+			rec = b.buf[i : i+int64(e.length)]
+		}
+	default:
+		rec, err = s.reads.view(b, e.off, e.length)
+		windowed = true
+	}
+	if err == nil {
+		sm, err = s.fillMsg(b, e, rec, sm)
+	}
+	if windowed {
+		s.reads.mu.Unlock()
+	}
 	if err != nil {
 		return nil, fmt.Errorf("filestore: load %d: %w", e.seq, err)
 	}
-	r, n, err := parseRecord(buf)
-	if err == nil && (n != len(buf) || r.kind != kindMsg || r.seq != e.seq) {
+	return sm, nil
+}
+
+// fillMsg verifies rec, the record of e, and copies it into sm.
+func (s *Stream) fillMsg(b *block, e *entry, rec []byte, sm *store.Msg) (*store.Msg, error) {
+	r, n, err := parseRecord(rec)
+	if err == nil && (n != len(rec) || r.kind != kindMsg || r.seq != e.seq) {
 		err = fmt.Errorf("%w: filestore: block %d holds another record at offset %d", store.ErrCorrupt, b.id, e.off)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("filestore: load %d from block %d: %w", e.seq, b.id, err)
+		return nil, fmt.Errorf("block %d: %w", b.id, err)
 	}
 	if sm == nil {
 		sm = new(store.Msg)
 	}
+	need := len(r.header) + len(r.data)
+	var buf []byte
+	switch {
+	case sm.Buf == nil:
+		buf = make([]byte, need)
+	case cap(sm.Buf) < need:
+		buf = make([]byte, need)
+		sm.Buf = buf[:0]
+	default:
+		buf = sm.Buf[:need]
+	}
+	nd := copy(buf, r.data)
+	copy(buf[nd:], r.header)
 	sm.Subject = s.subjects.byID[e.subj].name
 	sm.Seq, sm.Time = r.seq, r.ts
+	sm.Data = buf[:nd:nd]
 	sm.Header = nil
 	if len(r.header) > 0 {
-		sm.Header = r.header
+		sm.Header = buf[nd:need:need]
 	}
-	sm.Data = r.data
 	return sm, nil
 }
 
@@ -554,6 +616,7 @@ func (s *Stream) Close() error {
 		s.failSync(err)
 	}
 	s.releaseFiles()
+	s.reads.release()
 	return err
 }
 

@@ -28,7 +28,7 @@ func TestOpenRejectsInvalidConfig(t *testing.T) {
 			t.Errorf("Open(%+v): %v, want ErrInvalidConfig", cfg, err)
 		}
 	}
-	if got := (filestore.Config{SyncInterval: time.Second, Compression: filestore.CompressionS2}).String(); got != "block_size=4194304 sync=1s compression=s2" {
+	if got := (filestore.Config{SyncInterval: time.Second, Compression: filestore.CompressionS2}).String(); got != "block_size=4194304 sync=1s compression=s2 index_cache=2097152" {
 		t.Errorf("String: %q", got)
 	}
 }

@@ -173,11 +173,21 @@ func (c *consumer) moveAckFloor(dseq, sseq uint64) {
 		return
 	}
 	c.ackFloorConsumer, c.ackFloorStream = dseq, sseq
-	// The floor stops below the oldest delivery still pending.
+	// The floor stops below the oldest delivery still pending. Acks in
+	// order find it among the next few sequences; only a gap costs a walk
+	// over every pending delivery.
 	var low uint64
-	for seq := range c.pending {
-		if seq > sseq && (low == 0 || seq < low) {
+	for seq := sseq + 1; seq <= sseq+16 && seq > sseq; seq++ {
+		if c.pending[seq] != nil {
 			low = seq
+			break
+		}
+	}
+	if low == 0 {
+		for seq := range c.pending {
+			if seq > sseq && (low == 0 || seq < low) {
+				low = seq
+			}
 		}
 	}
 	if low != 0 {
