@@ -343,7 +343,7 @@ func testRetainedLimits(t *testing.T, b Backend) {
 	require.NoError(t, s.SetRetained("b", Msg{Payload: []byte("12345")})) // 12
 	require.ErrorIs(t, s.SetRetained("c", Msg{Payload: []byte("1")}), ErrMaxRetained)
 	require.NoError(t, s.SetRetained("a", Msg{Payload: []byte("123456789")})) // 16
-	err := s.SetRetained("b", Msg{Payload: []byte("1234567890")})            // 11+10 = 21
+	err := s.SetRetained("b", Msg{Payload: []byte("1234567890")})             // 11+10 = 21
 	require.ErrorIs(t, err, ErrMaxRetainedBytes)
 	require.ErrorContains(t, err, "of 20")
 	require.DeepEqual(t, retainedTopics(t, s, "#"), []string{"a=123456789", "b=12345"})
