@@ -187,15 +187,19 @@ func (s *Store) load() error {
 
 	// Sessions that were connected when the process stopped count as
 	// disconnected now; expired ones go.
+	// (A connected session with expiry 0 ended with its connection.)
 	for id, ss := range s.sessions {
+		stamp := ss.data.DisconnectedAt.IsZero()
+		if stamp {
+			ss.data.DisconnectedAt = now
+		}
 		if ss.data.expired(now) {
 			if err := s.deleteLocked(id, ss); err != nil {
 				return err
 			}
 			continue
 		}
-		if ss.data.DisconnectedAt.IsZero() {
-			ss.data.DisconnectedAt = now
+		if stamp {
 			if _, _, err := s.sess.Store(sessPrefix+ss.token, nil, encodeSession(&ss.data), 0); err != nil {
 				return fmt.Errorf("mqttstate: stamp session: %w", err)
 			}

@@ -38,7 +38,8 @@ func TestRestart(t *testing.T) {
 			away := sampleSession("away")
 			away.DisconnectedAt = now.Add(-time.Minute).Round(0)
 			expired := Session{ClientID: "expired", ExpiryInterval: 5, DisconnectedAt: now.Add(-time.Minute)}
-			for _, x := range []Session{online, away, expired} {
+			brief := Session{ClientID: "brief"} // connected, ends with its connection
+			for _, x := range []Session{online, away, expired, brief} {
 				require.NoError(t, s.PutSession(x))
 			}
 			var seqs []uint64

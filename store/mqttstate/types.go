@@ -77,7 +77,7 @@ type Session struct {
 	// DisconnectedAt is when the client disconnected; zero while it is
 	// connected (a connected session never expires). Open stamps the
 	// sessions that were connected when the process died with the time of
-	// the Open.
+	// the Open, which deletes those with ExpiryInterval 0.
 	DisconnectedAt time.Time
 }
 
