@@ -30,33 +30,50 @@ func cloneSession(s Session) Session {
 
 // PutSession stores the session, replacing the one with its client id
 // (its queue and QoS 2 state stay). A new session beyond MaxSessions gets
-// ErrMaxSessions.
+// ErrMaxSessions. Replacing a session blocks only that session; adding one
+// blocks the Store for one write.
 func (s *Store) PutSession(sess Session) error {
 	if err := validClientID(sess.ClientID); err != nil {
 		return err
 	}
+	rec := encodeSession(&sess)
+	s.mu.RLock()
+	if s.closed {
+		s.mu.RUnlock()
+		return ErrClosed
+	}
+	if ss := s.sessions[sess.ClientID]; ss != nil {
+		defer s.mu.RUnlock()
+		return s.putLocked(ss, sess, rec)
+	}
+	s.mu.RUnlock()
+
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return ErrClosed
 	}
-	ss := s.sessions[sess.ClientID]
-	token := ""
-	if ss != nil {
-		token = ss.token
-	} else {
-		if s.opts.MaxSessions > 0 && len(s.sessions) >= s.opts.MaxSessions {
-			return fmt.Errorf("%w (%d)", ErrMaxSessions, s.opts.MaxSessions)
-		}
-		token = allocToken(sess.ClientID, s.tokens)
+	if ss := s.sessions[sess.ClientID]; ss != nil {
+		return s.putLocked(ss, sess, rec) // added meanwhile
 	}
-	if _, _, err := s.sess.Store(sessPrefix+token, nil, encodeSession(&sess), 0); err != nil {
+	if s.opts.MaxSessions > 0 && len(s.sessions) >= s.opts.MaxSessions {
+		return fmt.Errorf("%w (%d)", ErrMaxSessions, s.opts.MaxSessions)
+	}
+	ss := newSession(allocToken(sess.ClientID, s.tokens))
+	if err := s.putLocked(ss, sess, rec); err != nil {
+		return err
+	}
+	s.sessions[sess.ClientID] = ss
+	s.tokens[ss.token] = sess.ClientID
+	return nil
+}
+
+// putLocked writes the session record and updates ss; s.mu is held.
+func (s *Store) putLocked(ss *session, sess Session, rec []byte) error {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if _, _, err := s.sess.Store(sessPrefix+ss.token, nil, rec, 0); err != nil {
 		return fmt.Errorf("mqttstate: store session: %w", err)
-	}
-	if ss == nil {
-		ss = newSession(token)
-		s.sessions[sess.ClientID] = ss
-		s.tokens[token] = sess.ClientID
 	}
 	ss.data = cloneSession(sess)
 	return nil
@@ -78,9 +95,11 @@ func (s *Store) LoadSessions() ([]Session, error) {
 	}
 	out := make([]Session, 0, len(s.sessions))
 	for _, ss := range s.sessions {
+		ss.mu.Lock()
 		if !ss.data.expired(now) {
 			out = append(out, cloneSession(ss.data))
 		}
+		ss.mu.Unlock()
 	}
 	slices.SortFunc(out, func(a, b Session) int { return strings.Compare(a.ClientID, b.ClientID) })
 	return out, nil

@@ -20,10 +20,10 @@ type Store struct {
 	// The streams, one per record kind (doc.go).
 	sess, msgs, out, qin, rmsgs store.Stream
 
-	// mu guards the session index and closed; each session's queue has
-	// its own lock, taken after mu. Operations on one session hold mu
-	// shared, so that Delete and Put (which hold it exclusively) never
-	// race a write of the same session.
+	// mu guards the session index and closed; each session has its own
+	// lock, taken after mu. Operations on one session hold mu shared, so
+	// that DeleteSession, Sweep and adding a session (which hold it
+	// exclusively) never race a write of that session.
 	mu       sync.RWMutex
 	closed   bool
 	sessions map[string]*session // by client id
@@ -42,11 +42,10 @@ type Store struct {
 // session is a stored session with its queue and incoming QoS 2 state.
 type session struct {
 	token string
-	// data is guarded by Store.mu.
-	data Session
 
 	// mu guards the rest.
 	mu      sync.Mutex
+	data    Session
 	msgSubj string
 	queue   []qentry          // by seq, ascending
 	qin     map[uint16]uint64 // incoming QoS 2 packet id → record seq
@@ -200,7 +199,10 @@ func (s *Store) Sweep() (SweepResult, error) {
 	}
 	var errs []error
 	for id, ss := range s.sessions {
-		if ss.data.expired(now) {
+		ss.mu.Lock()
+		expired := ss.data.expired(now)
+		ss.mu.Unlock()
+		if expired {
 			if err := s.deleteLocked(id, ss); err != nil {
 				errs = append(errs, err)
 				continue
