@@ -171,12 +171,18 @@ func (s *Store) load() error {
 		if m.expired(now) || ValidTopic(m.Topic) != nil {
 			return removeStale(s.rmsgs, sm.Seq)
 		}
+		if old := s.retained[m.Topic]; old != nil {
+			if err := s.dropRetainedLocked(m.Topic, old); err != nil {
+				return err
+			}
+		}
 		e := &retEntry{token: tok, seq: sm.Seq, size: retainedSize(&m)}
 		if !m.Expiry.IsZero() {
 			e.expiry = m.Expiry.UnixNano()
 		}
 		byRToken[tok] = m.Topic
 		s.retained[m.Topic] = e
+		s.rtrie.insert(m.Topic)
 		s.rtokens[tok] = m.Topic
 		s.rbytes += e.size
 		return nil

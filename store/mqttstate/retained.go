@@ -65,6 +65,8 @@ func (s *Store) SetRetained(topic string, m Msg) error {
 	}
 	if old != nil {
 		s.rbytes -= old.size
+	} else {
+		s.rtrie.insert(topic)
 	}
 	s.retained[topic] = e
 	s.rtokens[token] = topic
@@ -79,6 +81,7 @@ func (s *Store) dropRetainedLocked(topic string, e *retEntry) error {
 	}
 	delete(s.retained, topic)
 	delete(s.rtokens, e.token)
+	s.rtrie.remove(topic)
 	s.rbytes -= e.size
 	return nil
 }
@@ -103,11 +106,11 @@ func (s *Store) Retained(filter string) ([]Msg, error) {
 	}
 	var hits []hit
 	if strings.ContainsAny(filter, "+#") {
-		for topic, e := range s.retained {
-			if (e.expiry == 0 || e.expiry > now) && Match(filter, topic) {
+		s.rtrie.match(filter, func(topic string) {
+			if e := s.retained[topic]; e.expiry == 0 || e.expiry > now {
 				hits = append(hits, hit{topic, e.seq})
 			}
-		}
+		})
 	} else if e := s.retained[filter]; e != nil && (e.expiry == 0 || e.expiry > now) {
 		hits = append(hits, hit{filter, e.seq})
 	}

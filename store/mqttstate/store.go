@@ -32,6 +32,7 @@ type Store struct {
 	// rmu guards the retained index; taken after mu when both are.
 	rmu      sync.RWMutex
 	retained map[string]*retEntry // by topic
+	rtrie    topicTrie            // the topics of retained
 	rtokens  map[string]string    // topic token → topic
 	rbytes   int64
 
