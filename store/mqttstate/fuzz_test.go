@@ -63,15 +63,26 @@ func FuzzRetained(f *testing.F) {
 	f.Add("+", "\n$\nx")
 	f.Fuzz(func(t *testing.T, filter, topicList string) {
 		s := open(t, Memory{}, Options{})
-		var want []string
+		var topics []string
 		seen := map[string]bool{}
 		for _, topic := range strings.Split(topicList, "\n") {
 			if ValidTopic(topic) != nil || seen[topic] {
 				continue
 			}
 			seen[topic] = true
+			topics = append(topics, topic)
 			require.NoError(t, s.SetRetained(topic, Msg{Payload: []byte("x")}))
-			if ValidFilter(filter) == nil {
+		}
+		check := func(held []string) {
+			t.Helper()
+			ms, err := s.Retained(filter)
+			if ValidFilter(filter) != nil {
+				require.ErrorIs(t, err, ErrInvalidFilter)
+				return
+			}
+			require.NoError(t, err)
+			var want, got []string
+			for _, topic := range held {
 				m := naiveMatch(filter, topic)
 				if Match(filter, topic) != m {
 					t.Fatalf("Match(%q, %q) = %v, naive %v", filter, topic, !m, m)
@@ -80,19 +91,23 @@ func FuzzRetained(f *testing.F) {
 					want = append(want, topic)
 				}
 			}
+			for _, m := range ms {
+				got = append(got, m.Topic)
+			}
+			slices.Sort(want)
+			require.DeepEqual(t, got, want, filter)
 		}
-		ms, err := s.Retained(filter)
-		if ValidFilter(filter) != nil {
-			require.ErrorIs(t, err, ErrInvalidFilter)
-			return
+		check(topics)
+		// Clearing every other topic prunes the index.
+		var held []string
+		for i, topic := range topics {
+			if i%2 == 0 {
+				require.NoError(t, s.SetRetained(topic, Msg{}))
+			} else {
+				held = append(held, topic)
+			}
 		}
-		require.NoError(t, err)
-		var got []string
-		for _, m := range ms {
-			got = append(got, m.Topic)
-		}
-		slices.Sort(want)
-		require.DeepEqual(t, got, want, filter)
+		check(held)
 	})
 }
 
@@ -122,4 +137,23 @@ func FuzzRecords(f *testing.F) {
 			require.DeepEqual(t, back, s)
 		}
 	})
+}
+
+// TestTriePrunes: removing every topic leaves an empty root, and removing
+// a parent keeps its children.
+func TestTriePrunes(t *testing.T) {
+	var tr topicTrie
+	for _, topic := range []string{"a/b/c", "a/b", "a", "/x", "$SYS/y"} {
+		tr.insert(topic)
+	}
+	tr.remove("a/b")
+	tr.remove("missing/topic")
+	var got []string
+	tr.match("a/#", func(topic string) { got = append(got, topic) })
+	slices.Sort(got)
+	require.DeepEqual(t, got, []string{"a", "a/b/c"})
+	for _, topic := range []string{"a/b/c", "a", "/x", "$SYS/y"} {
+		tr.remove(topic)
+	}
+	require.Equal(t, len(tr.root.children), 0)
 }
