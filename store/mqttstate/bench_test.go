@@ -67,3 +67,26 @@ func BenchmarkEnqueueRelease(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkRetained measures a subscribe's retained lookup among 10,000
+// retained topics: a filter matching 100 of them and one matching one.
+func BenchmarkRetained(b *testing.B) {
+	s := open(b, Memory{}, Options{})
+	for i := range 10000 {
+		require.NoError(b, s.SetRetained(fmt.Sprintf("site/%d/dev/%d", i%100, i), Msg{Payload: []byte("v")}))
+	}
+	for _, c := range []struct {
+		filter string
+		want   int
+	}{{"site/7/#", 100}, {"+/+/dev/4242", 1}} {
+		b.Run(c.filter, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				ms, err := s.Retained(c.filter)
+				if err != nil || len(ms) != c.want {
+					b.Fatalf("%d messages, %v", len(ms), err)
+				}
+			}
+		})
+	}
+}
