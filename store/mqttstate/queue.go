@@ -13,6 +13,9 @@ import (
 // Enqueue appends a message to the client's queue and returns its
 // sequence. A queue holding MaxQueued messages gets ErrQueueFull.
 func (s *Store) Enqueue(clientID string, m Msg) (uint64, error) {
+	if m.QoS > 2 {
+		return 0, fmt.Errorf("%w: %d", ErrInvalidQoS, m.QoS)
+	}
 	ss, err := s.lookup(clientID)
 	if err != nil {
 		return 0, err

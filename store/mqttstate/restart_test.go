@@ -1,11 +1,14 @@
 package mqttstate
 
 import (
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/leafbox/leafbox/core/require"
 	"github.com/leafbox/leafbox/store"
+	"github.com/leafbox/leafbox/store/vfs"
 )
 
 // reopeners return, for one place on disk, a fresh Backend each call: the
@@ -185,4 +188,31 @@ func TestEngineHidesStreams(t *testing.T) {
 	require.ErrorIs(t, err, store.ErrInvalidConfig)
 	_, err = eng.OpenInternalStream("a.b/../c", store.Config{})
 	require.ErrorIs(t, err, store.ErrInvalidConfig)
+}
+
+// TestDeleteFailsHalfway fails the disk under the queue stream while a
+// session is deleted: the error is reported, and a new session of the
+// same client starts empty once the disk is back, without a restart.
+func TestDeleteFailsHalfway(t *testing.T) {
+	t.Parallel()
+	var failing atomic.Bool
+	fsys := vfs.Inject(vfs.NewMem(), func(op vfs.Op, name string) error {
+		if failing.Load() && op.Mutates() && strings.Contains(name, ".msgs") {
+			return errPowerCut
+		}
+		return nil
+	})
+	s := open(t, Files{FS: fsys, Dir: "/m"}, Options{})
+	require.NoError(t, s.PutSession(sampleSession("c")))
+	_, err := s.Enqueue("c", Msg{Topic: "t", Payload: []byte("old")})
+	require.NoError(t, err)
+	failing.Store(true)
+	require.ErrorIs(t, s.DeleteSession("c"), errPowerCut)
+	failing.Store(false)
+	got, err := s.LoadSessions()
+	require.NoError(t, err)
+	require.Equal(t, len(got), 0)
+	require.NoError(t, s.PutSession(sampleSession("c")))
+	require.DeepEqual(t, queueOf(t, s, "c"), []queueState{})
+	require.Equal(t, s.msgs.State().Msgs, uint64(0))
 }

@@ -23,6 +23,9 @@ func (s *Store) SetRetained(topic string, m Msg) error {
 	if err := ValidTopic(topic); err != nil {
 		return err
 	}
+	if m.QoS > 2 {
+		return fmt.Errorf("%w: %d", ErrInvalidQoS, m.QoS)
+	}
 	m.Topic = topic
 	s.mu.RLock()
 	defer s.mu.RUnlock()

@@ -60,6 +60,11 @@ func (s *Store) PutSession(sess Session) error {
 		return fmt.Errorf("%w (%d)", ErrMaxSessions, s.opts.MaxSessions)
 	}
 	ss := newSession(allocToken(sess.ClientID, s.tokens))
+	if s.dirty[ss.token] {
+		if err := s.purgeLeftovers(ss.token); err != nil {
+			return err
+		}
+	}
 	if err := s.putLocked(ss, sess, rec); err != nil {
 		return err
 	}
@@ -137,13 +142,34 @@ func (s *Store) deleteLocked(id string, ss *session) error {
 	for i, p := range purges {
 		if _, err := p.st.Purge(store.PurgeOptions{Subject: p.subj}); err != nil {
 			if i > 0 {
-				// The session is gone; what is left is swept at Open.
+				// The session is gone; what is left is removed at Open,
+				// or before a new session takes the token.
 				s.forget(id, ss)
+				s.dirty[tok] = true
 			}
 			return fmt.Errorf("mqttstate: delete session: %w", err)
 		}
 	}
 	s.forget(id, ss)
+	return nil
+}
+
+// purgeLeftovers removes what a failed DeleteSession left under token
+// before a new session takes it; s.mu is held exclusively.
+func (s *Store) purgeLeftovers(tok string) error {
+	for _, p := range []struct {
+		st   store.Stream
+		subj string
+	}{
+		{s.msgs, msgsPrefix + tok},
+		{s.out, outPrefix + tok + ".*"},
+		{s.qin, qinPrefix + tok + ".*"},
+	} {
+		if _, err := p.st.Purge(store.PurgeOptions{Subject: p.subj}); err != nil {
+			return fmt.Errorf("mqttstate: remove a deleted session's records: %w", err)
+		}
+	}
+	delete(s.dirty, tok)
 	return nil
 }
 

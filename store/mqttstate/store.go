@@ -28,6 +28,9 @@ type Store struct {
 	closed   bool
 	sessions map[string]*session // by client id
 	tokens   map[string]string   // client token → client id
+	// dirty are tokens whose DeleteSession failed after removing the
+	// session record: records may be left under them.
+	dirty map[string]bool
 
 	// rmu guards the retained index; taken after mu when both are.
 	rmu      sync.RWMutex
@@ -102,7 +105,7 @@ func Open(opts Options) (*Store, error) {
 	}
 	s := &Store{
 		opts: opts, log: log, acct: accountToken(opts.Account),
-		sessions: map[string]*session{}, tokens: map[string]string{},
+		sessions: map[string]*session{}, tokens: map[string]string{}, dirty: map[string]bool{},
 		retained: map[string]*retEntry{}, rtokens: map[string]string{},
 	}
 	names := StreamNames(opts.Account)

@@ -154,6 +154,9 @@ func testQueue(t *testing.T, b Backend) {
 	require.Equal(t, len(queueOf(t, s, "d")), 5)
 	require.ErrorIs(t, s.Release("d", seqs[0]), ErrUnknownMessage, "c's sequence in d's queue")
 	require.Equal(t, s.Stats().Queued, 9)
+	_, err = s.Enqueue("c", Msg{Topic: "t", QoS: 3})
+	require.ErrorIs(t, err, ErrInvalidQoS)
+	require.ErrorIs(t, s.SetRetained("t", Msg{QoS: 3, Payload: []byte("x")}), ErrInvalidQoS)
 }
 
 func testQueueLimit(t *testing.T, b Backend) {

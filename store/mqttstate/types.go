@@ -40,6 +40,8 @@ var (
 	// ErrInvalidClientID means a client id is not valid UTF-8 or is over
 	// 65535 bytes.
 	ErrInvalidClientID = errors.New("mqttstate: invalid client id")
+	// ErrInvalidQoS means a message's QoS is above 2.
+	ErrInvalidQoS = errors.New("mqttstate: QoS above 2")
 	// ErrCorrupt marks a stored record that does not decode.
 	ErrCorrupt = errors.New("mqttstate: corrupt record")
 )
