@@ -15,7 +15,8 @@ import (
 // `nats`-style tools. A message (queued or retained) is binary:
 //
 //	version=1 | flags (bits 0-1 QoS, bit 2 retain) | varint expiry (Unix ns, 0 none)
-//	| uvarint len(topic) | topic | uvarint len(properties) | properties | payload
+//	| varint time (Unix ns, 0 none) | uvarint len(topic) | topic
+//	| uvarint len(header) | header | payload
 //
 // A queued message's delivery state (stream out) is
 //
@@ -32,7 +33,9 @@ type sessionRecord struct {
 	Expiry   uint32      `json:"exp"`
 	Subs     []subRecord `json:"subs,omitempty"`
 	// Disconnected is DisconnectedAt in Unix ns, 0 while connected.
-	Disconnected int64 `json:"disc,omitempty"`
+	Disconnected int64  `json:"disc,omitempty"`
+	Account      string `json:"acc,omitempty"`
+	User         string `json:"user,omitempty"`
 }
 
 // subRecord is the stored form of a Sub.
@@ -48,7 +51,7 @@ type subRecord struct {
 
 // encodeSession returns the record of s.
 func encodeSession(s *Session) []byte {
-	r := sessionRecord{ClientID: s.ClientID, Version: s.Version, Expiry: s.ExpiryInterval}
+	r := sessionRecord{ClientID: s.ClientID, Version: s.Version, Expiry: s.ExpiryInterval, Account: s.Account, User: s.User}
 	if !s.DisconnectedAt.IsZero() {
 		r.Disconnected = s.DisconnectedAt.UnixNano()
 	}
@@ -68,7 +71,7 @@ func decodeSession(b []byte) (Session, error) {
 	if !utf8.ValidString(r.ClientID) {
 		return Session{}, fmt.Errorf("%w: session: client id is not UTF-8", ErrCorrupt)
 	}
-	s := Session{ClientID: r.ClientID, Version: r.Version, ExpiryInterval: r.Expiry}
+	s := Session{ClientID: r.ClientID, Version: r.Version, ExpiryInterval: r.Expiry, Account: r.Account, User: r.User}
 	if r.Disconnected != 0 {
 		s.DisconnectedAt = time.Unix(0, r.Disconnected)
 	}
@@ -91,12 +94,17 @@ func appendMsg(dst []byte, m *Msg) []byte {
 	if !m.Expiry.IsZero() {
 		exp = m.Expiry.UnixNano()
 	}
+	var ts int64
+	if !m.Time.IsZero() {
+		ts = m.Time.UnixNano()
+	}
 	dst = append(dst, recordVersion, flags)
 	dst = binary.AppendVarint(dst, exp)
+	dst = binary.AppendVarint(dst, ts)
 	dst = binary.AppendUvarint(dst, uint64(len(m.Topic)))
 	dst = append(dst, m.Topic...)
-	dst = binary.AppendUvarint(dst, uint64(len(m.Properties)))
-	dst = append(dst, m.Properties...)
+	dst = binary.AppendUvarint(dst, uint64(len(m.Header)))
+	dst = append(dst, m.Header...)
 	return append(dst, m.Payload...)
 }
 
@@ -122,6 +130,11 @@ func decodeMsg(b []byte) (Msg, error) {
 		return bad("bad expiry")
 	}
 	b = b[n:]
+	ts, n := binary.Varint(b)
+	if n <= 0 {
+		return bad("bad time")
+	}
+	b = b[n:]
 	tl, n := binary.Uvarint(b)
 	if n <= 0 || tl > uint64(len(b)-n) {
 		return bad("bad topic length")
@@ -130,17 +143,20 @@ func decodeMsg(b []byte) (Msg, error) {
 	b = b[n+int(tl):]
 	pl, n := binary.Uvarint(b)
 	if n <= 0 || pl > uint64(len(b)-n) {
-		return bad("bad properties length")
+		return bad("bad header length")
 	}
 	m := Msg{Topic: topic, QoS: flags & 3, Retain: flags&4 != 0}
 	if pl > 0 {
-		m.Properties = b[n : n+int(pl) : n+int(pl)]
+		m.Header = b[n : n+int(pl) : n+int(pl)]
 	}
 	if rest := b[n+int(pl):]; len(rest) > 0 {
 		m.Payload = rest
 	}
 	if exp != 0 {
 		m.Expiry = time.Unix(0, exp)
+	}
+	if ts != 0 {
+		m.Time = time.Unix(0, ts)
 	}
 	return m, nil
 }

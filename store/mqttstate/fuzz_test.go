@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/leafbox/leafbox/core/require"
 )
@@ -114,9 +115,9 @@ func FuzzRetained(f *testing.F) {
 // FuzzRecords feeds arbitrary bytes to the record decoders: an error or a
 // value that encodes and decodes back to itself, never a panic.
 func FuzzRecords(f *testing.F) {
-	f.Add(appendMsg(nil, &Msg{Topic: "a/b", QoS: 2, Retain: true, Properties: []byte{1, 2}, Payload: []byte("p")}))
+	f.Add(appendMsg(nil, &Msg{Topic: "a/b", QoS: 2, Retain: true, Header: []byte{1, 2}, Payload: []byte("p"), Time: time.Unix(1, 2)}))
 	f.Add(appendOut(nil, 513, true, 7))
-	f.Add(encodeSession(&Session{ClientID: "c", Version: 5, Subs: []Sub{{Filter: "a/#", QoS: 1}}}))
+	f.Add(encodeSession(&Session{ClientID: "c", Version: 5, Subs: []Sub{{Filter: "a/#", QoS: 1}}, Account: "A", User: "u"}))
 	f.Add([]byte{1, 0, 0, 0, 0})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if m, err := decodeMsg(b); err == nil {

@@ -47,7 +47,7 @@ func TestRestart(t *testing.T) {
 			}
 			var seqs []uint64
 			for i := range 4 {
-				seq, err := s.Enqueue("away", Msg{Topic: "q", QoS: 2, Payload: []byte{byte('a' + i)}, Properties: []byte{1, 1}})
+				seq, err := s.Enqueue("away", Msg{Topic: "q", QoS: 2, Payload: []byte{byte('a' + i)}, Header: []byte{1, 1}})
 				require.NoError(t, err)
 				seqs = append(seqs, seq)
 			}

@@ -45,7 +45,7 @@ func TestConformance(t *testing.T) {
 
 func sampleSession(id string) Session {
 	return Session{
-		ClientID: id, Version: 5, ExpiryInterval: 3600,
+		ClientID: id, Version: 5, ExpiryInterval: 3600, Account: "ACME", User: "dev-" + id,
 		Subs: []Sub{
 			{Filter: "a/+/c", QoS: 1, NoLocal: true, SubID: 7},
 			{Filter: "sensors/#", QoS: 2, RetainAsPublished: true, RetainHandling: 2, Share: "g1"},
@@ -110,8 +110,10 @@ func testQueue(t *testing.T, b Backend) {
 	require.NoError(t, s.PutSession(sampleSession("c")))
 	require.NoError(t, s.PutSession(sampleSession("d")))
 	var seqs []uint64
+	received := time.Unix(1700000000, 123)
 	for i := range 5 {
-		m := Msg{Topic: fmt.Sprint("t/", i), QoS: byte(1 + i%2), Retain: i == 3, Properties: []byte{0x01, 0x01}, Payload: []byte(fmt.Sprint("m", i))}
+		m := Msg{Topic: fmt.Sprint("t/", i), QoS: byte(1 + i%2), Retain: i == 3, Header: []byte{0x01, 0x01}, Payload: []byte(fmt.Sprint("m", i)),
+			Time: received}
 		seq, err := s.Enqueue("c", m)
 		require.NoError(t, err)
 		seqs = append(seqs, seq)
@@ -126,7 +128,7 @@ func testQueue(t *testing.T, b Backend) {
 	q, err := s.Queue("c", 0, 0)
 	require.NoError(t, err)
 	require.Equal(t, len(q), 5)
-	require.DeepEqual(t, q[3].Msg, Msg{Topic: "t/3", QoS: 2, Retain: true, Properties: []byte{1, 1}, Payload: []byte("m3")})
+	require.DeepEqual(t, q[3].Msg, Msg{Topic: "t/3", QoS: 2, Retain: true, Header: []byte{1, 1}, Payload: []byte("m3"), Time: received})
 
 	q, err = s.Queue("c", seqs[1], 2)
 	require.NoError(t, err)
@@ -305,7 +307,7 @@ func testRetained(t *testing.T, b Backend) {
 	s := open(t, b, Options{})
 	set := func(topic, payload string) {
 		t.Helper()
-		require.NoError(t, s.SetRetained(topic, Msg{QoS: 1, Payload: []byte(payload), Properties: []byte{3, 0, 1, 'x'}}))
+		require.NoError(t, s.SetRetained(topic, Msg{QoS: 1, Payload: []byte(payload), Header: []byte{3, 0, 1, 'x'}}))
 	}
 	set("a/b/c", "1")
 	set("a/b", "2")
@@ -324,7 +326,7 @@ func testRetained(t *testing.T, b Backend) {
 	require.DeepEqual(t, retainedTopics(t, s, "sp ace/.dot/*/>"), []string{"sp ace/.dot/*/>=6"})
 	ms, err := s.Retained("a/b/c")
 	require.NoError(t, err)
-	require.DeepEqual(t, ms, []Msg{{Topic: "a/b/c", QoS: 1, Retain: true, Properties: []byte{3, 0, 1, 'x'}, Payload: []byte("1")}})
+	require.DeepEqual(t, ms, []Msg{{Topic: "a/b/c", QoS: 1, Retain: true, Header: []byte{3, 0, 1, 'x'}, Payload: []byte("1")}})
 
 	// An empty payload clears; clearing nothing is no error.
 	require.NoError(t, s.SetRetained("a/b", Msg{}))
