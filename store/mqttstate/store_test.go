@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/leafbox/leafbox/core/require"
+	"github.com/leafbox/leafbox/store/vfs"
 )
 
 // conformance is the table every backend runs.
@@ -396,4 +397,20 @@ func testClosed(t *testing.T, b Backend) {
 	require.ErrorIs(t, err, ErrClosed)
 	_, err = s.Sweep()
 	require.ErrorIs(t, err, ErrClosed)
+}
+
+func TestOpenOptions(t *testing.T) {
+	_, err := Open(Options{})
+	require.ErrorContains(t, err, "Backend is nil")
+	_, err = Open(Options{Backend: Memory{}, MaxQueued: -1})
+	require.ErrorContains(t, err, "negative limit")
+	_, err = Open(Options{Backend: Files{FS: vfs.Inject(vfs.NewMem(), func(op vfs.Op, _ string) error {
+		if op == vfs.OpMkdirAll {
+			return errPowerCut
+		}
+		return nil
+	}), Dir: "/x"}})
+	require.ErrorIs(t, err, errPowerCut)
+	require.ErrorContains(t, err, "mqttstate: open mqtt.$G.sess")
+	require.DeepEqual(t, StreamNames("A"), []string{"mqtt.A.sess", "mqtt.A.msgs", "mqtt.A.out", "mqtt.A.qos2in", "mqtt.A.rmsgs"})
 }
