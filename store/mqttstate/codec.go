@@ -14,9 +14,13 @@ import (
 // A session is JSON (sessionRecord): rare writes, readable with
 // `nats`-style tools. A message (queued or retained) is binary:
 //
-//	version=1 | flags (bits 0-1 QoS, bit 2 retain) | varint expiry (Unix ns, 0 none)
+//	version=1 | flags (bits 0-1 QoS, bit 2 retain, bit 3 packet id follows)
+//	| [packet id (2 bytes, big endian)] | varint expiry (Unix ns, 0 none)
 //	| varint time (Unix ns, 0 none) | uvarint len(topic) | topic
 //	| uvarint len(header) | header | payload
+//
+// (a queued message stored by EnqueueSent carries its packet id, and
+// counts one delivery, until an out record supersedes it)
 //
 // A queued message's delivery state (stream out) is
 //
@@ -85,10 +89,16 @@ func decodeSession(b []byte) (Session, error) {
 }
 
 // appendMsg appends the record of m to dst.
-func appendMsg(dst []byte, m *Msg) []byte {
+func appendMsg(dst []byte, m *Msg) []byte { return appendQueued(dst, m, 0) }
+
+// appendQueued appends the record of m with its packet id (0 for none).
+func appendQueued(dst []byte, m *Msg, pid uint16) []byte {
 	flags := m.QoS & 3
 	if m.Retain {
 		flags |= 4
+	}
+	if pid != 0 {
+		flags |= 8
 	}
 	var exp int64
 	if !m.Expiry.IsZero() {
@@ -99,6 +109,9 @@ func appendMsg(dst []byte, m *Msg) []byte {
 		ts = m.Time.UnixNano()
 	}
 	dst = append(dst, recordVersion, flags)
+	if pid != 0 {
+		dst = append(dst, byte(pid>>8), byte(pid))
+	}
 	dst = binary.AppendVarint(dst, exp)
 	dst = binary.AppendVarint(dst, ts)
 	dst = binary.AppendUvarint(dst, uint64(len(m.Topic)))
@@ -108,11 +121,16 @@ func appendMsg(dst []byte, m *Msg) []byte {
 	return append(dst, m.Payload...)
 }
 
-// decodeMsg parses a message record. The message's slices are copies when
-// b is owned by the caller (as store loads are).
+// decodeMsg parses a message record. The message's slices alias b.
 func decodeMsg(b []byte) (Msg, error) {
-	bad := func(what string) (Msg, error) {
-		return Msg{}, fmt.Errorf("%w: message: %s", ErrCorrupt, what)
+	m, _, err := decodeQueued(b)
+	return m, err
+}
+
+// decodeQueued parses a message record and its packet id (0 for none).
+func decodeQueued(b []byte) (Msg, uint16, error) {
+	bad := func(what string) (Msg, uint16, error) {
+		return Msg{}, 0, fmt.Errorf("%w: message: %s", ErrCorrupt, what)
 	}
 	if len(b) < 2 {
 		return bad("short record")
@@ -121,10 +139,17 @@ func decodeMsg(b []byte) (Msg, error) {
 		return bad(fmt.Sprintf("unknown version %d", b[0]))
 	}
 	flags := b[1]
-	if flags&^7 != 0 || flags&3 == 3 {
+	if flags&^15 != 0 || flags&3 == 3 {
 		return bad(fmt.Sprintf("bad flags %#x", flags))
 	}
 	b = b[2:]
+	var pid uint16
+	if flags&8 != 0 {
+		if len(b) < 2 || b[0]|b[1] == 0 {
+			return bad("bad packet id")
+		}
+		pid, b = uint16(b[0])<<8|uint16(b[1]), b[2:]
+	}
 	exp, n := binary.Varint(b)
 	if n <= 0 {
 		return bad("bad expiry")
@@ -158,7 +183,7 @@ func decodeMsg(b []byte) (Msg, error) {
 	if ts != 0 {
 		m.Time = time.Unix(0, ts)
 	}
-	return m, nil
+	return m, pid, nil
 }
 
 // appendOut appends the delivery-state record of a queued message.

@@ -157,6 +157,13 @@ func testQueue(t *testing.T, b Backend) {
 	require.Equal(t, len(queueOf(t, s, "d")), 5)
 	require.ErrorIs(t, s.Release("d", seqs[0]), ErrUnknownMessage, "c's sequence in d's queue")
 	require.Equal(t, s.Stats().Queued, 9)
+	sent, err := s.EnqueueSent("c", Msg{Topic: "sent", QoS: 1, Payload: []byte("s")}, 9)
+	require.NoError(t, err)
+	require.NoError(t, s.AssignPacketID("c", sent, 9)) // a resend
+	q, err = s.Queue("c", seqs[4], 0)
+	require.NoError(t, err)
+	require.Equal(t, len(q), 1)
+	require.Equal(t, [3]any{q[0].Topic, q[0].PacketID, q[0].Deliveries}, [3]any{"sent", uint16(9), 2})
 	_, err = s.Enqueue("c", Msg{Topic: "t", QoS: 3})
 	require.ErrorIs(t, err, ErrInvalidQoS)
 	require.ErrorIs(t, s.SetRetained("t", Msg{QoS: 3, Payload: []byte("x")}), ErrInvalidQoS)
