@@ -84,6 +84,7 @@ type Varz struct {
 	Clock                *ClockInfo            `json:"clock,omitempty"`                  // Clock is the wall clock's trust (leafbox extension); the monitor sets it.
 	PublicKey            string                `json:"public_key,omitempty"`             // PublicKey is the gateway identity's NKey public key, stable across restarts unlike ID (leafbox extension).
 	System               *SystemVarz           `json:"system,omitempty"`                 // System is the board's memory and disk headroom (leafbox extension); filled by the monitor when nil.
+	Shed                 *ShedVarz             `json:"shed,omitempty"`                   // Shed is the shedding of new work under memory pressure (leafbox extension); absent without a memory limit.
 }
 
 // ClusterVarz is the cluster object of /varz.
