@@ -209,6 +209,15 @@ func writeVarzMetrics(m *MetricWriter, v *Varz, now time.Time) {
 	m.Gauge("leafbox_uptime_seconds", "Seconds since the server started.", uptime)
 	m.Gauge("leafbox_mem_bytes", "Resident memory of the process in bytes.", float64(v.Mem))
 	m.Gauge("leafbox_cpu_percent", "Recent CPU use in percent of one core.", v.CPU)
+	if sh := v.Shed; sh != nil {
+		pressure := 0.0
+		if sh.Pressure {
+			pressure = 1
+		}
+		m.Gauge("leafbox_memory_pressure", "1 while new work is refused under memory pressure.", pressure)
+		m.Counter("leafbox_shed_connections_total", "Client connections refused under memory pressure.", float64(sh.RefusedConnections))
+		m.Counter("leafbox_shed_publishes_total", "JetStream publishes refused under memory pressure.", float64(sh.RefusedPublishes))
+	}
 
 	m.Family("leafbox_http_requests_total", Counter, "Monitoring requests per path.")
 	paths := make([]string, 0, len(v.HTTPReqStats))

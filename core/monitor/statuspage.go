@@ -5,10 +5,12 @@ import (
 	"crypto/sha256"
 	"embed"
 	"encoding/hex"
-	"html/template"
+	"html"
+	"io"
 	"io/fs"
 	"net/http"
 	"path"
+	"strings"
 	"sync"
 	"time"
 )
@@ -17,8 +19,15 @@ import (
 // are served from (GET /status/status.css, /status/status.js).
 const StatusAssetsPath = "/status/"
 
-// statusFiles holds the status page: the HTML template served at / and
-// the assets under StatusAssetsPath. Nothing is fetched from elsewhere.
+// statusFiles holds the status page: the HTML served at / and the assets
+// under StatusAssetsPath. Nothing is fetched from elsewhere.
+//
+// index.html is not a html/template: it has four placeholders,
+// {{version}}, {{name}}, {{server_id}} and {{endpoints}}, which
+// renderStatusPage fills with HTML-escaped text. (html/template, like
+// text/template, calls reflect's Method by name, which makes the linker
+// keep every exported method of every type in the binary: about 1 MB on
+// ARM.)
 //
 //go:embed status/index.html status/status.css status/status.js
 var statusFiles embed.FS
@@ -30,14 +39,14 @@ type statusAsset struct {
 	etag        string // a strong validator: the content's hash
 }
 
-// statusPage is the parsed template and the assets, loaded once.
+// statusPage is the page and its assets, loaded once.
 type statusPage struct {
-	tmpl    *template.Template
+	html    string                 // index.html, with its placeholders
 	assets  map[string]statusAsset // by file name
 	version string                 // a short hash over the assets, appended to their URLs
 }
 
-// statusPageData is what the template renders without JavaScript.
+// statusPageData is what the page shows without JavaScript.
 type statusPageData struct {
 	Name      string // the server's name, or its id when unnamed
 	ServerID  string
@@ -55,13 +64,33 @@ type statusLink struct {
 	Path, Title string
 }
 
+// render returns the page with its placeholders filled in; every value
+// is HTML-escaped (quotes too, so a value is safe in an attribute).
+func (sp *statusPage) render(d statusPageData) string {
+	var links strings.Builder
+	for i, e := range d.Endpoints {
+		if i > 0 {
+			links.WriteByte('\n')
+		}
+		p := html.EscapeString(e.Path)
+		links.WriteString(`    <li><a href=".` + p + `">` + html.EscapeString(e.Title) + `</a> <code>` + p + `</code></li>`)
+	}
+	return strings.NewReplacer(
+		"{{version}}", html.EscapeString(d.Version),
+		"{{name}}", html.EscapeString(d.Name),
+		"{{server_id}}", html.EscapeString(d.ServerID),
+		"{{endpoints}}", links.String(),
+	).Replace(sp.html)
+}
+
 // newStatusPage loads the embedded files; they are part of the binary, so
 // a failure is a build mistake and panics.
 func newStatusPage() *statusPage {
-	sp := &statusPage{
-		tmpl:   template.Must(template.ParseFS(statusFiles, "status/index.html")),
-		assets: make(map[string]statusAsset),
+	page, err := fs.ReadFile(statusFiles, "status/index.html")
+	if err != nil {
+		panic("monitor: embedded status page: " + err.Error())
 	}
+	sp := &statusPage{html: string(page), assets: make(map[string]statusAsset)}
 	types := map[string]string{
 		".css": "text/css; charset=utf-8",
 		".js":  "text/javascript; charset=utf-8",
@@ -101,7 +130,6 @@ func setPageHeaders(w http.ResponseWriter) {
 // in the live values from the JSON endpoints. It is revalidated on every
 // load (Cache-Control: no-cache) because it names the server.
 func (h *handler) serveRoot(w http.ResponseWriter, r *http.Request) {
-	var buf bytes.Buffer
 	data := statusPageData{ServerID: h.p.ServerID(), Version: h.page.version}
 	data.Name = data.ServerID
 	if v := h.p.Varz(); v != nil && v.Name != "" {
@@ -110,14 +138,10 @@ func (h *handler) serveRoot(w http.ResponseWriter, r *http.Request) {
 	for _, e := range endpoints {
 		data.Endpoints = append(data.Endpoints, statusLink{Path: e.path, Title: e.title})
 	}
-	if err := h.page.tmpl.Execute(&buf, data); err != nil {
-		http.Error(w, "monitor: status page: "+err.Error(), http.StatusInternalServerError)
-		return
-	}
 	setPageHeaders(w)
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-cache")
-	_, _ = w.Write(buf.Bytes())
+	_, _ = io.WriteString(w, h.page.render(data))
 }
 
 // serveStatusAsset serves an embedded style sheet or script with a strong

@@ -16,6 +16,18 @@ type SystemVarz struct {
 	Disk         *DiskVarz `json:"disk,omitempty"`          // Disk is the file system holding the JetStream store directory; absent without one.
 }
 
+// ShedVarz is the shed object of /varz: leafbox refuses new work (new
+// client connections, JetStream publishes) while the Go runtime's memory
+// in use is over ShedAbove, until it is back under AcceptBelow.
+type ShedVarz struct {
+	Pressure           bool   `json:"pressure"`            // Pressure is true while new work is refused.
+	ShedAbove          uint64 `json:"shed_above"`          // ShedAbove is the memory in use, in bytes, above which new work is refused.
+	AcceptBelow        uint64 `json:"accept_below"`        // AcceptBelow is the memory in use, in bytes, under which new work is accepted again.
+	Episodes           uint64 `json:"episodes"`            // Episodes counts the times pressure began.
+	RefusedConnections uint64 `json:"refused_connections"` // RefusedConnections counts the client connections refused.
+	RefusedPublishes   uint64 `json:"refused_publishes"`   // RefusedPublishes counts the JetStream publishes answered 503 "insufficient resources".
+}
+
 // DiskVarz is the space of one file system.
 type DiskVarz struct {
 	Path      string `json:"path"`      // Path is the directory measured: the JetStream store directory.

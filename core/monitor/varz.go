@@ -85,6 +85,7 @@ type Varz struct {
 	PublicKey            string                `json:"public_key,omitempty"`             // PublicKey is the gateway identity's NKey public key, stable across restarts unlike ID (leafbox extension).
 	System               *SystemVarz           `json:"system,omitempty"`                 // System is the board's memory and disk headroom (leafbox extension); filled by the monitor when nil.
 	Config               *ConfigVarz           `json:"config,omitempty"`                 // Config says which configuration is in force and where it came from (leafbox extension).
+	Shed                 *ShedVarz             `json:"shed,omitempty"`                   // Shed is the shedding of new work under memory pressure (leafbox extension); absent without a memory limit.
 }
 
 // ConfigVarz is the config object of /varz (a leafbox extension): the

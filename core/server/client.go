@@ -257,18 +257,28 @@ func (s *Server) register(c *client, opts Options) bool {
 		return false
 	case len(s.clients) >= opts.MaxConnections:
 		s.mu.Unlock()
-		b := c.appendInfo(nil)
-		b = proto.AppendErr(b, "maximum connections exceeded")
-		_ = c.conn.SetWriteDeadline(time.Now().Add(time.Second))
-		_, _ = c.conn.Write(b)
-		_ = c.conn.Close()
-		c.reason = reasonMaxConnections
-		s.recordClosed(c)
+		s.refuse(c, "maximum connections exceeded", reasonMaxConnections)
+		return false
+	case opts.RefuseConnection != nil && opts.RefuseConnection():
+		s.mu.Unlock()
+		s.refuse(c, "insufficient resources", reasonResources)
 		return false
 	}
 	s.clients[c.cid] = c
 	s.mu.Unlock()
 	return true
+}
+
+// refuse tells a client that is not registered why (INFO, then -ERR)
+// and closes it.
+func (s *Server) refuse(c *client, why string, reason closeReason) {
+	b := c.appendInfo(nil)
+	b = proto.AppendErr(b, why)
+	_ = c.conn.SetWriteDeadline(time.Now().Add(time.Second))
+	_, _ = c.conn.Write(b)
+	_ = c.conn.Close()
+	c.reason = reason
+	s.recordClosed(c)
 }
 
 // unregister removes a closed client and records it for /connz.

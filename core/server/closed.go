@@ -26,6 +26,7 @@ const (
 	reasonProtocolViolation
 	reasonBadProtocol
 	reasonMaxConnections
+	reasonResources
 	reasonMaxPayload
 	reasonMaxControlLine
 	reasonServerShutdown
@@ -47,6 +48,7 @@ var reasonText = [...]string{
 	reasonProtocolViolation: "Protocol Violation",
 	reasonBadProtocol:       "Bad Client Protocol Version",
 	reasonMaxConnections:    "Maximum Connections Exceeded",
+	reasonResources:         "Insufficient Resources",
 	reasonMaxPayload:        "Maximum Message Payload Exceeded",
 	reasonMaxControlLine:    "Maximum Control Line Exceeded",
 	reasonServerShutdown:    "Server Shutdown",

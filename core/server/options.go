@@ -48,6 +48,10 @@ type Options struct {
 	MaxPending int64
 	// MaxConnections bounds the number of client connections.
 	MaxConnections int
+	// RefuseConnection, when set, is asked as each new client connection
+	// registers; true refuses it with -ERR 'insufficient resources'. The
+	// app sets it to shed new work under memory pressure.
+	RefuseConnection func() bool
 	// MaxSubs bounds the subscriptions of one connection; 0 is unlimited.
 	MaxSubs int
 	// PingInterval is how often the server pings each client.

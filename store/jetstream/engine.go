@@ -61,6 +61,11 @@ type Config struct {
 	SyncInterval time.Duration
 	// Logger receives warnings and errors; nil discards them.
 	Logger *slog.Logger
+	// RefusePublish, when set, is asked before each message is stored;
+	// true answers the publish with 503/10023 "insufficient resources"
+	// and stores nothing. The app sets it to shed new work under memory
+	// pressure.
+	RefusePublish func() bool
 }
 
 // Engine is a JetStream engine bound to one account's Bus. Create it with

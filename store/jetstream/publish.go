@@ -187,6 +187,9 @@ func (s *stream) storeLocked(subj string, hdr, data []byte) (publishResult, *jsa
 		}
 	}
 
+	if refuse := s.eng.cfg.RefusePublish; refuse != nil && refuse() {
+		return publishResult{}, jsapi.NewInsufficientResourcesError()
+	}
 	size := store.Size(subj, hdr, data)
 	if s.eng.limitExceeded(s.storage, size) {
 		return publishResult{}, jsapi.NewAccountResourcesExceededError()

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"reflect"
+	"runtime/debug"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -69,6 +70,10 @@ type App struct {
 	// checks that the store directories take writes.
 	health atomic.Pointer[config.HealthzConfig]
 	probe  *storeProbe
+	// shed refuses new work under memory pressure (shed.go); nil without
+	// a memory limit. stopShed ends its sampling.
+	shed     *shedder
+	stopShed context.CancelFunc
 
 	// fleet takes configuration bundles from the hub (fleet.go); nil
 	// without fleet. fileCfg is the configuration file's, which a
@@ -124,6 +129,11 @@ func Build(cfg *config.Config, flags Flags) (*App, error) {
 		return fail(err)
 	}
 	opts.Logger = log
+	// The soft memory limit is set by now (ApplyMemoryLimit).
+	shed := newShedder(debug.SetMemoryLimit(-1), log)
+	if shed != nil {
+		opts.RefuseConnection = shed.refuseConnection
+	}
 	opts.BuildVersion, opts.BuildCommit, opts.BuildDate = flags.Version, flags.Commit, flags.BuildDate
 	srv, err := server.New(opts)
 	if err != nil {
@@ -144,14 +154,18 @@ func Build(cfg *config.Config, flags Flags) (*App, error) {
 	if err != nil {
 		return fail(err)
 	}
-	a := &App{flags: flags, log: log, srv: srv, cfg: cfg, fileCfg: file, clock: clk, store: sd, bridges: newBridges(srv, log)}
+	a := &App{flags: flags, log: log, srv: srv, cfg: cfg, fileCfg: file, clock: clk, store: sd, bridges: newBridges(srv, log), shed: shed}
 	a.source.Store(src)
 	a.health.Store(cfg.Healthz)
 	js := cfg.JetStream
 	a.probe = newStoreProbe(cfg, js != nil && js.Enabled)
 	if js != nil && js.Enabled {
 		a.jsBus = srv.InProcess("")
-		a.js, err = jetstream.New(jetStreamConfig(cfg, log), busConn{a.jsBus})
+		jc := jetStreamConfig(cfg, log)
+		if shed != nil {
+			jc.RefusePublish = shed.refusePublish
+		}
+		a.js, err = jetstream.New(jc, busConn{a.jsBus})
 		if err != nil {
 			a.jsBus.Close()
 			_ = clk.Close()
@@ -185,6 +199,11 @@ func (a *App) Start() error {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if a.shed != nil && a.stopShed == nil {
+		var ctx context.Context
+		ctx, a.stopShed = context.WithCancel(context.Background())
+		go a.shed.run(ctx)
+	}
 	cfg := a.cfg
 	scheme := "nats"
 	if cfg.TLS != nil {
@@ -355,6 +374,9 @@ func (a *App) stopAux(ctx context.Context) error {
 		return nil
 	}
 	a.stopped = true
+	if a.stopShed != nil {
+		a.stopShed()
+	}
 	var errs []error
 	if a.mon != nil {
 		if err := a.mon.Shutdown(ctx); err != nil {
@@ -385,6 +407,9 @@ func (a *App) reload(cfg *config.Config) error {
 		return err
 	}
 	opts.Logger = a.log
+	if a.shed != nil {
+		opts.RefuseConnection = a.shed.refuseConnection
+	}
 	specs, err := bridgeSpecs(cfg)
 	if err != nil {
 		return err

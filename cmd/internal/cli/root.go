@@ -59,7 +59,6 @@ func newRootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.SetVersionTemplate("{{.Name}} {{.Version}}\n")
 	root.AddCommand(newRunCmd(), newConfigCmd(), newUplinkCmd(), newBridgeCmd(), newUpgradeCmd(), newFleetCmd(), newVersionCmd())
 	return root
 }
