@@ -24,7 +24,7 @@ func TestUplinkWireBytesPerPayloadByte(t *testing.T) {
 	hub, _, _ := startJSHub(t, ctx, leaftest.HubOptions{Name: "hub-wire"}, "hub",
 		jetstream.StreamConfig{Name: "SITE", Subjects: []string{"site1.>"}, Duplicates: time.Minute})
 	a := startGateway(t, "server_name: gw1\n"+
-		"leafnodes: {remotes: [{url: '"+hub.LeafURL()+"'}]}\n"+
+		"leafnodes: {remotes: [{url: '"+hub.LeafURL()+"', compression: 'off'}]}\n"+
 		"uplinks: [{name: tel, subjects: [telemetry.>], hub_subject_prefix: site1., stream: SITE, drain_jitter: 0s}]\n", Flags{})
 	gw := natsConnect(t, "nats://"+a.Addr().String())
 	payload := bytes.Repeat([]byte("x"), size)
