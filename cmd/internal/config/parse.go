@@ -261,7 +261,7 @@ var knownKeys = func() map[string][]string {
 		Config{}, AuthorizationConfig{}, UserConfig{}, AccountConfig{}, PermissionsConfig{},
 		subjectPermissionFields{}, responsePermissionFields{}, TLSConfig{}, jetStreamFields{},
 		LeafNodesConfig{}, RemoteConfig{}, RemoteTLSConfig{}, LeafAuthorizationConfig{},
-		UplinkConfig{}, UplinkLimitsConfig{}, DownlinkConfig{}, HealthzConfig{},
+		UplinkConfig{}, UplinkLimitsConfig{}, DownlinkConfig{}, HealthzConfig{}, MQTTConfig{},
 	} {
 		t := reflect.TypeOf(v)
 		var keys []string
