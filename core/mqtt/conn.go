@@ -40,17 +40,17 @@ type conn struct {
 	hdrBuf           []byte
 	problemInfo      bool
 
-	lastActivity             atomic.Int64
-	inMsgs, inBytes          atomic.Int64
-	outMsgs, outBytes        atomic.Int64
-	graceful                 bool // DISCONNECT 0x00 received: no will
-	mu                       sync.Mutex
-	connected                bool
-	out                      []byte
-	closing                  bool
-	wake                     chan struct{}
-	done                     chan struct{} // closed when closing starts
-	writerDone               chan struct{}
+	lastActivity      atomic.Int64
+	inMsgs, inBytes   atomic.Int64
+	outMsgs, outBytes atomic.Int64
+	graceful          bool // DISCONNECT 0x00 received: no will
+	mu                sync.Mutex
+	connected         bool
+	out               []byte
+	closing           bool
+	wake              chan struct{}
+	done              chan struct{} // closed when closing starts
+	writerDone        chan struct{}
 }
 
 // will is a connection's last will.

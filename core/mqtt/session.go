@@ -76,26 +76,26 @@ type session struct {
 	bus    *server.Conn // combined: plain subscriptions, publishes
 	shared *server.Conn // queue-group subscriptions of $share filters
 
-	mu         sync.Mutex
-	version    byte
-	expiry     uint32
-	durable    bool // queue and session kept in State
-	conn       *conn
-	subs       map[string]*subscription // by filter as subscribed ($share/... included)
-	queue      []*outMsg                // in seq order
-	inflight   map[uint16]*outMsg
-	localSeq   uint64
-	incoming   map[uint16]bool
-	requests   map[string]*request
-	inboxSub   *server.Subscription
-	nextReq    uint64
-	expiryT    *time.Timer
-	willT      *time.Timer
-	ended      bool
-	wake       chan struct{}
-	quit       chan struct{}
-	inbox      []*outMsg // from deliveries, to be enqueued by the worker
-	discAt     time.Time
+	mu       sync.Mutex
+	version  byte
+	expiry   uint32
+	durable  bool // queue and session kept in State
+	conn     *conn
+	subs     map[string]*subscription // by filter as subscribed ($share/... included)
+	queue    []*outMsg                // in seq order
+	inflight map[uint16]*outMsg
+	localSeq uint64
+	incoming map[uint16]bool
+	requests map[string]*request
+	inboxSub *server.Subscription
+	nextReq  uint64
+	expiryT  *time.Timer
+	willT    *time.Timer
+	ended    bool
+	wake     chan struct{}
+	quit     chan struct{}
+	inbox    []*outMsg // from deliveries, to be enqueued by the worker
+	discAt   time.Time
 }
 
 func newSession(srv *Server, clientID, account, user string, perms *auth.Perms) *session {
