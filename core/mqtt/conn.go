@@ -91,6 +91,9 @@ func (c *conn) send(p packets.Packet) bool {
 		c.srv.st.slow.Add(1)
 		c.srv.log.Warn("mqtt slow consumer cut off", "client_id", c.clientID, "pending", c.srv.cfg.MaxPending)
 		c.closeWith(codeQuotaExceeded, "slow consumer", true)
+		// Its writer is stuck in a write that the client does not read:
+		// closing the socket ends it now rather than at the deadline.
+		_ = c.nc.Close()
 		return false
 	}
 	return true
