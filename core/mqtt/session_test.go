@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	pahov3 "github.com/eclipse/paho.mqtt.golang"
 	"github.com/eclipse/paho.golang/paho"
+	pahov3 "github.com/eclipse/paho.mqtt.golang"
 	"github.com/leafbox/leafbox/core/require"
 	"github.com/nats-io/nats.go"
 )
