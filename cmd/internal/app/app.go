@@ -60,7 +60,7 @@ type App struct {
 	// stopped first, reloaded on SIGHUP.
 	bridges *bridge.Registry
 	brk     *broker       // the node's broker adapter; the MQTT listener syncs captures through it
-	mqtt    *mqttListener // nil without an mqtt block or before Start
+	mqtt    atomic.Pointer[mqttListener] // nil without an mqtt block or before Start
 
 	// health is the healthz block in force (Reload replaces it); probe
 	// checks that the store directories take writes.
@@ -213,7 +213,7 @@ func (a *App) Start() error {
 		a.abortStart()
 		return err
 	}
-	if a.mqtt = ml; ml != nil {
+	if a.mqtt.Store(ml); ml != nil {
 		ports.MQTT = URLs("mqtt", ml.Addr())
 		a.log.Info("listening for MQTT clients", "url", ports.MQTT[0])
 	}
@@ -247,7 +247,7 @@ func (a *App) abortStart() {
 	ctx, cancel := context.WithTimeout(context.Background(), abortTimeout)
 	defer cancel()
 	_ = a.bridges.Close(ctx)
-	_ = a.mqtt.close(ctx)
+	_ = a.mqtt.Load().close(ctx)
 	_ = a.node.Detach(ctx)
 	if a.mon != nil {
 		_ = a.mon.Shutdown(ctx)
@@ -310,7 +310,7 @@ func (a *App) PortsFile() string {
 // only returns nil.
 func (a *App) Shutdown(ctx context.Context) error {
 	errBridges := a.bridges.Close(ctx)
-	errMQTT := a.mqtt.close(ctx)
+	errMQTT := a.mqtt.Load().close(ctx)
 	errLeaf := a.node.Detach(ctx)
 	errMon := a.stopAux(ctx)
 	errSrv := a.srv.Shutdown(ctx)
@@ -327,7 +327,7 @@ func (a *App) Shutdown(ctx context.Context) error {
 // removes the ports file. It returns when the broker is down or ctx ends.
 func (a *App) LameDuck(ctx context.Context) error {
 	errBridges := a.bridges.Close(ctx)
-	errMQTT := a.mqtt.close(ctx)
+	errMQTT := a.mqtt.Load().close(ctx)
 	errLeaf := a.node.Detach(ctx)
 	errSrv := a.srv.LameDuck(ctx)
 	errMon := a.stopAux(ctx)
@@ -407,7 +407,7 @@ func (a *App) Reload(cfg *config.Config) error {
 	if err := a.applyBridges(specs); err != nil {
 		return err
 	}
-	if err := a.mqtt.reloadAuth(cfg); err != nil {
+	if err := a.mqtt.Load().reloadAuth(cfg); err != nil {
 		return err
 	}
 	a.cfg = cfg

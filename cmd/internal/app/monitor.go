@@ -23,7 +23,7 @@ func startMonitor(addr string, p monitor.Provider) (*monitor.HTTPServer, error) 
 // monitorProvider returns what the monitor serves: the broker, with the
 // leaf runtime and JetStream added.
 func (a *App) monitorProvider() monitor.Provider {
-	m := appMonitor{Server: a.srv, node: a.node, js: a.js, clock: a.clock, health: &a.health, probe: a.probe, bridges: a.bridges}
+	m := appMonitor{Server: a.srv, node: a.node, js: a.js, clock: a.clock, health: &a.health, probe: a.probe, bridges: a.bridges, mqtt: &a.mqtt}
 	if id := a.cfg.Identity(); id != nil {
 		m.publicKey = id.PublicKey()
 	}
@@ -45,6 +45,7 @@ type appMonitor struct {
 	jsConfig config.JetStreamConfig
 	clock    *clock.Clock     // reported by ClockStatus (clock.go)
 	bridges  *bridge.Registry // reported by Bridges (bridges.go)
+	mqtt     *atomic.Pointer[mqttListener] // reported in /varz, /connz, /metrics (mqtt.go)
 	// publicKey is the gateway identity's public key, shown in /varz.
 	publicKey string
 	// health is the healthz block in force; probe checks the store
@@ -101,5 +102,6 @@ func (m appMonitor) Varz() *monitor.Varz {
 		v.JetStream = monitor.JetStreamVarz{Config: m.jetStreamConfig(st), Stats: jetStreamStats(st)}
 	}
 	m.node.AddVarz(&v)
+	m.addMQTTVarz(&v)
 	return &v
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/leafbox/leafbox/bridge"
 	"github.com/leafbox/leafbox/cmd/internal/config"
 	"github.com/leafbox/leafbox/core/auth"
+	"github.com/leafbox/leafbox/core/monitor"
 	"github.com/leafbox/leafbox/core/mqtt"
 	"github.com/leafbox/leafbox/core/server"
 	"github.com/leafbox/leafbox/store/jetstream"
@@ -95,12 +96,10 @@ func startMQTT(cfg *config.Config, srv *server.Server, brk *broker, js *jetstrea
 
 // MQTTAddr returns the MQTT listener's address, or nil when there is none.
 func (a *App) MQTTAddr() net.Addr {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.mqtt == nil {
-		return nil
+	if l := a.mqtt.Load(); l != nil {
+		return l.Addr()
 	}
-	return a.mqtt.Addr()
+	return nil
 }
 
 // Addr returns the listener's address.
@@ -196,4 +195,70 @@ func (d *mqttDurable) close() {
 		b.close()
 	}
 	d.buses = map[string]*bridgeBus{}
+}
+
+// addMQTTVarz fills the mqtt object of /varz, shaped as nats-server's.
+func (m appMonitor) addMQTTVarz(v *monitor.Varz) {
+	l := m.mqtt.Load()
+	if l == nil {
+		return
+	}
+	if ta, ok := l.Addr().(*net.TCPAddr); ok {
+		v.MQTT.Host, v.MQTT.Port = ta.IP.String(), ta.Port
+	}
+}
+
+// Connections adds the MQTT clients to the broker's /connz, as
+// nats-server lists its MQTT clients: type "mqtt", the client id as name.
+func (m appMonitor) Connections(state monitor.ConnState, subs bool) []monitor.ConnSnapshot {
+	out := m.Server.Connections(state, subs)
+	l := m.mqtt.Load()
+	if l == nil || state == monitor.ConnClosed {
+		return out
+	}
+	for _, c := range l.srv.Conns() {
+		s := monitor.ConnSnapshot{
+			Cid: mqttCidBase + c.ID, Type: "mqtt", Start: c.Start, LastActivity: c.LastActivity,
+			Pending: c.Pending, InMsgs: c.InMsgs, OutMsgs: c.OutMsgs, InBytes: c.InBytes, OutBytes: c.OutBytes,
+			NumSubs: c.Subs, Name: c.ClientID, Lang: "mqtt", Version: mqttVersion(c.Version), User: c.User, Account: c.Account,
+		}
+		if ta, ok := c.Remote.(*net.TCPAddr); ok {
+			s.IP, s.Port = ta.IP.String(), ta.Port
+		}
+		if c.TLSVersion != 0 {
+			s.TLSVersion = tls.VersionName(c.TLSVersion)
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// mqttCidBase keeps MQTT connection ids apart from the broker's.
+const mqttCidBase = 1 << 40
+
+func mqttVersion(v byte) string {
+	if v == 5 {
+		return "5.0"
+	}
+	return "3.1.1"
+}
+
+// writeMQTTMetrics writes the MQTT listener's counters.
+func (m appMonitor) writeMQTTMetrics(mw *monitor.MetricWriter) {
+	l := m.mqtt.Load()
+	if l == nil {
+		return
+	}
+	st := l.srv.Stats()
+	mw.Gauge("leafbox_mqtt_connections", "Open MQTT connections.", float64(st.Connections))
+	mw.Gauge("leafbox_mqtt_sessions", "MQTT sessions held, connected or not.", float64(st.Sessions))
+	mw.Counter("leafbox_mqtt_connections_total", "MQTT connections accepted.", float64(st.TotalConns))
+	mw.Counter("leafbox_mqtt_in_msgs_total", "Messages received from MQTT clients.", float64(st.InMsgs))
+	mw.Counter("leafbox_mqtt_out_msgs_total", "Messages sent to MQTT clients.", float64(st.OutMsgs))
+	mw.Counter("leafbox_mqtt_in_bytes_total", "Payload bytes received from MQTT clients.", float64(st.InBytes))
+	mw.Counter("leafbox_mqtt_out_bytes_total", "Payload bytes sent to MQTT clients.", float64(st.OutBytes))
+	mw.Counter("leafbox_mqtt_protocol_errors_total", "MQTT connections closed for a protocol violation.", float64(st.ProtocolErrors))
+	mw.Counter("leafbox_mqtt_auth_failures_total", "MQTT CONNECTs refused for their credentials.", float64(st.AuthFailures))
+	mw.Counter("leafbox_mqtt_slow_consumers_total", "MQTT clients cut off as slow consumers.", float64(st.SlowConsumers))
+	mw.Counter("leafbox_mqtt_dropped_total", "Messages for MQTT clients dropped (queue full, too large, expired).", float64(st.Dropped))
 }

@@ -2,6 +2,8 @@ package app
 
 import (
 	"context"
+	"io"
+	"net/http"
 	"os/exec"
 	"strings"
 	"testing"
@@ -98,4 +100,33 @@ func TestMQTTQoS1StoredInStream(t *testing.T) {
 	msg, err := st.GetLastMsgForSubject(ctx, "telemetry.pump.e")
 	require.NoError(t, err)
 	require.Equal(t, msg.Header.Get("Nmqtt-Pub"), "1")
+}
+
+// /varz has the mqtt block, /connz lists MQTT clients, /metrics counts them.
+func TestMQTTMonitoring(t *testing.T) {
+	a := startGateway(t, "jetstream: {enabled: false}\nmqtt: {listen: 127.0.0.1:-1}\n", Flags{})
+	host, port, _ := strings.Cut(a.MQTTAddr().String(), ":")
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	sub := exec.CommandContext(ctx, "mosquitto_sub", "-h", host, "-p", port, "-i", "watcher", "-t", "x/#", "-C", "1")
+	subOut := make(chan string, 1)
+	go func() { out, _ := sub.CombinedOutput(); subOut <- string(out) }()
+	get := func(path string) string {
+		resp, err := http.Get("http://" + a.MonitorAddr().String() + path)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return string(b)
+	}
+	awaitCond(t, ctx, "MQTT client in /connz", func() (bool, string) {
+		c := get("/connz")
+		return strings.Contains(c, `"name": "watcher"`) || strings.Contains(c, `"name":"watcher"`), c
+	})
+	require.ErrorContains(t, mqttOutput(get("/connz")), `"type": "mqtt"`)
+	require.ErrorContains(t, mqttOutput(get("/varz")), `"mqtt": {`, `"port": `+port)
+	require.ErrorContains(t, mqttOutput(get("/metrics")), "leafbox_mqtt_connections 1")
+	_, err := mosquitto(t, a, "mosquitto_pub", "-t", "x/y", "-m", "bye")
+	require.NoError(t, err)
+	require.Equal(t, strings.TrimSpace(<-subOut), "bye")
 }
