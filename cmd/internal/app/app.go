@@ -59,7 +59,7 @@ type App struct {
 	// bridges runs the bridges (bridges.go): started after the node,
 	// stopped first, reloaded on SIGHUP.
 	bridges *bridge.Registry
-	brk     *broker       // the node's broker adapter; the MQTT listener syncs captures through it
+	brk     *broker                      // the node's broker adapter; the MQTT listener syncs captures through it
 	mqtt    atomic.Pointer[mqttListener] // nil without an mqtt block or before Start
 
 	// health is the healthz block in force (Reload replaces it); probe

@@ -43,8 +43,8 @@ type appMonitor struct {
 	node     *node.Node
 	js       *jetstream.Engine // nil when JetStream is off
 	jsConfig config.JetStreamConfig
-	clock    *clock.Clock     // reported by ClockStatus (clock.go)
-	bridges  *bridge.Registry // reported by Bridges (bridges.go)
+	clock    *clock.Clock                  // reported by ClockStatus (clock.go)
+	bridges  *bridge.Registry              // reported by Bridges (bridges.go)
 	mqtt     *atomic.Pointer[mqttListener] // reported in /varz, /connz, /metrics (mqtt.go)
 	// publicKey is the gateway identity's public key, shown in /varz.
 	publicKey string
