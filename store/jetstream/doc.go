@@ -77,6 +77,8 @@
 //	<StoreDir>/<stream>/msgs/                      filestore blocks
 //	<StoreDir>/<stream>/obs/<consumer>/meta.json   consumer config + created time
 //	<StoreDir>/<stream>/obs/<consumer>/            filestore consumer state log
+//	<StoreDir>/<a.b>/msgs/                         internal stream (OpenInternalStream): no
+//	                                               meta.json, a name with '.', hidden from the API
 //
 // meta.json files are written to a temporary file, fsynced and renamed
 // over the old one; the rename fsyncs the directory (store/vfs). Consumers
