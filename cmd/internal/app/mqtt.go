@@ -29,6 +29,8 @@ type mqttListener struct {
 	done chan error
 	// durable publishes QoS 1 and 2 messages; nil for none.
 	durable *mqttDurable
+	// state keeps sessions and retained messages; nil in memory.
+	state *mqttState
 }
 
 // mqttListenerConfig builds the listener's configuration from cfg's mqtt block;
@@ -80,16 +82,32 @@ func startMQTT(cfg *config.Config, srv *server.Server, brk *broker, js *jetstrea
 	}
 	d := &mqttDurable{srv: srv, js: js, brk: brk, buses: map[string]*bridgeBus{}}
 	mc.Durable = d
-	mc.State = mqtt.NewMemState()
+	var state *mqttState
+	if js != nil {
+		// Sessions and retained messages in the engine's internal
+		// streams: they survive a restart.
+		if state, err = openMQTTState(cfg, js, log); err != nil {
+			return nil, err
+		}
+		mc.State = state
+	} else {
+		log.Warn("mqtt: JetStream is off: MQTT sessions and retained messages are kept in memory only")
+	}
+	fail := func(err error) (*mqttListener, error) {
+		if state != nil {
+			_ = state.Close()
+		}
+		return nil, err
+	}
 	ms, err := mqtt.New(mc)
 	if err != nil {
-		return nil, err
+		return fail(err)
 	}
 	ln, err := net.Listen("tcp", cfg.MQTTListenAddr())
 	if err != nil {
-		return nil, fmt.Errorf("mqtt: %w", err)
+		return fail(fmt.Errorf("mqtt: %w", err))
 	}
-	l := &mqttListener{srv: ms, ln: ln, done: make(chan error, 1), durable: d}
+	l := &mqttListener{srv: ms, ln: ln, done: make(chan error, 1), durable: d, state: state}
 	go func() { l.done <- ms.Serve(ln) }()
 	return l, nil
 }
@@ -115,6 +133,9 @@ func (l *mqttListener) close(ctx context.Context) error {
 		err = errors.Join(err, serr)
 	}
 	l.durable.close()
+	if l.state != nil {
+		err = errors.Join(err, l.state.Close())
+	}
 	return err
 }
 
