@@ -741,9 +741,16 @@ func (c *conn) cleanup() {
 	}
 	sess := c.sess
 	if !sess.detachConn(c) {
-		// Taken over: the new connection owns the session now.
+		// Taken over: the new connection owns the session now. The will
+		// goes out unless the session lives on and the will had a delay,
+		// which the new connection came back within (§3.1.2.5).
 		if c.will != nil && !c.graceful {
-			c.srv.publishWill(c.ident.Account, c.will)
+			sess.mu.Lock()
+			resumed := !sess.ended && sess.conn != nil
+			sess.mu.Unlock()
+			if !resumed || c.will.delay == 0 {
+				c.srv.publishWill(c.ident.Account, c.will)
+			}
 		}
 		return
 	}
