@@ -90,7 +90,7 @@ func (c *conn) send(p packets.Packet) bool {
 	if slow {
 		c.srv.st.slow.Add(1)
 		c.srv.log.Warn("mqtt slow consumer cut off", "client_id", c.clientID, "pending", c.srv.cfg.MaxPending)
-		c.closeWith(codeQuotaExceeded, "slow consumer", true)
+		c.closeWith(codeQuotaExceeded, "slow consumer", false)
 		// Its writer is stuck in a write that the client does not read:
 		// closing the socket ends it now rather than at the deadline.
 		_ = c.nc.Close()

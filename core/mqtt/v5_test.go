@@ -147,3 +147,29 @@ func TestWillDelay(t *testing.T) {
 	require.Equal(t, string(m.Data), "gone")
 	require.Equal(t, time.Since(start) >= 900*time.Millisecond, true, "held for the will delay")
 }
+
+// A queued message past its message expiry is not delivered; one within
+// it arrives with the expiry reduced by its wait.
+func TestV5MessageExpiry(t *testing.T) {
+	e := newTestEnv(t, nil, nil)
+	expiry := uint32(60)
+	connect := func() *v5Client {
+		c, _ := e.v5Client(t, "expiring", &paho.Connect{KeepAlive: 30, Properties: &paho.ConnectProperties{SessionExpiryInterval: &expiry}})
+		return c
+	}
+	c := connect()
+	c.sub(t, "exp/#", 1)
+	require.NoError(t, c.Disconnect(&paho.Disconnect{}))
+	pub, _ := e.v5Client(t, "pub", nil)
+	short, long := uint32(1), uint32(100)
+	ctx := context.Background()
+	_, err := pub.Publish(ctx, &paho.Publish{Topic: "exp/short", QoS: 1, Payload: []byte("short"), Properties: &paho.PublishProperties{MessageExpiry: &short}})
+	require.NoError(t, err)
+	_, err = pub.Publish(ctx, &paho.Publish{Topic: "exp/long", QoS: 1, Payload: []byte("long"), Properties: &paho.PublishProperties{MessageExpiry: &long}})
+	require.NoError(t, err)
+	time.Sleep(1100 * time.Millisecond) // the expiry is the condition under test
+	c = connect()
+	m := c.next(t)
+	require.Equal(t, string(m.Payload), "long")
+	require.Equal(t, *m.Properties.MessageExpiry <= 99, true, "expiry reduced by the wait")
+}
