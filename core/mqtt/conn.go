@@ -384,6 +384,11 @@ func (c *conn) handleConnect(p *packets.Connect) error {
 	ident := &auth.Identity{Account: auth.GlobalAccount}
 	if a := c.srv.auth.Load().a; a != nil {
 		id, err := a.Authenticate(creds, "")
+		if err != nil && p.Username != "" && len(p.Password) > 0 {
+			// A token in the password field, with any user name (3.1.1
+			// allows no password without one), as nats-server's MQTT.
+			id, err = a.Authenticate(auth.Credentials{Token: string(p.Password)}, "")
+		}
 		if err != nil {
 			c.srv.st.authFails.Add(1)
 			c.srv.log.Info("mqtt authentication failed", "client_id", c.clientID, "remote", c.nc.RemoteAddr().String(), "err", err)
