@@ -14,8 +14,13 @@ import (
 // A session is JSON (sessionRecord): rare writes, readable with
 // `nats`-style tools. A message (queued or retained) is binary:
 //
-//	version=1 | flags (bits 0-1 QoS, bit 2 retain) | varint expiry (Unix ns, 0 none)
-//	| uvarint len(topic) | topic | uvarint len(properties) | properties | payload
+//	version=1 | flags (bits 0-1 QoS, bit 2 retain, bit 3 packet id follows)
+//	| [packet id (2 bytes, big endian)] | varint expiry (Unix ns, 0 none)
+//	| varint time (Unix ns, 0 none) | uvarint len(topic) | topic
+//	| uvarint len(header) | header | payload
+//
+// (a queued message stored by EnqueueSent carries its packet id, and
+// counts one delivery, until an out record supersedes it)
 //
 // A queued message's delivery state (stream out) is
 //
@@ -32,7 +37,9 @@ type sessionRecord struct {
 	Expiry   uint32      `json:"exp"`
 	Subs     []subRecord `json:"subs,omitempty"`
 	// Disconnected is DisconnectedAt in Unix ns, 0 while connected.
-	Disconnected int64 `json:"disc,omitempty"`
+	Disconnected int64  `json:"disc,omitempty"`
+	Account      string `json:"acc,omitempty"`
+	User         string `json:"user,omitempty"`
 }
 
 // subRecord is the stored form of a Sub.
@@ -48,7 +55,7 @@ type subRecord struct {
 
 // encodeSession returns the record of s.
 func encodeSession(s *Session) []byte {
-	r := sessionRecord{ClientID: s.ClientID, Version: s.Version, Expiry: s.ExpiryInterval}
+	r := sessionRecord{ClientID: s.ClientID, Version: s.Version, Expiry: s.ExpiryInterval, Account: s.Account, User: s.User}
 	if !s.DisconnectedAt.IsZero() {
 		r.Disconnected = s.DisconnectedAt.UnixNano()
 	}
@@ -68,7 +75,7 @@ func decodeSession(b []byte) (Session, error) {
 	if !utf8.ValidString(r.ClientID) {
 		return Session{}, fmt.Errorf("%w: session: client id is not UTF-8", ErrCorrupt)
 	}
-	s := Session{ClientID: r.ClientID, Version: r.Version, ExpiryInterval: r.Expiry}
+	s := Session{ClientID: r.ClientID, Version: r.Version, ExpiryInterval: r.Expiry, Account: r.Account, User: r.User}
 	if r.Disconnected != 0 {
 		s.DisconnectedAt = time.Unix(0, r.Disconnected)
 	}
@@ -82,29 +89,48 @@ func decodeSession(b []byte) (Session, error) {
 }
 
 // appendMsg appends the record of m to dst.
-func appendMsg(dst []byte, m *Msg) []byte {
+func appendMsg(dst []byte, m *Msg) []byte { return appendQueued(dst, m, 0) }
+
+// appendQueued appends the record of m with its packet id (0 for none).
+func appendQueued(dst []byte, m *Msg, pid uint16) []byte {
 	flags := m.QoS & 3
 	if m.Retain {
 		flags |= 4
+	}
+	if pid != 0 {
+		flags |= 8
 	}
 	var exp int64
 	if !m.Expiry.IsZero() {
 		exp = m.Expiry.UnixNano()
 	}
+	var ts int64
+	if !m.Time.IsZero() {
+		ts = m.Time.UnixNano()
+	}
 	dst = append(dst, recordVersion, flags)
+	if pid != 0 {
+		dst = append(dst, byte(pid>>8), byte(pid))
+	}
 	dst = binary.AppendVarint(dst, exp)
+	dst = binary.AppendVarint(dst, ts)
 	dst = binary.AppendUvarint(dst, uint64(len(m.Topic)))
 	dst = append(dst, m.Topic...)
-	dst = binary.AppendUvarint(dst, uint64(len(m.Properties)))
-	dst = append(dst, m.Properties...)
+	dst = binary.AppendUvarint(dst, uint64(len(m.Header)))
+	dst = append(dst, m.Header...)
 	return append(dst, m.Payload...)
 }
 
-// decodeMsg parses a message record. The message's slices are copies when
-// b is owned by the caller (as store loads are).
+// decodeMsg parses a message record. The message's slices alias b.
 func decodeMsg(b []byte) (Msg, error) {
-	bad := func(what string) (Msg, error) {
-		return Msg{}, fmt.Errorf("%w: message: %s", ErrCorrupt, what)
+	m, _, err := decodeQueued(b)
+	return m, err
+}
+
+// decodeQueued parses a message record and its packet id (0 for none).
+func decodeQueued(b []byte) (Msg, uint16, error) {
+	bad := func(what string) (Msg, uint16, error) {
+		return Msg{}, 0, fmt.Errorf("%w: message: %s", ErrCorrupt, what)
 	}
 	if len(b) < 2 {
 		return bad("short record")
@@ -113,13 +139,25 @@ func decodeMsg(b []byte) (Msg, error) {
 		return bad(fmt.Sprintf("unknown version %d", b[0]))
 	}
 	flags := b[1]
-	if flags&^7 != 0 || flags&3 == 3 {
+	if flags&^15 != 0 || flags&3 == 3 {
 		return bad(fmt.Sprintf("bad flags %#x", flags))
 	}
 	b = b[2:]
+	var pid uint16
+	if flags&8 != 0 {
+		if len(b) < 2 || b[0]|b[1] == 0 {
+			return bad("bad packet id")
+		}
+		pid, b = uint16(b[0])<<8|uint16(b[1]), b[2:]
+	}
 	exp, n := binary.Varint(b)
 	if n <= 0 {
 		return bad("bad expiry")
+	}
+	b = b[n:]
+	ts, n := binary.Varint(b)
+	if n <= 0 {
+		return bad("bad time")
 	}
 	b = b[n:]
 	tl, n := binary.Uvarint(b)
@@ -130,11 +168,11 @@ func decodeMsg(b []byte) (Msg, error) {
 	b = b[n+int(tl):]
 	pl, n := binary.Uvarint(b)
 	if n <= 0 || pl > uint64(len(b)-n) {
-		return bad("bad properties length")
+		return bad("bad header length")
 	}
 	m := Msg{Topic: topic, QoS: flags & 3, Retain: flags&4 != 0}
 	if pl > 0 {
-		m.Properties = b[n : n+int(pl) : n+int(pl)]
+		m.Header = b[n : n+int(pl) : n+int(pl)]
 	}
 	if rest := b[n+int(pl):]; len(rest) > 0 {
 		m.Payload = rest
@@ -142,7 +180,10 @@ func decodeMsg(b []byte) (Msg, error) {
 	if exp != 0 {
 		m.Expiry = time.Unix(0, exp)
 	}
-	return m, nil
+	if ts != 0 {
+		m.Time = time.Unix(0, ts)
+	}
+	return m, pid, nil
 }
 
 // appendOut appends the delivery-state record of a queued message.

@@ -47,7 +47,11 @@ func (m crashModel) apply(op crashOp) crashModel {
 	m = m.clone()
 	switch op.kind {
 	case "enqueue":
-		m.Queue = append(m.Queue, crashItem{Payload: op.payload})
+		it := crashItem{Payload: op.payload, PacketID: op.pid}
+		if op.pid != 0 {
+			it.Deliveries = 1
+		}
+		m.Queue = append(m.Queue, it)
 	case "assign":
 		m.Queue[op.index].PacketID = op.pid
 		m.Queue[op.index].Deliveries++
@@ -127,6 +131,9 @@ func crashStorm(t *testing.T, seed uint64) {
 				switch k := rng.IntN(10); {
 				case k < 4 || len(q) == 0:
 					op = crashOp{kind: "enqueue", payload: fmt.Sprint(c, "-", i)}
+					if rng.IntN(2) == 0 {
+						op.pid = uint16(1 + rng.IntN(100)) // sent at once
+					}
 				case k < 6:
 					op = crashOp{kind: "assign", index: rng.IntN(len(q)), pid: uint16(1 + rng.IntN(100))}
 				case k == 6:
@@ -144,7 +151,7 @@ func crashStorm(t *testing.T, seed uint64) {
 				r.pending, r.hasPend = op, true
 				switch op.kind {
 				case "enqueue":
-					seq, err = s.Enqueue(id, Msg{Topic: "t", QoS: 1, Payload: []byte(op.payload)})
+					seq, err = s.EnqueueSent(id, Msg{Topic: "t", QoS: 1, Payload: []byte(op.payload)}, op.pid)
 				case "assign":
 					err = s.AssignPacketID(id, r.seqs[op.index], op.pid)
 				case "pubrec":

@@ -24,7 +24,9 @@
 //	mqtt.A.qos2in  $MQTT.qos2in.<c>.<pid>       incoming QoS 2 packet id, 1 per subject
 //	mqtt.A.rmsgs   $MQTT.rmsgs.<t>              retained message, 1 per subject
 //
-// A queued message's sequence is its msgs stream sequence. Assigning a
+// A queued message's sequence is its msgs stream sequence. EnqueueSent
+// stores the packet id of a message sent at once inside its msgs record
+// (one write, not two). Assigning a
 // packet id or noting a PUBREC writes one small out record (the subject's
 // previous one is evicted by the one-per-subject limit): the session
 // record is never rewritten for a message's state, and Release removes the

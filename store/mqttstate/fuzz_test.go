@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/leafbox/leafbox/core/require"
 )
@@ -114,15 +115,17 @@ func FuzzRetained(f *testing.F) {
 // FuzzRecords feeds arbitrary bytes to the record decoders: an error or a
 // value that encodes and decodes back to itself, never a panic.
 func FuzzRecords(f *testing.F) {
-	f.Add(appendMsg(nil, &Msg{Topic: "a/b", QoS: 2, Retain: true, Properties: []byte{1, 2}, Payload: []byte("p")}))
+	f.Add(appendMsg(nil, &Msg{Topic: "a/b", QoS: 2, Retain: true, Header: []byte{1, 2}, Payload: []byte("p"), Time: time.Unix(1, 2)}))
+	f.Add(appendQueued(nil, &Msg{Topic: "q", QoS: 1}, 0x0102))
 	f.Add(appendOut(nil, 513, true, 7))
-	f.Add(encodeSession(&Session{ClientID: "c", Version: 5, Subs: []Sub{{Filter: "a/#", QoS: 1}}}))
+	f.Add(encodeSession(&Session{ClientID: "c", Version: 5, Subs: []Sub{{Filter: "a/#", QoS: 1}}, Account: "A", User: "u"}))
 	f.Add([]byte{1, 0, 0, 0, 0})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		if m, err := decodeMsg(b); err == nil {
-			back, err := decodeMsg(appendMsg(nil, &m))
+		if m, pid, err := decodeQueued(b); err == nil {
+			back, pid2, err := decodeQueued(appendQueued(nil, &m, pid))
 			require.NoError(t, err)
 			require.DeepEqual(t, back, m)
+			require.Equal(t, pid2, pid)
 		} else {
 			require.ErrorIs(t, err, ErrCorrupt)
 		}

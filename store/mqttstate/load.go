@@ -85,12 +85,15 @@ func (s *Store) load() error {
 		if ss == nil {
 			return removeStale(s.msgs, sm.Seq)
 		}
-		m, err := decodeMsg(sm.Data)
+		m, pid, err := decodeQueued(sm.Data)
 		if err != nil {
 			skip("queued message", sm, err)
 			return nil
 		}
-		e := qentry{seq: sm.Seq}
+		e := qentry{seq: sm.Seq, pid: pid}
+		if pid != 0 {
+			e.deliveries = 1
+		}
 		if !m.Expiry.IsZero() {
 			e.expiry = m.Expiry.UnixNano()
 		}

@@ -47,11 +47,13 @@ func TestRestart(t *testing.T) {
 			}
 			var seqs []uint64
 			for i := range 4 {
-				seq, err := s.Enqueue("away", Msg{Topic: "q", QoS: 2, Payload: []byte{byte('a' + i)}, Properties: []byte{1, 1}})
+				seq, err := s.Enqueue("away", Msg{Topic: "q", QoS: 2, Payload: []byte{byte('a' + i)}, Header: []byte{1, 1}})
 				require.NoError(t, err)
 				seqs = append(seqs, seq)
 			}
-			_, err := s.Enqueue("expired", Msg{Topic: "q", Payload: []byte("lost")})
+			sent, err := s.EnqueueSent("away", Msg{Topic: "q", QoS: 1, Payload: []byte("e"), Time: now.Round(0)}, 500)
+			require.NoError(t, err)
+			_, err = s.Enqueue("expired", Msg{Topic: "q", Payload: []byte("lost")})
 			require.NoError(t, err)
 			require.NoError(t, s.AssignPacketID("away", seqs[0], 1))
 			require.NoError(t, s.AssignPacketID("away", seqs[1], 2))
@@ -90,7 +92,11 @@ func TestRestart(t *testing.T) {
 				{seqs[0], "q", "a", 1, false, 1},
 				{seqs[1], "q", "b", 2, true, 2},
 				{seqs[3], "q", "d", 0, false, 0},
+				{sent, "q", "e", 500, false, 1},
 			})
+			q, err := s.Queue("away", seqs[3], 0)
+			require.NoError(t, err)
+			require.Equal(t, q[0].Time.Equal(now), true, "receipt time")
 			pids, err := s.IncomingQoS2("away")
 			require.NoError(t, err)
 			require.DeepEqual(t, pids, []uint16{78})
@@ -101,22 +107,22 @@ func TestRestart(t *testing.T) {
 				{Topic: "r/2", Retain: true, Payload: []byte("two"), Expiry: now.Add(time.Hour).Round(0)},
 			})
 			// What expired is gone from the streams too.
-			require.Equal(t, s.Stats(), Stats{Sessions: 2, Queued: 3, Retained: 2, RetainedBytes: 12})
-			require.Equal(t, s.msgs.State().Msgs, uint64(3))
+			require.Equal(t, s.Stats(), Stats{Sessions: 2, Queued: 4, Retained: 2, RetainedBytes: 12})
+			require.Equal(t, s.msgs.State().Msgs, uint64(4))
 			require.Equal(t, s.qin.State().Msgs, uint64(1))
 			require.Equal(t, s.rmsgs.State().Msgs, uint64(2))
 			require.Equal(t, s.out.State().Msgs, uint64(2))
 
 			// Writes go on after the reload, above the old sequences.
-			seq, err := s.Enqueue("away", Msg{Topic: "q", Payload: []byte("e")})
+			seq, err := s.Enqueue("away", Msg{Topic: "q", Payload: []byte("f")})
 			require.NoError(t, err)
-			if seq <= seqs[3] {
-				t.Fatalf("sequence %d after restart not above %d", seq, seqs[3])
+			if seq <= sent {
+				t.Fatalf("sequence %d after restart not above %d", seq, sent)
 			}
 			require.NoError(t, s.Release("away", seqs[0]))
 			require.NoError(t, s.Close())
 			s = open(t, next(), Options{Account: "ACC"})
-			require.Equal(t, len(queueOf(t, s, "away")), 3)
+			require.Equal(t, len(queueOf(t, s, "away")), 4)
 		})
 	}
 }

@@ -10,9 +10,10 @@ import (
 	"github.com/leafbox/leafbox/store"
 )
 
-// retainedSize is what a retained message counts against MaxRetainedBytes.
+// retainedSize is what a retained message counts against MaxRetainedBytes:
+// topic, header and payload.
 func retainedSize(m *Msg) int64 {
-	return int64(len(m.Topic) + len(m.Properties) + len(m.Payload))
+	return int64(len(m.Topic) + len(m.Header) + len(m.Payload))
 }
 
 // SetRetained sets the retained message of topic, replacing the old one;

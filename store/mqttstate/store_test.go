@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/leafbox/leafbox/core/require"
+	"github.com/leafbox/leafbox/store/vfs"
 )
 
 // conformance is the table every backend runs.
@@ -45,7 +46,7 @@ func TestConformance(t *testing.T) {
 
 func sampleSession(id string) Session {
 	return Session{
-		ClientID: id, Version: 5, ExpiryInterval: 3600,
+		ClientID: id, Version: 5, ExpiryInterval: 3600, Account: "ACME", User: "dev-" + id,
 		Subs: []Sub{
 			{Filter: "a/+/c", QoS: 1, NoLocal: true, SubID: 7},
 			{Filter: "sensors/#", QoS: 2, RetainAsPublished: true, RetainHandling: 2, Share: "g1"},
@@ -110,8 +111,10 @@ func testQueue(t *testing.T, b Backend) {
 	require.NoError(t, s.PutSession(sampleSession("c")))
 	require.NoError(t, s.PutSession(sampleSession("d")))
 	var seqs []uint64
+	received := time.Unix(1700000000, 123)
 	for i := range 5 {
-		m := Msg{Topic: fmt.Sprint("t/", i), QoS: byte(1 + i%2), Retain: i == 3, Properties: []byte{0x01, 0x01}, Payload: []byte(fmt.Sprint("m", i))}
+		m := Msg{Topic: fmt.Sprint("t/", i), QoS: byte(1 + i%2), Retain: i == 3, Header: []byte{0x01, 0x01}, Payload: []byte(fmt.Sprint("m", i)),
+			Time: received}
 		seq, err := s.Enqueue("c", m)
 		require.NoError(t, err)
 		seqs = append(seqs, seq)
@@ -126,7 +129,7 @@ func testQueue(t *testing.T, b Backend) {
 	q, err := s.Queue("c", 0, 0)
 	require.NoError(t, err)
 	require.Equal(t, len(q), 5)
-	require.DeepEqual(t, q[3].Msg, Msg{Topic: "t/3", QoS: 2, Retain: true, Properties: []byte{1, 1}, Payload: []byte("m3")})
+	require.DeepEqual(t, q[3].Msg, Msg{Topic: "t/3", QoS: 2, Retain: true, Header: []byte{1, 1}, Payload: []byte("m3"), Time: received})
 
 	q, err = s.Queue("c", seqs[1], 2)
 	require.NoError(t, err)
@@ -154,6 +157,13 @@ func testQueue(t *testing.T, b Backend) {
 	require.Equal(t, len(queueOf(t, s, "d")), 5)
 	require.ErrorIs(t, s.Release("d", seqs[0]), ErrUnknownMessage, "c's sequence in d's queue")
 	require.Equal(t, s.Stats().Queued, 9)
+	sent, err := s.EnqueueSent("c", Msg{Topic: "sent", QoS: 1, Payload: []byte("s")}, 9)
+	require.NoError(t, err)
+	require.NoError(t, s.AssignPacketID("c", sent, 9)) // a resend
+	q, err = s.Queue("c", seqs[4], 0)
+	require.NoError(t, err)
+	require.Equal(t, len(q), 1)
+	require.Equal(t, [3]any{q[0].Topic, q[0].PacketID, q[0].Deliveries}, [3]any{"sent", uint16(9), 2})
 	_, err = s.Enqueue("c", Msg{Topic: "t", QoS: 3})
 	require.ErrorIs(t, err, ErrInvalidQoS)
 	require.ErrorIs(t, s.SetRetained("t", Msg{QoS: 3, Payload: []byte("x")}), ErrInvalidQoS)
@@ -305,7 +315,7 @@ func testRetained(t *testing.T, b Backend) {
 	s := open(t, b, Options{})
 	set := func(topic, payload string) {
 		t.Helper()
-		require.NoError(t, s.SetRetained(topic, Msg{QoS: 1, Payload: []byte(payload), Properties: []byte{3, 0, 1, 'x'}}))
+		require.NoError(t, s.SetRetained(topic, Msg{QoS: 1, Payload: []byte(payload), Header: []byte{3, 0, 1, 'x'}}))
 	}
 	set("a/b/c", "1")
 	set("a/b", "2")
@@ -324,7 +334,7 @@ func testRetained(t *testing.T, b Backend) {
 	require.DeepEqual(t, retainedTopics(t, s, "sp ace/.dot/*/>"), []string{"sp ace/.dot/*/>=6"})
 	ms, err := s.Retained("a/b/c")
 	require.NoError(t, err)
-	require.DeepEqual(t, ms, []Msg{{Topic: "a/b/c", QoS: 1, Retain: true, Properties: []byte{3, 0, 1, 'x'}, Payload: []byte("1")}})
+	require.DeepEqual(t, ms, []Msg{{Topic: "a/b/c", QoS: 1, Retain: true, Header: []byte{3, 0, 1, 'x'}, Payload: []byte("1")}})
 
 	// An empty payload clears; clearing nothing is no error.
 	require.NoError(t, s.SetRetained("a/b", Msg{}))
@@ -394,4 +404,20 @@ func testClosed(t *testing.T, b Backend) {
 	require.ErrorIs(t, err, ErrClosed)
 	_, err = s.Sweep()
 	require.ErrorIs(t, err, ErrClosed)
+}
+
+func TestOpenOptions(t *testing.T) {
+	_, err := Open(Options{})
+	require.ErrorContains(t, err, "Backend is nil")
+	_, err = Open(Options{Backend: Memory{}, MaxQueued: -1})
+	require.ErrorContains(t, err, "negative limit")
+	_, err = Open(Options{Backend: Files{FS: vfs.Inject(vfs.NewMem(), func(op vfs.Op, _ string) error {
+		if op == vfs.OpMkdirAll {
+			return errPowerCut
+		}
+		return nil
+	}), Dir: "/x"}})
+	require.ErrorIs(t, err, errPowerCut)
+	require.ErrorContains(t, err, "mqttstate: open mqtt.$G.sess")
+	require.DeepEqual(t, StreamNames("A"), []string{"mqtt.A.sess", "mqtt.A.msgs", "mqtt.A.out", "mqtt.A.qos2in", "mqtt.A.rmsgs"})
 }

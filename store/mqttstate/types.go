@@ -81,6 +81,9 @@ type Session struct {
 	// sessions that were connected when the process died with the time of
 	// the Open, which deletes those with ExpiryInterval 0.
 	DisconnectedAt time.Time
+	// Account and User are who the client authenticated as, for the
+	// listener to check on resumption; the store keeps them as given.
+	Account, User string
 }
 
 // expired reports whether the session has expired at now.
@@ -96,12 +99,14 @@ type Msg struct {
 	Topic  string
 	QoS    byte
 	Retain bool
-	// Properties are opaque bytes, stored and returned verbatim. core/mqtt
-	// keeps the MQTT 5 PUBLISH properties there (encoded as on the wire,
-	// without the length prefix; nil for 3.1.1); the store never parses
-	// them.
-	Properties []byte
-	Payload    []byte
+	// Header holds opaque bytes, stored and returned verbatim: core/mqtt
+	// keeps the MQTT 5 PUBLISH properties there as a NATS header block
+	// (nil when none); the store never parses it.
+	Header  []byte
+	Payload []byte
+	// Time is when the server received the message (message expiry
+	// counts from it); stored as given, zero allowed.
+	Time time.Time
 	// Expiry is when the message expires (MQTT 5 message expiry); zero
 	// never. An expired retained message is gone; an expired queued
 	// message that has no packet id yet is skipped by Queue and dropped
@@ -180,7 +185,7 @@ type Options struct {
 	// MaxQueued bounds the messages queued per session.
 	MaxQueued int
 	// MaxRetained and MaxRetainedBytes bound the retained messages (bytes
-	// count topic, properties and payload).
+	// count topic, header and payload).
 	MaxRetained      int
 	MaxRetainedBytes int64
 	// SweepInterval is how often expired sessions, retained messages and
