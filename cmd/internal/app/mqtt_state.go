@@ -1,11 +1,9 @@
 package app
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -25,9 +23,6 @@ import (
 // calls but the session's: the adapter remembers which account each
 // client id's session is in, and finds a retained message's account in
 // its header (Nmqtt-Account, absent for the global account).
-//
-// A message's receive time, which core/mqtt counts message expiry from,
-// is kept as eight bytes before the header in mqttstate's Properties.
 type mqttState struct {
 	stores map[string]*mqttstate.Store // by account
 
@@ -106,7 +101,7 @@ func (s *mqttState) LoadSessions() ([]mqtt.Session, error) {
 			return nil, err
 		}
 		for _, ss := range sessions {
-			ms := mqtt.Session{ClientID: ss.ClientID, Version: ss.Version, ExpiryInterval: ss.ExpiryInterval, DisconnectedAt: ss.DisconnectedAt, Account: acc}
+			ms := mqtt.Session{ClientID: ss.ClientID, Version: ss.Version, ExpiryInterval: ss.ExpiryInterval, DisconnectedAt: ss.DisconnectedAt, Account: acc, User: ss.User}
 			for _, sub := range ss.Subs {
 				ms.Subs = append(ms.Subs, mqtt.Sub{Filter: sub.Filter, QoS: sub.QoS, NoLocal: sub.NoLocal, RetainAsPublished: sub.RetainAsPublished,
 					RetainHandling: sub.RetainHandling, SubID: int(sub.SubID), Share: sub.Share})
@@ -135,7 +130,8 @@ func (s *mqttState) PutSession(ms mqtt.Session) error {
 			_ = old.DeleteSession(ms.ClientID)
 		}
 	}
-	ss := mqttstate.Session{ClientID: ms.ClientID, Version: ms.Version, ExpiryInterval: ms.ExpiryInterval, DisconnectedAt: ms.DisconnectedAt}
+	ss := mqttstate.Session{ClientID: ms.ClientID, Version: ms.Version, ExpiryInterval: ms.ExpiryInterval, DisconnectedAt: ms.DisconnectedAt,
+		Account: accountOf(ms.Account), User: ms.User}
 	for _, sub := range ms.Subs {
 		ss.Subs = append(ss.Subs, mqttstate.Sub{Filter: sub.Filter, QoS: sub.QoS, NoLocal: sub.NoLocal, RetainAsPublished: sub.RetainAsPublished,
 			RetainHandling: sub.RetainHandling, SubID: uint32(sub.SubID), Share: sub.Share})
@@ -164,12 +160,10 @@ func (s *mqttState) DeleteSession(clientID string) error {
 	return nil
 }
 
-// toStore converts a message: the receive time goes before the header.
+// toStore converts a message; its expiry, for mqttstate's sweeps, comes
+// from the header's Mqtt-Message-Expiry.
 func toStore(m mqtt.Msg) mqttstate.Msg {
-	props := make([]byte, 8, 8+len(m.Header))
-	binary.BigEndian.PutUint64(props, uint64(m.Time.UnixNano()))
-	props = append(props, m.Header...)
-	out := mqttstate.Msg{Topic: m.Topic, QoS: m.QoS, Retain: m.Retain, Properties: props, Payload: m.Payload}
+	out := mqttstate.Msg{Topic: m.Topic, QoS: m.QoS, Retain: m.Retain, Header: m.Header, Payload: m.Payload, Time: m.Time}
 	if v := proto.HeaderValue(m.Header, "Mqtt-Message-Expiry"); v != nil {
 		if n, err := strconv.ParseUint(string(v), 10, 32); err == nil {
 			out.Expiry = m.Time.Add(time.Duration(n) * time.Second)
@@ -179,14 +173,7 @@ func toStore(m mqtt.Msg) mqttstate.Msg {
 }
 
 func fromStore(m mqttstate.Msg) mqtt.Msg {
-	out := mqtt.Msg{Topic: m.Topic, QoS: m.QoS, Retain: m.Retain, Payload: m.Payload}
-	if len(m.Properties) >= 8 {
-		out.Time = time.Unix(0, int64(binary.BigEndian.Uint64(m.Properties)))
-		if len(m.Properties) > 8 {
-			out.Header = slices.Clone(m.Properties[8:])
-		}
-	}
-	return out
+	return mqtt.Msg{Topic: m.Topic, QoS: m.QoS, Retain: m.Retain, Header: m.Header, Payload: m.Payload, Time: m.Time}
 }
 
 // Enqueue implements mqtt.State.
