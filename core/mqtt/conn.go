@@ -566,9 +566,18 @@ func (c *conn) handlePublish(p *packets.Publish) error {
 		}
 		ackCode = codeUnspecified
 	}
+	ackProps := &packets.Properties{}
+	if ackCode != codeSuccess && c.problemInfo {
+		// A reason string on a failed acknowledgement (§3.4.2.2.2).
+		if ackCode == codeNotAuthorized {
+			ackProps.ReasonString = "not authorized to publish to " + p.Topic
+		} else {
+			ackProps.ReasonString = "not stored"
+		}
+	}
 	switch p.QoS {
 	case 1:
-		c.send(&packets.Puback{PacketID: p.PacketID, ReasonCode: ackCode, Properties: &packets.Properties{}})
+		c.send(&packets.Puback{PacketID: p.PacketID, ReasonCode: ackCode, Properties: ackProps})
 	case 2:
 		if ackCode == codeSuccess {
 			sess.mu.Lock()
@@ -581,7 +590,7 @@ func (c *conn) handlePublish(p *packets.Publish) error {
 				}
 			}
 		}
-		c.send(&packets.Pubrec{PacketID: p.PacketID, ReasonCode: ackCode, Properties: &packets.Properties{}})
+		c.send(&packets.Pubrec{PacketID: p.PacketID, ReasonCode: ackCode, Properties: ackProps})
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/eclipse/paho.golang/packets"
+	"github.com/leafbox/leafbox/core/auth"
 	"github.com/leafbox/leafbox/core/require"
 )
 
@@ -200,4 +201,32 @@ func TestDollarTopicsNotMatchedByWildcard(t *testing.T) {
 	require.NoError(t, nc.Publish("plain", []byte("2")))
 	require.Equal(t, string(sys.next(t).Payload), "1")
 	require.Equal(t, string(all.next(t).Payload), "2")
+}
+
+// A second connection with the same client id takes the session over: the
+// first is sent DISCONNECT 0x8E (session taken over).
+func TestSessionTakeover(t *testing.T) {
+	e := newTestEnv(t, nil, nil)
+	first := e.raw(t)
+	first.connect5("same")
+	second := e.raw(t)
+	second.connect5("same")
+	first.expectDisconnect(0x8E)
+	second.write(&packets.Pingreq{})
+	require.Equal(t, second.read().Type, packets.PINGRESP)
+}
+
+// A denied publish is acknowledged with 0x87 and a reason string.
+func TestDeniedPublishReasonString(t *testing.T) {
+	e := newTestEnv(t, &auth.Config{Users: []auth.User{{Name: "u", Password: "p",
+		Permissions: &auth.Permissions{Publish: &auth.SubjectPermission{Allow: []string{"ok.>"}}}}}}, nil)
+	r := e.raw(t)
+	cp := connect5("denied", 30)
+	cp.UsernameFlag, cp.Username, cp.PasswordFlag, cp.Password = true, "u", true, []byte("p")
+	r.write(cp)
+	require.Equal(t, r.read().Type, packets.CONNACK)
+	r.write(&packets.Publish{Topic: "no/x", QoS: 1, PacketID: 3, Properties: &packets.Properties{}})
+	ack := r.read().Content.(*packets.Puback)
+	require.Equal(t, ack.ReasonCode, byte(0x87))
+	require.Equal(t, ack.Properties.ReasonString, "not authorized to publish to no/x")
 }
