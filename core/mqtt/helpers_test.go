@@ -28,7 +28,7 @@ type testEnv struct {
 
 // newTestEnv starts a broker (with authConfig when not nil) and an MQTT
 // listener on 127.0.0.1:0; edit changes the listener's Config.
-func newTestEnv(t *testing.T, authConfig *auth.Config, edit func(*mqtt.Config)) *testEnv {
+func newTestEnv(t testing.TB, authConfig *auth.Config, edit func(*mqtt.Config)) *testEnv {
 	t.Helper()
 	srv := servertest.Start(t, server.Options{Auth: authConfig})
 	cfg := mqtt.Config{Broker: srv}
@@ -46,7 +46,7 @@ func newTestEnv(t *testing.T, authConfig *auth.Config, edit func(*mqtt.Config)) 
 	return startListener(t, srv, cfg)
 }
 
-func startListener(t *testing.T, srv *server.Server, cfg mqtt.Config) *testEnv {
+func startListener(t testing.TB, srv *server.Server, cfg mqtt.Config) *testEnv {
 	t.Helper()
 	m, err := mqtt.New(cfg)
 	require.NoError(t, err)

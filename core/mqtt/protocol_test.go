@@ -14,12 +14,12 @@ import (
 
 // raw is a client speaking bytes to the listener.
 type raw struct {
-	t  *testing.T
+	t  testing.TB
 	nc net.Conn
 	r  *bufio.Reader
 }
 
-func (e *testEnv) raw(t *testing.T) *raw {
+func (e *testEnv) raw(t testing.TB) *raw {
 	t.Helper()
 	nc, err := net.Dial("tcp", e.addr)
 	require.NoError(t, err)
