@@ -76,7 +76,7 @@ func (e *testEnv) natsConn(t *testing.T, opts ...nats.Option) *nats.Conn {
 func (e *testEnv) v3Client(t *testing.T, id string, edit func(*pahov3.ClientOptions)) pahov3.Client {
 	t.Helper()
 	o := pahov3.NewClientOptions().AddBroker("tcp://" + e.addr).SetClientID(id).SetProtocolVersion(4).
-		SetAutoReconnect(false).SetConnectRetry(false).SetOrderMatters(false)
+		SetAutoReconnect(false).SetConnectRetry(false).SetOrderMatters(true)
 	if edit != nil {
 		edit(o)
 	}

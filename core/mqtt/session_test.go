@@ -30,7 +30,7 @@ func TestPersistentSessionV311(t *testing.T) {
 	}
 	got := make(chan pahov3.Message, 10)
 	c2 := e.v3Client(t, "keeper", func(o *pahov3.ClientOptions) {
-		o.SetCleanSession(false)
+		o.SetCleanSession(false).SetOrderMatters(true) // the handler sees them in order
 		o.SetDefaultPublishHandler(func(_ pahov3.Client, m pahov3.Message) { got <- m })
 	})
 	_ = c2
