@@ -32,6 +32,7 @@ const (
 	codeBadUserOrPassword     byte = 0x86
 	codeNotAuthorized         byte = 0x87
 	codeServerBusy            byte = 0x89
+	codeBadAuthMethod         byte = 0x8C
 	codeServerShuttingDown    byte = 0x8B
 	codeKeepAliveTimeout      byte = 0x8D
 	codeSessionTakenOver      byte = 0x8E
@@ -343,14 +344,14 @@ func decodeConnect(body []byte) (*packets.Connect, error) {
 		if err := unpack5(c, body); err != nil {
 			return nil, err
 		}
-		return c, checkConnect(c, flags)
+		return c, checkConnect(c)
 	case name == "MQTT" && level == version311:
 		c, err := decodeConnect311(body[4+nameLen:], flags)
 		if err != nil {
 			return nil, err
 		}
 		c.ProtocolName, c.ProtocolVersion = name, level
-		return c, checkConnect(c, flags)
+		return c, checkConnect(c)
 	case name == "MQTT" || name == "MQIsdp":
 		// [MQTT-3.1.2-2]: an unsupported level is answered with CONNACK
 		// 0x01 (3.1.1) or 0x84 (v5), then the connection is closed.
@@ -361,7 +362,7 @@ func decodeConnect(body []byte) (*packets.Connect, error) {
 }
 
 // checkConnect applies the CONNECT flag rules of both versions.
-func checkConnect(c *packets.Connect, flags byte) error {
+func checkConnect(c *packets.Connect) error {
 	if !c.WillFlag && (c.WillQOS != 0 || c.WillRetain) {
 		// [MQTT-3.1.2-11], [MQTT-3.1.2-13], [MQTT-3.1.2-15]
 		return malformed("will QoS or retain set without the will flag")
@@ -379,9 +380,8 @@ func checkConnect(c *packets.Connect, flags byte) error {
 		return malformed("string is not valid UTF-8")
 	}
 	if c.ProtocolVersion == version5 && c.Properties.AuthMethod != "" {
-		return &ProtocolError{Code: 0x8C, Reason: "authentication method " + c.Properties.AuthMethod + " is not supported"}
+		return &ProtocolError{Code: codeBadAuthMethod, Reason: "authentication method " + c.Properties.AuthMethod + " is not supported"}
 	}
-	_ = flags
 	return nil
 }
 

@@ -289,13 +289,15 @@ func (c *conn) process(b []byte) (int, error) {
 		used += n
 		p, err := decodePacket(header, body, c.version)
 		if err != nil {
-			if pe, ok := err.(*ProtocolError); ok && !c.connected && pe.Code == codeUnsupportedVersion {
-				// [MQTT-3.1.2-2]: CONNACK 0x01 (3.1.1) / 0x84, then close.
+			if pe, ok := err.(*ProtocolError); ok && !c.connected && (pe.Code == codeUnsupportedVersion || pe.Code == codeBadAuthMethod) {
+				// [MQTT-3.1.2-2]: CONNACK 0x01 (3.1.1) / 0x84, then close;
+				// an authentication method leafbox lacks: CONNACK 0x8C
+				// (§4.12).
 				c.version = version311
 				if len(body) > 6 && body[6] == version5 {
 					c.version = version5
 				}
-				c.send(&packets.Connack{ReasonCode: codeUnsupportedVersion, Properties: &packets.Properties{}})
+				c.send(&packets.Connack{ReasonCode: pe.Code, Properties: &packets.Properties{}})
 			}
 			return used, err
 		}

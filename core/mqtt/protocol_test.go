@@ -230,3 +230,17 @@ func TestDeniedPublishReasonString(t *testing.T) {
 	require.Equal(t, ack.ReasonCode, byte(0x87))
 	require.Equal(t, ack.Properties.ReasonString, "not authorized to publish to no/x")
 }
+
+// An authentication method (enhanced authentication) is refused with
+// CONNACK 0x8C.
+func TestAuthMethodRefused(t *testing.T) {
+	e := newTestEnv(t, nil, nil)
+	r := e.raw(t)
+	cp := connect5("scram", 30)
+	cp.Properties.AuthMethod = "SCRAM-SHA-1"
+	r.write(cp)
+	ack := r.read()
+	require.Equal(t, ack.Type, packets.CONNACK)
+	require.Equal(t, ack.Content.(*packets.Connack).ReasonCode, byte(0x8C))
+	r.expectClosed()
+}

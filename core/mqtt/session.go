@@ -119,12 +119,9 @@ func newSession(srv *Server, clientID, account, user string, perms *auth.Perms) 
 
 // restore rebuilds a stored session at startup.
 func (srv *Server) restore(ss Session) error {
+	// No permissions until the client reconnects and authenticates again:
+	// the stored subscriptions were checked when they were made.
 	s := newSession(srv, ss.ClientID, ss.Account, ss.User, nil)
-	if a := srv.auth.Load().a; a != nil && ss.User != "" {
-		// The permissions are the user's as configured now; the password
-		// is checked again when the client reconnects.
-		_ = a
-	}
 	s.version, s.expiry, s.durable, s.discAt = ss.Version, ss.ExpiryInterval, true, ss.DisconnectedAt
 	if s.discAt.IsZero() {
 		s.discAt = time.Now()
@@ -411,7 +408,6 @@ func (s *session) pump() {
 		return
 	}
 	limit := min(s.srv.cfg.MaxInflight, c.clientReceiveMax)
-	now := time.Now()
 	for i := 0; i < len(s.queue) && len(s.inflight) < limit; i++ {
 		m := s.queue[i]
 		pid := packetID(m.Seq)
@@ -439,7 +435,6 @@ func (s *session) pump() {
 		m.sent = true
 		s.inflight[pid] = m
 	}
-	_ = now
 	durable := s.durable
 	s.mu.Unlock()
 	if durable {
