@@ -45,7 +45,8 @@ func openMQTTState(cfg *config.Config, js *jetstream.Engine, log *slog.Logger) (
 	s := &mqttState{stores: map[string]*mqttstate.Store{}, owner: map[string]string{}}
 	for _, acc := range accounts {
 		st, err := mqttstate.Open(mqttstate.Options{
-			Backend: js, Account: acc, MaxQueued: cfg.MQTT.MaxQueue,
+			Backend: js, Account: acc, MaxQueued: cfg.MQTT.MaxQueue, MaxSessions: cfg.MQTT.MaxSessions,
+			MaxRetained: cfg.MQTT.MaxRetained, MaxRetainedBytes: int64(cfg.MQTT.MaxRetainedBytes),
 			Logger: log.With("subsystem", "mqtt", "account", acc),
 		})
 		if err != nil {

@@ -38,6 +38,12 @@ type MQTTConfig struct {
 	// MaxQueue bounds the QoS 1 and 2 messages a session keeps waiting
 	// (default 10000); more are dropped and counted.
 	MaxQueue int `yaml:"max_queue,omitempty"`
+	// MaxSessions, MaxRetained and MaxRetainedBytes bound the persistent
+	// sessions and retained messages kept per account (0: unlimited); a
+	// session or retained message past them is refused and logged.
+	MaxSessions      int  `yaml:"max_sessions,omitempty"`
+	MaxRetained      int  `yaml:"max_retained,omitempty"`
+	MaxRetainedBytes Size `yaml:"max_retained_bytes,omitempty"`
 	// MinKeepAlive and MaxKeepAlive bound the keep alive clients may ask
 	// for (unset: no bound).
 	MinKeepAlive Duration `yaml:"min_keepalive,omitempty"`
@@ -124,6 +130,15 @@ func (v *validator) mqtt() {
 	}
 	if m.MaxQueue < 0 {
 		v.errf("mqtt.max_queue", "must not be negative")
+	}
+	if m.MaxSessions < 0 {
+		v.errf("mqtt.max_sessions", "must not be negative")
+	}
+	if m.MaxRetained < 0 {
+		v.errf("mqtt.max_retained", "must not be negative")
+	}
+	if m.MaxRetainedBytes < 0 {
+		v.errf("mqtt.max_retained_bytes", "must not be negative")
 	}
 	if m.MinKeepAlive < 0 {
 		v.errf("mqtt.min_keepalive", "must not be negative")

@@ -23,6 +23,8 @@ func TestMQTTConfig(t *testing.T) {
 
 	err := validateErr(t, "mqtt:\n  listen: 127.0.0.1:1883\n  max_inflight: 70000\n  min_keepalive: 10m\n  max_keepalive: 1m\n")
 	require.ErrorContains(t, err, "line 3", "mqtt.max_inflight: 70000 is out of range", "mqtt.min_keepalive: 10m0s is above max_keepalive")
+	err = validateErr(t, "mqtt: {listen: 1883, max_sessions: -1, max_retained_bytes: -1}\n")
+	require.ErrorContains(t, err, "mqtt.max_sessions: must not be negative", "mqtt.max_retained_bytes: must not be negative")
 	err = validateErr(t, "mqtt: {listen: 127.0.0.1:4222}\n")
 	require.ErrorContains(t, err, "mqtt.listen: port 4222 is also the client port")
 	err = validateErr(t, "mqtt: {max_queue: 3}\n")
