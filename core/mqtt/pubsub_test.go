@@ -90,3 +90,38 @@ func TestV5Headers(t *testing.T) {
 	require.Equal(t, got.Topic, "plant/line2")
 	require.Equal(t, got.Properties.User.Get("Operator"), "ann")
 }
+
+// Many publishers at once, to one QoS 1 subscriber and a NATS
+// subscriber: every message arrives, under the race detector.
+func TestConcurrentPublishers(t *testing.T) {
+	e := newTestEnv(t, nil, nil)
+	s, _ := e.v5Client(t, "sink", nil)
+	s.sub(t, "many/#", 1)
+	nc := e.natsConn(t)
+	ns, err := nc.SubscribeSync("many.>")
+	require.NoError(t, err)
+	require.NoError(t, nc.Flush())
+	const pubs, each = 8, 100
+	done := make(chan error, pubs)
+	for p := range pubs {
+		c := e.v3Client(t, "p"+string(rune('a'+p)), nil)
+		go func() {
+			for i := range each {
+				tok := c.Publish("many/"+string(rune('a'+p)), byte(i%2), false, []byte("m"))
+				tok.WaitTimeout(wait)
+				if tok.Error() != nil {
+					done <- tok.Error()
+					return
+				}
+			}
+			done <- nil
+		}()
+	}
+	for range pubs {
+		require.NoError(t, <-done)
+	}
+	for range pubs * each {
+		s.next(t)
+		nextNATS(t, ns)
+	}
+}
