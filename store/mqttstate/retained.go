@@ -68,6 +68,7 @@ func (s *Store) SetRetained(topic string, m Msg) error {
 		e.expiry = m.Expiry.UnixNano()
 	}
 	if old != nil {
+		s.replaceOld(s.rmsgs, "retained", old.seq)
 		s.rbytes -= old.size
 	} else {
 		s.rtrie.insert(topic)

@@ -77,10 +77,12 @@ func (s *Store) PutSession(sess Session) error {
 func (s *Store) putLocked(ss *session, sess Session, rec []byte) error {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	if _, _, err := s.sess.Store(sessPrefix+ss.token, nil, rec, 0); err != nil {
+	seq, _, err := s.sess.Store(sessPrefix+ss.token, nil, rec, 0)
+	if err != nil {
 		return fmt.Errorf("mqttstate: store session: %w", err)
 	}
-	ss.data = cloneSession(sess)
+	s.replaceOld(s.sess, "session", ss.recSeq)
+	ss.data, ss.recSeq = cloneSession(sess), seq
 	return nil
 }
 

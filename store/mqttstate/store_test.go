@@ -2,7 +2,9 @@ package mqttstate
 
 import (
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -420,4 +422,74 @@ func TestOpenOptions(t *testing.T) {
 	require.ErrorIs(t, err, errPowerCut)
 	require.ErrorContains(t, err, "mqttstate: open mqtt.$G.sess")
 	require.DeepEqual(t, StreamNames("A"), []string{"mqtt.A.sess", "mqtt.A.msgs", "mqtt.A.out", "mqtt.A.qos2in", "mqtt.A.rmsgs"})
+}
+
+// TestConcurrent runs every call from several goroutines at once, with
+// sweeps and deletes beside them, for the race detector; each worker's
+// own queue ends as it left it.
+func TestConcurrent(t *testing.T) {
+	t.Parallel()
+	s := open(t, Files{Dir: t.TempDir(), SyncInterval: time.Hour}, Options{})
+	// must reports from any goroutine (t.Fatal may not leave one).
+	must := func(err error) {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	wg.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			_, err := s.Sweep()
+			must(err)
+			_ = s.Stats()
+			_, err = s.LoadSessions()
+			must(err)
+			_, err = s.Retained("#")
+			must(err)
+			must(s.DeleteSession("transient"))
+			must(s.PutSession(Session{ClientID: "transient", ExpiryInterval: 0, DisconnectedAt: time.Now()}))
+		}
+	})
+	var workers sync.WaitGroup
+	for w := range 4 {
+		id := fmt.Sprint("w", w)
+		workers.Go(func() {
+			must(s.PutSession(sampleSession(id)))
+			var kept []uint64
+			for i := range 200 {
+				seq, err := s.EnqueueSent(id, Msg{Topic: "t", QoS: 1, Payload: []byte(fmt.Sprint(i))}, uint16(i+1))
+				must(err)
+				if i%3 == 0 {
+					kept = append(kept, seq)
+				} else {
+					must(s.Release(id, seq))
+				}
+				must(s.SetRetained(fmt.Sprint("r/", id, "/", i%5), Msg{Payload: []byte("x")}))
+				must(s.AddIncomingQoS2(id, uint16(i)))
+				must(s.ReleaseIncomingQoS2(id, uint16(i)))
+				if i%50 == 0 {
+					must(s.PutSession(sampleSession(id)))
+				}
+			}
+			q, err := s.Queue(id, 0, 0)
+			must(err)
+			var got []uint64
+			for _, m := range q {
+				got = append(got, m.Seq)
+			}
+			if !slices.Equal(got, kept) {
+				t.Errorf("%s: queue %v, want %v", id, got, kept)
+			}
+		})
+	}
+	workers.Wait()
+	close(stop)
+	wg.Wait()
+	require.Equal(t, s.Stats().Retained, 20)
 }
