@@ -583,6 +583,12 @@ func (s *session) stop() {
 	default:
 	}
 	close(s.quit)
+	// No expiry after the stop: the listener is closing (State may be
+	// closed too) or the session has ended. A delayed will still goes
+	// out: the session's end is one of its triggers (§3.1.2.5).
+	if s.expiryT != nil {
+		s.expiryT.Stop()
+	}
 	s.mu.Unlock()
 	s.bus.Close()
 	s.shared.Close()
