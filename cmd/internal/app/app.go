@@ -65,6 +65,8 @@ type App struct {
 	// bridges runs the bridges (bridges.go): started after the node,
 	// stopped first, reloaded on SIGHUP.
 	bridges *bridge.Registry
+	brk     *broker                      // the node's broker adapter; the MQTT listener syncs captures through it
+	mqtt    atomic.Pointer[mqttListener] // nil without an mqtt block or before Start
 
 	// health is the healthz block in force (Reload replaces it); probe
 	// checks that the store directories take writes.
@@ -178,7 +180,8 @@ func Build(cfg *config.Config, flags Flags) (*App, error) {
 		streams = a.js
 	}
 	// Building the links and the listener opens and binds nothing.
-	a.node, err = node.New(nc, &broker{srv: srv}, streams)
+	a.brk = &broker{srv: srv}
+	a.node, err = node.New(nc, a.brk, streams)
 	if err != nil {
 		a.closeJetStream()
 		_ = clk.Close()
@@ -241,6 +244,16 @@ func (a *App) Start() error {
 		ports.LeafNodes = URLs("nats-leaf", addr)
 		a.log.Info("listening for leafnode connections", "url", ports.LeafNodes[0])
 	}
+	// After JetStream and the node, as the bridges below (mqtt.go).
+	ml, err := startMQTT(cfg, a.srv, a.brk, a.js, a.log)
+	if err != nil {
+		a.abortStart()
+		return err
+	}
+	if a.mqtt.Store(ml); ml != nil {
+		ports.MQTT = URLs("mqtt", ml.Addr())
+		a.log.Info("listening for MQTT clients", "url", ports.MQTT[0])
+	}
 	// After JetStream and the node: Store finds its streams, and the
 	// uplinks capture what the bridges publish.
 	specs, err := bridgeSpecs(cfg)
@@ -276,6 +289,7 @@ func (a *App) abortStart() {
 	a.fleet.close()
 	a.fleet = nil
 	_ = a.bridges.Close(ctx)
+	_ = a.mqtt.Load().close(ctx)
 	_ = a.node.Detach(ctx)
 	if a.mon != nil {
 		_ = a.mon.Shutdown(ctx)
@@ -339,6 +353,7 @@ func (a *App) PortsFile() string {
 func (a *App) Shutdown(ctx context.Context) error {
 	a.stopFleet()
 	errBridges := a.bridges.Close(ctx)
+	errMQTT := a.mqtt.Load().close(ctx)
 	errLeaf := a.node.Detach(ctx)
 	errMon := a.stopAux(ctx)
 	errSrv := a.srv.Shutdown(ctx)
@@ -346,7 +361,7 @@ func (a *App) Shutdown(ctx context.Context) error {
 	errJS := a.closeJetStream()
 	errClk := a.clock.Close()
 	errStore := a.store.Close()
-	return errors.Join(errBridges, errLeaf, errSrv, errMon, errFwd, errJS, errClk, errStore)
+	return errors.Join(errBridges, errMQTT, errLeaf, errSrv, errMon, errFwd, errJS, errClk, errStore)
 }
 
 // LameDuck stops the bridges, closes the leafnode links, puts the broker in lame duck mode
@@ -356,6 +371,7 @@ func (a *App) Shutdown(ctx context.Context) error {
 func (a *App) LameDuck(ctx context.Context) error {
 	a.stopFleet()
 	errBridges := a.bridges.Close(ctx)
+	errMQTT := a.mqtt.Load().close(ctx)
 	errLeaf := a.node.Detach(ctx)
 	errSrv := a.srv.LameDuck(ctx)
 	errMon := a.stopAux(ctx)
@@ -363,7 +379,7 @@ func (a *App) LameDuck(ctx context.Context) error {
 	errJS := a.closeJetStream()
 	errClk := a.clock.Close()
 	errStore := a.store.Close()
-	return errors.Join(errBridges, errLeaf, errSrv, errMon, errFwd, errJS, errClk, errStore)
+	return errors.Join(errBridges, errMQTT, errLeaf, errSrv, errMon, errFwd, errJS, errClk, errStore)
 }
 
 // stopAux stops the monitoring server and removes the ports file, once.
@@ -426,6 +442,9 @@ func (a *App) reload(cfg *config.Config) error {
 	if err := leafListenChange(old, cfg); err != nil {
 		return err
 	}
+	if err := mqttListenChange(old, cfg); err != nil {
+		return err
+	}
 	if !reflect.DeepEqual(old.Uplinks, cfg.Uplinks) || !reflect.DeepEqual(old.UplinkLimits, cfg.UplinkLimits) {
 		return errors.New("uplinks: changing uplinks needs a restart")
 	}
@@ -436,6 +455,9 @@ func (a *App) reload(cfg *config.Config) error {
 		return err
 	}
 	if err := a.applyBridges(specs); err != nil {
+		return err
+	}
+	if err := a.mqtt.Load().reloadAuth(cfg); err != nil {
 		return err
 	}
 	a.cfg = cfg

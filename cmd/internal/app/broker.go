@@ -2,6 +2,7 @@ package app
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"github.com/leafbox/leafbox/core/server"
 	"github.com/leafbox/leafbox/leaf"
@@ -13,6 +14,16 @@ import (
 type broker struct {
 	srv   *server.Server
 	conns sync.Map // *server.Conn → *brokerConn
+	// ping is the node's PING hook (OnPing); the MQTT listener runs it
+	// to make its captured publishes durable (syncCaptures).
+	ping atomic.Pointer[func()]
+}
+
+// syncCaptures runs the PING hook, if the node set one.
+func (b *broker) syncCaptures() {
+	if f := b.ping.Load(); f != nil {
+		(*f)()
+	}
 }
 
 var _ node.Broker = (*broker)(nil)
@@ -61,7 +72,14 @@ func (b *broker) event(ev server.InterestEvent) node.InterestEvent {
 }
 
 // OnPing implements node.Broker.
-func (b *broker) OnPing(fn func()) { b.srv.OnPing(fn) }
+func (b *broker) OnPing(fn func()) {
+	if fn == nil {
+		b.ping.Store(nil)
+	} else {
+		b.ping.Store(&fn)
+	}
+	b.srv.OnPing(fn)
+}
 
 // brokerConn is an in-process connection handed to the node.
 type brokerConn struct {

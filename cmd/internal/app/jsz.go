@@ -132,5 +132,6 @@ func (m appMonitor) WriteMetrics(w io.Writer) {
 		mw.Counter("leafbox_jetstream_api_errors_total", "JetStream API requests answered with an error.", float64(st.APIErrors))
 	}
 	m.node.WriteMetrics(mw)
+	m.writeMQTTMetrics(mw)
 	node.WriteClockMetrics(mw, m.clock)
 }

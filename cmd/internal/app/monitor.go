@@ -23,7 +23,7 @@ func startMonitor(addr string, p monitor.Provider) (*monitor.HTTPServer, error) 
 // monitorProvider returns what the monitor serves: the broker, with the
 // leaf runtime and JetStream added.
 func (a *App) monitorProvider() monitor.Provider {
-	m := appMonitor{Server: a.srv, node: a.node, js: a.js, clock: a.clock, health: &a.health, probe: a.probe, bridges: a.bridges, source: &a.source, shed: a.shed}
+	m := appMonitor{Server: a.srv, node: a.node, js: a.js, clock: a.clock, health: &a.health, probe: a.probe, bridges: a.bridges, source: &a.source, shed: a.shed, mqtt: &a.mqtt}
 	if id := a.cfg.Identity(); id != nil {
 		m.publicKey = id.PublicKey()
 	}
@@ -48,7 +48,8 @@ type appMonitor struct {
 	// source is /varz config: the configuration in force and where it
 	// came from (fleet.go).
 	source *atomic.Pointer[monitor.ConfigVarz]
-	shed   *shedder // /varz's shed; nil without a memory limit
+	shed   *shedder                      // /varz's shed; nil without a memory limit
+	mqtt   *atomic.Pointer[mqttListener] // reported in /varz, /connz, /metrics (mqtt.go)
 	// publicKey is the gateway identity's public key, shown in /varz.
 	publicKey string
 	// health is the healthz block in force; probe checks the store
@@ -114,5 +115,6 @@ func (m appMonitor) Varz() *monitor.Varz {
 	if m.shed != nil {
 		v.Shed = m.shed.varz()
 	}
+	m.addMQTTVarz(&v)
 	return &v
 }

@@ -23,6 +23,8 @@ type Ports struct {
 	Monitoring []string `json:"monitoring,omitempty"`
 	// LeafNodes are the leafnode listener's URLs (leafnodes.listen).
 	LeafNodes []string `json:"leafnodes,omitempty"`
+	// MQTT are the MQTT listener's URLs (mqtt.listen).
+	MQTT []string `json:"mqtt,omitempty"`
 }
 
 // PortsFileName returns the ports file's name for process pid, as

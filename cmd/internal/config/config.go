@@ -79,6 +79,8 @@ type Config struct {
 	// Healthz sets when /healthz reports uplinks and downlinks as
 	// degraded, and whether that fails it.
 	Healthz *HealthzConfig `yaml:"healthz,omitempty"`
+	// MQTT accepts MQTT 3.1.1 and 5 clients on the same subjects.
+	MQTT *MQTTConfig `yaml:"mqtt,omitempty"`
 	// Bridges connect devices that do not speak NATS (MQTT brokers,
 	// serial ports, Modbus slaves) to subjects.
 	Bridges *BridgesConfig `yaml:"bridges,omitempty"`

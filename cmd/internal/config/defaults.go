@@ -105,6 +105,7 @@ func (c *Config) SetDefaults(env Env) {
 	}
 	c.setStorageDefaults(env.Machine)
 	c.setHealthzDefaults()
+	c.setMQTTDefaults()
 	c.setMQTTBridgeDefaults()
 	c.setSerialBridgeDefaults()
 	c.setModbusBridgeDefaults()

@@ -262,7 +262,7 @@ var knownKeys = func() map[string][]string {
 		Config{}, AuthorizationConfig{}, UserConfig{}, AccountConfig{}, PermissionsConfig{},
 		subjectPermissionFields{}, responsePermissionFields{}, TLSConfig{}, jetStreamFields{},
 		LeafNodesConfig{}, RemoteConfig{}, RemoteTLSConfig{}, LeafAuthorizationConfig{},
-		UplinkConfig{}, UplinkLimitsConfig{}, DownlinkConfig{}, HealthzConfig{},
+		UplinkConfig{}, UplinkLimitsConfig{}, DownlinkConfig{}, HealthzConfig{}, MQTTConfig{},
 		UpgradeConfig{}, FleetConfig{},
 	} {
 		t := reflect.TypeOf(v)

@@ -45,6 +45,7 @@ func (c *Config) Validate() error {
 	v.downlinks()
 	v.healthz()
 	v.bridges()
+	v.mqtt()
 	v.memoryLimit()
 	v.watchdog()
 	v.upgrade()

@@ -1,0 +1,62 @@
+// Package mqtt is leafbox's MQTT 3.1.1 and 5 listener: a protocol front
+// end onto the router, like a client connection. Each client's session
+// subscribes the broker on the subjects its topic filters map to
+// (core/subject's mapping, shared with the MQTT bridge and equal to
+// nats-server's) and publishes on the subjects of its topics, so MQTT
+// devices and NATS clients share one subject space, one set of accounts
+// and one set of permissions.
+//
+// # Codec
+//
+// paho.golang's packets decode and encode MQTT 5. They do not speak
+// 3.1.1 (their bodies always carry a properties length), so codec311.go
+// decodes 3.1.1 client packets into the same paho types and encodes the
+// server's packets from them; each rule cites its clause. splitPacket
+// frames a byte stream (a packet may arrive split anywhere, byte at a
+// time included: FuzzPackets), refusing a packet above the maximum size as
+// soon as its length is read.
+//
+// # Sessions and State
+//
+// A session holds its subscriptions, the QoS 1 and 2 messages waiting for
+// or in flight to the client (packet id = f(queue sequence), stable across
+// reconnects, so a resend keeps its id and has DUP set) and the incoming
+// QoS 2 packet ids awaiting PUBREL. A persistent session (3.1.1 clean
+// session 0, or an MQTT 5 session expiry) keeps all of it in State, whose
+// writes are durable on return, and outlives its connection until it
+// expires; a clean one keeps it in memory and ends with its connection.
+// MemState is State in memory; cmd/internal/app adapts store/mqttstate
+// (JetStream) to it.
+//
+// # Headers
+//
+// An MQTT client's publish carries Nmqtt-Pub: <qos> (as nats-server's),
+// its user properties as header fields, and Mqtt-Content-Type,
+// Mqtt-Message-Expiry, Mqtt-Payload-Format, Mqtt-Response-Topic,
+// Mqtt-Correlation-Data (base64) and Mqtt-Retain for the other
+// properties. Deliveries turn them back into properties. A message from a
+// NATS client without Nmqtt-Pub is QoS 0. A subscriber receives the lower
+// of the publish's QoS and the highest QoS of its matching subscriptions,
+// once per message for its plain subscriptions.
+//
+// # Request and response
+//
+// A NATS message's reply subject is an MQTT 5 subscriber's response
+// topic (unless the header names one). An MQTT 5 publish with a response
+// topic is published with a reply subject of the session's
+// ($MQTT.RI.<token>.<n>): a reply there is sent to the requester on its
+// response topic with its correlation data, so NATS responders need know
+// nothing of MQTT.
+//
+// # Concurrency
+//
+// Each connection has a read goroutine (the only reader of the socket;
+// it handles the client's packets in order) and a write goroutine (the
+// only writer; it writes whatever the connection's buffer holds in one
+// write). Broker deliveries run on the publisher's goroutine and never
+// block: QoS 0 is appended to the connection's buffer (a client past
+// Config.MaxPending is cut off alone), QoS 1 and 2 go to the session's
+// worker goroutine, which writes them to State and sends what the
+// in-flight window allows. Lock order: Server.mu → session.mu → conn.mu;
+// State is called without session.mu held.
+package mqtt

@@ -1,0 +1,665 @@
+package mqtt
+
+import (
+	"crypto/rand"
+	"encoding/base32"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unsafe"
+
+	"github.com/eclipse/paho.golang/packets"
+	"github.com/leafbox/leafbox/core/auth"
+	"github.com/leafbox/leafbox/core/server"
+	"github.com/leafbox/leafbox/core/subject"
+)
+
+// neverExpires is the session expiry interval of a session that never
+// expires (MQTT 5 §3.1.2.11.2), and that of a 3.1.1 session with clean
+// session 0.
+const neverExpires = 0xFFFFFFFF
+
+// inboxPrefix starts the reply subjects of MQTT 5 requests; see
+// session.requestReply.
+const inboxPrefix = "$MQTT.RI."
+
+// maxRequests bounds the requests a session remembers replies for.
+const maxRequests = 1024
+
+// requestTTL is how long a request's replies are routed back.
+const requestTTL = 5 * time.Minute
+
+// subscription is one topic filter of a session with its broker
+// subscriptions.
+type subscription struct {
+	Sub
+	subs []*server.Subscription
+}
+
+// outMsg is a QoS 1 or 2 message waiting for or in flight to the client.
+type outMsg struct {
+	QueuedMsg
+	subIDs []int
+	sent   bool // sent at least once on some connection: resend with DUP
+}
+
+// request is an MQTT 5 request whose replies, published to its reply
+// subject, go back to the requester on its response topic.
+type request struct {
+	topic       string
+	correlation []byte
+	expires     time.Time
+}
+
+// session is an MQTT session: its subscriptions (broker subscriptions on
+// the mapped subjects), the QoS 1 and 2 messages for it, and the incoming
+// QoS 2 packet ids; it outlives its connections when persistent.
+//
+// Lock order: session.mu → conn.mu. Broker deliveries call deliver with
+// no lock held; deliver takes session.mu and may take conn.mu (to queue
+// a packet). Calls into State happen without session.mu, except where
+// noted, so a slow store never stalls publishers.
+type session struct {
+	srv      *Server
+	clientID string
+	account  string
+	user     string
+	perms    *auth.Perms
+	token    string // random, for the reply subjects
+	// localData marks the payload being published by this session, for
+	// no-local: a delivery whose Data is it came from this session.
+	localData unsafe.Pointer
+	empty     [1]byte
+
+	bus    *server.Conn // combined: plain subscriptions, publishes
+	shared *server.Conn // queue-group subscriptions of $share filters
+
+	mu       sync.Mutex
+	version  byte
+	expiry   uint32
+	durable  bool // queue and session kept in State
+	conn     *conn
+	subs     map[string]*subscription // by filter as subscribed ($share/... included)
+	queue    []*outMsg                // in seq order
+	inflight map[uint16]*outMsg
+	localSeq uint64
+	incoming map[uint16]bool
+	requests map[string]*request
+	inboxSub *server.Subscription
+	nextReq  uint64
+	expiryT  *time.Timer
+	willT    *time.Timer
+	ended    bool
+	wake     chan struct{}
+	quit     chan struct{}
+	inbox    []*outMsg // from deliveries, to be enqueued by the worker
+	discAt   time.Time
+}
+
+func newSession(srv *Server, clientID, account, user string, perms *auth.Perms) *session {
+	var tok [10]byte
+	_, _ = rand.Read(tok[:])
+	s := &session{
+		srv: srv, clientID: clientID, account: account, user: user, perms: perms,
+		token:    base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(tok[:]),
+		subs:     map[string]*subscription{},
+		inflight: map[uint16]*outMsg{},
+		incoming: map[uint16]bool{},
+		requests: map[string]*request{},
+		wake:     make(chan struct{}, 1),
+		quit:     make(chan struct{}),
+	}
+	s.bus = srv.cfg.Broker.InProcessCombined(account, func(m server.Msg, plain bool, _ []string) { s.deliver(m, nil) })
+	s.shared = srv.cfg.Broker.InProcess(account)
+	go s.worker()
+	return s
+}
+
+// restore rebuilds a stored session at startup.
+func (srv *Server) restore(ss Session) error {
+	// No permissions until the client reconnects and authenticates again:
+	// the stored subscriptions were checked when they were made.
+	s := newSession(srv, ss.ClientID, ss.Account, ss.User, nil)
+	s.version, s.expiry, s.durable, s.discAt = ss.Version, ss.ExpiryInterval, true, ss.DisconnectedAt
+	if s.discAt.IsZero() {
+		s.discAt = time.Now()
+	}
+	for _, sub := range ss.Subs {
+		full := sub.Filter
+		if sub.Share != "" {
+			full = sharePrefix + sub.Share + "/" + sub.Filter
+		}
+		if err := s.addSub(full, sub); err != nil {
+			srv.log.Warn("mqtt subscription not restored", "client_id", ss.ClientID, "filter", full, "err", err)
+		}
+	}
+	q, err := srv.cfg.State.Queue(ss.ClientID, 0, 0)
+	if err != nil {
+		return err
+	}
+	for _, m := range q {
+		s.queue = append(s.queue, &outMsg{QueuedMsg: m, sent: true})
+	}
+	ids, err := srv.cfg.State.IncomingQoS2(ss.ClientID)
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		s.incoming[id] = true
+	}
+	srv.mu.Lock()
+	srv.sessions[ss.ClientID] = s
+	srv.mu.Unlock()
+	s.mu.Lock()
+	s.armExpiry()
+	s.mu.Unlock()
+	return nil
+}
+
+// record returns the session as State keeps it; s.mu is held.
+func (s *session) record() Session {
+	ss := Session{ClientID: s.clientID, Version: s.version, ExpiryInterval: s.expiry, DisconnectedAt: s.discAt, Account: s.account, User: s.user}
+	keys := make([]string, 0, len(s.subs))
+	for k := range s.subs {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		ss.Subs = append(ss.Subs, s.subs[k].Sub)
+	}
+	return ss
+}
+
+// save stores the session if it is durable.
+func (s *session) save() {
+	s.mu.Lock()
+	if !s.durable || s.ended {
+		s.mu.Unlock()
+		return
+	}
+	rec := s.record()
+	s.mu.Unlock()
+	if err := s.srv.cfg.State.PutSession(rec); err != nil {
+		s.srv.log.Warn("mqtt session not stored", "client_id", s.clientID, "err", err)
+	}
+}
+
+// addSub subscribes the broker for filter (possibly "$share/g/f");
+// opts.Filter and opts.Share are set from it.
+func (s *session) addSub(filter string, opts Sub) error {
+	group, f, err := parseShare(filter)
+	if err != nil {
+		return err
+	}
+	subj, parent, err := subject.SubjectFromTopicFilter(f)
+	if err != nil {
+		return err
+	}
+	opts.Filter, opts.Share = f, group
+	sub := &subscription{Sub: opts}
+	subjects := []string{subj}
+	if parent != "" {
+		subjects = append(subjects, parent)
+	}
+	for _, sj := range subjects {
+		var ns *server.Subscription
+		if group != "" {
+			ns, err = s.shared.Subscribe(sj, group, func(m server.Msg) { s.deliver(m, sub) })
+		} else {
+			ns, err = s.bus.Subscribe(sj, "", nil)
+		}
+		if err != nil {
+			for _, x := range sub.subs {
+				x.Unsubscribe()
+			}
+			return err
+		}
+		sub.subs = append(sub.subs, ns)
+	}
+	s.mu.Lock()
+	old := s.subs[filter]
+	s.subs[filter] = sub
+	s.mu.Unlock()
+	if old != nil {
+		for _, x := range old.subs {
+			x.Unsubscribe()
+		}
+	}
+	return nil
+}
+
+// removeSub unsubscribes filter; it reports whether there was one.
+func (s *session) removeSub(filter string) bool {
+	s.mu.Lock()
+	sub := s.subs[filter]
+	delete(s.subs, filter)
+	s.mu.Unlock()
+	if sub == nil {
+		return false
+	}
+	for _, x := range sub.subs {
+		x.Unsubscribe()
+	}
+	return true
+}
+
+// deliver takes a message from the broker: for the plain subscriptions
+// (shared nil) or for one shared subscription. It runs on the publisher's
+// goroutine and never blocks: QoS 0 goes to the connection's buffer, QoS 1
+// and 2 to the worker.
+func (s *session) deliver(m server.Msg, shared *subscription) {
+	subj := unsafe.String(unsafe.SliceData(m.Subject), len(m.Subject))
+	if shared == nil && strings.HasPrefix(subj, inboxPrefix) {
+		s.reply(m)
+		return
+	}
+	topic := subject.TopicFromSubject(subj)
+	qos := pubQoS(m.Header)
+	lp := s.localPtr()
+	local := lp != nil && unsafe.Pointer(unsafe.SliceData(m.Data)) == lp
+	retain := headerHasRetain(m.Header)
+	var grant byte
+	var ids []int
+	matched, rap := false, false
+	s.mu.Lock()
+	if s.ended {
+		s.mu.Unlock()
+		return
+	}
+	consider := func(sub *subscription) {
+		if sub.NoLocal && local {
+			return
+		}
+		matched = true
+		grant = max(grant, min(sub.QoS, qos))
+		rap = rap || sub.RetainAsPublished
+		if sub.SubID > 0 {
+			ids = append(ids, sub.SubID)
+		}
+	}
+	if shared != nil {
+		consider(shared)
+	} else {
+		for _, sub := range s.subs {
+			if sub.Share == "" && MatchTopic(sub.Filter, topic) {
+				consider(sub)
+			}
+		}
+	}
+	if !matched {
+		s.mu.Unlock()
+		return
+	}
+	msg := Msg{Topic: topic, Payload: slices.Clone(m.Data), QoS: grant, Retain: rap && retain, Time: time.Now()}
+	if len(m.Header) > 0 || len(m.Reply) > 0 {
+		msg.Header = slices.Clone(m.Header)
+		if len(m.Reply) > 0 && !hasResponseTopic(m.Header) {
+			msg.Header = appendReply(msg.Header, string(m.Reply))
+		}
+	}
+	s.queueLocked(msg, ids)
+	s.mu.Unlock()
+}
+
+// localPtr returns the marker of the payload this session is publishing.
+func (s *session) localPtr() unsafe.Pointer {
+	s.mu.Lock()
+	p := s.localData
+	s.mu.Unlock()
+	return p
+}
+
+// queueLocked sends a QoS 0 message now (dropping it without a
+// connection) or hands a QoS 1 or 2 message to the worker; s.mu is held.
+func (s *session) queueLocked(msg Msg, ids []int) {
+	if msg.QoS == 0 {
+		if s.conn != nil {
+			s.conn.sendPublish(&outMsg{QueuedMsg: QueuedMsg{Msg: msg}, subIDs: ids}, 0, false)
+		}
+		return
+	}
+	if len(s.inbox)+len(s.queue) >= s.srv.cfg.MaxQueue {
+		s.srv.st.dropped.Add(1)
+		return
+	}
+	s.inbox = append(s.inbox, &outMsg{QueuedMsg: QueuedMsg{Msg: msg}, subIDs: ids})
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// appendReply records a NATS reply subject as the response topic.
+func appendReply(hdr []byte, reply string) []byte {
+	topic := subject.TopicFromSubject(reply)
+	if len(hdr) == 0 {
+		hdr = append(hdr, "NATS/1.0\r\n\r\n"...)
+	}
+	hdr = hdr[:len(hdr)-2]
+	hdr = append(hdr, headerResponseTopic+": "...)
+	hdr = append(hdr, topic...)
+	return append(hdr, "\r\n\r\n"...)
+}
+
+func hasResponseTopic(hdr []byte) bool {
+	return len(hdr) > 0 && forEachFieldHas(hdr, headerResponseTopic)
+}
+
+func forEachFieldHas(hdr []byte, key string) bool {
+	found := false
+	forEachField(hdr, func(name, _ []byte) {
+		if string(name) == key {
+			found = true
+		}
+	})
+	return found
+}
+
+// worker stores the QoS 1 and 2 messages deliver handed over (State is
+// not called on publishers' goroutines) and sends what the in-flight
+// window allows.
+func (s *session) worker() {
+	for {
+		select {
+		case <-s.wake:
+		case <-s.quit:
+			return
+		}
+		s.mu.Lock()
+		batch := s.inbox
+		s.inbox = nil
+		durable := s.durable
+		s.mu.Unlock()
+		for _, m := range batch {
+			if durable {
+				seq, err := s.srv.cfg.State.Enqueue(s.clientID, m.Msg)
+				if err != nil {
+					s.srv.st.dropped.Add(1)
+					s.srv.log.Warn("mqtt message not queued", "client_id", s.clientID, "err", err)
+					continue
+				}
+				m.Seq = seq
+			}
+			s.mu.Lock()
+			if !durable {
+				s.localSeq++
+				m.Seq = s.localSeq
+			}
+			s.queue = append(s.queue, m)
+			s.mu.Unlock()
+		}
+		s.pump()
+	}
+}
+
+// packetID is the packet id of the queued message seq: stable across
+// reconnects, as resending requires [MQTT-4.4.0-1].
+func packetID(seq uint64) uint16 { return uint16((seq-1)%65535 + 1) }
+
+// pump sends queued messages while the in-flight window has room.
+func (s *session) pump() {
+	var expired []uint64
+	s.mu.Lock()
+	c := s.conn
+	if c == nil {
+		s.mu.Unlock()
+		return
+	}
+	limit := min(s.srv.cfg.MaxInflight, c.clientReceiveMax)
+	for i := 0; i < len(s.queue) && len(s.inflight) < limit; i++ {
+		m := s.queue[i]
+		pid := packetID(m.Seq)
+		if cur := s.inflight[pid]; cur != nil {
+			if cur == m {
+				continue
+			}
+			break // an older message still holds the id
+		}
+		if m.Pubrec {
+			s.inflight[pid] = m
+			c.send(&packets.Pubrel{PacketID: pid, Properties: &packets.Properties{}})
+			continue
+		}
+		if !c.sendPublish(m, pid, m.sent) {
+			if c.isClosing() {
+				break
+			}
+			// Too large for the client, or expired: dropped.
+			expired = append(expired, m.Seq)
+			s.queue = slices.Delete(s.queue, i, i+1)
+			i--
+			continue
+		}
+		m.sent = true
+		s.inflight[pid] = m
+	}
+	durable := s.durable
+	s.mu.Unlock()
+	if durable {
+		for _, seq := range expired {
+			_ = s.srv.cfg.State.Release(s.clientID, seq)
+		}
+	}
+}
+
+// ack handles PUBACK (qos 1) and PUBCOMP (qos 2) from the client.
+func (s *session) ack(pid uint16) bool {
+	s.mu.Lock()
+	m := s.inflight[pid]
+	if m == nil {
+		s.mu.Unlock()
+		return false
+	}
+	delete(s.inflight, pid)
+	if i := slices.Index(s.queue, m); i >= 0 {
+		s.queue = slices.Delete(s.queue, i, i+1)
+	}
+	durable := s.durable
+	s.mu.Unlock()
+	if durable {
+		if err := s.srv.cfg.State.Release(s.clientID, m.Seq); err != nil {
+			s.srv.log.Warn("mqtt release not stored", "client_id", s.clientID, "err", err)
+		}
+	}
+	s.pump()
+	return true
+}
+
+// pubrec handles PUBREC: the message is now awaiting PUBCOMP, and the
+// server answers PUBREL.
+func (s *session) pubrec(pid uint16) bool {
+	s.mu.Lock()
+	m := s.inflight[pid]
+	if m == nil || m.QoS != 2 {
+		s.mu.Unlock()
+		return false
+	}
+	m.Pubrec = true
+	durable := s.durable
+	s.mu.Unlock()
+	if durable {
+		if err := s.srv.cfg.State.MarkPubrec(s.clientID, m.Seq); err != nil {
+			s.srv.log.Warn("mqtt pubrec not stored", "client_id", s.clientID, "err", err)
+		}
+	}
+	return true
+}
+
+// attachConn makes c the session's connection and sends what waits:
+// PUBREL for messages acknowledged with PUBREC, the rest again with DUP
+// [MQTT-4.4.0-1].
+func (s *session) attachConn(c *conn) {
+	s.mu.Lock()
+	s.conn = c
+	s.inflight = map[uint16]*outMsg{}
+	s.discAt = time.Time{}
+	if s.expiryT != nil {
+		s.expiryT.Stop()
+		s.expiryT = nil
+	}
+	if s.willT != nil {
+		s.willT.Stop()
+		s.willT = nil
+	}
+	s.mu.Unlock()
+	s.pump()
+}
+
+// detachConn forgets c when it is still the session's connection; it
+// reports whether the session ended.
+func (s *session) detachConn(c *conn) (still bool) {
+	s.mu.Lock()
+	if s.conn != c {
+		s.mu.Unlock()
+		return false
+	}
+	s.conn = nil
+	s.discAt = time.Now()
+	expiry := s.expiry
+	s.mu.Unlock()
+	if expiry == 0 {
+		s.end()
+		return true
+	}
+	s.save()
+	s.mu.Lock()
+	s.armExpiry()
+	s.mu.Unlock()
+	return true
+}
+
+// armExpiry starts the expiry timer of a disconnected session; s.mu is
+// held.
+func (s *session) armExpiry() {
+	if s.expiry == neverExpires || s.conn != nil || s.ended {
+		return
+	}
+	left := time.Duration(s.expiry)*time.Second - time.Since(s.discAt)
+	s.expiryT = time.AfterFunc(max(left, 0), func() {
+		s.mu.Lock()
+		live := s.conn != nil
+		s.mu.Unlock()
+		if !live {
+			s.end()
+		}
+	})
+}
+
+// end removes the session: its subscriptions, its queue, its State.
+func (s *session) end() {
+	s.mu.Lock()
+	if s.ended {
+		s.mu.Unlock()
+		return
+	}
+	s.ended = true
+	durable := s.durable
+	if s.expiryT != nil {
+		s.expiryT.Stop()
+	}
+	s.mu.Unlock()
+	s.srv.mu.Lock()
+	if s.srv.sessions[s.clientID] == s {
+		delete(s.srv.sessions, s.clientID)
+	}
+	s.srv.mu.Unlock()
+	s.stop()
+	if durable {
+		if err := s.srv.cfg.State.DeleteSession(s.clientID); err != nil {
+			s.srv.log.Warn("mqtt session not deleted", "client_id", s.clientID, "err", err)
+		}
+	}
+}
+
+// stop ends the session's broker connections and worker, leaving State.
+func (s *session) stop() {
+	s.mu.Lock()
+	select {
+	case <-s.quit:
+		s.mu.Unlock()
+		return
+	default:
+	}
+	close(s.quit)
+	// No expiry after the stop: the listener is closing (State may be
+	// closed too) or the session has ended. A delayed will still goes
+	// out: the session's end is one of its triggers (§3.1.2.5).
+	if s.expiryT != nil {
+		s.expiryT.Stop()
+	}
+	s.mu.Unlock()
+	s.bus.Close()
+	s.shared.Close()
+}
+
+// publish routes a client's message; local marks its payload for
+// no-local.
+func (s *session) publish(subj []byte, reply string, hdr, data []byte) {
+	if len(data) == 0 {
+		data = s.empty[:0]
+	}
+	s.mu.Lock()
+	s.localData = unsafe.Pointer(unsafe.SliceData(data))
+	s.mu.Unlock()
+	s.bus.PublishBytes(subj, subj, unsafe.Slice(unsafe.StringData(reply), len(reply)), hdr, data)
+	s.mu.Lock()
+	s.localData = nil
+	s.mu.Unlock()
+}
+
+// requestReply returns the reply subject for an MQTT 5 request with a
+// response topic: replies published to it go to this session on topic,
+// with the request's correlation data.
+func (s *session) requestReply(topic string, correlation []byte) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.inboxSub == nil {
+		sub, err := s.bus.Subscribe(inboxPrefix+s.token+".*", "", nil)
+		if err != nil {
+			return "", err
+		}
+		s.inboxSub = sub
+	}
+	now := time.Now()
+	if len(s.requests) >= maxRequests {
+		for k, r := range s.requests {
+			if now.After(r.expires) || len(s.requests) >= maxRequests {
+				delete(s.requests, k)
+			}
+		}
+	}
+	s.nextReq++
+	key := strconv.FormatUint(s.nextReq, 36)
+	s.requests[key] = &request{topic: topic, correlation: slices.Clone(correlation), expires: now.Add(requestTTL)}
+	return inboxPrefix + s.token + "." + key, nil
+}
+
+// reply delivers a reply to one of the session's requests.
+func (s *session) reply(m server.Msg) {
+	subj := string(m.Subject)
+	key := subj[strings.LastIndexByte(subj, '.')+1:]
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.requests[key]
+	if r == nil || time.Now().After(r.expires) || s.conn == nil {
+		return
+	}
+	hdr := slices.Clone(m.Header)
+	msg := Msg{Topic: r.topic, Payload: slices.Clone(m.Data), Header: hdr, Time: time.Now()}
+	out := &outMsg{QueuedMsg: QueuedMsg{Msg: msg}}
+	s.conn.sendReply(out, r.correlation)
+}
+
+// matchIDs returns the subscription identifiers of the plain
+// subscriptions matching topic; s.mu is held.
+func (s *session) matchIDs(topic string) []int {
+	var ids []int
+	for _, sub := range s.subs {
+		if sub.Share == "" && sub.SubID > 0 && MatchTopic(sub.Filter, topic) {
+			ids = append(ids, sub.SubID)
+		}
+	}
+	return ids
+}
