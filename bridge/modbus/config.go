@@ -51,6 +51,10 @@ type Config struct {
 	// subject and waits for its PubAck (at most StoreWait).
 	Store     bool
 	StoreWait time.Duration
+	// QueueLen bounds the write requests waiting for the bus
+	// (DefaultQueueLen when 0); one beyond it is answered "write queue
+	// full" and counted as a drop.
+	QueueLen int
 	// Devices are polled in turn.
 	Devices []Device
 }
@@ -154,6 +158,9 @@ func (c Config) Validate() error {
 	if c.Timeout < 0 {
 		add("negative timeout")
 	}
+	if c.QueueLen < 0 {
+		add("negative queue length")
+	}
 	if len(c.Devices) == 0 {
 		add("no devices")
 	}
@@ -221,6 +228,9 @@ func (r Register) validate() error {
 func (c Config) withDefaults() Config {
 	if c.Timeout == 0 {
 		c.Timeout = DefaultTimeout
+	}
+	if c.QueueLen == 0 {
+		c.QueueLen = DefaultQueueLen
 	}
 	if c.StoreWait == 0 {
 		c.StoreWait = DefaultStoreWait

@@ -100,7 +100,7 @@ func (b *Bridge) Run(ctx context.Context, env bridge.Env) error {
 	defer client.Close()
 	logger.Info("modbus bus open", "at", where)
 
-	writes := make(chan writeReq, DefaultQueueLen)
+	writes := make(chan writeReq, b.cfg.QueueLen)
 	var accepting atomic.Bool
 	accepting.Store(true)
 	defer accepting.Store(false)
