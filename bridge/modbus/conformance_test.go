@@ -43,9 +43,6 @@ const (
 // NotApplicable implements bridgetest.Inapplicable.
 func (tcpHarness) NotApplicable(name string) string {
 	switch name {
-	case "OutboundFromStream":
-		return "the Modbus bridge takes writes only as requests on a command subject, answered with the device's " +
-			"reply; it has no outbound route from a durable consumer"
 	case "StoreBeforeAck":
 		return "a Modbus device holds a value in a register, it does not send messages: there is no acknowledgement " +
 			"to withhold, and a value the stream refuses is not dropped but published again at every poll until " +
@@ -68,6 +65,7 @@ func (tcpHarness) Open(t *testing.T, routes bridgetest.Routes) (bridge.Bridge, b
 		Store:    routes.StoreIn,
 		Devices: []Device{{
 			Name: "dev", Unit: 1, PollInterval: 5 * time.Millisecond, CommandSubject: routes.Out,
+			CommandStream: routes.OutStream, CommandDurable: routes.OutDurable,
 			Registers: []Register{
 				{Name: "in", Subject: routes.In, Table: TableHolding, Address: suiteIn, Type: TypeUint32},
 				{Name: "out", Table: TableHolding, Address: suiteOut, Type: TypeUint32, Writable: true},
