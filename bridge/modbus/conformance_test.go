@@ -98,6 +98,7 @@ type suiteSlave struct {
 	srv     *mb.ModbusServer
 	holding [32]uint16
 	stalled bool
+	drops   int           // Drops so far: a request held across one is lost with it
 	changed chan struct{} // closed and replaced at every change of stalled
 	ids     map[string]uint32
 	names   []string // by number; names[0] is the value before any Send
@@ -156,14 +157,22 @@ func (d *suiteSlave) Command(payload string) []byte {
 	return fmt.Appendf(nil, `{"register":"out","value":%d}`, d.number(payload))
 }
 
-// gate holds a request while the device is stalled.
-func (d *suiteSlave) gate() {
+// gate holds a request while the device is stalled; it reports false
+// when the device was dropped meanwhile: the request was never taken,
+// and goes unanswered with the closed connection.
+func (d *suiteSlave) gate() bool {
+	d.mu.Lock()
+	drops := d.drops
+	d.mu.Unlock()
 	for {
 		d.mu.Lock()
-		stalled, ch := d.stalled, d.changed
+		stalled, ch, dropped := d.stalled, d.changed, d.drops != drops
 		d.mu.Unlock()
+		if dropped {
+			return false
+		}
 		if !stalled {
-			return
+			return true
 		}
 		<-ch
 	}
@@ -180,7 +189,9 @@ func (d *suiteSlave) HandleInputRegisters(*mb.InputRegistersRequest) ([]uint16, 
 }
 
 func (d *suiteSlave) HandleHoldingRegisters(req *mb.HoldingRegistersRequest) ([]uint16, error) {
-	d.gate()
+	if !d.gate() {
+		return nil, mb.ErrServerDeviceFailure
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if int(req.Addr)+int(req.Quantity) > len(d.holding) {
@@ -237,15 +248,22 @@ func (d *suiteSlave) Receive(ctx context.Context) ([]byte, error) {
 	}
 }
 
-// Drop stops the server: its listener and connections close.
+// Drop stops the server: its listener and connections close. A request
+// held by a stall is then let go unanswered.
 func (d *suiteSlave) Drop(t *testing.T) {
 	d.mu.Lock()
 	srv := d.srv
 	d.srv = nil
 	d.mu.Unlock()
-	if srv != nil {
-		_ = srv.Stop()
+	if srv == nil {
+		return
 	}
+	_ = srv.Stop()
+	d.mu.Lock()
+	d.drops++
+	close(d.changed)
+	d.changed = make(chan struct{})
+	d.mu.Unlock()
 }
 
 // Restore serves the device again on the same address.
