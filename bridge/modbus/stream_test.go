@@ -1,0 +1,52 @@
+package modbus
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/leafbox/leafbox/bridge"
+	"github.com/leafbox/leafbox/core/require"
+	"github.com/leafbox/leafbox/store/jsapi"
+)
+
+// TestTCPCommandStream: write requests from a durable consumer are
+// settled by what the device did: a request that is not one, and a write
+// the device refuses with an exception, are terminated and counted as
+// rejected drops (the refusal in the last error); an accepted write is
+// acknowledged and counted out. Nothing is left pending, and the stream
+// sends none of them again.
+func TestTCPCommandStream(t *testing.T) {
+	tb := newTestBroker(t)
+	tb.AddStream(t, jsapi.StreamConfig{Name: "PLC_CMD", Subjects: []string{"plc.write"}})
+	plc := newBank()
+	addr, _ := startTCPSlave(t, plc, "")
+	b := mustNew(t, Config{TCP: addr, Timeout: 2 * time.Second, Devices: []Device{{
+		Name: "plc", Unit: 1, PollInterval: 20 * time.Millisecond, CommandSubject: "plc.write",
+		CommandStream: "PLC_CMD", CommandDurable: "plc", Registers: plcRegisters(),
+	}}})
+	st := runBridge(t, b, tb)
+	bus := tb.Bus(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	for _, req := range []string{`not a request`, `{"register":"refused","value":1}`, `{"register":"setpoint","value":[1.5,2.5]}`} {
+		_, _, err := bridge.Store(ctx, bus, "plc.write", nil, []byte(req))
+		require.NoError(t, err)
+	}
+	rejected := slices.Index(bridge.DropReasons, bridge.DropRejected)
+	waitFor(t, st, "one write out, two rejected", func(s bridge.Snapshot) bool { return s.Out >= 1 && s.Drops[rejected] >= 2 })
+	require.Equal(t, plc.getHolding(20), uint16(15))
+	require.Equal(t, plc.getHolding(21), uint16(25))
+	snap := st.Snapshot()
+	require.Equal(t, snap.Out, uint64(1))
+	require.Equal(t, snap.Drops[rejected], uint64(2))
+	require.Equal(t, b.Devices()[0].Exceptions, uint64(1))
+	require.Equal(t, b.Devices()[0].LastException, "illegal data address")
+	ci := tb.ConsumerInfo(t, "PLC_CMD", "plc")
+	require.Equal(t, ci.AckFloor.Stream, uint64(3))
+	require.Equal(t, ci.NumAckPending, 0)
+	require.Equal(t, ci.NumPending, uint64(0))
+	require.Equal(t, ci.Delivered.Stream, uint64(3))
+	require.Equal(t, ci.Delivered.Consumer, uint64(3)) // each delivered once
+}
