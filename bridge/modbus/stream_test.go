@@ -50,3 +50,31 @@ func TestTCPCommandStream(t *testing.T) {
 	require.Equal(t, ci.Delivered.Stream, uint64(3))
 	require.Equal(t, ci.Delivered.Consumer, uint64(3)) // each delivered once
 }
+
+// TestTCPCommandStreamBusy: a write from the stream that the device
+// answers "server device busy" is sent again (nak'ed with a delay) until
+// the device takes it; it is neither dropped nor acknowledged before.
+func TestTCPCommandStreamBusy(t *testing.T) {
+	tb := newTestBroker(t)
+	tb.AddStream(t, jsapi.StreamConfig{Name: "PLC_CMD", Subjects: []string{"plc.write"}})
+	plc := newBank()
+	plc.busyWrites = 2
+	addr, _ := startTCPSlave(t, plc, "")
+	b := mustNew(t, Config{TCP: addr, Timeout: 2 * time.Second, Devices: []Device{{
+		Name: "plc", Unit: 1, PollInterval: 20 * time.Millisecond, CommandSubject: "plc.write",
+		CommandStream: "PLC_CMD", CommandDurable: "plc", Registers: plcRegisters(),
+	}}})
+	st := runBridge(t, b, tb)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	_, _, err := bridge.Store(ctx, tb.Bus(t), "plc.write", nil, []byte(`{"register":"setpoint","value":4.2}`))
+	require.NoError(t, err)
+	waitFor(t, st, "the write out", func(s bridge.Snapshot) bool { return s.Out >= 1 })
+	require.Equal(t, plc.getHolding(20), uint16(42))
+	rejected := slices.Index(bridge.DropReasons, bridge.DropRejected)
+	require.Equal(t, st.Snapshot().Drops[rejected], uint64(0))
+	require.Equal(t, b.Devices()[0].Exceptions, uint64(2))
+	ci := tb.ConsumerInfo(t, "PLC_CMD", "plc")
+	require.Equal(t, ci.AckFloor.Stream, uint64(1))
+	require.Equal(t, ci.Delivered.Consumer, uint64(3)) // twice refused, then taken
+}

@@ -174,8 +174,7 @@ func (p *poller) write(w writeReq) error {
 		return nil
 	}
 	if w.delivery != nil {
-		settle(w.delivery, err)
-		if classify(err) == errException {
+		if settle(w.delivery, err) {
 			st.CountDrop(bridge.DropRejected)
 		}
 	} else {
@@ -194,16 +193,19 @@ const retryDelay = 100 * time.Millisecond
 // failure) terminates it; "server device busy" and "acknowledge" (the
 // device is occupied with a long request) send it again after
 // retryDelay, a register write being idempotent; a write lost with the
-// bus (timeout, bad frame, bus failure) is sent again at once.
-func settle(d *bridge.Delivery, err error) {
+// bus (timeout, bad frame, bus failure) is sent again at once. It
+// reports whether it terminated d.
+func settle(d *bridge.Delivery, err error) (terminated bool) {
 	switch {
 	case errors.Is(err, mb.ErrServerDeviceBusy), errors.Is(err, mb.ErrAcknowledge):
 		_ = d.Nak(retryDelay)
 	case classify(err) == errException:
 		_ = d.Term()
+		return true
 	default:
 		_ = d.Nak(0)
 	}
+	return false
 }
 
 // reply answers a requester, if it asked.
