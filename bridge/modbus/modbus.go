@@ -110,6 +110,7 @@ func (b *Bridge) Run(ctx context.Context, env bridge.Env) error {
 	defer accepting.Store(false)
 	runCtx, cancel := context.WithCancel(ctx)
 	var feeders sync.WaitGroup
+	feedErr := make(chan error, len(b.devices))
 	var consumers []*bridge.Consumer
 	defer func() {
 		cancel() // each feeder ends with runCtx
@@ -130,7 +131,12 @@ func (b *Bridge) Run(ctx context.Context, env bridge.Env) error {
 				return fmt.Errorf("modbus: device %s: command stream %s: %w", d.Name, d.CommandStream, err)
 			}
 			consumers = append(consumers, cons)
-			feeders.Go(func() { feed(runCtx, env, d, cons, writes) })
+			feeders.Go(func() {
+				if err := feed(runCtx, d, cons, writes); err != nil {
+					feedErr <- err
+					cancel() // the next Run creates the consumer again
+				}
+			})
 			continue
 		}
 		if d.CommandSubject == "" {
@@ -162,6 +168,13 @@ func (b *Bridge) Run(ctx context.Context, env bridge.Env) error {
 	accepting.Store(false)
 	cancel()
 	feeders.Wait()
+	select {
+	case ferr := <-feedErr: // the loop ended because a consumer failed
+		if err == nil {
+			err = ferr
+		}
+	default:
+	}
 	for len(writes) > 0 {
 		w := <-writes
 		if w.delivery != nil { // the stream sends it again
@@ -180,22 +193,22 @@ func (b *Bridge) Run(ctx context.Context, env bridge.Env) error {
 
 // feed hands the deliveries of a device's command consumer to the poll
 // loop, one at a time (the consumer's MaxAckPending is 1), until ctx
-// ends. A consumer that fails is logged and counted; the bus stays up for
-// polling, and the next Run creates the consumer again.
-func feed(ctx context.Context, env bridge.Env, d *device, cons *bridge.Consumer, writes chan<- writeReq) {
+// ends (nil) or the consumer fails (its error: Run returns it, and the
+// next Run creates the consumer again).
+func feed(ctx context.Context, d *device, cons *bridge.Consumer, writes chan<- writeReq) error {
 	for {
 		del, err := cons.Next(ctx)
 		if err != nil {
-			if ctx.Err() == nil {
-				env.Status.SetError(fmt.Errorf("modbus: device %s: command stream %s: %w", d.Name, d.CommandStream, err))
+			if ctx.Err() != nil {
+				return nil
 			}
-			return
+			return fmt.Errorf("modbus: device %s: command stream %s: %w", d.Name, d.CommandStream, err)
 		}
 		select {
 		case writes <- writeReq{dev: d, data: del.Data, delivery: del}:
 		case <-ctx.Done():
 			_ = del.Nak(0)
-			return
+			return nil
 		}
 	}
 }
