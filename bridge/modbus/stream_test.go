@@ -3,6 +3,7 @@ package modbus
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -77,4 +78,35 @@ func TestTCPCommandStreamBusy(t *testing.T) {
 	ci := tb.ConsumerInfo(t, "PLC_CMD", "plc")
 	require.Equal(t, ci.AckFloor.Stream, uint64(1))
 	require.Equal(t, ci.Delivered.Consumer, uint64(3)) // twice refused, then taken
+}
+
+// TestTCPCommandStreamConsumerDeleted: the durable consumer deleted under
+// the bridge ends its Run with the error; the next Run creates it again,
+// and writes stored afterwards reach the device.
+func TestTCPCommandStreamConsumerDeleted(t *testing.T) {
+	tb := newTestBroker(t)
+	tb.AddStream(t, jsapi.StreamConfig{Name: "PLC_CMD", Subjects: []string{"plc.write"}})
+	plc := newBank()
+	addr, _ := startTCPSlave(t, plc, "")
+	b := mustNew(t, Config{TCP: addr, Timeout: 2 * time.Second, Devices: []Device{{
+		Name: "plc", Unit: 1, PollInterval: 20 * time.Millisecond, CommandSubject: "plc.write",
+		CommandStream: "PLC_CMD", CommandDurable: "plc", Registers: plcRegisters(),
+	}}})
+	st := runBridge(t, b, tb)
+	waitFor(t, st, "connected", func(s bridge.Snapshot) bool { return s.State == bridge.StateConnected })
+	js, err := tb.nc.JetStream()
+	require.NoError(t, err)
+	require.NoError(t, js.DeleteConsumer("PLC_CMD", "plc"))
+	waitFor(t, st, "the deletion noticed and the bridge back", func(s bridge.Snapshot) bool {
+		return s.Reconnects >= 1 && s.State == bridge.StateConnected
+	})
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	_, _, err = bridge.Store(ctx, tb.Bus(t), "plc.write", nil, []byte(`{"register":"setpoint","value":7}`))
+	require.NoError(t, err)
+	waitFor(t, st, "the write out", func(s bridge.Snapshot) bool { return s.Out >= 1 })
+	require.Equal(t, plc.getHolding(20), uint16(70))
+	if e := st.Snapshot().LastError; !strings.Contains(e, bridge.ErrConsumerDeleted.Error()) {
+		t.Fatalf("last error %q, want the consumer's deletion", e)
+	}
 }
