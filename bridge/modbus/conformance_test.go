@@ -46,7 +46,8 @@ func (tcpHarness) NotApplicable(name string) string {
 	case "StoreBeforeAck":
 		return "a Modbus device holds a value in a register, it does not send messages: there is no acknowledgement " +
 			"to withhold, and a value the stream refuses is not dropped but published again at every poll until " +
-			"stored (the latest value wins), so the case's refusal and purge sequence does not exist here"
+			"stored (the latest value wins), so the case's refusal and purge sequence does not exist here; " +
+			"TestTCPStore checks what Store does instead"
 	}
 	return ""
 }

@@ -110,3 +110,37 @@ func TestTCPCommandStreamConsumerDeleted(t *testing.T) {
 		t.Fatalf("last error %q, want the consumer's deletion", e)
 	}
 }
+
+// TestTCPStore: with Store each value is stored in the stream capturing
+// its subject. One the stream refuses (full, discard new) is reported
+// and counted as a rejected drop, not lost: the device still holds it,
+// and it is stored at a later poll once the stream has room.
+func TestTCPStore(t *testing.T) {
+	tb := newTestBroker(t)
+	tb.AddStream(t, jsapi.StreamConfig{Name: "PLC", Subjects: []string{"plc.>"}, MaxMsgs: 1, Discard: jsapi.DiscardNew})
+	plc := newBank()
+	plc.setHolding(20, 10)
+	addr, _ := startTCPSlave(t, plc, "")
+	b := mustNew(t, Config{TCP: addr, Plain: true, Store: true, Timeout: 2 * time.Second, Devices: []Device{{
+		Name: "plc", Unit: 1, PollInterval: 10 * time.Millisecond,
+		Registers: []Register{{Name: "setpoint", Subject: "plc.setpoint", Table: TableHolding, Address: 20}},
+	}}})
+	st := runBridge(t, b, tb)
+	waitFor(t, st, "the first value stored", func(s bridge.Snapshot) bool { return s.In >= 1 })
+	stored := func() []string {
+		var out []string
+		for _, m := range tb.StoredMsgs(t, "PLC") {
+			out = append(out, string(m.Data))
+		}
+		return out
+	}
+	require.DeepEqual(t, stored(), []string{"10"})
+
+	plc.setHolding(20, 20)
+	rejected := slices.Index(bridge.DropReasons, bridge.DropRejected)
+	waitFor(t, st, "the refusal reported", func(s bridge.Snapshot) bool { return s.Drops[rejected] >= 1 && s.LastError != "" })
+	require.DeepEqual(t, stored(), []string{"10"})
+	tb.PurgeStream(t, "PLC")
+	waitFor(t, st, "the held value stored", func(s bridge.Snapshot) bool { return s.In >= 2 })
+	require.DeepEqual(t, stored(), []string{"20"})
+}
