@@ -50,6 +50,14 @@
 //   - CleanStop: stopped with traffic flowing both ways, the bridge
 //     returns promptly, records no error and lets go of its subscription.
 //
+// A device whose bridge carries values rather than payloads as they are
+// (Modbus: numbers in registers, published as JSON, written by JSON
+// requests) also implements Mapper, and the suite maps what it publishes
+// on Out and reads on In through it. A Harness implements Inapplicable to
+// say a case does not apply to its bridge; the suite logs the reason and
+// the case passes without running. It is for behaviour the bridge's
+// protocol does not have, never for a missing feature.
+//
 // The package's own test runs the suite against a tiny TCP line bridge,
 // and proves each case fails a bridge with the fault it is there to catch
 // (a blocking subscription handler, an ack before storing, an ack before

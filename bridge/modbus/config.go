@@ -51,6 +51,10 @@ type Config struct {
 	// subject and waits for its PubAck (at most StoreWait).
 	Store     bool
 	StoreWait time.Duration
+	// QueueLen bounds the write requests waiting for the bus
+	// (DefaultQueueLen when 0); one beyond it is answered "write queue
+	// full" and counted as a drop.
+	QueueLen int
 	// Devices are polled in turn.
 	Devices []Device
 }
@@ -81,6 +85,16 @@ type Device struct {
 	// ({"register": "setpoint", "value": 21.5}); the reply says
 	// {"ok":true} or the exception.
 	CommandSubject string
+	// CommandStream and CommandDurable, when set, take the write
+	// requests from this durable consumer on a local stream instead
+	// (CommandSubject, if set, filters it): each is acknowledged only once
+	// the device accepted the write, so requests stored while the device
+	// is away are written when it is back, in order. A request the device
+	// refuses with an exception that retrying cannot cure, or that is not
+	// a valid request, is terminated and counted as a drop; one lost with
+	// the bus, or refused with "server device busy" or "acknowledge", is
+	// sent again by the stream.
+	CommandStream, CommandDurable string
 	// Registers are what is polled and written.
 	Registers []Register
 }
@@ -154,6 +168,9 @@ func (c Config) Validate() error {
 	if c.Timeout < 0 {
 		add("negative timeout")
 	}
+	if c.QueueLen < 0 {
+		add("negative queue length")
+	}
 	if len(c.Devices) == 0 {
 		add("no devices")
 	}
@@ -165,6 +182,9 @@ func (c Config) Validate() error {
 		names[d.Name] = true
 		if d.PollInterval < 0 {
 			add("device %s: negative poll interval", d.Name)
+		}
+		if (d.CommandStream == "") != (d.CommandDurable == "") {
+			add("device %s: a command stream needs a durable name, and a durable a stream", d.Name)
 		}
 		regs := map[string]bool{}
 		for _, r := range d.Registers {
@@ -221,6 +241,9 @@ func (r Register) validate() error {
 func (c Config) withDefaults() Config {
 	if c.Timeout == 0 {
 		c.Timeout = DefaultTimeout
+	}
+	if c.QueueLen == 0 {
+		c.QueueLen = DefaultQueueLen
 	}
 	if c.StoreWait == 0 {
 		c.StoreWait = DefaultStoreWait

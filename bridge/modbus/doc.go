@@ -55,6 +55,14 @@
 // "function":6}, or {"error":..., "exception":"illegal data value"}
 // when the device refused it. A written device is polled again at once.
 //
+// With CommandStream and CommandDurable a device takes its write requests
+// from a durable consumer on a local stream (bridge.Consume) instead, one
+// at a time: each is acknowledged once the device accepted the write, and
+// only then counted out; an exception retrying cannot cure, or a request
+// that is not one, terminates it (a rejected drop); "server device busy"
+// or "acknowledge" naks it with a delay, and a write lost with the bus
+// is nak'ed at once, so it comes again in order.
+//
 // # Ownership
 //
 // A device's last values belong to the poll loop; its counters are

@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 
 	"github.com/leafbox/leafbox/bridge"
@@ -80,11 +81,14 @@ func (b *Bridge) DeviceStatuses() []bridge.DeviceStatus {
 	return out
 }
 
-// writeReq is a write request waiting for the poll loop.
+// writeReq is a write request waiting for the poll loop: from a core
+// subscription (reply is the requester's inbox, if any) or from a durable
+// consumer (delivery is settled once the write is done).
 type writeReq struct {
-	dev   *device
-	data  []byte
-	reply string
+	dev      *device
+	data     []byte
+	reply    string
+	delivery *bridge.Delivery
 }
 
 // Run implements bridge.Bridge.
@@ -100,11 +104,41 @@ func (b *Bridge) Run(ctx context.Context, env bridge.Env) error {
 	defer client.Close()
 	logger.Info("modbus bus open", "at", where)
 
-	writes := make(chan writeReq, DefaultQueueLen)
+	writes := make(chan writeReq, b.cfg.QueueLen)
 	var accepting atomic.Bool
 	accepting.Store(true)
 	defer accepting.Store(false)
+	runCtx, cancel := context.WithCancel(ctx)
+	var feeders sync.WaitGroup
+	feedErr := make(chan error, len(b.devices))
+	var consumers []*bridge.Consumer
+	defer func() {
+		cancel() // each feeder ends with runCtx
+		feeders.Wait()
+		for _, c := range consumers {
+			c.Close()
+		}
+	}()
 	for _, d := range b.devices {
+		if d.CommandStream != "" {
+			var filter []string
+			if d.CommandSubject != "" {
+				filter = []string{d.CommandSubject}
+			}
+			cons, err := bridge.Consume(runCtx, env.Bus, bridge.ConsumerConfig{Stream: d.CommandStream,
+				Durable: d.CommandDurable, FilterSubjects: filter})
+			if err != nil {
+				return fmt.Errorf("modbus: device %s: command stream %s: %w", d.Name, d.CommandStream, err)
+			}
+			consumers = append(consumers, cons)
+			feeders.Go(func() {
+				if err := feed(runCtx, d, cons, writes); err != nil {
+					feedErr <- err
+					cancel() // the next Run creates the consumer again
+				}
+			})
+			continue
+		}
 		if d.CommandSubject == "" {
 			continue
 		}
@@ -129,11 +163,24 @@ func (b *Bridge) Run(ctx context.Context, env bridge.Env) error {
 	}
 	st.SetState(bridge.StateConnected)
 
-	p := &poller{b: b, env: env, log: logger, client: client, ctx: ctx}
+	p := &poller{b: b, env: env, log: logger, client: client, ctx: runCtx}
 	err = p.loop(writes)
 	accepting.Store(false)
+	cancel()
+	feeders.Wait()
+	select {
+	case ferr := <-feedErr: // the loop ended because a consumer failed
+		if err == nil {
+			err = ferr
+		}
+	default:
+	}
 	for len(writes) > 0 {
 		w := <-writes
+		if w.delivery != nil { // the stream sends it again
+			_ = w.delivery.Nak(0)
+			continue
+		}
 		st.CountDrop(bridge.DropNotConnected)
 		reply(env.Bus, w.reply, writeResult{Error: bridge.ErrNotConnected.Error()})
 	}
@@ -142,6 +189,28 @@ func (b *Bridge) Run(ctx context.Context, env bridge.Env) error {
 	}
 	logger.Warn("modbus bus lost", "at", where, "err", err)
 	return err
+}
+
+// feed hands the deliveries of a device's command consumer to the poll
+// loop, one at a time (the consumer's MaxAckPending is 1), until ctx
+// ends (nil) or the consumer fails (its error: Run returns it, and the
+// next Run creates the consumer again).
+func feed(ctx context.Context, d *device, cons *bridge.Consumer, writes chan<- writeReq) error {
+	for {
+		del, err := cons.Next(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("modbus: device %s: command stream %s: %w", d.Name, d.CommandStream, err)
+		}
+		select {
+		case writes <- writeReq{dev: d, data: del.Data, delivery: del}:
+		case <-ctx.Done():
+			_ = del.Nak(0)
+			return nil
+		}
+	}
 }
 
 // open makes and opens the client.

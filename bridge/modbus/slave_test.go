@@ -38,6 +38,9 @@ type bank struct {
 	// delay holds each read of holding registers this long before it is
 	// answered (a slow device).
 	delay time.Duration
+	// busyWrites answers this many writes of holding registers "server
+	// device busy".
+	busyWrites int
 }
 
 func newBank() *bank { return &bank{refuseFrom: 1000} }
@@ -76,6 +79,10 @@ func (b *bank) HandleHoldingRegisters(req *mb.HoldingRegistersRequest) ([]uint16
 	defer b.mu.Unlock()
 	if err := b.check(req.Addr, req.Quantity); err != nil {
 		return nil, err
+	}
+	if req.IsWrite && b.busyWrites > 0 {
+		b.busyWrites--
+		return nil, mb.ErrServerDeviceBusy
 	}
 	if req.IsWrite {
 		copy(b.holding[req.Addr:], req.Args)

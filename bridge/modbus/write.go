@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/leafbox/leafbox/bridge"
+	mb "github.com/simonvetter/modbus"
 )
 
 // WriteRequest is the JSON of a write request on a device's command
@@ -133,6 +135,12 @@ func (p *poller) write(w writeReq) error {
 	op, err := parseWrite(w.dev.Registers, w.data)
 	if err != nil {
 		st.CountDrop(bridge.DropRejected)
+		if w.delivery != nil { // it can never be written
+			st.SetError(fmt.Errorf("modbus: device %s: command %d of %s: %w", w.dev.Name, w.delivery.Sequence,
+				w.delivery.Stream, err))
+			_ = w.delivery.Term()
+			return nil
+		}
 		reply(p.env.Bus, w.reply, writeResult{Error: err.Error()})
 		return nil
 	}
@@ -151,14 +159,53 @@ func (p *poller) write(w writeReq) error {
 	}
 	if err == nil {
 		w.dev.stats.writes.Add(1)
+		p.timeouts = 0
+		if w.delivery != nil {
+			// Counted out once the stream has the acknowledgement.
+			if aerr := w.delivery.Ack(); aerr != nil {
+				return fmt.Errorf("modbus: device %s: acknowledging command %d of %s: %w", w.dev.Name,
+					w.delivery.Sequence, w.delivery.Stream, aerr)
+			}
+			st.CountOut(1)
+			return nil
+		}
 		st.CountOut(1)
 		reply(p.env.Bus, w.reply, writeResult{OK: true, Function: op.function})
-		p.timeouts = 0
 		return nil
 	}
-	st.CountDrop(bridge.DropRejected)
-	reply(p.env.Bus, w.reply, writeResult{Function: op.function, Error: err.Error(), Exception: exceptionName(err)})
+	if w.delivery != nil {
+		if settle(w.delivery, err) {
+			st.CountDrop(bridge.DropRejected)
+		}
+	} else {
+		st.CountDrop(bridge.DropRejected)
+		reply(p.env.Bus, w.reply, writeResult{Function: op.function, Error: err.Error(), Exception: exceptionName(err)})
+	}
 	return p.failed(w.dev, err, fmt.Sprintf("writing function %d at %d", op.function, op.address))
+}
+
+// retryDelay is how long a write from a stream that the device answered
+// "busy" waits before the stream sends it again.
+const retryDelay = 100 * time.Millisecond
+
+// settle settles a stream write the device did not accept: an exception
+// retrying cannot cure (illegal function, address or value, a device
+// failure) terminates it; "server device busy" and "acknowledge" (the
+// device is occupied with a long request) send it again after
+// retryDelay, a register write being idempotent; a write lost with the
+// bus (timeout, bad frame, bus failure) is sent again at once. It
+// reports whether it terminated d.
+func settle(d *bridge.Delivery, err error) (terminated bool) {
+	switch {
+	case errors.Is(err, mb.ErrServerDeviceBusy), errors.Is(err, mb.ErrAcknowledge):
+		_ = d.Nak(retryDelay)
+	case classify(err) == errException:
+		_ = d.Term()
+		return true
+	default:
+		_ = d.Nak(0)
+	}
+	return false
 }
 
 // reply answers a requester, if it asked.

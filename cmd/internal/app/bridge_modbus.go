@@ -44,7 +44,7 @@ func modbusConfig(m config.ModbusBridgeConfig) modbus.Config {
 	for _, d := range m.Devices {
 		dev := modbus.Device{
 			Name: d.Name, Unit: uint8(d.Unit), PollInterval: time.Duration(d.PollInterval),
-			CommandSubject: d.CommandSubject,
+			CommandSubject: d.CommandSubject, CommandStream: d.CommandStream, CommandDurable: d.CommandDurable,
 		}
 		for _, r := range d.Registers {
 			dev.Registers = append(dev.Registers, modbus.Register{

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/leafbox/leafbox/core/subject"
+	"github.com/leafbox/leafbox/store/jsapi"
 )
 
 // Defaults of a bridges.modbus entry.
@@ -66,6 +67,16 @@ type ModbusDeviceConfig struct {
 	// CommandSubject takes write requests: {"register": "setpoint",
 	// "value": 21.5}; the reply is {"ok":true} or the device's exception.
 	CommandSubject string `yaml:"command_subject,omitempty"`
+	// CommandStream and CommandDurable take the write requests from a
+	// durable consumer on a local stream instead (command_subject, if
+	// set, filters it): each is acknowledged once the device accepted
+	// the write, so requests stored while the device is away are written,
+	// in order, when it is back. One the device refuses for good (an
+	// exception such as illegal data value) or that is not a valid
+	// request is terminated and counted as a drop; one lost with the bus
+	// or answered "device busy" comes again.
+	CommandStream  string `yaml:"command_stream,omitempty"`
+	CommandDurable string `yaml:"command_durable,omitempty"`
 	// Registers is the register map.
 	Registers []ModbusRegisterConfig `yaml:"registers,omitempty"`
 }
@@ -175,7 +186,7 @@ func (v *validator) bridgesModbus() {
 		if len(m.Devices) == 0 {
 			v.errf(path+".devices", "needs at least one device")
 		}
-		names := map[string]bool{}
+		names, durables := map[string]bool{}, map[string]bool{}
 		for j, d := range m.Devices {
 			dpath := fmt.Sprintf("%s.devices[%d]", path, j)
 			switch {
@@ -201,6 +212,7 @@ func (v *validator) bridgesModbus() {
 			if d.CommandSubject != "" && !subject.ValidLiteral(d.CommandSubject) {
 				v.errf(dpath+".command_subject", "%q is not a literal subject", d.CommandSubject)
 			}
+			v.modbusCommandStream(dpath, d, durables)
 			if len(d.Registers) == 0 {
 				v.errf(dpath+".registers", "needs at least one register")
 			}
@@ -221,6 +233,34 @@ func (v *validator) bridgesModbus() {
 }
 
 // modbusRegister checks one register of a map.
+// modbusCommandStream checks a device's command_stream and
+// command_durable; durables holds the stream/durable pairs of the bus's
+// devices so far (a durable consumer belongs to one device).
+func (v *validator) modbusCommandStream(path string, d ModbusDeviceConfig, durables map[string]bool) {
+	if d.CommandStream == "" && d.CommandDurable == "" {
+		return
+	}
+	switch {
+	case d.CommandStream == "":
+		v.errf(path+".command_durable", "needs command_stream")
+	case d.CommandDurable == "":
+		v.errf(path+".command_stream", "needs command_durable")
+	}
+	for _, n := range []struct{ key, val string }{{"command_stream", d.CommandStream}, {"command_durable", d.CommandDurable}} {
+		if err := jsapi.CheckName(n.val); n.val != "" && err != nil {
+			v.errf(path+"."+n.key, "%q is not a valid name: %v", n.val, err)
+		}
+	}
+	if key := d.CommandStream + " " + d.CommandDurable; durables[key] {
+		v.errf(path+".command_durable", "%q on %q is used by another device", d.CommandDurable, d.CommandStream)
+	} else {
+		durables[key] = true
+	}
+	if js := v.c.JetStream; js == nil || !js.Enabled {
+		v.errf(path+".command_stream", "needs jetstream enabled")
+	}
+}
+
 func (v *validator) modbusRegister(path string, r ModbusRegisterConfig) {
 	words := 1
 	switch r.Table {

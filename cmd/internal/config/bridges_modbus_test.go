@@ -90,3 +90,50 @@ func TestModbusBridgeChecks(t *testing.T) {
 		"line 24: bridges.modbus[2].devices: needs at least one device",
 	)
 }
+
+func TestModbusCommandStreamChecks(t *testing.T) {
+	c := mustValidate(t, `jetstream: {enabled: true}
+bridges:
+  modbus:
+    - name: plc
+      tcp: 127.0.0.1:502
+      devices:
+        - name: plc
+          command_subject: plc.write
+          command_stream: PLC_CMD
+          command_durable: plc
+          registers: [{name: mode, table: holding, address: 1, writable: true}]
+`)
+	d := c.Bridges.Modbus[0].Devices[0]
+	require.Equal(t, d.CommandStream, "PLC_CMD")
+	require.Equal(t, d.CommandDurable, "plc")
+
+	err := validateErr(t, `jetstream: {enabled: false}
+bridges:
+  modbus:
+    - name: plc
+      tcp: 127.0.0.1:502
+      devices:
+        - name: a
+          command_stream: "bad name"
+          registers: [{name: mode, table: holding, address: 1, writable: true}]
+        - name: b
+          command_durable: d
+          registers: [{name: mode, table: holding, address: 1, writable: true}]
+        - name: c
+          command_stream: S
+          command_durable: d
+          registers: [{name: mode, table: holding, address: 1, writable: true}]
+        - name: e
+          command_stream: S
+          command_durable: d
+          registers: [{name: mode, table: holding, address: 1, writable: true}]
+`)
+	require.ErrorContains(t, err,
+		"line 8: bridges.modbus[0].devices[0].command_stream: needs command_durable",
+		`line 8: bridges.modbus[0].devices[0].command_stream: "bad name" is not a valid name`,
+		"line 8: bridges.modbus[0].devices[0].command_stream: needs jetstream enabled",
+		"line 11: bridges.modbus[0].devices[1].command_durable: needs command_stream",
+		`line 19: bridges.modbus[0].devices[3].command_durable: "d" on "S" is used by another device`,
+	)
+}
