@@ -73,6 +73,7 @@ func (s *Stream) writeTombstones(ranges []seqRange) error {
 	if err := s.ensureRoom(recordOverhead * len(ranges)); err != nil {
 		return err
 	}
+	s.releaseEvictions()
 	b := s.active
 	mark, rawMark := len(b.buf), b.rawLen
 	for _, r := range ranges {
