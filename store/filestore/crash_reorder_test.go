@@ -3,6 +3,7 @@ package filestore_test
 import (
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -215,5 +216,86 @@ func TestCrashReorderedLimitEviction(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestCrashReorderedConcurrentReplace cuts the power while four writers
+// replace their own key and a shared one in a one-per-subject stream, so
+// that group commit puts several records and evictions in one fsync
+// batch, and keeps a seeded random subset of the unsynced writes: every
+// key holds its last acknowledged value or a later one.
+func TestCrashReorderedConcurrentReplace(t *testing.T) {
+	const writers, each, trials = 4, 6, 12
+	sc := limitScenario{
+		cfg:   withLimits(filestore.Config{BlockSize: 1 << 20}, store.Config{MaxMsgsPerSubject: 1}),
+		group: func(s string) string { return s },
+		limit: 1,
+	}
+	cuts := 0
+	for k := 0; ; k++ {
+		fired := false
+		for trial := range trials {
+			mem := vfs.NewStrictMem()
+			var armed, hit atomic.Bool
+			var ops atomic.Int64
+			fsys := vfs.Inject(mem, func(op vfs.Op, _ string) error {
+				if armed.Load() && op.Mutates() && ops.Add(1) > int64(k) {
+					hit.Store(true)
+					return errPowerCut
+				}
+				return nil
+			})
+			s, err := filestore.Open(fsys, "s", sc.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var mu sync.Mutex
+			var msgs []limitMsg
+			store := func(subj, data string) bool {
+				seq, _, err := s.Store(subj, nil, []byte(data), 0)
+				mu.Lock()
+				msgs = append(msgs, limitMsg{subj, data, seq, err == nil})
+				mu.Unlock()
+				return err == nil
+			}
+			for w := range writers {
+				store(fmt.Sprintf("kv.%d", w), "first")
+			}
+			store("kv.s", "first")
+			armed.Store(true)
+			var wg sync.WaitGroup
+			for w := range writers {
+				wg.Go(func() {
+					for i := range each {
+						subj := fmt.Sprintf("kv.%d", w)
+						if i%2 == 1 {
+							subj = "kv.s"
+						}
+						if !store(subj, fmt.Sprintf("%d/%d", w, i)) {
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			s.Close()
+			n := mem.UnsyncedChanges()
+			rng := rand.New(rand.NewPCG(uint64(k), uint64(trial)))
+			mem.PowerCut(func(int) bool { return rng.IntN(2) == 0 })
+			r, err := filestore.Open(mem, "s", sc.cfg)
+			if err != nil {
+				t.Fatalf("Open after power cut: %v\n%s", err, mem)
+			}
+			if err := sc.check(t, msgs, r); err != nil {
+				t.Fatalf("cut at operation %d, trial %d (%d unsynced changes): %v", k, trial, n, err)
+			}
+			r.Close()
+			cuts++
+			fired = fired || hit.Load()
+		}
+		if !fired {
+			t.Logf("%d crash points, %d power cuts", k, cuts)
+			return
+		}
 	}
 }
