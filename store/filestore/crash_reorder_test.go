@@ -367,3 +367,37 @@ func TestEvictionOfFailedStoreNotWritten(t *testing.T) {
 		t.Fatalf("kv.a = %q, want v1", sm.Data)
 	}
 }
+
+// TestCloseWritesReleasedEvictions replaces a key and closes the stream:
+// the eviction's tombstone, released by the Store's fsync, is written and
+// synced by Close, so the next Open has nothing to evict again.
+func TestCloseWritesReleasedEvictions(t *testing.T) {
+	cfg := withLimits(filestore.Config{}, store.Config{MaxMsgsPerSubject: 1})
+	mem := vfs.NewStrictMem()
+	s := mustOpen(t, mem, "s", cfg)
+	for _, v := range []string{"v1", "v2"} {
+		if _, _, err := s.Store("kv.a", nil, []byte(v), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	blk := "s/" + names(t, mem, "s", ".blk")[0]
+	before := len(readAll(t, mem, blk))
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(readAll(t, mem, blk)) - before; got != 44 {
+		t.Fatalf("Close wrote %d bytes, want one 44-byte tombstone", got)
+	}
+	if n := mem.UnsyncedChanges(); n != 0 {
+		t.Fatalf("%d unsynced changes after Close", n)
+	}
+	mem.ResetToSyncedState()
+	r := mustOpen(t, mem, "s", cfg)
+	sm, err := r.LoadLast("kv.a", nil)
+	if err != nil || string(sm.Data) != "v2" {
+		t.Fatalf("kv.a = %v, %v; want v2", sm, err)
+	}
+	if st := r.State(); st.Msgs != 1 {
+		t.Fatalf("state %+v", st)
+	}
+}

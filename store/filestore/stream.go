@@ -619,6 +619,12 @@ func (s *Stream) Close() error {
 	defer s.mu.Unlock()
 	err := s.syncLocked()
 	if err == nil {
+		// The tombstones of evictions that fsync released go out now
+		// rather than being derived again at the next Open (no fsync if
+		// there are none).
+		err = s.syncLocked()
+	}
+	if err == nil {
 		for _, b := range s.blocks {
 			if b.needIndex || b == s.active {
 				if ierr := s.writeBlockIndex(b); ierr != nil && err == nil {
