@@ -1,6 +1,7 @@
 package filestore
 
 import (
+	"math"
 	"time"
 
 	"github.com/leafbox/leafbox/store"
@@ -138,7 +139,9 @@ func (s *Stream) markSynced(target uint64) {
 	if target > s.synced {
 		s.synced = target
 	}
-	s.settleEvictions(target, true)
+	// The purge removed every message a pending eviction names, and the
+	// buffer some of their causes were in.
+	s.settleEvictions(math.MaxUint64, false)
 	s.syncCond.Broadcast()
 	s.syncMu.Unlock()
 }
