@@ -123,3 +123,40 @@ func BenchmarkLoad(b *testing.B) {
 		s.Close()
 	}
 }
+
+// BenchmarkStoreKV stores 128-byte values over 100 keys of a stream with
+// MaxMsgsPerSubject 1, as a KV bucket does, so that every Store after the
+// first hundred evicts the key's previous value: with SyncInterval 0
+// (sync) and a one-second interval (async) on the host file system.
+func BenchmarkStoreKV(b *testing.B) {
+	keys := make([]string, 100)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("$KV.b.k%d", i)
+	}
+	for _, mode := range []struct {
+		name     string
+		interval time.Duration
+	}{{"sync", 0}, {"async", time.Second}} {
+		b.Run(mode.name, func(b *testing.B) {
+			var syncs atomic.Int64
+			cfg := filestore.Config{SyncInterval: mode.interval}
+			cfg.MaxMsgsPerSubject = 1
+			s, err := filestore.Open(countingOS(&syncs), b.TempDir(), cfg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			b.SetBytes(int64(len(benchPayload)))
+			b.ReportAllocs()
+			syncs.Store(0)
+			start := time.Now()
+			for i := 0; b.Loop(); i++ {
+				if _, _, err := s.Store(keys[i%len(keys)], nil, benchPayload, 0); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "msgs/s")
+			b.ReportMetric(float64(syncs.Load())/float64(b.N), "fsyncs/msg")
+		})
+	}
+}

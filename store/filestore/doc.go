@@ -122,7 +122,14 @@
 // With a SyncInterval, records are buffered (up to 64 KiB) and synced on
 // the timer; a power cut loses at most that window, never older data.
 // Removals the stream re-derives on Open (limits, MaxAge, TTL) write their
-// tombstones lazily.
+// tombstones lazily. An eviction a Store causes (MaxMsgsPerSubject, and
+// MaxMsgs or MaxBytes under DiscardOld) writes its tombstone only after
+// the fsync covering the new record, with the next write: a disk may
+// write back one fsync's pages in any order, and keeping the tombstone
+// without the record would lose the old message and its replacement.
+// After a power cut every acknowledged message is there unless a limit
+// evicted it for later messages that are there too; a one-per-subject key
+// holds its last acknowledged value or a newer one.
 //
 // A maintenance goroutine writes the index files of sealed blocks,
 // rewrites them with S2 when the stream compresses, compacts a sealed

@@ -11,10 +11,85 @@ import (
 // (limits, MaxAge, TTL) are applied to the index first and their
 // tombstones written afterwards, best effort; explicit removals (Remove,
 // Purge) write their tombstones first.
+//
+// A limit eviction that a Store causes (MaxMsgsPerSubject, and MaxMsgs
+// or MaxBytes under DiscardOld) writes its tombstone only after the fsync
+// that covers the new record, never in the same batch: a disk may write
+// a batch's pages back in any order, and a power cut that kept the
+// tombstone but not the record would lose both the old message and its
+// replacement. Until then the eviction is pending; a crash before the
+// tombstone is durable leaves both records on disk, and Open evicts the
+// old one again. If that fsync fails the tombstone is never written: the
+// evicted message stays on disk, and comes back at the next Open, though
+// this stream no longer holds it. Reaping or rewriting the evicted
+// message's block is safe meanwhile, as both sync the active block first.
+// The order costs no fsync: the tombstone goes out with the next write.
+
+// pendingEviction is the tombstone of an eviction caused by the record
+// that ends at write position cause (see Stream.written).
+type pendingEviction struct {
+	cause uint64
+	r     seqRange
+}
+
+// deferTombstones holds the tombstones of ranges, evicted because of the
+// record ending at write position cause, until an fsync covers that
+// record; with cause 0 it writes them now (noteTombstones).
+func (s *Stream) deferTombstones(ranges []seqRange, cause uint64) {
+	if len(ranges) == 0 {
+		return
+	}
+	if cause == 0 {
+		s.noteTombstones(ranges)
+		return
+	}
+	s.syncMu.Lock()
+	for _, r := range ranges {
+		s.evictions = append(s.evictions, pendingEviction{cause, r})
+	}
+	s.syncMu.Unlock()
+}
+
+// settleEvictions settles the pending evictions an fsync meant to cover
+// every write up to target decides: released when it succeeded, dropped
+// when it failed. The caller holds syncMu. Causes ascend, as records are
+// written in order, and fsync outcomes are recorded in the order they
+// happened, so each eviction is decided by the first outcome covering its
+// record.
+func (s *Stream) settleEvictions(target uint64, ok bool) {
+	n := 0
+	for n < len(s.evictions) && s.evictions[n].cause <= target {
+		if ok {
+			s.released = append(s.released, s.evictions[n].r)
+		}
+		n++
+	}
+	if n > 0 {
+		s.evictions = s.evictions[:copy(s.evictions, s.evictions[n:])]
+	}
+}
+
+// releaseEvictions appends the tombstones of the evictions whose cause is
+// durable to the active block. Callers holding s.mu call it before they
+// mark the buffer for a write they might undo.
+func (s *Stream) releaseEvictions() {
+	s.syncMu.Lock()
+	if len(s.released) == 0 {
+		s.syncMu.Unlock()
+		return
+	}
+	s.releasing, s.released = s.released, s.releasing[:0]
+	s.syncMu.Unlock()
+	if s.active != nil {
+		s.noteTombstones(s.releasing)
+	}
+	s.releasing = s.releasing[:0]
+}
 
 // enforceSubjectLimit evicts the oldest messages of ss beyond
-// MaxMsgsPerSubject.
-func (s *Stream) enforceSubjectLimit(ss *subjectState) {
+// MaxMsgsPerSubject, because of the record ending at write position
+// cause (0 for none; see deferTombstones).
+func (s *Stream) enforceSubjectLimit(ss *subjectState, cause uint64) {
 	limit := uint64(s.cfg.MaxMsgsPerSubject)
 	if limit == 0 || ss.msgs <= limit {
 		return
@@ -29,7 +104,7 @@ func (s *Stream) enforceSubjectLimit(ss *subjectState) {
 		s.removeAt(b, i)
 		ranges = append(ranges, seqRange{seq, seq})
 	}
-	s.noteTombstones(ranges)
+	s.deferTombstones(ranges, cause)
 }
 
 // enforceAllSubjectLimits applies MaxMsgsPerSubject to every subject.
@@ -44,14 +119,15 @@ func (s *Stream) enforceAllSubjectLimits() {
 		}
 	}
 	for _, ss := range over {
-		s.enforceSubjectLimit(ss)
+		s.enforceSubjectLimit(ss, 0)
 	}
 }
 
 // enforceDiscardOld evicts the oldest messages while MaxMsgs or MaxBytes
-// is exceeded, under DiscardOld. Under DiscardNew new messages are refused
-// instead.
-func (s *Stream) enforceDiscardOld() {
+// is exceeded, under DiscardOld, because of the record ending at write
+// position cause (0 for none; see deferTombstones). Under DiscardNew new
+// messages are refused instead.
+func (s *Stream) enforceDiscardOld(cause uint64) {
 	cfg := &s.cfg.Config
 	if cfg.Discard != store.DiscardOld {
 		return
@@ -67,7 +143,7 @@ func (s *Stream) enforceDiscardOld() {
 		s.removeAt(b, i)
 		r.take(seq)
 	}
-	s.noteTombstones(r.ranges)
+	s.deferTombstones(r.ranges, cause)
 }
 
 // rangeBuilder collects removed sequences visited in ascending order into

@@ -164,7 +164,7 @@ func (s *Stream) recover() error {
 		}
 	}
 	s.enforceAllSubjectLimits()
-	s.enforceDiscardOld()
+	s.enforceDiscardOld(0)
 	s.rearmExpiry()
 	s.deadBlocks = true
 	s.reapLocked()

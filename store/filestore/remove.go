@@ -73,6 +73,7 @@ func (s *Stream) writeTombstones(ranges []seqRange) error {
 	if err := s.ensureRoom(recordOverhead * len(ranges)); err != nil {
 		return err
 	}
+	s.releaseEvictions()
 	b := s.active
 	mark, rawMark := len(b.buf), b.rawLen
 	for _, r := range ranges {
@@ -96,14 +97,15 @@ func (s *Stream) writeTombstones(ranges []seqRange) error {
 // block even past BlockSize: sealing could fail where an append cannot,
 // and the record they delete may be in this very block. A failure to
 // write them is retried with the next write.
+//
+// Many at once (the evictions of a sync interval, released together) go
+// out asyncFlushSize at a time, so the buffer does not grow for them.
 func (s *Stream) noteTombstones(ranges []seqRange) {
-	if len(ranges) > 0 {
-		b := s.active
-		for _, r := range ranges {
-			b.buf = appendTombstone(b.buf, r.first, r.last)
-			b.addTombstone(r.first, r.last)
-		}
-		b.rawLen += int64(recordOverhead * len(ranges))
+	b := s.active
+	for _, r := range ranges {
+		b.buf = appendTombstone(b.buf, r.first, r.last)
+		b.addTombstone(r.first, r.last)
+		b.rawLen += recordOverhead
 		if len(b.buf) >= asyncFlushSize {
 			_ = s.flushLocked()
 		}

@@ -77,6 +77,14 @@ type Stream struct {
 	// A failed fsync fails every ticket in (failedFrom, failedTo].
 	failedFrom, failedTo uint64
 	syncErr              error
+	// evictions are the tombstones of limit evictions waiting for the
+	// fsync that covers the record that caused them; settled ones move
+	// to released (fsync done) or are dropped (fsync failed). See
+	// limits.go.
+	evictions []pendingEviction
+	released  []seqRange
+	// releasing is scratch space for releaseEvictions.
+	releasing []seqRange
 	// fileMu is held for reading around an fsync done without mu, and for
 	// writing to close a file, so no file is closed under an fsync.
 	fileMu sync.RWMutex
@@ -213,6 +221,7 @@ func (s *Stream) storeLocked(subj string, hdr, data []byte, ttl int64) (uint64, 
 	if err := s.ensureRoom(n); err != nil {
 		return 0, 0, err
 	}
+	s.releaseEvictions()
 	b := s.active
 	mark, off := len(b.buf), b.rawLen
 	b.buf = appendMsgRecord(b.buf, seq, ts, ttl, subj, hdr, data)
@@ -244,8 +253,12 @@ func (s *Stream) storeLocked(subj string, hdr, data []byte, ttl int64) (uint64, 
 	s.bytes += size
 	s.lastSeq, s.lastTime = seq, ts
 
-	s.enforceSubjectLimit(ss)
-	s.enforceDiscardOld()
+	// The evictions this record causes are written only once it is
+	// durable: a tombstone that reached the disk without the record
+	// would lose both.
+	cause := s.written + uint64(len(b.buf))
+	s.enforceSubjectLimit(ss, cause)
+	s.enforceDiscardOld(cause)
 	if ttl > 0 {
 		s.expiry.AddTTL(seq, ts+ttl, s.hasSeq)
 	}
@@ -554,7 +567,7 @@ func (s *Stream) UpdateConfig(cfg store.Config) error {
 	}
 	s.cfg.Config = cfg
 	s.enforceAllSubjectLimits()
-	s.enforceDiscardOld()
+	s.enforceDiscardOld(0)
 	s.rearmExpiry()
 	s.reapLocked()
 	return nil
@@ -569,6 +582,7 @@ func (s *Stream) Sync() error {
 		s.mu.Unlock()
 		return store.ErrClosed
 	}
+	s.releaseEvictions()
 	err := s.flushLocked()
 	ticket := s.written
 	s.mu.Unlock()
@@ -604,6 +618,12 @@ func (s *Stream) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	err := s.syncLocked()
+	if err == nil {
+		// The tombstones of evictions that fsync released go out now
+		// rather than being derived again at the next Open (no fsync if
+		// there are none).
+		err = s.syncLocked()
+	}
 	if err == nil {
 		for _, b := range s.blocks {
 			if b.needIndex || b == s.active {

@@ -1,6 +1,7 @@
 package filestore
 
 import (
+	"math"
 	"time"
 
 	"github.com/leafbox/leafbox/store"
@@ -23,6 +24,10 @@ import (
 // pages may be dropped and a later fsync succeed without them), so every
 // ticket the failed fsync was meant to cover fails, even if a later fsync
 // succeeds. Recovery copes with the hole that may leave in the block.
+//
+// The outcome of each fsync also settles the limit evictions waiting for
+// it (limits.go): their tombstones are released to be written once the
+// record that caused them is durable, and dropped if that fsync failed.
 
 // waitDurable blocks until the block bytes before ticket are durable.
 func (s *Stream) waitDurable(ticket uint64) error {
@@ -64,6 +69,7 @@ func (s *Stream) syncActive() (uint64, error) {
 	}
 	// Buffered tombstones of evictions may fail to write on a full disk;
 	// they stay buffered and do not hold up the fsync of what was written.
+	s.releaseEvictions()
 	_ = s.flushLocked()
 	target := s.written
 	f := b.file
@@ -78,6 +84,7 @@ func (s *Stream) syncActive() (uint64, error) {
 // holding s.mu, for steps that must not get ahead of what is durable:
 // sealing, removing or replacing a block file, Close.
 func (s *Stream) syncLocked() error {
+	s.releaseEvictions()
 	if err := s.flushLocked(); err != nil {
 		return err
 	}
@@ -107,6 +114,7 @@ func (s *Stream) fsync(f vfs.File, id uint32, target uint64) error {
 	} else if target > s.synced {
 		s.synced = target
 	}
+	s.settleEvictions(target, err == nil)
 	s.syncCond.Broadcast()
 	return err
 }
@@ -131,6 +139,9 @@ func (s *Stream) markSynced(target uint64) {
 	if target > s.synced {
 		s.synced = target
 	}
+	// The purge removed every message a pending eviction names, and the
+	// buffer some of their causes were in.
+	s.settleEvictions(math.MaxUint64, false)
 	s.syncCond.Broadcast()
 	s.syncMu.Unlock()
 }
@@ -139,6 +150,7 @@ func (s *Stream) markSynced(target uint64) {
 func (s *Stream) failSync(err error) {
 	s.syncMu.Lock()
 	s.recordFailure(s.written, err)
+	s.settleEvictions(s.written, false)
 	s.syncCond.Broadcast()
 	s.syncMu.Unlock()
 }

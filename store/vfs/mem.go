@@ -23,6 +23,9 @@ type MemFS struct {
 	mu     sync.Mutex
 	root   *memNode
 	strict bool
+	// changes numbers the content changes of a strict file system, so
+	// PowerCut can name them in the order they were made.
+	changes uint64
 }
 
 // memNode is a file or directory. Open files point at their node, so a
@@ -32,11 +35,14 @@ type memNode struct {
 	children map[string]*memNode
 	// data is the current content; synced the content as of the last
 	// Sync (strict file systems only).
-	data    []byte
-	synced  []byte
-	dirty   bool
-	perm    fs.FileMode
-	modTime time.Time
+	data   []byte
+	synced []byte
+	dirty  bool
+	// unsynced lists the content changes since the last Sync (strict
+	// file systems only), for PowerCut.
+	unsynced []memChange
+	perm     fs.FileMode
+	modTime  time.Time
 }
 
 // NewMem returns an empty in-memory file system that never loses a write.
@@ -55,21 +61,81 @@ func newDirNode(perm fs.FileMode) *memNode {
 	return &memNode{dir: true, children: make(map[string]*memNode), perm: perm | fs.ModeDir, modTime: time.Now()}
 }
 
+// memChange is one change of a file's contents not yet synced: a write of
+// data at off, or (data nil) a truncation to off bytes.
+type memChange struct {
+	n    uint64 // MemFS.changes when it was made
+	off  int64
+	data []byte
+}
+
 // ResetToSyncedState simulates a power cut: every file's contents revert
 // to what they were at its last successful Sync (empty if it was never
 // synced). Open handles stay valid and see the reverted contents. On a
 // MemFS from NewMem it does nothing.
 func (m *MemFS) ResetToSyncedState() {
+	m.PowerCut(func(int) bool { return false })
+}
+
+// UnsyncedChanges returns how many writes and truncations of file
+// contents, in files that still exist, were made since their file's last
+// Sync: the changes a power cut may lose. It is 0 on a MemFS from NewMem.
+func (m *MemFS) UnsyncedChanges() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.unsyncedLocked())
+}
+
+// PowerCut simulates a power cut on a disk that writes cached pages back
+// in any order, across files and within one: of the unsynced changes
+// (numbered 0 to UnsyncedChanges()-1 in the order they were made, across
+// all files), those keep reports true for reached the disk and the others
+// are lost. Each file's contents become what it held at its last Sync
+// with the kept changes applied in their original order; a kept write
+// beyond the end leaves zeros in between. keep(i) false for every i is
+// ResetToSyncedState; a seeded random keep makes a reproducible reordering
+// crash. Open handles stay valid and see the new contents. On a MemFS
+// from NewMem it does nothing.
+func (m *MemFS) PowerCut(keep func(i int) bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if !m.strict {
 		return
 	}
+	kept := make(map[uint64]bool)
+	for i, c := range m.unsyncedLocked() {
+		if keep(i) {
+			kept[c.n] = true
+		}
+	}
+	m.walkFiles(func(n *memNode) {
+		n.data = append([]byte(nil), n.synced...)
+		for _, c := range n.unsynced {
+			if kept[c.n] {
+				n.apply(c)
+			}
+		}
+		n.unsynced = nil
+		n.dirty = false
+		n.synced = append(n.synced[:0], n.data...)
+	})
+}
+
+// unsyncedLocked returns the unsynced changes of every file in the order
+// they were made; the caller holds m.mu.
+func (m *MemFS) unsyncedLocked() []memChange {
+	var all []memChange
+	m.walkFiles(func(n *memNode) { all = append(all, n.unsynced...) })
+	sort.Slice(all, func(i, j int) bool { return all[i].n < all[j].n })
+	return all
+}
+
+// walkFiles calls fn for every file; the caller holds m.mu.
+func (m *MemFS) walkFiles(fn func(n *memNode)) {
 	var walk func(n *memNode)
 	walk = func(n *memNode) {
 		if !n.dir {
-			n.data = append([]byte(nil), n.synced...)
-			n.dirty = false
+			fn(n)
 			return
 		}
 		for _, c := range n.children {
@@ -77,6 +143,28 @@ func (m *MemFS) ResetToSyncedState() {
 		}
 	}
 	walk(m.root)
+}
+
+// record notes a change of n's contents for PowerCut: a write of data at
+// off, or a truncation to off when data is nil. The caller holds m.mu.
+func (m *MemFS) record(n *memNode, off int64, data []byte) {
+	if !m.strict {
+		return
+	}
+	m.changes++
+	if data != nil {
+		data = append([]byte{}, data...)
+	}
+	n.unsynced = append(n.unsynced, memChange{n: m.changes, off: off, data: data})
+}
+
+// apply makes change c to n's contents.
+func (n *memNode) apply(c memChange) {
+	if c.data == nil {
+		n.truncate(c.off)
+		return
+	}
+	n.writeAt(c.data, c.off)
 }
 
 // split turns a path into its elements; "", "." and "/" are the root.
@@ -171,6 +259,7 @@ func (m *MemFS) OpenFile(name string, flag int, perm fs.FileMode) (File, error) 
 	}
 	if flag&os.O_TRUNC != 0 && f.write {
 		n.data = n.data[:0]
+		m.record(n, 0, nil)
 		m.touch(n)
 	}
 	return f, nil
@@ -428,18 +517,33 @@ func (f *memFile) WriteAt(p []byte, off int64) (int, error) {
 // writeAt stores p at off, growing the file with zeros; the caller holds
 // the file system's lock.
 func (f *memFile) writeAt(p []byte, off int64) {
-	if end := off + int64(len(p)); end > int64(len(f.n.data)) {
-		if end > int64(cap(f.n.data)) {
-			grown := make([]byte, len(f.n.data), max(end, 2*int64(cap(f.n.data))))
-			copy(grown, f.n.data)
-			f.n.data = grown
-		}
-		old := len(f.n.data)
-		f.n.data = f.n.data[:end]
-		clear(f.n.data[old:])
-	}
-	copy(f.n.data[off:], p)
+	f.n.writeAt(p, off)
+	f.fs.record(f.n, off, p)
 	f.fs.touch(f.n)
+}
+
+// writeAt stores p at off in n's contents, growing them with zeros.
+func (n *memNode) writeAt(p []byte, off int64) {
+	if end := off + int64(len(p)); end > int64(len(n.data)) {
+		if end > int64(cap(n.data)) {
+			grown := make([]byte, len(n.data), max(end, 2*int64(cap(n.data))))
+			copy(grown, n.data)
+			n.data = grown
+		}
+		old := len(n.data)
+		n.data = n.data[:end]
+		clear(n.data[old:])
+	}
+	copy(n.data[off:], p)
+}
+
+// truncate cuts or extends (with zeros) n's contents to size bytes.
+func (n *memNode) truncate(size int64) {
+	if size <= int64(len(n.data)) {
+		n.data = n.data[:size]
+		return
+	}
+	n.writeAt(make([]byte, size-int64(len(n.data))), int64(len(n.data)))
 }
 
 func (f *memFile) Truncate(size int64) error {
@@ -451,11 +555,8 @@ func (f *memFile) Truncate(size int64) error {
 	if size < 0 {
 		return pathErr("truncate", f.name, fs.ErrInvalid)
 	}
-	if size <= int64(len(f.n.data)) {
-		f.n.data = f.n.data[:size]
-	} else {
-		f.writeAt(make([]byte, size-int64(len(f.n.data))), int64(len(f.n.data)))
-	}
+	f.n.truncate(size)
+	f.fs.record(f.n, size, nil)
 	f.fs.touch(f.n)
 	return nil
 }
@@ -469,6 +570,7 @@ func (f *memFile) Sync() error {
 	if f.fs.strict && f.n.dirty {
 		f.n.synced = append(f.n.synced[:0], f.n.data...)
 		f.n.dirty = false
+		f.n.unsynced = nil
 	}
 	return nil
 }

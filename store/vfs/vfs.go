@@ -1,7 +1,7 @@
 // Package vfs is the file-system seam of leafbox's storage engines: the FS
 // and File interfaces that store/filestore does all its I/O through, the OS
 // implementation used in production, an in-memory implementation that can
-// simulate a power cut (NewStrictMem, ResetToSyncedState), and an error
+// simulate a power cut (NewStrictMem, ResetToSyncedState, PowerCut), and an error
 // injector (Inject) for full disks and failing devices.
 //
 // # Durability contract
@@ -10,7 +10,9 @@
 //
 //   - File contents (bytes and length) are durable once File.Sync returns
 //     nil. Writes and truncations not followed by a successful Sync may be
-//     lost in a crash.
+//     lost in a crash, each independently of the others: a disk writes
+//     cached pages back in any order, so a later write may survive an
+//     earlier one, in the same file or another.
 //   - Namespace changes (Create, OpenFile with os.O_CREATE of a new file,
 //     Rename, Remove, RemoveAll, MkdirAll) are durable when they return
 //     nil: the OS implementation fsyncs the parent directory, the way
@@ -19,7 +21,9 @@
 //   - Rename replaces its target atomically.
 //
 // NewStrictMem models exactly this contract, so a crash test against it
-// proves what the engine can rely on from the OS implementation.
+// proves what the engine can rely on from the OS implementation:
+// ResetToSyncedState loses every unsynced change, PowerCut any chosen
+// subset of them.
 package vfs
 
 import (
