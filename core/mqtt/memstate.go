@@ -4,6 +4,8 @@ import (
 	"slices"
 	"sort"
 	"sync"
+
+	"github.com/leafbox/leafbox/core/subject"
 )
 
 // MemState is a State in memory: nothing survives the process. It serves
@@ -181,7 +183,7 @@ func (s *MemState) Retained(filter string) ([]Msg, error) {
 	defer s.mu.Unlock()
 	var out []Msg
 	for topic, m := range s.retained {
-		if MatchTopic(filter, topic) {
+		if subject.MatchTopic(filter, topic) {
 			out = append(out, cloneMsg(m))
 		}
 	}

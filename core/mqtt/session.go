@@ -283,7 +283,7 @@ func (s *session) deliver(m server.Msg, shared *subscription) {
 		consider(shared)
 	} else {
 		for _, sub := range s.subs {
-			if sub.Share == "" && MatchTopic(sub.Filter, topic) {
+			if sub.Share == "" && subject.MatchTopic(sub.Filter, topic) {
 				consider(sub)
 			}
 		}
@@ -657,7 +657,7 @@ func (s *session) reply(m server.Msg) {
 func (s *session) matchIDs(topic string) []int {
 	var ids []int
 	for _, sub := range s.subs {
-		if sub.Share == "" && sub.SubID > 0 && MatchTopic(sub.Filter, topic) {
+		if sub.Share == "" && sub.SubID > 0 && subject.MatchTopic(sub.Filter, topic) {
 			ids = append(ids, sub.SubID)
 		}
 	}

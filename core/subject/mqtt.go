@@ -3,6 +3,7 @@ package subject
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -228,4 +229,35 @@ func hexValue(c byte) int {
 		return int(c-'a') + 10
 	}
 	return -1
+}
+
+// MatchTopic reports whether the MQTT topic name matches the (valid) MQTT
+// topic filter (MQTT 5 §4.7): '+' matches one level, a trailing '#' the
+// parent level and every level below it, and a filter starting with a
+// wildcard matches no topic starting with '$' [MQTT-4.7.2-1]. It walks
+// both strings once and allocates nothing.
+func MatchTopic(filter, topic string) bool {
+	if topic != "" && topic[0] == '$' && filter != "" && (filter[0] == '+' || filter[0] == '#') {
+		return false
+	}
+	for {
+		fl, frest, fmore := strings.Cut(filter, "/")
+		if fl == "#" {
+			return true
+		}
+		tl, trest, tmore := strings.Cut(topic, "/")
+		if fl != "+" && fl != tl {
+			return false
+		}
+		switch {
+		case !fmore && !tmore:
+			return true
+		case !tmore:
+			// "a/#" matches "a": only a '#' may follow.
+			return frest == "#"
+		case !fmore:
+			return false
+		}
+		filter, topic = frest, trest
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/leafbox/leafbox/core/require"
+	"github.com/leafbox/leafbox/core/subject"
 )
 
 // naiveMatch is the reference matcher: split both on '/', compare level
@@ -47,7 +48,7 @@ func TestMatch(t *testing.T) {
 		{"a/b/", "a/b/", true}, {"a", "a/b", false}, {"a/b", "a", false},
 	}
 	for _, c := range cases {
-		require.Equal(t, Match(c.filter, c.topic), c.want, c.filter+" ~ "+c.topic)
+		require.Equal(t, subject.MatchTopic(c.filter, c.topic), c.want, c.filter+" ~ "+c.topic)
 		require.Equal(t, naiveMatch(c.filter, c.topic), c.want, "naive "+c.filter+" ~ "+c.topic)
 	}
 }
@@ -85,8 +86,8 @@ func FuzzRetained(f *testing.F) {
 			var want, got []string
 			for _, topic := range held {
 				m := naiveMatch(filter, topic)
-				if Match(filter, topic) != m {
-					t.Fatalf("Match(%q, %q) = %v, naive %v", filter, topic, !m, m)
+				if subject.MatchTopic(filter, topic) != m {
+					t.Fatalf("subject.MatchTopic(%q, %q) = %v, naive %v", filter, topic, !m, m)
 				}
 				if m {
 					want = append(want, topic)

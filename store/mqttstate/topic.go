@@ -54,33 +54,3 @@ func ValidFilter(filter string) error {
 		rest = tail
 	}
 }
-
-// Match reports whether the topic name matches the (valid) filter: '+'
-// matches one level, a trailing '#' the parent level and any below, and a
-// filter starting with a wildcard never matches a topic starting with '$'.
-// It walks both strings once and allocates nothing.
-func Match(filter, topic string) bool {
-	if topic != "" && topic[0] == '$' && filter != "" && (filter[0] == '+' || filter[0] == '#') {
-		return false
-	}
-	for {
-		fl, frest, fmore := strings.Cut(filter, "/")
-		if fl == "#" {
-			return true
-		}
-		tl, trest, tmore := strings.Cut(topic, "/")
-		if fl != "+" && fl != tl {
-			return false
-		}
-		switch {
-		case !fmore && !tmore:
-			return true
-		case !tmore:
-			// "a/#" matches "a": only a '#' may follow.
-			return frest == "#"
-		case !fmore:
-			return false
-		}
-		filter, topic = frest, trest
-	}
-}
