@@ -19,8 +19,10 @@
 // median over rounds; the table also shows the default servers' idle and
 // peak RSS. The uplink rows (leaf.go) start their own hub and gateway for
 // every run. The mqtt rows (mqtt.go) start their own servers, and a Mosquitto for
-// leafbox's bridge, for every run. -only picks row groups (core, js,
-// leaf, mqtt). Every child process
+// leafbox's bridge, for every run. The mqttlisten rows (mqttlisten.go)
+// start leafbox with its MQTT listener, Mosquitto and nats-server with its
+// MQTT listener for every run. -only picks row groups (core, js, store,
+// leaf, mqtt, mqttlisten, modbus). Every child process
 // runs in its own process group and is killed on exit, on a timeout, or on
 // SIGINT/SIGTERM.
 //
