@@ -221,20 +221,31 @@ func (c *conn) writeLoop() {
 	}
 }
 
+// Sizes of a connection's read buffer.
+const (
+	readBufferIdle = 512  // readBufferIdle is the size it starts at.
+	readBufferBusy = 4096 // readBufferBusy is the most reads that fill it grow it to; a larger packet grows it further, until it is handled.
+)
+
 // readLoop reads and handles packets until the connection ends, then
 // detaches the session and publishes the will if it must.
 func (c *conn) readLoop() {
 	defer c.srv.wg.Done()
 	defer c.cleanup()
-	buf := make([]byte, 0, 4096)
+	// An idle connection holds its read buffer while it waits, so it
+	// starts small; a read that fills it doubles it, up to
+	// readBufferBusy for a client that streams packets.
+	buf := make([]byte, 0, readBufferIdle)
+	full := false // full is whether the last read filled the buffer.
 	_ = c.nc.SetReadDeadline(time.Now().Add(c.srv.cfg.ConnectTimeout))
 	for {
-		if len(buf) == cap(buf) {
+		if len(buf) == cap(buf) || (full && cap(buf) < readBufferBusy) {
 			nb := make([]byte, len(buf), 2*cap(buf))
 			copy(nb, buf)
 			buf = nb
 		}
 		n, err := c.nc.Read(buf[len(buf):cap(buf)])
+		full = n > 0 && len(buf)+n == cap(buf)
 		buf = buf[:len(buf)+n]
 		if n > 0 {
 			c.lastActivity.Store(time.Now().UnixNano())
@@ -255,8 +266,8 @@ func (c *conn) readLoop() {
 			return
 		}
 		buf = buf[:copy(buf, buf[used:])]
-		if cap(buf) > 64<<10 && len(buf) < 4096 {
-			buf = append(make([]byte, 0, 4096), buf...)
+		if cap(buf) > 64<<10 && len(buf) < readBufferBusy {
+			buf = append(make([]byte, 0, readBufferBusy), buf...)
 		}
 		if err != nil {
 			var ne net.Error

@@ -35,6 +35,7 @@ type workload struct {
 	MQTTMsgs     int // MQTTMsgs is messages per mqtt run at QoS 0, as fast as the publisher goes.
 	MQTTMsgsQoS1 int // MQTTMsgsQoS1 is messages per mqtt run at QoS 1, as fast as the window lets it.
 	MQTTPaced    int // MQTTPaced is messages per paced mqtt run (mqttPacedRate a second).
+	MQTTIdle     int // MQTTIdle is the idle MQTT connections of the mqttlisten memory row.
 }
 
 // defaultWorkload is sized so a five-round run takes about 12 minutes on
@@ -48,7 +49,7 @@ func defaultWorkload(quick bool) workload {
 	w := workload{PubMsgs: 1_000_000, SubMsgs: 1_000_000, Requests: 20_000, ReqSize: 128,
 		JSSize: 16, JSStored: 1_000_000, JSConsume: 100_000, JSAsync: 100_000, JSAsyncAlways: 5_000,
 		JSSync: 3_000, JSSyncMemory: 10_000, StoreSize: 128, StoreMsgs: 1_000_000, StoreConsume: 500_000, LeafMsgs: 50_000, LeafSize: telemetryMinSize,
-		MQTTMsgs: 50_000, MQTTMsgsQoS1: 20_000, MQTTPaced: 2_000}
+		MQTTMsgs: 50_000, MQTTMsgsQoS1: 20_000, MQTTPaced: 2_000, MQTTIdle: mqttIdleConns}
 	if quick {
 		for _, n := range []*int{&w.PubMsgs, &w.SubMsgs, &w.Requests, &w.JSStored, &w.JSConsume,
 			&w.JSAsync, &w.JSAsyncAlways, &w.JSSync, &w.JSSyncMemory, &w.StoreMsgs, &w.StoreConsume, &w.LeafMsgs, &w.MQTTMsgs, &w.MQTTMsgsQoS1, &w.MQTTPaced} {
@@ -76,6 +77,9 @@ func (w workload) describe(only map[string]bool) []string {
 	}
 	if only[groupMQTT] {
 		lines = append(lines, w.describeMQTT()...)
+	}
+	if only[groupMQTTListen] {
+		lines = append(lines, w.describeMQTTListen()...)
 	}
 	if only[groupModbus] {
 		lines = append(lines, fmt.Sprintf("Modbus poll cycle (leafbox only; nats-server has no counterpart): the harness plays an RTU slave on a pty with %d holding registers whose values all change at every read; "+
@@ -177,6 +181,8 @@ const (
 	kindLeafBacklog                     // telemetry on a cut-off gateway, then the drain once linked
 	kindLeafShaped                      // kindLeafForward through a link shaped to a round trip and bandwidth
 	kindMQTT                            // an MQTT publisher, a NATS subscriber; see mqtt.go
+	kindMQTTListen                      // MQTT publishers, an MQTT subscriber on one broker; see mqttlisten.go
+	kindMQTTIdle                        // idle MQTT connections' rate and memory; see mqttlisten.go
 	kindModbus                          // a Modbus RTU slave on a pty polled by leafbox; see modbus.go
 )
 
@@ -195,6 +201,7 @@ const (
 	orderJSConsume
 	orderLeaf
 	orderMQTT
+	orderMQTTListen
 	orderModbus
 	orderMemory
 )
@@ -217,22 +224,26 @@ type scenario struct {
 	qos         int       // qos is the MQTT QoS of the publisher and the bridge's route (kindMQTT).
 	rate        int64     // rate paces the MQTT publisher in messages a second; 0 sends as fast as it can (kindMQTT).
 	subjectOnly bool      // subjectOnly runs on leafbox alone: nats-server has no counterpart (its column reads n/a).
+	mqttPubs    int       // mqttPubs is the number of MQTT publishers (kindMQTTListen).
+	mqttRef     string    // mqttRef is the reference broker, refMosquitto or refNATS (mqttlisten kinds).
 	mqttDirect  bool      // mqttDirect subscribes an MQTT client to the broker instead (kindMQTT): Mosquitto alone on the leafbox side.
 	metrics     []metric  // metrics are the rows the scenario fills, in the order measure returns them.
 }
 
 // Scenario groups, as -only names them.
 const (
-	groupCore   = "core"   // core NATS rows
-	groupJS     = "js"     // JetStream rows
-	groupStore  = "store"  // file store: RSS with many stored messages, pull consume
-	groupLeaf   = "leaf"   // store-and-forward toward a hub
-	groupMQTT   = "mqtt"   // MQTT → subject
-	groupModbus = "modbus" // Modbus poll cycle
+	groupCore  = "core"  // core NATS rows
+	groupJS    = "js"    // JetStream rows
+	groupStore = "store" // file store: RSS with many stored messages, pull consume
+	groupLeaf  = "leaf"  // store-and-forward toward a hub
+	groupMQTT  = "mqtt"  // MQTT → subject
+	// groupMQTTListen is leafbox's MQTT listener against Mosquitto and nats-server's.
+	groupMQTTListen = "mqttlisten"
+	groupModbus     = "modbus" // Modbus poll cycle
 )
 
 // groups lists every scenario group in table order.
-var groups = []string{groupCore, groupJS, groupStore, groupLeaf, groupMQTT, groupModbus}
+var groups = []string{groupCore, groupJS, groupStore, groupLeaf, groupMQTT, groupMQTTListen, groupModbus}
 
 // group returns the group -only selects sc by.
 func (sc scenario) group() string {
@@ -246,6 +257,8 @@ func (sc scenario) group() string {
 		return groupLeaf
 	case kindMQTT:
 		return groupMQTT
+	case kindMQTTListen, kindMQTTIdle:
+		return groupMQTTListen
 	case kindModbus:
 		return groupModbus
 	}
@@ -333,6 +346,16 @@ func scenarios(w workload) []scenario {
 		mqttScenario(w.MQTTPaced, 1, mqttPacedRate),
 		mqttCeilingScenario(w.MQTTMsgs, 0),
 		mqttCeilingScenario(w.MQTTMsgsQoS1, 1),
+		mqttListenScenario(w.MQTTMsgs, 0, 1, refMosquitto),
+		mqttListenScenario(w.MQTTMsgs, 0, 16, refMosquitto),
+		mqttListenScenario(w.MQTTMsgsQoS1, 1, 1, refMosquitto),
+		mqttListenScenario(w.MQTTMsgsQoS1, 1, 16, refMosquitto),
+		mqttIdleScenario(w.MQTTIdle, refMosquitto),
+		mqttListenScenario(w.MQTTMsgs, 0, 1, refNATS),
+		mqttListenScenario(w.MQTTMsgs, 0, 16, refNATS),
+		mqttListenScenario(w.MQTTMsgsQoS1, 1, 1, refNATS),
+		mqttListenScenario(w.MQTTMsgsQoS1, 1, 16, refNATS),
+		mqttIdleScenario(w.MQTTIdle, refNATS),
 		modbusScenario(),
 	}
 }
@@ -444,12 +467,14 @@ func (m *measurer) runRounds(ctx context.Context, f *fleet, scs []scenario, roun
 					}
 					m.logf("round %d/%d %-44s %-26s %s", round+1, rounds, sc.metrics[0].Name, label, strings.Join(parts, ", "))
 				}
-				if g := sc.group(); g == groupLeaf || g == groupMQTT || g == groupModbus {
+				if g := sc.group(); g == groupLeaf || g == groupMQTT || g == groupMQTTListen || g == groupModbus {
 					// A leaf, mqtt or modbus run starts and stops its own servers.
 					measure := m.measureLeaf
 					switch g {
 					case groupMQTT:
 						measure = m.measureMQTT
+					case groupMQTTListen:
+						measure = m.measureMQTTListen
 					case groupModbus:
 						measure = m.measureModbus
 					}

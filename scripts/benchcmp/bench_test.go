@@ -81,6 +81,34 @@ func TestScenariosTableOrder(t *testing.T) {
 		"MQTT → MQTT subscriber 128 B, QoS 1 (leafbox column: Mosquitto alone, the bridge path's ceiling)",
 		"MQTT → MQTT subscriber 128 B, QoS 1 (leafbox column: Mosquitto alone, the bridge path's ceiling), latency p50",
 		"MQTT → MQTT subscriber 128 B, QoS 1 (leafbox column: Mosquitto alone, the bridge path's ceiling), latency p99",
+		"vs Mosquitto: MQTT listener 128 B, QoS 0, 1 publisher → 1 subscriber",
+		"vs Mosquitto: MQTT listener 128 B, QoS 0, 1 publisher → 1 subscriber, latency p50",
+		"vs Mosquitto: MQTT listener 128 B, QoS 0, 1 publisher → 1 subscriber, latency p99",
+		"vs Mosquitto: MQTT listener 128 B, QoS 0, 16 publishers → 1 subscriber",
+		"vs Mosquitto: MQTT listener 128 B, QoS 0, 16 publishers → 1 subscriber, latency p50",
+		"vs Mosquitto: MQTT listener 128 B, QoS 0, 16 publishers → 1 subscriber, latency p99",
+		"vs Mosquitto: MQTT listener 128 B, QoS 1, 1 publisher → 1 subscriber",
+		"vs Mosquitto: MQTT listener 128 B, QoS 1, 1 publisher → 1 subscriber, latency p50",
+		"vs Mosquitto: MQTT listener 128 B, QoS 1, 1 publisher → 1 subscriber, latency p99",
+		"vs Mosquitto: MQTT listener 128 B, QoS 1, 16 publishers → 1 subscriber",
+		"vs Mosquitto: MQTT listener 128 B, QoS 1, 16 publishers → 1 subscriber, latency p50",
+		"vs Mosquitto: MQTT listener 128 B, QoS 1, 16 publishers → 1 subscriber, latency p99",
+		"vs nats-server: MQTT listener 128 B, QoS 0, 1 publisher → 1 subscriber",
+		"vs nats-server: MQTT listener 128 B, QoS 0, 1 publisher → 1 subscriber, latency p50",
+		"vs nats-server: MQTT listener 128 B, QoS 0, 1 publisher → 1 subscriber, latency p99",
+		"vs nats-server: MQTT listener 128 B, QoS 0, 16 publishers → 1 subscriber",
+		"vs nats-server: MQTT listener 128 B, QoS 0, 16 publishers → 1 subscriber, latency p50",
+		"vs nats-server: MQTT listener 128 B, QoS 0, 16 publishers → 1 subscriber, latency p99",
+		"vs nats-server: MQTT listener 128 B, QoS 1, 1 publisher → 1 subscriber",
+		"vs nats-server: MQTT listener 128 B, QoS 1, 1 publisher → 1 subscriber, latency p50",
+		"vs nats-server: MQTT listener 128 B, QoS 1, 1 publisher → 1 subscriber, latency p99",
+		"vs nats-server: MQTT listener 128 B, QoS 1, 16 publishers → 1 subscriber",
+		"vs nats-server: MQTT listener 128 B, QoS 1, 16 publishers → 1 subscriber, latency p50",
+		"vs nats-server: MQTT listener 128 B, QoS 1, 16 publishers → 1 subscriber, latency p99",
+		"vs Mosquitto: MQTT listener, 10,000 idle connections, connection rate",
+		"vs Mosquitto: MQTT listener, 10,000 idle connections, RSS per connection",
+		"vs nats-server: MQTT listener, 10,000 idle connections, connection rate",
+		"vs nats-server: MQTT listener, 10,000 idle connections, RSS per connection",
 		"Modbus RTU poll of 100 registers at 100ms over a pty, cycle time p50",
 		"Modbus RTU poll of 100 registers at 100ms over a pty, cycle time p99",
 		"Modbus RTU poll of 100 registers at 100ms over a pty, jitter p50",
@@ -147,7 +175,7 @@ func TestScenariosAreConsistent(t *testing.T) {
 			}
 		}
 		wantMetrics := map[scenarioKind]int{kindPublish: 1, kindFanout: 1, kindRequest: 3, kindJSAsync: 1, kindJSSync: 1,
-			kindLeafForward: 2, kindLeafBacklog: 3, kindLeafShaped: 3, kindModbus: 4}
+			kindLeafForward: 2, kindLeafBacklog: 3, kindLeafShaped: 3, kindMQTTListen: 3, kindMQTTIdle: 2, kindModbus: 4}
 		if sc.kind == kindJSStored {
 			if !sc.fresh {
 				t.Errorf("%s: stored-message RSS must be read on a fresh server", sc.slug)

@@ -19,8 +19,10 @@
 // median over rounds; the table also shows the default servers' idle and
 // peak RSS. The uplink rows (leaf.go) start their own hub and gateway for
 // every run. The mqtt rows (mqtt.go) start their own servers, and a Mosquitto for
-// leafbox's bridge, for every run. -only picks row groups (core, js,
-// leaf, mqtt). Every child process
+// leafbox's bridge, for every run. The mqttlisten rows (mqttlisten.go)
+// start leafbox with its MQTT listener, Mosquitto and nats-server with its
+// MQTT listener for every run. -only picks row groups (core, js, store,
+// leaf, mqtt, mqttlisten, modbus). Every child process
 // runs in its own process group and is killed on exit, on a timeout, or on
 // SIGINT/SIGTERM.
 //
@@ -104,7 +106,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&cfg.timeout, "timeout", 60*time.Second, "limit on each nats command; JetStream runs of more than 250,000 messages get one more for each further 250,000")
 	fs.StringVar(&cfg.workDir, "workdir", "", "directory for server logs, ports files and CSVs (default: a new temporary directory, removed at exit)")
 	fs.BoolVar(&cfg.keep, "keep", false, "keep the temporary work directory")
-	fs.StringVar(&only, "only", strings.Join(groups, ","), "comma-separated row groups to run: core (core NATS), js (JetStream), store (file store RSS and pull consume), leaf or uplink (uplink toward a hub), mqtt (MQTT → subject), modbus (Modbus poll cycle, leafbox only)")
+	fs.StringVar(&only, "only", strings.Join(groups, ","), "comma-separated row groups to run: core (core NATS), js (JetStream), store (file store RSS and pull consume), leaf or uplink (uplink toward a hub), mqtt (MQTT → subject), mqttlisten (leafbox's MQTT listener vs Mosquitto and nats-server's), modbus (Modbus poll cycle, leafbox only)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: benchcmp -leafbox PATH [flags]\n\n")
 		fs.PrintDefaults()
@@ -208,6 +210,11 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) (err error) 
 	}
 	if cfg.only[groupJS] {
 		rep.Notes = append(rep.Notes, syncNote)
+	}
+	if len(cfg.only) == 1 && cfg.only[groupMQTTListen] {
+		// Each row names its reference: Mosquitto or nats-server.
+		rep.Labels[1] = "reference"
+		rep.Versions[1] = "(" + refMosquitto + ": " + mosquittoVersion(ctx) + "; nats-server " + rep.Versions[1] + ")"
 	}
 	if rep.Labels[0] == rep.Labels[1] {
 		rep.Labels[0] += " (under test)"

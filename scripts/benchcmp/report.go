@@ -20,6 +20,8 @@ const (
 	unitMillis               // milliseconds
 	unitBytes                // bytes
 	unitPercent              // percent
+	unitConns                // connections per second
+	unitKiB                  // kibibytes
 )
 
 // String returns the unit as it appears in a row name.
@@ -39,6 +41,10 @@ func (u unit) String() string {
 		return "B"
 	case unitPercent:
 		return "%"
+	case unitConns:
+		return "conns/s"
+	case unitKiB:
+		return "KiB"
 	}
 	return "?"
 }

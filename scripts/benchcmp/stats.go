@@ -37,7 +37,7 @@ func formatValue(v float64, u unit) string {
 	if math.IsNaN(v) || math.IsInf(v, 0) {
 		return "n/a"
 	}
-	if u == unitRate || u == unitRequests {
+	if u == unitRate || u == unitRequests || u == unitConns {
 		return groupThousands(int64(math.Round(v)))
 	}
 	return strconv.FormatFloat(v, 'f', 1, 64)
