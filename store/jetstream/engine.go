@@ -319,3 +319,27 @@ func (e *Engine) limitExceeded(st jsapi.StorageType, size uint64) bool {
 	}
 	return e.usage(st)+size > uint64(limit)
 }
+
+// IndexCacher is the optional ability of a stream's store to bound the
+// memory its index keeps (filestore's SetIndexCache): n bytes, 0 for the
+// store's default, below 0 for none.
+type IndexCacher interface {
+	SetIndexCache(n int64)
+}
+
+// SetIndexCaches sets the index cache of every stream whose store has
+// one (IndexCacher), as the memory guardrails do under pressure; streams
+// created later keep their store's default. It returns how many it set.
+func (e *Engine) SetIndexCaches(n int64) int {
+	set := 0
+	for _, s := range e.sortedStreams() {
+		s.mu.Lock()
+		st := s.store
+		s.mu.Unlock()
+		if c, ok := st.(IndexCacher); ok {
+			c.SetIndexCache(n)
+			set++
+		}
+	}
+	return set
+}

@@ -178,6 +178,9 @@ func Build(cfg *config.Config, flags Flags) (*App, error) {
 	var streams node.Streams // nil, not a nil *Engine, without JetStream
 	if a.js != nil {
 		streams = a.js
+		if shed != nil {
+			shed.onPressure = a.shrinkIndexCaches
+		}
 	}
 	// Building the links and the listener opens and binds nothing.
 	a.brk = &broker{srv: srv}

@@ -44,6 +44,11 @@ type shedder struct {
 	publishes   atomic.Uint64 // JetStream publishes refused
 	samples     []metrics.Sample
 	lastGC      time.Time // sample's forced collection, under pressure
+
+	// onPressure, when set before run, is called as pressure begins
+	// (true) and ends (false), on the sampling goroutine: the app
+	// empties the file stores' index caches while under pressure.
+	onPressure func(on bool)
 }
 
 // newShedder returns a shedder for the soft memory limit (bytes;
@@ -101,10 +106,16 @@ func (s *shedder) sample() {
 		s.episodes.Add(1)
 		s.log.Warn("memory pressure: refusing new connections and JetStream publishes",
 			"in_use", used, "shed_above", s.high, "accept_below", s.low)
+		if s.onPressure != nil {
+			s.onPressure(true)
+		}
 	case on && used < s.low:
 		s.pressure.Store(false)
 		s.log.Info("memory pressure over: accepting new work", "in_use", used,
 			"refused_connections", s.connections.Load(), "refused_publishes", s.publishes.Load())
+		if s.onPressure != nil {
+			s.onPressure(false)
+		}
 	}
 }
 
@@ -136,4 +147,16 @@ func (s *shedder) varz() *monitor.ShedVarz {
 		RefusedConnections: s.connections.Load(),
 		RefusedPublishes:   s.publishes.Load(),
 	}
+}
+
+// shrinkIndexCaches is the shedder's onPressure: under pressure the file
+// streams keep no index entries of sealed blocks beyond their summaries
+// (a query loads them from the index file), after it their default cache.
+func (a *App) shrinkIndexCaches(on bool) {
+	limit := int64(0) // the store's default
+	if on {
+		limit = -1
+	}
+	n := a.js.SetIndexCaches(limit)
+	a.log.Info("file stream index caches", "streams", n, "emptied", on)
 }
