@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/leafbox/leafbox/cmd/internal/monhttp"
 	"github.com/leafbox/leafbox/core/monitor"
 )
 
@@ -65,7 +66,7 @@ func fetchBridgez(cmd *cobra.Command, base string) ([]byte, *monitor.Bridgez, er
 	if err != nil {
 		return nil, nil, fmt.Errorf("--monitor %q: %w", base, err)
 	}
-	resp, err := (&http.Client{Timeout: monitorTimeout}).Do(req)
+	resp, err := monhttp.Do(req, monitorTimeout)
 	if err != nil {
 		return nil, nil, fmt.Errorf("monitoring endpoint %s unreachable (is leafbox running with http_port enabled? point --monitor at it): %w", base, err)
 	}

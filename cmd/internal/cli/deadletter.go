@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/leafbox/leafbox/cmd/internal/monhttp"
 	"github.com/leafbox/leafbox/core/monitor"
 )
 
@@ -120,7 +121,7 @@ func monitorDo(cmd *cobra.Command, base, method, path string, body []byte, out a
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	resp, err := (&http.Client{Timeout: monitorTimeout}).Do(req)
+	resp, err := monhttp.Do(req, monitorTimeout)
 	if err != nil {
 		return fmt.Errorf("monitoring endpoint %s unreachable (is leafbox running with http_port enabled? point --monitor at it): %w", base, err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/leafbox/leafbox/cmd/internal/monhttp"
 	"github.com/leafbox/leafbox/core/monitor"
 )
 
@@ -78,8 +79,7 @@ func fetchUplinkz(cmd *cobra.Command, base string) (*monitor.Uplinkz, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--monitor %q: %w", base, err)
 	}
-	client := &http.Client{Timeout: monitorTimeout}
-	resp, err := client.Do(req)
+	resp, err := monhttp.Do(req, monitorTimeout)
 	if err != nil {
 		return nil, fmt.Errorf("monitoring endpoint %s unreachable (is leafbox running with http_port enabled? point --monitor at it): %w", base, err)
 	}
