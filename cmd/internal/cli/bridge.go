@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -97,7 +96,7 @@ func printBridges(w io.Writer, bz *monitor.Bridgez) error {
 		_, err := fmt.Fprintln(w, "no bridges running")
 		return err
 	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	tw := newTable(w)
 	fmt.Fprintln(tw, "KIND\tNAME\tACCOUNT\tSTATE\tSINCE\tIN\tOUT\tBAD FRAMES\tRECONNECTS\tDROPPED\tLAST ERROR")
 	for _, b := range bz.Bridges {
 		account := b.Account

@@ -10,7 +10,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -154,7 +153,7 @@ func printDeadLetters(w io.Writer, dz *monitor.DeadLetterz) error {
 		_, err := fmt.Fprintln(w, "no dead-lettered messages")
 		return err
 	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	tw := newTable(w)
 	fmt.Fprintln(tw, "UPLINK\tSEQ\tSUBJECT\tSIZE\tREASON\tTIME\tERROR")
 	for _, d := range dz.Messages {
 		at := "-"

@@ -9,7 +9,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -116,7 +115,7 @@ func printUplinks(w io.Writer, uz *monitor.Uplinkz) error {
 	if len(uz.Downlinks) > 0 {
 		defer func() { fmt.Fprintln(w); _ = printDownlinks(w, uz) }()
 	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	tw := newTable(w)
 	fmt.Fprintln(tw, "UPLINK\tSTATE\tLINK\tBACKLOG\tBYTES\tOLDEST\tCAPTURED\tFORWARDED\tACKED\tDROPPED\tDEAD\tLAST ERROR")
 	for _, u := range uz.Uplinks {
 		oldest := "-"
