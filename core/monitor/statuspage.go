@@ -2,13 +2,11 @@ package monitor
 
 import (
 	"crypto/sha256"
-	"embed"
+	_ "embed" // the status page's files
 	"encoding/hex"
 	"html"
 	"io"
-	"io/fs"
 	"net/http"
-	"path"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,8 +16,10 @@ import (
 // are served from (GET /status/status.css, /status/status.js).
 const StatusAssetsPath = "/status/"
 
-// statusFiles holds the status page: the HTML served at / and the assets
-// under StatusAssetsPath. Nothing is fetched from elsewhere.
+// statusHTML, statusCSS and statusJS are the status page: the HTML served
+// at / and the assets under StatusAssetsPath. Nothing is fetched from
+// elsewhere. They are embedded as strings, not as an embed.FS, whose file
+// system code the binary then does without.
 //
 // index.html is not a html/template: it has four placeholders,
 // {{version}}, {{name}}, {{server_id}} and {{endpoints}}, which
@@ -28,8 +28,14 @@ const StatusAssetsPath = "/status/"
 // keep every exported method of every type in the binary: about 1 MB on
 // ARM.)
 //
-//go:embed status/index.html status/status.css status/status.js
-var statusFiles embed.FS
+//go:embed status/index.html
+var statusHTML string
+
+//go:embed status/status.css
+var statusCSS string
+
+//go:embed status/status.js
+var statusJS string
 
 // statusAsset is one embedded file served under StatusAssetsPath.
 type statusAsset struct {
@@ -82,28 +88,18 @@ func (sp *statusPage) render(d statusPageData) string {
 	).Replace(sp.html)
 }
 
-// newStatusPage loads the embedded files; they are part of the binary, so
-// a failure is a build mistake and panics.
+// newStatusPage loads the embedded files.
 func newStatusPage() *statusPage {
-	page, err := fs.ReadFile(statusFiles, "status/index.html")
-	if err != nil {
-		panic("monitor: embedded status page: " + err.Error())
-	}
-	sp := &statusPage{html: string(page), assets: make(map[string]statusAsset)}
-	types := map[string]string{
-		".css": "text/css; charset=utf-8",
-		".js":  "text/javascript; charset=utf-8",
-	}
+	sp := &statusPage{html: statusHTML, assets: make(map[string]statusAsset)}
 	all := sha256.New()
-	for _, name := range []string{"status.css", "status.js"} {
-		body, err := fs.ReadFile(statusFiles, "status/"+name)
-		if err != nil {
-			panic("monitor: embedded status page: " + err.Error())
-		}
-		sum := sha256.Sum256(body)
-		sp.assets[name] = statusAsset{
-			body:        body,
-			contentType: types[path.Ext(name)],
+	for _, f := range []struct{ name, body, contentType string }{
+		{"status.css", statusCSS, "text/css; charset=utf-8"},
+		{"status.js", statusJS, "text/javascript; charset=utf-8"},
+	} {
+		sum := sha256.Sum256([]byte(f.body))
+		sp.assets[f.name] = statusAsset{
+			body:        []byte(f.body),
+			contentType: f.contentType,
 			etag:        `"` + hex.EncodeToString(sum[:8]) + `"`,
 		}
 		all.Write(sum[:])
