@@ -1,6 +1,7 @@
 package monitor
 
 import (
+	"html"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -177,5 +178,11 @@ func TestStatusScript(t *testing.T) {
 	}
 	if len(paths) < 6 {
 		t.Errorf("the page polls only %v", paths)
+	}
+}
+
+func TestEscapeHTML(t *testing.T) {
+	for _, s := range []string{"", "plain", `<a href="x">'&'</a>`, "&&", "ü<ü>", `"`, "a'b"} {
+		require.Equal(t, escapeHTML(s), html.EscapeString(s), s)
 	}
 }

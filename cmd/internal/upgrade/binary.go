@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -18,38 +19,47 @@ import (
 const PrevSuffix = ".prev"
 
 // elfArch is what the ELF header of a binary for one GOARCH holds: its
-// e_machine, its class (EI_CLASS: 1 for 32-bit, 2 for 64-bit) and its byte
-// order (EI_DATA: 1 for little-endian, 2 for big-endian).
+// e_machine (named as the ELF specification does), its class (EI_CLASS: 1
+// for 32-bit, 2 for 64-bit) and its byte order (EI_DATA: 1 for
+// little-endian, 2 for big-endian).
 type elfArch struct {
+	goarch  string
 	machine uint16
+	name    string
 	class   byte
 	data    byte
 }
 
-// elfArches maps GOARCH to the ELF header fields of its binaries.
-var elfArches = map[string]elfArch{
-	"amd64":   {62, 2, 1},  // EM_X86_64
-	"arm64":   {183, 2, 1}, // EM_AARCH64
-	"arm":     {40, 1, 1},  // EM_ARM
-	"386":     {3, 1, 1},   // EM_386
-	"riscv64": {243, 2, 1}, // EM_RISCV
-	"ppc64le": {21, 2, 1},  // EM_PPC64
-	"s390x":   {22, 2, 2},  // EM_S390
+// elfArches lists the ELF header fields of each GOARCH's binaries (a
+// table, not a map: static data, no code to build it at start).
+var elfArches = []elfArch{
+	{"amd64", 62, "EM_X86_64", 2, 1},
+	{"arm64", 183, "EM_AARCH64", 2, 1},
+	{"arm", 40, "EM_ARM", 1, 1},
+	{"386", 3, "EM_386", 1, 1},
+	{"riscv64", 243, "EM_RISCV", 2, 1},
+	{"ppc64le", 21, "EM_PPC64", 2, 1},
+	{"s390x", 22, "EM_S390", 2, 2},
 }
 
-// elfMachineNames names the e_machine values of elfArches, as the ELF
-// specification spells them.
-var elfMachineNames = map[uint16]string{
-	3: "EM_386", 21: "EM_PPC64", 22: "EM_S390", 40: "EM_ARM",
-	62: "EM_X86_64", 183: "EM_AARCH64", 243: "EM_RISCV",
+// archOf returns the ELF fields of goarch's binaries.
+func archOf(goarch string) (elfArch, bool) {
+	for _, a := range elfArches {
+		if a.goarch == goarch {
+			return a, true
+		}
+	}
+	return elfArch{}, false
 }
 
 // machineName is the ELF specification's name of e_machine m.
 func machineName(m uint16) string {
-	if name, ok := elfMachineNames[m]; ok {
-		return name
+	for _, a := range elfArches {
+		if a.machine == m {
+			return a.name
+		}
 	}
-	return fmt.Sprintf("ELF machine %d", m)
+	return "ELF machine " + strconv.Itoa(int(m))
 }
 
 // ELF header offsets and values (the System V ABI's ELF header; the same
@@ -98,13 +108,13 @@ func CheckArch(path string) error {
 	if typ := u16(h[elfType:]); typ != elfTypeExec && typ != elfTypeDyn {
 		return fmt.Errorf("upgrade: %s is an ELF of type %d, not an executable (ET_EXEC or ET_DYN)", path, typ)
 	}
-	want, ok := elfArches[runtime.GOARCH]
+	want, ok := archOf(runtime.GOARCH)
 	if !ok {
 		return fmt.Errorf("upgrade: cannot check binaries for %s", runtime.GOARCH)
 	}
 	if m := u16(h[elfMachine:]); m != want.machine {
 		return fmt.Errorf("upgrade: %s is built for %s, this gateway runs %s (%s)",
-			path, machineName(m), machineName(want.machine), runtime.GOARCH)
+			path, machineName(m), want.name, runtime.GOARCH)
 	}
 	if class != want.class || data != want.data {
 		return fmt.Errorf("upgrade: %s is a %d-bit %s ELF, this gateway runs %d-bit %s (%s)",
