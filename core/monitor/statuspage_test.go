@@ -1,9 +1,10 @@
 package monitor
 
 import (
-	"io/fs"
+	"html"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -93,7 +94,7 @@ func TestStatusAssets(t *testing.T) {
 		{"status.css", "text/css; charset=utf-8"},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
-			want, err := fs.ReadFile(statusFiles, "status/"+tc.file)
+			want, err := os.ReadFile("status/" + tc.file)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -135,7 +136,7 @@ func TestStatusAssets(t *testing.T) {
 // text, reach only this server's endpoints, and poll endpoints that exist
 // (or /bridgez, which answers 404 until bridges come).
 func TestStatusScript(t *testing.T) {
-	js, err := fs.ReadFile(statusFiles, "status/status.js")
+	js, err := os.ReadFile("status/status.js")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +146,7 @@ func TestStatusScript(t *testing.T) {
 			t.Errorf("status.js contains %q", bad)
 		}
 	}
-	css, err := fs.ReadFile(statusFiles, "status/status.css")
+	css, err := os.ReadFile("status/status.css")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,5 +178,11 @@ func TestStatusScript(t *testing.T) {
 	}
 	if len(paths) < 6 {
 		t.Errorf("the page polls only %v", paths)
+	}
+}
+
+func TestEscapeHTML(t *testing.T) {
+	for _, s := range []string{"", "plain", `<a href="x">'&'</a>`, "&&", "ü<ü>", `"`, "a'b"} {
+		require.Equal(t, escapeHTML(s), html.EscapeString(s), s)
 	}
 }

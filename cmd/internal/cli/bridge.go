@@ -7,11 +7,11 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/leafbox/leafbox/cmd/internal/monhttp"
 	"github.com/leafbox/leafbox/core/monitor"
 )
 
@@ -65,7 +65,7 @@ func fetchBridgez(cmd *cobra.Command, base string) ([]byte, *monitor.Bridgez, er
 	if err != nil {
 		return nil, nil, fmt.Errorf("--monitor %q: %w", base, err)
 	}
-	resp, err := (&http.Client{Timeout: monitorTimeout}).Do(req)
+	resp, err := monhttp.Do(req, monitorTimeout)
 	if err != nil {
 		return nil, nil, fmt.Errorf("monitoring endpoint %s unreachable (is leafbox running with http_port enabled? point --monitor at it): %w", base, err)
 	}
@@ -96,7 +96,7 @@ func printBridges(w io.Writer, bz *monitor.Bridgez) error {
 		_, err := fmt.Fprintln(w, "no bridges running")
 		return err
 	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	tw := newTable(w)
 	fmt.Fprintln(tw, "KIND\tNAME\tACCOUNT\tSTATE\tSINCE\tIN\tOUT\tBAD FRAMES\tRECONNECTS\tDROPPED\tLAST ERROR")
 	for _, b := range bz.Bridges {
 		account := b.Account

@@ -10,11 +10,11 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/leafbox/leafbox/cmd/internal/monhttp"
 	"github.com/leafbox/leafbox/core/monitor"
 )
 
@@ -120,7 +120,7 @@ func monitorDo(cmd *cobra.Command, base, method, path string, body []byte, out a
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	resp, err := (&http.Client{Timeout: monitorTimeout}).Do(req)
+	resp, err := monhttp.Do(req, monitorTimeout)
 	if err != nil {
 		return fmt.Errorf("monitoring endpoint %s unreachable (is leafbox running with http_port enabled? point --monitor at it): %w", base, err)
 	}
@@ -153,7 +153,7 @@ func printDeadLetters(w io.Writer, dz *monitor.DeadLetterz) error {
 		_, err := fmt.Fprintln(w, "no dead-lettered messages")
 		return err
 	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	tw := newTable(w)
 	fmt.Fprintln(tw, "UPLINK\tSEQ\tSUBJECT\tSIZE\tREASON\tTIME\tERROR")
 	for _, d := range dz.Messages {
 		at := "-"

@@ -3,7 +3,6 @@ package cli
 import (
 	"fmt"
 	"io"
-	"text/tabwriter"
 	"time"
 
 	"github.com/leafbox/leafbox/core/monitor"
@@ -11,7 +10,7 @@ import (
 
 // printDownlinks writes the downlinks of uz as a table, one per row.
 func printDownlinks(w io.Writer, uz *monitor.Uplinkz) error {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	tw := newTable(w)
 	fmt.Fprintln(tw, "DOWNLINK\tSTATE\tLINK\tSTREAM\tDURABLE\tDELIVERED\tACKED\tREDELIVERED\tFAILED\tPENDING\tLAST ERROR")
 	for _, d := range uz.Downlinks {
 		lastErr := "-"

@@ -9,11 +9,11 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/leafbox/leafbox/cmd/internal/monhttp"
 	"github.com/leafbox/leafbox/core/monitor"
 )
 
@@ -78,8 +78,7 @@ func fetchUplinkz(cmd *cobra.Command, base string) (*monitor.Uplinkz, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--monitor %q: %w", base, err)
 	}
-	client := &http.Client{Timeout: monitorTimeout}
-	resp, err := client.Do(req)
+	resp, err := monhttp.Do(req, monitorTimeout)
 	if err != nil {
 		return nil, fmt.Errorf("monitoring endpoint %s unreachable (is leafbox running with http_port enabled? point --monitor at it): %w", base, err)
 	}
@@ -116,7 +115,7 @@ func printUplinks(w io.Writer, uz *monitor.Uplinkz) error {
 	if len(uz.Downlinks) > 0 {
 		defer func() { fmt.Fprintln(w); _ = printDownlinks(w, uz) }()
 	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	tw := newTable(w)
 	fmt.Fprintln(tw, "UPLINK\tSTATE\tLINK\tBACKLOG\tBYTES\tOLDEST\tCAPTURED\tFORWARDED\tACKED\tDROPPED\tDEAD\tLAST ERROR")
 	for _, u := range uz.Uplinks {
 		oldest := "-"

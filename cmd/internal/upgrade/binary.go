@@ -3,7 +3,6 @@ package upgrade
 import (
 	"bytes"
 	"context"
-	"debug/elf"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -18,40 +18,117 @@ import (
 // PrevSuffix names the kept old binary: leafbox.prev beside leafbox.
 const PrevSuffix = ".prev"
 
-// elfMachines maps GOARCH to the ELF machine of its binaries.
-var elfMachines = map[string]elf.Machine{
-	"amd64":   elf.EM_X86_64,
-	"arm64":   elf.EM_AARCH64,
-	"arm":     elf.EM_ARM,
-	"386":     elf.EM_386,
-	"riscv64": elf.EM_RISCV,
-	"ppc64le": elf.EM_PPC64,
-	"s390x":   elf.EM_S390,
+// elfArch is what the ELF header of a binary for one GOARCH holds: its
+// e_machine (named as the ELF specification does), its class (EI_CLASS: 1
+// for 32-bit, 2 for 64-bit) and its byte order (EI_DATA: 1 for
+// little-endian, 2 for big-endian).
+type elfArch struct {
+	goarch  string
+	machine uint16
+	name    string
+	class   byte
+	data    byte
 }
 
-// CheckArch checks that path is an ELF executable for this machine's
-// architecture (runtime.GOARCH).
-func CheckArch(path string) error {
-	f, err := elf.Open(path)
-	if err != nil {
-		var fe *elf.FormatError
-		if errors.As(err, &fe) {
-			return fmt.Errorf("upgrade: %s is not an ELF executable: %v", path, err)
+// elfArches lists the ELF header fields of each GOARCH's binaries (a
+// table, not a map: static data, no code to build it at start).
+var elfArches = []elfArch{
+	{"amd64", 62, "EM_X86_64", 2, 1},
+	{"arm64", 183, "EM_AARCH64", 2, 1},
+	{"arm", 40, "EM_ARM", 1, 1},
+	{"386", 3, "EM_386", 1, 1},
+	{"riscv64", 243, "EM_RISCV", 2, 1},
+	{"ppc64le", 21, "EM_PPC64", 2, 1},
+	{"s390x", 22, "EM_S390", 2, 2},
+}
+
+// archOf returns the ELF fields of goarch's binaries.
+func archOf(goarch string) (elfArch, bool) {
+	for _, a := range elfArches {
+		if a.goarch == goarch {
+			return a, true
 		}
+	}
+	return elfArch{}, false
+}
+
+// machineName is the ELF specification's name of e_machine m.
+func machineName(m uint16) string {
+	for _, a := range elfArches {
+		if a.machine == m {
+			return a.name
+		}
+	}
+	return "ELF machine " + strconv.Itoa(int(m))
+}
+
+// ELF header offsets and values (the System V ABI's ELF header; the same
+// for 32- and 64-bit files up to e_machine).
+const (
+	elfIdentClass   = 4  // e_ident[EI_CLASS]
+	elfIdentData    = 5  // e_ident[EI_DATA]
+	elfIdentVersion = 6  // e_ident[EI_VERSION], 1 (EV_CURRENT)
+	elfType         = 16 // e_type, 2 bytes
+	elfMachine      = 18 // e_machine, 2 bytes
+	elfHeaderPrefix = 20 // bytes read: e_ident, e_type, e_machine
+	elfTypeExec     = 2  // ET_EXEC
+	elfTypeDyn      = 3  // ET_DYN (a position-independent executable)
+)
+
+// CheckArch checks that path is an ELF executable for this machine's
+// architecture (runtime.GOARCH): it reads the ELF header's identification,
+// e_type and e_machine.
+func CheckArch(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
 		return fmt.Errorf("upgrade: %w", err)
 	}
 	defer f.Close()
-	if f.Type != elf.ET_EXEC && f.Type != elf.ET_DYN {
-		return fmt.Errorf("upgrade: %s is an ELF %s, not an executable", path, f.Type)
+	var h [elfHeaderPrefix]byte
+	if _, err := io.ReadFull(f, h[:]); err != nil {
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			return fmt.Errorf("upgrade: %s is not an ELF executable: shorter than an ELF header", path)
+		}
+		return fmt.Errorf("upgrade: %w", err)
 	}
-	want, ok := elfMachines[runtime.GOARCH]
+	if string(h[:4]) != "\x7fELF" {
+		return fmt.Errorf("upgrade: %s is not an ELF executable: bad magic number %q", path, h[:4])
+	}
+	class, data := h[elfIdentClass], h[elfIdentData]
+	if (class != 1 && class != 2) || (data != 1 && data != 2) || h[elfIdentVersion] != 1 {
+		return fmt.Errorf("upgrade: %s is not an ELF executable: bad identification (class %d, data %d, version %d)",
+			path, class, data, h[elfIdentVersion])
+	}
+	u16 := func(b []byte) uint16 {
+		if data == 2 {
+			return uint16(b[0])<<8 | uint16(b[1])
+		}
+		return uint16(b[1])<<8 | uint16(b[0])
+	}
+	if typ := u16(h[elfType:]); typ != elfTypeExec && typ != elfTypeDyn {
+		return fmt.Errorf("upgrade: %s is an ELF of type %d, not an executable (ET_EXEC or ET_DYN)", path, typ)
+	}
+	want, ok := archOf(runtime.GOARCH)
 	if !ok {
 		return fmt.Errorf("upgrade: cannot check binaries for %s", runtime.GOARCH)
 	}
-	if f.Machine != want {
-		return fmt.Errorf("upgrade: %s is built for %s, this gateway runs %s (%s)", path, f.Machine, want, runtime.GOARCH)
+	if m := u16(h[elfMachine:]); m != want.machine {
+		return fmt.Errorf("upgrade: %s is built for %s, this gateway runs %s (%s)",
+			path, machineName(m), want.name, runtime.GOARCH)
+	}
+	if class != want.class || data != want.data {
+		return fmt.Errorf("upgrade: %s is a %d-bit %s ELF, this gateway runs %d-bit %s (%s)",
+			path, 32*int(class), endianName(data), 32*int(want.class), endianName(want.data), runtime.GOARCH)
 	}
 	return nil
+}
+
+// endianName names an EI_DATA byte order.
+func endianName(data byte) string {
+	if data == 2 {
+		return "big-endian"
+	}
+	return "little-endian"
 }
 
 // CheckRuns runs `path version` and returns its first line ("leafbox

@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/leafbox/leafbox/cmd/internal/monhttp"
 )
 
 // Service is the running leafbox an upgrade restarts onto the new binary
@@ -80,7 +82,6 @@ type varzDoc struct {
 func WaitHealthy(ctx context.Context, svc Service, since time.Time, timeout time.Duration) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	client := &http.Client{Timeout: 2 * time.Second}
 	last := "no answer yet"
 	tick := time.NewTicker(healthPoll)
 	defer tick.Stop()
@@ -90,7 +91,7 @@ func WaitHealthy(ctx context.Context, svc Service, since time.Time, timeout time
 		}
 		if base := svc.MonitorURL(); base == "" {
 			last = "its monitoring address is not known yet (no ports file)"
-		} else if v, problem := probe(ctx, client, base, since); problem == "" {
+		} else if v, problem := probe(ctx, base, since); problem == "" {
 			return v, nil
 		} else if ctx.Err() == nil {
 			last = problem // not the deadline's cut of a request under way
@@ -108,13 +109,13 @@ func WaitHealthy(ctx context.Context, svc Service, since time.Time, timeout time
 
 // probe asks base's /varz and /healthz; it returns the version, or what
 // is wrong.
-func probe(ctx context.Context, client *http.Client, base string, since time.Time) (string, string) {
+func probe(ctx context.Context, base string, since time.Time) (string, string) {
 	get := func(path string) (int, []byte, error) {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(base, "/")+path, nil)
 		if err != nil {
 			return 0, nil, err
 		}
-		resp, err := client.Do(req)
+		resp, err := monhttp.Do(req, 2*time.Second)
 		if err != nil {
 			return 0, nil, err
 		}
