@@ -3,6 +3,7 @@ package jsapi
 import (
 	"errors"
 	"math"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -55,85 +56,24 @@ const (
 	fnRandom
 )
 
-// mappingFuncs lists the mapping functions in the order nats-server tries
-// them, each name split into its words: a token calls one when it holds
-// `{{`, spaces, the name, spaces, `(`, arguments, `)`, spaces and `}}`,
-// the first letter of each word in either case ("splitFromLeft",
-// "SplitfromLeft"). nats-server matches the regular expression
-// `{{\s*[sS]plit[fF]rom[lL]eft\s*\((.*)\)\s*}}` and the like; matchFunc
-// does the same by hand (the regexp engine is about 100 KB of a binary).
-var mappingFuncs = []struct {
-	words []string
-	kind  int
-}{
-	{[]string{"wildcard"}, fnWildcard},
-	{[]string{"partition"}, fnPartition},
-	{[]string{"split", "from", "left"}, fnIndexInt},
-	{[]string{"split", "from", "right"}, fnIndexInt},
-	{[]string{"slice", "from", "left"}, fnIndexInt},
-	{[]string{"slice", "from", "right"}, fnIndexInt},
-	{[]string{"right"}, fnIndexInt},
-	{[]string{"left"}, fnIndexInt},
-	{[]string{"split"}, fnSplit},
-	{[]string{"random"}, fnRandom},
-}
-
-// reSpace is what `\s` matches in Go's regular expressions.
-const reSpace = "\t\n\f\r "
-
-// matchFunc finds a call of the function named by words in t as the
-// unanchored regular expression `{{\s*name\s*\((.*)\)\s*}}` would: at
-// the leftmost `{{` where it matches, with the longest argument text (no
-// line break in it). It returns that argument text.
-func matchFunc(t string, words []string) (args string, ok bool) {
-	for from := 0; ; from++ {
-		i := strings.Index(t[from:], "{{")
-		if i < 0 {
-			return "", false
-		}
-		from += i
-		if args, ok := matchFuncAt(t[from+2:], words); ok {
-			return args, true
-		}
+var (
+	argSeparator = regexp.MustCompile(`,\s*`)
+	mappingFuncs = []struct {
+		re   *regexp.Regexp
+		kind int
+	}{
+		{regexp.MustCompile(`{{\s*[wW]ildcard\s*\((.*)\)\s*}}`), fnWildcard},
+		{regexp.MustCompile(`{{\s*[pP]artition\s*\((.*)\)\s*}}`), fnPartition},
+		{regexp.MustCompile(`{{\s*[sS]plit[fF]rom[lL]eft\s*\((.*)\)\s*}}`), fnIndexInt},
+		{regexp.MustCompile(`{{\s*[sS]plit[fF]rom[rR]ight\s*\((.*)\)\s*}}`), fnIndexInt},
+		{regexp.MustCompile(`{{\s*[sS]lice[fF]rom[lL]eft\s*\((.*)\)\s*}}`), fnIndexInt},
+		{regexp.MustCompile(`{{\s*[sS]lice[fF]rom[rR]ight\s*\((.*)\)\s*}}`), fnIndexInt},
+		{regexp.MustCompile(`{{\s*[rR]ight\s*\((.*)\)\s*}}`), fnIndexInt},
+		{regexp.MustCompile(`{{\s*[lL]eft\s*\((.*)\)\s*}}`), fnIndexInt},
+		{regexp.MustCompile(`{{\s*[sS]plit\s*\((.*)\)\s*}}`), fnSplit},
+		{regexp.MustCompile(`{{\s*[rR]andom\s*\((.*)\)\s*}}`), fnRandom},
 	}
-}
-
-// matchFuncAt matches `\s*name\s*\((.*)\)\s*}}` at the start of r.
-func matchFuncAt(r string, words []string) (string, bool) {
-	r = strings.TrimLeft(r, reSpace)
-	for _, w := range words {
-		if len(r) < len(w) || (r[0] != w[0] && r[0] != w[0]-'a'+'A') || r[1:len(w)] != w[1:] {
-			return "", false
-		}
-		r = r[len(w):]
-	}
-	r = strings.TrimLeft(r, reSpace)
-	if r == "" || r[0] != '(' {
-		return "", false
-	}
-	r = r[1:]
-	line := r
-	if nl := strings.IndexByte(line, '\n'); nl >= 0 {
-		line = line[:nl] // `.` does not match a line break
-	}
-	for e := strings.LastIndexByte(line, ')'); e >= 0; e = strings.LastIndexByte(line[:e], ')') {
-		if strings.HasPrefix(strings.TrimLeft(r[e+1:], reSpace), "}}") {
-			return r[:e], true
-		}
-	}
-	return "", false
-}
-
-// splitArgs splits a function's argument text at commas, dropping the
-// white space after each (nats-server splits at the regular expression
-// `,\s*`).
-func splitArgs(s string) []string {
-	args := strings.Split(s, ",")
-	for i := 1; i < len(args); i++ {
-		args[i] = strings.TrimLeft(args[i], reSpace)
-	}
-	return args
-}
+)
 
 func isFuncToken(t string) bool {
 	return len(t) > 4 && strings.HasPrefix(t, "{{") && strings.HasSuffix(t, "}}")
@@ -153,7 +93,7 @@ func validateMapping(src, dest string) error {
 		if isFuncToken(t) {
 			known := false
 			for _, f := range mappingFuncs {
-				if _, ok := matchFunc(t, f.words); ok {
+				if f.re.MatchString(t) {
 					known = true
 					break
 				}
@@ -243,9 +183,11 @@ func placeholders(t string) (kind int, indexes []int, err error) {
 		return fnNone, nil, nil
 	}
 	for _, f := range mappingFuncs {
-		if args, ok := matchFunc(t, f.words); ok {
-			return parseFuncArgs(t, f.kind, splitArgs(args))
+		m := f.re.FindStringSubmatch(t)
+		if len(m) < 2 {
+			continue
 		}
+		return parseFuncArgs(t, f.kind, argSeparator.Split(m[1], -1))
 	}
 	return fnNone, nil, &mappingError{t, errMappingUnknownFunc}
 }

@@ -3,6 +3,7 @@ package jsapi
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -146,21 +147,8 @@ func (c *ConsumerConfig) setDefaults(stream *StreamConfig, opts Options) *APIErr
 	return nil
 }
 
-// validGroupName is nats-server's priority group name rule, the regular
-// expression `^[a-zA-Z0-9/_=-]{1,16}$`: 1 to 16 ASCII letters, digits,
-// '/', '_', '=' or '-'.
-func validGroupName(g string) bool {
-	if len(g) == 0 || len(g) > 16 {
-		return false
-	}
-	for i := 0; i < len(g); i++ {
-		c := g[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '/' || c == '_' || c == '=' || c == '-') {
-			return false
-		}
-	}
-	return true
-}
+// validGroupName is nats-server's priority group name rule.
+var validGroupName = regexp.MustCompile(`^[a-zA-Z0-9/_=-]{1,16}$`)
 
 func (c *ConsumerConfig) check(stream *StreamConfig, opts Options) *APIError {
 	if c.Name != "" && checkChars(c.Name) != nil {
@@ -304,7 +292,7 @@ func (c *ConsumerConfig) check(stream *StreamConfig, opts Options) *APIError {
 			if g == "" {
 				return NewConsumerEmptyGroupNameError()
 			}
-			if !validGroupName(g) {
+			if !validGroupName.MatchString(g) {
 				return NewConsumerInvalidGroupNameError()
 			}
 		}

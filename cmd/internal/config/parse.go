@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -178,44 +179,11 @@ func (ix *posIndex) line(path string) int {
 	return 0
 }
 
-// lineMessage splits yaml's "<prefix>line N: text" messages (the regular
-// expression `^<prefix>line (\d+): (.*)$`, text without a line break).
-func lineMessage(msg, prefix string) (line int, text string, ok bool) {
-	rest, ok := strings.CutPrefix(msg, prefix+"line ")
-	if !ok {
-		return 0, "", false
-	}
-	digits := 0
-	for digits < len(rest) && '0' <= rest[digits] && rest[digits] <= '9' {
-		digits++
-	}
-	text, ok = strings.CutPrefix(rest[digits:], ": ")
-	if digits == 0 || !ok || strings.Contains(text, "\n") {
-		return 0, "", false
-	}
-	line, _ = strconv.Atoi(rest[:digits])
-	return line, text, true
-}
-
-// unknownField splits yaml's "field KEY not found in type TYPE" (the
-// regular expression `^field (\S+) not found in type (\S+)$`).
-func unknownField(text string) (key, typ string, ok bool) {
-	rest, ok := strings.CutPrefix(text, "field ")
-	if !ok {
-		return "", "", false
-	}
-	key, typ, ok = strings.Cut(rest, " not found in type ")
-	if !ok || !nonSpace(key) || !nonSpace(typ) {
-		return "", "", false
-	}
-	return key, typ, true
-}
-
-// nonSpace reports whether s is not empty and has none of the characters
-// `\s` matches.
-func nonSpace(s string) bool {
-	return s != "" && !strings.ContainsAny(s, "\t\n\f\r ")
-}
+var (
+	syntaxErrRE = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+	typeErrRE   = regexp.MustCompile(`^line (\d+): (.*)$`)
+	unknownRE   = regexp.MustCompile(`^field (\S+) not found in type (\S+)$`)
+)
 
 // Parse parses a YAML configuration. Every problem is reported at once in
 // a *Error; keys the Config does not know are errors.
@@ -258,8 +226,9 @@ func Parse(data []byte) (*Config, error) {
 }
 
 func syntaxError(err error) error {
-	if line, text, ok := lineMessage(err.Error(), "yaml: "); ok {
-		return newError([]*FieldError{{Line: line, Err: errors.New(text)}})
+	if m := syntaxErrRE.FindStringSubmatch(err.Error()); m != nil {
+		line, _ := strconv.Atoi(m[1])
+		return newError([]*FieldError{{Line: line, Err: errors.New(m[2])}})
 	}
 	return newError([]*FieldError{{Err: errors.New(strings.TrimPrefix(err.Error(), "yaml: "))}})
 }
@@ -267,14 +236,16 @@ func syntaxError(err error) error {
 // typeProblem turns one of yaml's "line N: ..." messages into a FieldError
 // with the key path found at that line.
 func typeProblem(ix *posIndex, msg string) *FieldError {
-	line, text, ok := lineMessage(msg, "")
-	if !ok {
+	m := typeErrRE.FindStringSubmatch(msg)
+	if m == nil {
 		return &FieldError{Err: errors.New(msg)}
 	}
-	if key, typ, ok := unknownField(text); ok {
-		text = fmt.Sprintf("unknown key %q", key)
-		keys := knownKeys[typ]
-		if near := nearestKey(key, keys); near != "" {
+	line, _ := strconv.Atoi(m[1])
+	text := m[2]
+	if u := unknownRE.FindStringSubmatch(text); u != nil {
+		text = fmt.Sprintf("unknown key %q", u[1])
+		keys := knownKeys[u[2]]
+		if near := nearestKey(u[1], keys); near != "" {
 			text += fmt.Sprintf(" (did you mean %q?)", near)
 		} else if len(keys) > 0 {
 			text += " (known keys: " + strings.Join(keys, ", ") + ")"
