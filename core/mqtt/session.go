@@ -453,9 +453,7 @@ func (s *session) ack(pid uint16) bool {
 		return false
 	}
 	delete(s.inflight, pid)
-	if i := slices.Index(s.queue, m); i >= 0 {
-		s.queue = slices.Delete(s.queue, i, i+1)
-	}
+	s.queue = removeQueued(s.queue, m)
 	durable := s.durable
 	s.mu.Unlock()
 	if durable {
@@ -662,4 +660,18 @@ func (s *session) matchIDs(topic string) []int {
 		}
 	}
 	return ids
+}
+
+// removeQueued removes m from queue. Acks come mostly in order, so the
+// head is cut by reslicing, not by shifting a long queue down one place
+// per ack (which made a deep queue quadratic).
+func removeQueued(queue []*outMsg, m *outMsg) []*outMsg {
+	if len(queue) > 0 && queue[0] == m {
+		queue[0] = nil // for the collector
+		return queue[1:]
+	}
+	if i := slices.Index(queue, m); i >= 0 {
+		return slices.Delete(queue, i, i+1)
+	}
+	return queue
 }
