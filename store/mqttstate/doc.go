@@ -18,23 +18,17 @@
 // base64url form, or for names over 192 bytes a SHA-256 with a collision
 // counter; records carry the full name):
 //
-//	mqtt.A.sess    $MQTT.sess.<c>               session (JSON)
+//	mqtt.A.sess    $MQTT.sess.<c>               session (JSON), 1 per subject
 //	mqtt.A.msgs    $MQTT.msgs.<c>               queued messages, in Enqueue order
-//	mqtt.A.out     $MQTT.out.<c>.<msgs seq>     delivery state of one queued message
-//	mqtt.A.qos2in  $MQTT.qos2in.<c>.<pid>       incoming QoS 2 packet id
-//	mqtt.A.rmsgs   $MQTT.rmsgs.<t>              retained message
-//
-// All but msgs hold one live record per subject. A record is replaced by
-// storing the new one and, once that is durable, removing the old one: a
-// MaxMsgsPerSubject limit would write the old record's eviction together
-// with the new record, and a disk that persists pages out of order could
-// keep the eviction without the record, losing both versions.
+//	mqtt.A.out     $MQTT.out.<c>.<msgs seq>     delivery state of one queued message, 1 per subject
+//	mqtt.A.qos2in  $MQTT.qos2in.<c>.<pid>       incoming QoS 2 packet id, 1 per subject
+//	mqtt.A.rmsgs   $MQTT.rmsgs.<t>              retained message, 1 per subject
 //
 // A queued message's sequence is its msgs stream sequence. EnqueueSent
 // stores the packet id of a message sent at once inside its msgs record
 // (one write, not two). Assigning a
-// packet id or noting a PUBREC writes one small out record (and removes
-// the subject's previous one): the session
+// packet id or noting a PUBREC writes one small out record (the subject's
+// previous one is evicted by the one-per-subject limit): the session
 // record is never rewritten for a message's state, and Release removes the
 // message and its out record. Record encodings are in codec.go.
 //

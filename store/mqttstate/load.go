@@ -68,7 +68,7 @@ func (s *Store) load() error {
 		if ss == nil || ss.token != tok {
 			ss = newSession(tok)
 		}
-		ss.data, ss.recSeq = data, sm.Seq
+		ss.data = data
 		byToken[tok] = ss
 		s.sessions[data.ClientID] = ss
 		s.tokens[tok] = data.ClientID
@@ -209,12 +209,9 @@ func (s *Store) load() error {
 			continue
 		}
 		if stamp {
-			seq, _, err := s.sess.Store(sessPrefix+ss.token, nil, encodeSession(&ss.data), 0)
-			if err != nil {
+			if _, _, err := s.sess.Store(sessPrefix+ss.token, nil, encodeSession(&ss.data), 0); err != nil {
 				return fmt.Errorf("mqttstate: stamp session: %w", err)
 			}
-			s.replaceOld(s.sess, "session", ss.recSeq)
-			ss.recSeq = seq
 		}
 	}
 	return nil

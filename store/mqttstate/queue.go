@@ -101,7 +101,7 @@ func (s *Store) Queue(clientID string, afterSeq uint64, max int) ([]QueuedMsg, e
 
 // update changes a queued message's delivery state and stores it: one
 // small record per message (subject $MQTT.out.<client>.<seq>, the older
-// record of the subject removed after), never the whole session.
+// record of the subject evicted), never the whole session.
 func (s *Store) update(clientID string, seq uint64, change func(*qentry)) error {
 	ss, err := s.lookup(clientID)
 	if err != nil {
@@ -122,7 +122,6 @@ func (s *Store) update(clientID string, seq uint64, change func(*qentry)) error 
 	if err != nil {
 		return fmt.Errorf("mqttstate: store delivery state: %w", err)
 	}
-	s.replaceOld(s.out, "delivery state", e.outSeq)
 	e.outSeq = outSeq
 	ss.queue[i] = e
 	return nil

@@ -68,7 +68,6 @@ func (s *Store) SetRetained(topic string, m Msg) error {
 		e.expiry = m.Expiry.UnixNano()
 	}
 	if old != nil {
-		s.replaceOld(s.rmsgs, "retained", old.seq)
 		s.rbytes -= old.size
 	} else {
 		s.rtrie.insert(topic)

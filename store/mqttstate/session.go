@@ -77,12 +77,10 @@ func (s *Store) PutSession(sess Session) error {
 func (s *Store) putLocked(ss *session, sess Session, rec []byte) error {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	seq, _, err := s.sess.Store(sessPrefix+ss.token, nil, rec, 0)
-	if err != nil {
+	if _, _, err := s.sess.Store(sessPrefix+ss.token, nil, rec, 0); err != nil {
 		return fmt.Errorf("mqttstate: store session: %w", err)
 	}
-	s.replaceOld(s.sess, "session", ss.recSeq)
-	ss.data, ss.recSeq = cloneSession(sess), seq
+	ss.data = cloneSession(sess)
 	return nil
 }
 

@@ -50,7 +50,6 @@ type session struct {
 	// mu guards the rest.
 	mu      sync.Mutex
 	data    Session
-	recSeq  uint64 // the session record's sequence
 	msgSubj string
 	queue   []qentry          // by seq, ascending
 	qin     map[uint16]uint64 // incoming QoS 2 packet id → record seq
@@ -112,9 +111,11 @@ func Open(opts Options) (*Store, error) {
 	names := StreamNames(opts.Account)
 	streams := []*store.Stream{&s.sess, &s.msgs, &s.out, &s.qin, &s.rmsgs}
 	for i, name := range names {
-		// No per-subject limit: a record replacing another removes
-		// it only once the new one is durable (replaceOld).
-		st, err := opts.Backend.OpenInternalStream(name, store.Config{})
+		cfg := store.Config{MaxMsgsPerSubject: 1}
+		if kinds[i] == "msgs" {
+			cfg.MaxMsgsPerSubject = 0
+		}
+		st, err := opts.Backend.OpenInternalStream(name, cfg)
 		if err != nil {
 			s.closeStreams()
 			return nil, fmt.Errorf("mqttstate: open %s: %w", name, err)
@@ -239,19 +240,6 @@ func (s *Store) Sweep() (SweepResult, error) {
 	}
 	s.rmu.Unlock()
 	return res, errors.Join(errs...)
-}
-
-// replaceOld removes the record a new, durable one superseded. The
-// removal comes second so that no crash loses both (a limit's eviction
-// written with the new record could reach the disk without it); should it
-// fail, Open removes the old record, as the newest of a subject wins.
-func (s *Store) replaceOld(st store.Stream, kind string, seq uint64) {
-	if seq == 0 {
-		return
-	}
-	if _, err := st.Remove(seq, false); err != nil && !errors.Is(err, store.ErrDeleted) {
-		s.log.Warn("mqttstate: removing a superseded record", "account", s.acct, "kind", kind, "seq", seq, "err", err)
-	}
 }
 
 // Stats counts what the Store holds.
