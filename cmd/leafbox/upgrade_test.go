@@ -262,8 +262,10 @@ func TestUpgradeRefusesAndRollsBack(t *testing.T) {
 
 	// One that starts but never reports healthy: the same.
 	s.sign(fakeHang)
-	code, out, errOut = s.upgrade(fakeHang, "--timeout", "2s")
-	expect(t, "never healthy", code, out, errOut, 1, "not healthy within 2s: /healthz: 503", "rolled back")
+	// (5 s, not less: on a loaded machine the fake's first answer can
+	// take seconds, and the message names the last answer seen.)
+	code, out, errOut = s.upgrade(fakeHang, "--timeout", "5s")
+	expect(t, "never healthy", code, out, errOut, 1, "not healthy within 5s: /healthz: 503", "rolled back")
 	if _, _ = s.awaitHealthy(); !s.unchanged() {
 		t.Fatal("the old binary is not back")
 	}
