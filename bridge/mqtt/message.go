@@ -1,9 +1,7 @@
 package mqtt
 
 import (
-	"bytes"
 	"strconv"
-	"strings"
 
 	"github.com/leafbox/leafbox/core/proto"
 )
@@ -37,23 +35,6 @@ type packet struct {
 	correlation   []byte
 }
 
-// headerSafe reports whether s can be a NATS header name (name set:
-// visible ASCII but ':') or value (no CR or LF).
-func headerSafe(s string, name bool) bool {
-	if !name {
-		return !strings.ContainsAny(s, "\r\n")
-	}
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c <= ' ' || c >= 0x7f || c == ':' {
-			return false
-		}
-	}
-	return true
-}
-
 // appendHeader appends to dst the header block carrying p's attributes:
 // its user properties, content type, expiry and retain flag, and
 // msgID as Nats-Msg-Id when set. Properties a header cannot hold are
@@ -62,11 +43,11 @@ func appendHeader(dst []byte, p *packet, msgID string) []byte {
 	dst = append(dst, proto.HeaderVersion...)
 	dst = append(dst, "\r\n"...)
 	for _, u := range p.user {
-		if headerSafe(u.key, true) && headerSafe(u.value, false) {
+		if proto.ValidHeaderName(u.key) && proto.ValidHeaderValue(u.value) {
 			dst = proto.AppendHeaderField(dst, u.key, u.value)
 		}
 	}
-	if p.contentType != "" && headerSafe(p.contentType, false) {
+	if p.contentType != "" && proto.ValidHeaderValue(p.contentType) {
 		dst = proto.AppendHeaderField(dst, headerContentType, p.contentType)
 	}
 	if p.expiry != nil {
@@ -85,7 +66,7 @@ func appendHeader(dst []byte, p *packet, msgID string) []byte {
 // Mqtt-* fields become properties, every other field a user property.
 // The strings are copies.
 func fromHeader(p *packet, hdr []byte) {
-	forEachField(hdr, func(name, value []byte) {
+	proto.ForEachHeaderField(hdr, func(name, value []byte) {
 		switch {
 		case proto.HeaderNameIs(name, headerContentType):
 			p.contentType = string(value)
@@ -100,20 +81,4 @@ func fromHeader(p *packet, hdr []byte) {
 			p.user = append(p.user, property{string(name), string(value)})
 		}
 	})
-}
-
-// forEachField calls f with the name and value (blanks around them
-// trimmed) of each "Name: value" line of the header block hdr, after its
-// status line. Lines without a colon are skipped.
-func forEachField(hdr []byte, f func(name, value []byte)) {
-	_, rest, more := bytes.Cut(hdr, []byte("\r\n"))
-	for more && len(rest) > 0 {
-		var line []byte
-		line, rest, more = bytes.Cut(rest, []byte("\r\n"))
-		if name, value, ok := bytes.Cut(line, []byte(":")); ok {
-			if name = bytes.TrimSpace(name); len(name) > 0 {
-				f(name, bytes.TrimSpace(value))
-			}
-		}
-	}
 }

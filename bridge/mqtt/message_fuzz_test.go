@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/leafbox/leafbox/core/proto"
 )
 
 // FuzzHeaderRoundTrip: the user properties a header can hold survive MQTT
@@ -18,7 +20,7 @@ func FuzzHeaderRoundTrip(f *testing.F) {
 		out := &packet{}
 		fromHeader(out, appendHeader(nil, p, "id-1"))
 		var want []property
-		if headerSafe(key, true) && headerSafe(value, false) {
+		if proto.ValidHeaderName(key) && proto.ValidHeaderValue(value) {
 			want = append(want, property{key, strings.TrimSpace(value)})
 		}
 		want = append(want, property{"k2", "v2"}, property{headerMsgID, "id-1"})
@@ -30,11 +32,11 @@ func FuzzHeaderRoundTrip(f *testing.F) {
 				t.Fatalf("properties %q, want %q", out.user, want)
 			}
 		}
-		if headerSafe(contentType, false) && out.contentType != strings.TrimSpace(contentType) {
+		if proto.ValidHeaderValue(contentType) && out.contentType != strings.TrimSpace(contentType) {
 			t.Fatalf("content type %q, want %q", out.contentType, contentType)
 		}
 		// Any block: every field reported lies within it.
-		forEachField(hdr, func(name, value []byte) {
+		proto.ForEachHeaderField(hdr, func(name, value []byte) {
 			if len(name) == 0 || !bytes.Contains(hdr, name) || !bytes.Contains(hdr, value) {
 				t.Fatalf("field %q: %q not from %q", name, value, hdr)
 			}

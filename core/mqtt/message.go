@@ -26,28 +26,6 @@ const (
 	headerEmptyBlockSize = len(proto.HeaderVersion) + 4
 )
 
-// headerSafe reports whether s can be a NATS header name (name set) or
-// value.
-func headerSafe(s string, name bool) bool {
-	if !name {
-		for i := 0; i < len(s); i++ {
-			if s[i] == '\r' || s[i] == '\n' {
-				return false
-			}
-		}
-		return true
-	}
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c <= ' ' || c >= 0x7f || c == ':' {
-			return false
-		}
-	}
-	return true
-}
-
 // appendPublishHeader appends the header block a client's PUBLISH becomes:
 // Nmqtt-Pub with its QoS, then its MQTT 5 properties. User properties a
 // NATS header cannot hold are left out.
@@ -57,11 +35,11 @@ func appendPublishHeader(dst []byte, p *packets.Publish, responseTopic string) [
 	dst = proto.AppendHeaderField(dst, headerPub, strconv.Itoa(int(p.QoS)))
 	props := p.Properties
 	for _, u := range props.User {
-		if headerSafe(u.Key, true) && headerSafe(u.Value, false) {
+		if proto.ValidHeaderName(u.Key) && proto.ValidHeaderValue(u.Value) {
 			dst = proto.AppendHeaderField(dst, u.Key, u.Value)
 		}
 	}
-	if props.ContentType != "" && headerSafe(props.ContentType, false) {
+	if props.ContentType != "" && proto.ValidHeaderValue(props.ContentType) {
 		dst = proto.AppendHeaderField(dst, headerContentType, props.ContentType)
 	}
 	if props.MessageExpiry != nil {
@@ -70,7 +48,7 @@ func appendPublishHeader(dst []byte, p *packets.Publish, responseTopic string) [
 	if props.PayloadFormat != nil && *props.PayloadFormat == 1 {
 		dst = proto.AppendHeaderField(dst, headerPayloadFormat, "1")
 	}
-	if responseTopic != "" && headerSafe(responseTopic, false) {
+	if responseTopic != "" && proto.ValidHeaderValue(responseTopic) {
 		dst = proto.AppendHeaderField(dst, headerResponseTopic, responseTopic)
 	}
 	if len(props.CorrelationData) > 0 {
@@ -105,7 +83,7 @@ func outProps(props *packets.Properties, hdr []byte, replyTopic string, received
 	if replyTopic != "" {
 		props.ResponseTopic = replyTopic
 	}
-	forEachField(hdr, func(name, value []byte) {
+	proto.ForEachHeaderField(hdr, func(name, value []byte) {
 		switch {
 		case proto.HeaderNameHasPrefix(name, "Nmqtt-"):
 		case proto.HeaderNameIs(name, headerContentType):
@@ -139,19 +117,4 @@ func outProps(props *packets.Properties, hdr []byte, replyTopic string, received
 // headerHasRetain reports the Mqtt-Retain field.
 func headerHasRetain(hdr []byte) bool {
 	return len(hdr) > 0 && bytes.Equal(proto.HeaderValue(hdr, headerRetain), []byte("true"))
-}
-
-// forEachField calls f with the name and value (blanks trimmed) of each
-// field of the header block hdr, after its status line.
-func forEachField(hdr []byte, f func(name, value []byte)) {
-	_, rest, more := bytes.Cut(hdr, []byte("\r\n"))
-	for more && len(rest) > 0 {
-		var line []byte
-		line, rest, more = bytes.Cut(rest, []byte("\r\n"))
-		if name, value, ok := bytes.Cut(line, []byte(":")); ok {
-			if name = bytes.TrimSpace(name); len(name) > 0 {
-				f(name, bytes.TrimSpace(value))
-			}
-		}
-	}
 }

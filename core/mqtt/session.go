@@ -12,6 +12,7 @@ import (
 
 	"github.com/eclipse/paho.golang/packets"
 	"github.com/leafbox/leafbox/core/auth"
+	"github.com/leafbox/leafbox/core/proto"
 	"github.com/leafbox/leafbox/core/server"
 	"github.com/leafbox/leafbox/core/subject"
 )
@@ -344,17 +345,7 @@ func appendReply(hdr []byte, reply string) []byte {
 }
 
 func hasResponseTopic(hdr []byte) bool {
-	return len(hdr) > 0 && forEachFieldHas(hdr, headerResponseTopic)
-}
-
-func forEachFieldHas(hdr []byte, key string) bool {
-	found := false
-	forEachField(hdr, func(name, _ []byte) {
-		if string(name) == key {
-			found = true
-		}
-	})
-	return found
+	return len(hdr) > 0 && proto.HasHeader(hdr, headerResponseTopic)
 }
 
 // worker stores the QoS 1 and 2 messages deliver handed over (State is
