@@ -141,18 +141,30 @@ func (c *v311Client) publish(ctx context.Context, p *packet) error {
 
 func (c *v311Client) close(context.Context) { c.c.Disconnect(250) }
 
-// copyingStore is paho.mqtt.golang's memory store, except that Get hands
-// out a copy of a stored PUBLISH. On a session resume the client sets the
-// DUP flag on the packets it gets from the store while its writer may be
-// sending the same packet, just published: a data race inside the
-// library (seen with the race detector when an outbound message is
-// published right after connecting). With a copy, the resend is marked
-// DUP and the packet on its way is left alone.
+// copyingStore is paho.mqtt.golang's memory store, except that it keeps
+// and hands out copies of PUBLISH packets. On a session resume the client
+// sets the DUP flag on the packets it gets from the store while its
+// writer may be sending the same packet, just published, and the writer
+// sets fields of the packet it writes: data races inside the library
+// (seen with the race detector when an outbound message is published
+// right after connecting). Put copies the packet before the writer can
+// touch it and Get copies the kept one, so the store's packets are never
+// shared with the writer.
 type copyingStore struct{ paho3.Store }
+
+// Put implements paho3.Store.
+func (s copyingStore) Put(key string, p packets.ControlPacket) {
+	s.Store.Put(key, copyPublish(p))
+}
 
 // Get implements paho3.Store.
 func (s copyingStore) Get(key string) packets.ControlPacket {
-	p := s.Store.Get(key)
+	return copyPublish(s.Store.Get(key))
+}
+
+// copyPublish returns a copy of a PUBLISH packet (its payload shared: no
+// one writes to it), and any other packet as it is.
+func copyPublish(p packets.ControlPacket) packets.ControlPacket {
 	if pub, ok := p.(*packets.PublishPacket); ok {
 		c := *pub
 		return &c
