@@ -142,9 +142,11 @@ func TestFilteredScanSkipsEvictedBlocks(t *testing.T) {
 		_, err = s.LoadNext(filter, rare+1, nil)
 		require.ErrorIs(t, err, store.ErrNotFound)
 	}
-	// Without a cache the block may be evicted again between the two
-	// filters: at most one load each.
-	if loads := s.IndexCache().Loads - before.Loads; loads > 2 {
-		t.Fatalf("filtered queries loaded %d blocks; want only the one holding rare.b, once per filter", loads)
+	// Without a cache the background maintenance may evict rare.b's
+	// block again after any query, so each of the four queries may load
+	// it once; a scan through the bulk blocks (more than ten, evicted)
+	// would load them all.
+	if loads := s.IndexCache().Loads - before.Loads; loads > 4 {
+		t.Fatalf("filtered queries loaded %d blocks; want only the one holding rare.b, at most once per query", loads)
 	}
 }
