@@ -425,9 +425,11 @@ func (s Suite) testReconnect(t *testing.T) {
 // rest reaches the device, in order, once it reads again.
 func (s Suite) testBackpressure(t *testing.T) {
 	f := s.open(t, Routes{In: InSubject, Out: OutSubject})
-	other := f.subscribe(OutSubject)
 	f.wait("connected", connected)
+	// The bridge's own interest first: with the other subscriber in
+	// place, interest alone would not say the bridge subscribed.
 	f.waitInterest(OutSubject, true)
+	other := f.subscribe(OutSubject)
 	f.dev.Stall(t)
 	n := s.BackpressureMsgs
 	payload := strings.Repeat("x", 1000)
