@@ -28,6 +28,7 @@ type workload struct {
 	StoreSize    int // StoreSize is the payload of the file store rows in bytes.
 	StoreMsgs    int // StoreMsgs is messages published into a fresh file stream before its RSS is read.
 	StoreConsume int // StoreConsume is how many of them the pull consumer reads.
+	StoreReopen  int // StoreReopen is messages in the file stream the restarted server opens.
 
 	LeafMsgs int // LeafMsgs is telemetry messages per leaf run (forward and backlog).
 	LeafSize int // LeafSize is the telemetry payload in bytes.
@@ -48,11 +49,11 @@ type workload struct {
 func defaultWorkload(quick bool) workload {
 	w := workload{PubMsgs: 1_000_000, SubMsgs: 1_000_000, Requests: 20_000, ReqSize: 128,
 		JSSize: 16, JSStored: 1_000_000, JSConsume: 100_000, JSAsync: 100_000, JSAsyncAlways: 5_000,
-		JSSync: 3_000, JSSyncMemory: 10_000, StoreSize: 128, StoreMsgs: 1_000_000, StoreConsume: 500_000, LeafMsgs: 50_000, LeafSize: telemetryMinSize,
+		JSSync: 3_000, JSSyncMemory: 10_000, StoreSize: 128, StoreMsgs: 1_000_000, StoreConsume: 500_000, StoreReopen: 10_000_000, LeafMsgs: 50_000, LeafSize: telemetryMinSize,
 		MQTTMsgs: 50_000, MQTTMsgsQoS1: 20_000, MQTTPaced: 2_000, MQTTIdle: mqttIdleConns}
 	if quick {
 		for _, n := range []*int{&w.PubMsgs, &w.SubMsgs, &w.Requests, &w.JSStored, &w.JSConsume,
-			&w.JSAsync, &w.JSAsyncAlways, &w.JSSync, &w.JSSyncMemory, &w.StoreMsgs, &w.StoreConsume, &w.LeafMsgs, &w.MQTTMsgs, &w.MQTTMsgsQoS1, &w.MQTTPaced} {
+			&w.JSAsync, &w.JSAsyncAlways, &w.JSSync, &w.JSSyncMemory, &w.StoreMsgs, &w.StoreConsume, &w.StoreReopen, &w.LeafMsgs, &w.MQTTMsgs, &w.MQTTMsgsQoS1, &w.MQTTPaced} {
 			*n /= 10
 		}
 	}
@@ -70,7 +71,7 @@ func (w workload) describe(only map[string]bool) []string {
 		lines = append(lines, w.describeJS()...)
 	}
 	if only[groupStore] {
-		lines = append(lines, w.describeStore())
+		lines = append(lines, w.describeStore(), w.describeReopen())
 	}
 	if only[groupLeaf] {
 		lines = append(lines, w.describeLeaf()...)
@@ -97,6 +98,15 @@ func (w workload) describeStore() string {
 	return fmt.Sprintf("File store: each round starts a new server of each kind with its default sync; `nats bench js pub async --batch 500 --storage file` writes %s messages of %d B into a new stream; "+
 		"VmRSS, read once steady, is the \"RSS with %s stored %d B msgs\" row; then `nats bench js consume` (a durable pull consumer, explicit acks, 500 outstanding) reads the first %s of them for the pull consume row",
 		groupThousands(int64(w.StoreMsgs)), w.StoreSize, groupThousands(int64(w.StoreMsgs)), w.StoreSize, groupThousands(int64(w.StoreConsume)))
+}
+
+// describeReopen returns the workload line of the file store's reopen
+// rows.
+func (w workload) describeReopen() string {
+	return fmt.Sprintf("File store reopen: each round starts a new server of each kind with its default sync; `nats bench js pub async --batch 500 --storage file` writes %s messages of %d B into a new stream; "+
+		"the server is stopped (SIGTERM) and started again on the same store. Start-up is the time from the start to the first answer of `$JS.API.STREAM.INFO` that shows every message "+
+		"(polled every %v); the RSS row is VmRSS once steady after that",
+		groupThousands(int64(w.StoreReopen)), w.StoreSize, reopenPoll)
 }
 
 // describeLeaf returns the workload lines of the leaf rows.
@@ -177,6 +187,7 @@ const (
 	kindJSAsync                         // nats bench js pub async into an empty stream
 	kindJSSync                          // nats bench js pub sync into an empty stream
 	kindJSStored                        // async publish into a fresh server, steady RSS, then pull consume
+	kindJSReopen                        // async publish into a fresh server, restart it, time the open, steady RSS
 	kindLeafForward                     // telemetry on a linked gateway until the hub stream holds it all
 	kindLeafBacklog                     // telemetry on a cut-off gateway, then the drain once linked
 	kindLeafShaped                      // kindLeafForward through a link shaped to a round trip and bandwidth
@@ -305,6 +316,10 @@ func scenarios(w workload) []scenario {
 			rate(fmt.Sprintf("file store: async publish %d B, default sync", w.StoreSize), orderJSAsync+1),
 			rss(fmt.Sprintf("file store: RSS with %s stored %d B msgs", groupThousands(int64(w.StoreMsgs)), w.StoreSize), orderMemory+1),
 			rate(fmt.Sprintf("file store: pull consume %d B, durable, explicit acks", w.StoreSize), orderJSConsume),
+		}},
+		{slug: "storereopen", grp: groupStore, kind: kindJSReopen, size: w.StoreSize, msgs: w.StoreReopen, storage: storageFile, fresh: true, metrics: []metric{
+			{Name: fmt.Sprintf("file store: start-up with %s stored %d B msgs", groupThousands(int64(w.StoreReopen)), w.StoreSize), Unit: unitMillis, Better: lowerIsBetter, Order: orderMemory + 1},
+			rss(fmt.Sprintf("file store: RSS after opening %s stored %d B msgs", groupThousands(int64(w.StoreReopen)), w.StoreSize), orderMemory+1),
 		}},
 		{slug: "jsasyncalways", kind: kindJSAsync, size: w.JSSize, msgs: w.JSAsyncAlways, storage: storageFile, sync: syncAlways, metrics: []metric{
 			rate(js("async", "file, sync always on both"), orderJSAsync),
@@ -660,6 +675,30 @@ func (m *measurer) measure(ctx context.Context, srv *server, sc scenario, subjec
 			return nil, err
 		}
 		return append(values, consumed...), nil
+
+	case kindJSReopen:
+		// The server is fresh: restarting it keeps its store, and the
+		// fleet removes that after the run.
+		out := filepath.Join(dir, "pub.csv")
+		if _, err := m.nats.runFor(ctx, scaledTimeout(m.nats.timeout, sc.msgs), url, jsPublishArgs(sc, subject, out)...); err != nil {
+			return nil, err
+		}
+		start, err := srv.restart(ctx, startTimeout+scaledTimeout(m.nats.timeout, sc.msgs))
+		if err != nil {
+			return nil, err
+		}
+		opened, err := waitStreamMsgs(ctx, srv, sc.streamName(), uint64(sc.msgs), scaledTimeout(m.nats.timeout, sc.msgs))
+		if err != nil {
+			return nil, err
+		}
+		rss, steady, err := steadyRSS(ctx, srv)
+		if err != nil {
+			return nil, err
+		}
+		if !steady {
+			m.logf("%s: RSS still moving after %v; took the last reading", srv.label, rssTimeout)
+		}
+		return []float64{float64(opened.Sub(start)) / float64(time.Millisecond), mib(rss)}, nil
 	}
 	return nil, fmt.Errorf("benchcmp: unknown scenario kind %d", sc.kind)
 }

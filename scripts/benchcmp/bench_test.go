@@ -117,6 +117,8 @@ func TestScenariosTableOrder(t *testing.T) {
 		"peak RSS",
 		"RSS with 1,000,000 stored 16 B msgs, file",
 		"file store: RSS with 1,000,000 stored 128 B msgs",
+		"file store: start-up with 10,000,000 stored 128 B msgs",
+		"file store: RSS after opening 10,000,000 stored 128 B msgs",
 		"RSS with 1,000,000 stored 16 B msgs, memory",
 	}
 	if !slices.Equal(names, want) {
@@ -147,6 +149,10 @@ func TestScenariosAreConsistent(t *testing.T) {
 			if sc.storage == storageFile && !strings.Contains(sc.metrics[0].Name, want) {
 				t.Errorf("%s: row %q does not say %q", sc.slug, sc.metrics[0].Name, want)
 			}
+		case kindJSReopen:
+			if !sc.fresh || sc.storage != storageFile || sc.sync != syncDefault {
+				t.Errorf("%s: the reopen row restarts a fresh default-sync server on a file stream: %+v", sc.slug, sc)
+			}
 		case kindLeafForward, kindLeafBacklog:
 			if sc.fresh || sc.sync != syncDefault || sc.storage != "" || sc.compression == "" || sc.size < telemetryMinSize {
 				t.Errorf("%s: leaf rows set only a compression and a telemetry size: %+v", sc.slug, sc)
@@ -175,7 +181,7 @@ func TestScenariosAreConsistent(t *testing.T) {
 			}
 		}
 		wantMetrics := map[scenarioKind]int{kindPublish: 1, kindFanout: 1, kindRequest: 3, kindJSAsync: 1, kindJSSync: 1,
-			kindLeafForward: 2, kindLeafBacklog: 3, kindLeafShaped: 3, kindMQTTListen: 3, kindMQTTIdle: 2, kindModbus: 4}
+			kindLeafForward: 2, kindLeafBacklog: 3, kindLeafShaped: 3, kindMQTTListen: 3, kindMQTTIdle: 2, kindModbus: 4, kindJSReopen: 2}
 		if sc.kind == kindJSStored {
 			if !sc.fresh {
 				t.Errorf("%s: stored-message RSS must be read on a fresh server", sc.slug)
