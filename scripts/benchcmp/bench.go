@@ -714,8 +714,13 @@ func jsPublishArgs(sc scenario, subject, out string) []string {
 	if sc.kind == kindJSSync {
 		args = []string{"bench", "js", "pub", "sync", subject}
 	}
-	return append(args, "--create", "--purge", "--storage", sc.storage, "--stream", sc.streamName(),
+	args = append(args, "--create", "--purge", "--storage", sc.storage, "--stream", sc.streamName(),
 		"--clients", "1", "--msgs", strconv.Itoa(sc.msgs), "--size", strconv.Itoa(sc.size), "--csv", out)
+	if sc.kind == kindJSReopen {
+		// natscli's 1 GB default holds about 5,000,000 such messages.
+		args = append(args, "--maxbytes", "8GB")
+	}
+	return args
 }
 
 // jsTimeoutMsgs is how many JetStream messages one -timeout covers: a
