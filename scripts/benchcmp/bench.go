@@ -654,14 +654,11 @@ func (m *measurer) measure(ctx context.Context, srv *server, sc scenario, subjec
 		if err != nil {
 			return nil, err
 		}
-		rss, steady, err := steadyRSS(ctx, srv)
+		rss, err := m.steadyMiB(ctx, srv)
 		if err != nil {
 			return nil, err
 		}
-		if !steady {
-			m.logf("%s: RSS still moving after %v; took the last reading", srv.label, rssTimeout)
-		}
-		values = append(values, mib(rss))
+		values = append(values, rss)
 		if sc.consume == 0 {
 			return values, nil
 		}
@@ -691,16 +688,26 @@ func (m *measurer) measure(ctx context.Context, srv *server, sc scenario, subjec
 		if err != nil {
 			return nil, err
 		}
-		rss, steady, err := steadyRSS(ctx, srv)
+		rss, err := m.steadyMiB(ctx, srv)
 		if err != nil {
 			return nil, err
 		}
-		if !steady {
-			m.logf("%s: RSS still moving after %v; took the last reading", srv.label, rssTimeout)
-		}
-		return []float64{float64(opened.Sub(start)) / float64(time.Millisecond), mib(rss)}, nil
+		return []float64{float64(opened.Sub(start)) / float64(time.Millisecond), rss}, nil
 	}
 	return nil, fmt.Errorf("benchcmp: unknown scenario kind %d", sc.kind)
+}
+
+// steadyMiB reads the server's VmRSS once steady, in MiB, noting in the
+// log when it was still moving at rssTimeout.
+func (m *measurer) steadyMiB(ctx context.Context, srv *server) (float64, error) {
+	rss, steady, err := steadyRSS(ctx, srv)
+	if err != nil {
+		return 0, err
+	}
+	if !steady {
+		m.logf("%s: RSS still moving after %v; took the last reading", srv.label, rssTimeout)
+	}
+	return mib(rss), nil
 }
 
 // jsPublishArgs returns the natscli arguments of a JetStream publish run

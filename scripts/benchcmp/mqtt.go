@@ -207,36 +207,48 @@ func subscribeNATS(ctx context.Context, addr, subject string, add func(subject s
 func readMessages(r *bufio.Reader, w *bufio.Writer, add func(subject string, payload []byte, now time.Time)) error {
 	var buf []byte
 	for {
-		line, err := r.ReadString('\n')
+		line, hdr, size, err := nextMsg(r, w, &buf)
 		if err != nil {
 			return err
+		}
+		add(strings.Fields(line)[1], buf[hdr:size], time.Now())
+	}
+}
+
+// nextMsg reads frames from r until a MSG or HMSG arrives, answering the
+// server's PINGs through w and skipping +OK, PONG and INFO. It returns the
+// control line and reads the frame into *buf (grown as needed, reused
+// across calls): the payload is (*buf)[hdr:size], the headers before it.
+func nextMsg(r *bufio.Reader, w *bufio.Writer, buf *[]byte) (line string, hdr, size int, err error) {
+	for {
+		line, err = r.ReadString('\n')
+		if err != nil {
+			return "", 0, 0, err
 		}
 		line = strings.TrimRight(line, "\r\n")
 		switch {
 		case line == "PING":
 			w.WriteString("PONG\r\n")
 			if err := w.Flush(); err != nil {
-				return err
+				return "", 0, 0, err
 			}
 			continue
 		case strings.HasPrefix(line, "-ERR"):
-			return fmt.Errorf("server said %s", line)
+			return "", 0, 0, fmt.Errorf("server said %s", line)
 		case !strings.HasPrefix(line, "MSG ") && !strings.HasPrefix(line, "HMSG "):
 			continue // +OK, PONG, INFO
 		}
-		size, hdr, err := parseMsgLine(line)
-		if err != nil {
-			return err
+		if size, hdr, err = parseMsgLine(line); err != nil {
+			return "", 0, 0, err
 		}
-		if cap(buf) < size+2 {
-			buf = make([]byte, size+2)
+		if cap(*buf) < size+2 {
+			*buf = make([]byte, size+2)
 		}
-		buf = buf[:size+2]
-		if _, err := io.ReadFull(r, buf); err != nil {
-			return err
+		*buf = (*buf)[:size+2]
+		if _, err := io.ReadFull(r, *buf); err != nil {
+			return "", 0, 0, err
 		}
-		now := time.Now()
-		add(strings.Fields(line)[1], buf[hdr:size], now)
+		return line, hdr, size, nil
 	}
 }
 

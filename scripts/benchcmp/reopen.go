@@ -5,12 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"os/exec"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -34,12 +32,7 @@ func (s *server) restart(ctx context.Context, timeout time.Duration) (time.Time,
 		return time.Time{}, fmt.Errorf("benchcmp: %s exited before its restart (%v)%s", s.label, s.exitErr, s.logTail())
 	default:
 	}
-	_ = syscall.Kill(-s.pid(), syscall.SIGTERM)
-	select {
-	case <-s.exited:
-	case <-time.After(reopenStopTimeout):
-		_ = syscall.Kill(-s.pid(), syscall.SIGKILL)
-		<-s.exited
+	if !s.stopWithin(reopenStopTimeout) {
 		return time.Time{}, fmt.Errorf("benchcmp: %s did not stop within %v before its restart%s", s.label, reopenStopTimeout, s.logTail())
 	}
 	// The log of the first run is kept beside the second's.
@@ -136,45 +129,20 @@ func waitStreamMsgs(ctx context.Context, s *server, stream string, want uint64, 
 	}
 }
 
-// readReply reads frames from r until a MSG or HMSG arrives and returns
-// its payload (without headers), answering PINGs through w. A status-only
-// reply (no responders while JetStream is not up yet) has an empty body,
-// which the caller's JSON decoding rejects, so it is returned as an error
-// the caller's retry covers instead.
+// readReply returns the payload of the next message on r (see nextMsg).
+// A headers-only reply is the 503 no-responders status a server sends
+// before JetStream answers: it comes back as an API error, which the
+// caller asks again after.
 func readReply(r *bufio.Reader, w *bufio.Writer) ([]byte, error) {
-	for {
-		line, err := r.ReadString('\n')
-		if err != nil {
-			return nil, err
-		}
-		line = strings.TrimRight(line, "\r\n")
-		switch {
-		case line == "PING":
-			w.WriteString("PONG\r\n")
-			if err := w.Flush(); err != nil {
-				return nil, err
-			}
-			continue
-		case strings.HasPrefix(line, "-ERR"):
-			return nil, fmt.Errorf("server said %s", line)
-		case !strings.HasPrefix(line, "MSG ") && !strings.HasPrefix(line, "HMSG "):
-			continue
-		}
-		size, hdr, err := parseMsgLine(line)
-		if err != nil {
-			return nil, err
-		}
-		buf := make([]byte, size+2)
-		if _, err := io.ReadFull(r, buf); err != nil {
-			return nil, err
-		}
-		if size == hdr {
-			// Headers only: a 503 no-responders status before JetStream
-			// answers. Ask again.
-			return []byte(`{"error":{"description":"no responders yet"}}`), nil
-		}
-		return buf[hdr:size], nil
+	var buf []byte
+	_, hdr, size, err := nextMsg(r, w, &buf)
+	if err != nil {
+		return nil, err
 	}
+	if size == hdr {
+		return []byte(`{"error":{"description":"no responders yet"}}`), nil
+	}
+	return buf[hdr:size], nil
 }
 
 // openAppend opens the log at path for appending.

@@ -233,18 +233,25 @@ func (s *server) pid() int { return s.cmd.Process.Pid }
 
 // stop sends SIGTERM to the server's process group, waits up to
 // stopTimeout, then sends SIGKILL. It is safe to call more than once.
-func (s *server) stop() {
+func (s *server) stop() { s.stopWithin(stopTimeout) }
+
+// stopWithin sends SIGTERM to the server's process group, waits up to
+// timeout, then sends SIGKILL. It reports whether the server exited by
+// itself (also when it had already).
+func (s *server) stopWithin(timeout time.Duration) bool {
 	select {
 	case <-s.exited:
-		return
+		return true
 	default:
 	}
 	_ = syscall.Kill(-s.pid(), syscall.SIGTERM)
 	select {
 	case <-s.exited:
-	case <-time.After(stopTimeout):
+		return true
+	case <-time.After(timeout):
 		_ = syscall.Kill(-s.pid(), syscall.SIGKILL)
 		<-s.exited
+		return false
 	}
 }
 
