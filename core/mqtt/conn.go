@@ -44,7 +44,7 @@ type conn struct {
 	clientReceiveMax uint16
 	version          byte
 	problemInfo      bool
-	graceful         bool // DISCONNECT 0x00 received: no will
+	graceful         bool  // DISCONNECT 0x00 received: no will
 	fd               int32 // the socket, for the poller; -1: not parkable
 
 	lastActivity      atomic.Int64
@@ -84,8 +84,8 @@ type readState struct {
 
 // Sizes of a connection's buffers.
 const (
-	readBufferIdle = 512     // readBufferIdle is the size a read buffer starts at.
-	readBufferBusy = 4096    // readBufferBusy is the most reads that fill it grow it to; a larger packet grows it further, until it is handled.
+	readBufferIdle = 512      // readBufferIdle is the size a read buffer starts at.
+	readBufferBusy = 4096     // readBufferBusy is the most reads that fill it grow it to; a larger packet grows it further, until it is handled.
 	maxPooledBuf   = 64 << 10 // maxPooledBuf is the largest buffer put back in a pool.
 )
 
