@@ -587,6 +587,11 @@ func (c *conn) handleConnect(p *packets.Connect) error {
 		ka = serverKA
 	}
 	c.keepAlive = ka
+	if tc, ok := c.nc.(*net.TCPConn); ok && ka == 0 {
+		// No MQTT keep alive: TCP's finds a dead client (Listen leaves it
+		// off for the others).
+		_ = tc.SetKeepAliveConfig(net.KeepAliveConfig{Enable: true})
+	}
 
 	expiry := uint32(0)
 	if c.version == version311 {

@@ -103,7 +103,7 @@ func startMQTT(cfg *config.Config, srv *server.Server, brk *broker, js *jetstrea
 	if err != nil {
 		return fail(err)
 	}
-	ln, err := net.Listen("tcp", cfg.MQTTListenAddr())
+	ln, err := mqtt.Listen(cfg.MQTTListenAddr())
 	if err != nil {
 		return fail(fmt.Errorf("mqtt: %w", err))
 	}
