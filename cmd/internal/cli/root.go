@@ -59,6 +59,6 @@ func newRootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newRunCmd(), newConfigCmd(), newUplinkCmd(), newBridgeCmd(), newUpgradeCmd(), newFleetCmd(), newVersionCmd())
+	root.AddCommand(newRunCmd(), newConfigCmd(), newUplinkCmd(), newBridgeCmd(), newMQTTCmd(), newUpgradeCmd(), newFleetCmd(), newVersionCmd())
 	return root
 }
