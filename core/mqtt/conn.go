@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -25,10 +26,16 @@ import (
 // only code that writes nc, taking whatever out holds in one write). The
 // connection ends (finish) once it is closing and neither runs.
 type conn struct {
-	srv   *Server
-	nc    net.Conn
-	id    uint64
-	start int64 // unix nanoseconds
+	srv *Server
+	// nc is the connection. A parked connection with no writer lets it
+	// go (detach): the Go runtime's descriptor, buffers and poller entry
+	// are freed, fd keeps the socket, and a reader or a writer that
+	// needs it makes a new one from fd (attach). Written under mu, by the
+	// reader or the writer, never while the other uses it.
+	nc     net.Conn
+	remote netip.AddrPort // the client's address, when TCP
+	id     uint64
+	start  int64 // unix nanoseconds
 
 	// Set by the reader during CONNECT, read-only after (info reads them
 	// under mu once connected is set).
@@ -45,7 +52,7 @@ type conn struct {
 	version          byte
 	problemInfo      bool
 	graceful         bool  // DISCONNECT 0x00 received: no will
-	fd               int32 // the socket, for the poller; -1: not parkable
+	fd               int32 // a descriptor of the socket of its own, for the poller; -1: not parkable
 
 	lastActivity      atomic.Int64
 	inMsgs, inBytes   atomic.Int64
@@ -113,8 +120,11 @@ func putReadState(rs *readState) {
 func newConn(srv *Server, nc net.Conn, id uint64) *conn {
 	now := time.Now().UnixNano()
 	c := &conn{srv: srv, nc: nc, id: id, start: now, clientReceiveMax: 65535, fd: -1, reading: true}
+	if ta, ok := nc.RemoteAddr().(*net.TCPAddr); ok {
+		c.remote = ta.AddrPort()
+	}
 	if srv.poller != nil {
-		c.fd = connFD(nc)
+		c.fd = dupFD(nc)
 	}
 	c.lastActivity.Store(now)
 	return c
@@ -143,8 +153,13 @@ func (c *conn) send(p packets.Packet) bool {
 		c.srv.log.Warn("mqtt slow consumer cut off", "client_id", c.clientID, "pending", c.srv.cfg.MaxPending)
 		c.closeWith(codeQuotaExceeded, "slow consumer", false)
 		// Its writer is stuck in a write that the client does not read:
-		// closing the socket ends it now rather than at the deadline.
-		_ = c.nc.Close()
+		// closing the connection ends it now rather than at the deadline.
+		c.mu.Lock()
+		nc := c.nc
+		c.mu.Unlock()
+		if nc != nil {
+			_ = nc.Close()
+		}
 		return false
 	}
 	return true
@@ -259,20 +274,36 @@ func (c *conn) writeLoop() {
 		closing := c.closing
 		if w == nil && !closing {
 			c.writing = false
+			if c.parked {
+				c.detachLocked()
+			}
 			c.mu.Unlock()
 			return
 		}
+		nc := c.nc
 		c.mu.Unlock()
 		if w == nil {
 			break
 		}
-		if len(w.b) > 0 {
+		b := w.b
+		if nc == nil && len(b) > 0 {
+			// Detached: what the socket takes now needs no connection.
+			b = writeFD(c.fd, b)
+			if len(b) > 0 {
+				var err error
+				if nc, err = c.attach(); err != nil {
+					c.closeWith(codeUnspecified, "write: "+err.Error(), false)
+					b = nil
+				}
+			}
+		}
+		if len(b) > 0 {
 			deadline := c.srv.cfg.WriteDeadline
 			if closing {
 				deadline = min(deadline, time.Second)
 			}
-			_ = c.nc.SetWriteDeadline(time.Now().Add(deadline))
-			if _, err := c.nc.Write(w.b); err != nil {
+			_ = nc.SetWriteDeadline(time.Now().Add(deadline))
+			if _, err := nc.Write(b); err != nil {
 				c.closeWith(codeUnspecified, "write: "+err.Error(), false)
 			}
 		}
@@ -282,8 +313,13 @@ func (c *conn) writeLoop() {
 		w.b = w.b[:0]
 		writeBufs.Put(w)
 	}
-	_ = c.nc.Close()
 	c.mu.Lock()
+	if c.nc != nil {
+		_ = c.nc.Close()
+	}
+	if c.fd >= 0 {
+		closeFD(c.fd) // out of the poller already (closeWith)
+	}
 	c.writing = false
 	fin := !c.reading && !c.finished
 	c.finished = c.finished || fin
@@ -298,6 +334,11 @@ func (c *conn) writeLoop() {
 // been idle for Config.ParkAfter, when it parks the connection in the
 // poller and ends, its buffers back in their pool.
 func (c *conn) readLoop() {
+	if _, err := c.attach(); err != nil {
+		c.closeWith(codeUnspecified, "read: "+err.Error(), false)
+		c.readerDone()
+		return
+	}
 	for {
 		rs := getReadState()
 		c.rs = rs
@@ -311,6 +352,12 @@ func (c *conn) readLoop() {
 			return
 		}
 	}
+	c.readerDone()
+}
+
+// readerDone ends the reader of a closing connection, finishing it when
+// the writer is done too.
+func (c *conn) readerDone() {
 	c.mu.Lock()
 	c.reading = false
 	fin := c.closing && !c.writing && !c.finished
@@ -319,6 +366,34 @@ func (c *conn) readLoop() {
 	if fin {
 		c.finish()
 	}
+}
+
+// attach returns the connection, made again from fd when detached.
+func (c *conn) attach() (net.Conn, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.nc != nil {
+		return c.nc, nil
+	}
+	if c.closing || c.fd < 0 {
+		return nil, net.ErrClosed
+	}
+	nc, err := connFromFD(c.fd)
+	if err != nil {
+		return nil, err
+	}
+	c.nc = nc
+	return nc, nil
+}
+
+// detachLocked lets a parked connection with no writer go, keeping fd;
+// c.mu is held.
+func (c *conn) detachLocked() {
+	if c.nc == nil || c.writing || c.reading || c.closing || c.fd < 0 {
+		return
+	}
+	_ = c.nc.Close()
+	c.nc = nil
 }
 
 // park hands the idle connection to the poller; it reports false when
@@ -331,13 +406,13 @@ func (c *conn) park() bool {
 		return false
 	}
 	if err := c.srv.poller.arm(c, !c.registered); err != nil {
-		c.srv.log.Warn("mqtt connection not parked", "client_id", c.clientID, "err", err)
-		c.fd = -1
+		c.srv.log.Debug("mqtt connection not parked", "client_id", c.clientID, "err", err)
 		return false
 	}
 	c.registered, c.parked, c.reading = true, true, false
 	c.srv.st.parks.Add(1)
 	c.srv.st.parked.Add(1)
+	c.detachLocked()
 	return true
 }
 
@@ -971,7 +1046,7 @@ func (c *conn) info() (ConnInfo, bool) {
 		return ConnInfo{}, false
 	}
 	i := ConnInfo{
-		ID: c.id, ClientID: c.clientID, Version: c.version, Remote: c.nc.RemoteAddr(), Start: time.Unix(0, c.start),
+		ID: c.id, ClientID: c.clientID, Version: c.version, Start: time.Unix(0, c.start),
 		LastActivity: time.Unix(0, c.lastActivity.Load()), User: c.ident.User, Account: c.ident.Account,
 		InMsgs: c.inMsgs.Load(), OutMsgs: c.outMsgs.Load(), InBytes: c.inBytes.Load(), OutBytes: c.outBytes.Load(),
 	}
@@ -980,13 +1055,19 @@ func (c *conn) info() (ConnInfo, bool) {
 		i.Pending = len(c.out.b)
 	}
 	i.Parked = c.parked
+	nc := c.nc
 	c.mu.Unlock()
+	if c.remote.IsValid() {
+		i.Remote = net.TCPAddrFromAddrPort(c.remote)
+	} else if nc != nil {
+		i.Remote = nc.RemoteAddr()
+	}
 	if s := c.sess; s != nil {
 		s.mu.Lock()
 		i.Subs = len(s.subs)
 		s.mu.Unlock()
 	}
-	if tc, ok := c.nc.(*tls.Conn); ok {
+	if tc, ok := nc.(*tls.Conn); ok {
 		i.TLSVersion = tc.ConnectionState().Version
 	}
 	return i, true

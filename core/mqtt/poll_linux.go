@@ -5,6 +5,7 @@ package mqtt
 import (
 	"errors"
 	"net"
+	"os"
 	"sync"
 
 	"golang.org/x/sys/unix"
@@ -48,9 +49,10 @@ func newPoller(srv *Server) (*poller, error) {
 	return p, nil
 }
 
-// connFD returns nc's socket when nc is a plain TCP connection, else -1.
-// The descriptor stays nc's: the poller drops it before nc closes.
-func connFD(nc net.Conn) int32 {
+// dupFD returns a descriptor of nc's socket of its own when nc is a plain
+// TCP connection, else -1. It keeps the socket open when nc closes (a
+// detached connection), and the poller waits on it.
+func dupFD(nc net.Conn) int32 {
 	tc, ok := nc.(*net.TCPConn)
 	if !ok {
 		return -1
@@ -59,12 +61,45 @@ func connFD(nc net.Conn) int32 {
 	if err != nil {
 		return -1
 	}
-	fd := int32(-1)
-	if rc.Control(func(s uintptr) { fd = int32(s) }) != nil {
+	fd := -1
+	if rc.Control(func(s uintptr) { fd, err = unix.FcntlInt(s, unix.F_DUPFD_CLOEXEC, 0) }) != nil || err != nil {
 		return -1
 	}
-	return fd
+	return int32(fd)
 }
+
+// connFromFD makes a connection on the socket fd (a new descriptor of
+// it: fd stays open when the connection closes).
+func connFromFD(fd int32) (net.Conn, error) {
+	tmp, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	f := os.NewFile(uintptr(tmp), "mqtt")
+	nc, err := net.FileConn(f) // a descriptor of its own again
+	_ = f.Close()
+	return nc, err
+}
+
+// writeFD writes what the non-blocking socket fd takes of b now and
+// returns the rest: what waits for the socket to drain, or all of b on
+// an error (the connection's write then reports it).
+func writeFD(fd int32, b []byte) []byte {
+	for len(b) > 0 {
+		n, err := unix.Write(int(fd), b)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil || n <= 0 {
+			return b
+		}
+		b = b[n:]
+	}
+	return b
+}
+
+// closeFD closes a descriptor of dupFD.
+func closeFD(fd int32) { _ = unix.Close(int(fd)) }
 
 // arm waits for one event on c's socket, adding it to the set first when
 // add is set; c.mu is held.
