@@ -147,3 +147,38 @@ func pubV5(t *testing.T, c *v5Client, topic string, qos byte, body string) {
 	_, err := c.Publish(ctx, &paho.Publish{Topic: topic, QoS: qos, Payload: []byte(body)})
 	require.NoError(t, err)
 }
+
+// Deliveries larger than the socket takes at once reach a parked
+// subscriber whole and in order: the writer writes what the socket takes
+// and waits for the rest on a connection made again for it.
+func TestLargeDeliveriesToParkedSubscriber(t *testing.T) {
+	e := newTestEnv(t, nil, parkQuickly)
+	sub := e.raw(t)
+	sub.connect5("big")
+	sub.write(&packets.Subscribe{PacketID: 1, Subscriptions: []packets.SubOptions{{Topic: "big/#"}}, Properties: &packets.Properties{}})
+	require.Equal(t, sub.read().Type, packets.SUBACK)
+	waitParked(t, e, 1)
+	nc := e.natsConn(t)
+	const n, size = 8, 512 << 10 // 4MiB: more than loopback's socket buffers
+	for i := range n {
+		payload := make([]byte, size)
+		for j := range payload {
+			payload[j] = byte(i + j)
+		}
+		require.NoError(t, nc.Publish("big.x", payload))
+	}
+	require.NoError(t, nc.Flush())
+	for i := range n {
+		cp := sub.read()
+		require.Equal(t, cp.Type, packets.PUBLISH)
+		p := cp.Content.(*packets.Publish)
+		require.Equal(t, len(p.Payload), size)
+		for j, b := range p.Payload {
+			if b != byte(i+j) {
+				t.Fatalf("message %d byte %d is %d, want %d", i, j, b, byte(i+j))
+			}
+		}
+	}
+	waitParked(t, e, 1)
+	require.Equal(t, e.mqtt.Stats().SlowConsumers, int64(0))
+}
