@@ -51,8 +51,8 @@ type conn struct {
 	clientReceiveMax uint16
 	version          byte
 	problemInfo      bool
-	graceful         bool  // DISCONNECT 0x00 received: no will
-	fd               int32 // a descriptor of the socket of its own, for the poller; -1: not parkable
+	fd               int32       // a descriptor of the socket of its own, for the poller; -1: not parkable
+	detachDue        atomic.Bool // parked, attached, no writer: the sweeper detaches it
 
 	lastActivity      atomic.Int64
 	inMsgs, inBytes   atomic.Int64
@@ -67,6 +67,7 @@ type conn struct {
 	parked     bool // no reader: the poller waits for bytes
 	registered bool // fd is in the poller's set
 	finished   bool
+	graceful   bool // DISCONNECT 0x00 received: no will (set by the reader)
 }
 
 // will is a connection's last will.
@@ -274,8 +275,10 @@ func (c *conn) writeLoop() {
 		closing := c.closing
 		if w == nil && !closing {
 			c.writing = false
-			if c.parked {
-				c.detachLocked()
+			if c.parked && c.nc != nil {
+				// The sweeper detaches it later: a subscriber whose
+				// socket fills up again at once keeps its connection.
+				c.detachDue.Store(true)
 			}
 			c.mu.Unlock()
 			return

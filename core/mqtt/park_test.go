@@ -23,10 +23,16 @@ func parkQuickly(c *mqtt.Config) { c.ParkAfter = parkAfter }
 // waitParked waits until n connections are parked.
 func waitParked(t *testing.T, e *testEnv, n int64) {
 	t.Helper()
+	waitStat(t, "parked connections", func() int64 { return e.mqtt.Stats().Parked }, n)
+}
+
+// waitStat waits until get returns want.
+func waitStat(t *testing.T, what string, get func() int64, want int64) {
+	t.Helper()
 	deadline := time.Now().Add(wait)
-	for e.mqtt.Stats().Parked != n {
+	for get() != want {
 		if time.Now().After(deadline) {
-			t.Fatalf("%d connections parked, want %d", e.mqtt.Stats().Parked, n)
+			t.Fatalf("%s: %d, want %d", what, get(), want)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -74,9 +80,9 @@ func TestParkedClientPublishesAndReceives(t *testing.T) {
 func TestParkedClientPastKeepAliveIsCut(t *testing.T) {
 	e := newTestEnv(t, nil, parkQuickly)
 	quiet := e.raw(t)
+	since := time.Now() // no later than the listener's last byte from it
 	quiet.write(connect5("quiet", 1))
 	require.Equal(t, quiet.read().Type, packets.CONNACK)
-	since := time.Now()
 	pinger := e.raw(t)
 	pinger.write(connect5("pinger", 1))
 	require.Equal(t, pinger.read().Type, packets.CONNACK)
@@ -103,7 +109,7 @@ func TestParkedClientPastKeepAliveIsCut(t *testing.T) {
 	require.NoError(t, <-pinged)
 	// The pinger is still there: its PINGRESPs are all waiting.
 	require.Equal(t, pinger.read().Type, packets.PINGRESP)
-	require.Equal(t, e.mqtt.Stats().Connections, int64(1))
+	waitStat(t, "connections", func() int64 { return e.mqtt.Stats().Connections }, 1)
 	require.Equal(t, e.mqtt.Stats().Parks >= 3, true, "the pinger parked between pings")
 }
 
@@ -127,10 +133,14 @@ func TestQoS1ToParkedSubscriber(t *testing.T) {
 		require.Equal(t, string(m.Payload()), fmt.Sprint(i))
 		require.Equal(t, m.Qos(), byte(1))
 	}
+	// The last PUBACKs may still be on their way: wait for the queue to
+	// drain.
+	waitStat(t, "unacknowledged messages", func() int64 {
+		q, err := e.state.Queue("sub", 0, 0)
+		require.NoError(t, err)
+		return int64(len(q))
+	}, 0)
 	waitParked(t, e, 2)
-	q, err := e.state.Queue("sub", 0, 0)
-	require.NoError(t, err)
-	require.Equal(t, len(q), 0, "every message acknowledged")
 }
 
 // With every connection parked before the flood, a subscriber that stops
