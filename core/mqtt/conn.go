@@ -166,6 +166,27 @@ func (c *conn) send(p packets.Packet) bool {
 	return true
 }
 
+// sendInline queues p like send and, when no writer runs, writes it on
+// the caller's goroutine (the reader's) rather than starting one: the
+// CONNACK, to a socket that has had nothing written to it yet.
+func (c *conn) sendInline(p packets.Packet) {
+	c.mu.Lock()
+	if c.closing {
+		c.mu.Unlock()
+		return
+	}
+	if c.out == nil {
+		c.out = writeBufs.Get().(*writeBuf)
+	}
+	c.out.b = appendPacket(c.out.b, p, c.version)
+	start := !c.writing
+	c.writing = true
+	c.mu.Unlock()
+	if start {
+		c.writeLoop()
+	}
+}
+
 func (c *conn) isClosing() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -730,7 +751,7 @@ func (c *conn) handleConnect(p *packets.Connect) error {
 	c.mu.Lock()
 	c.connected = true
 	c.mu.Unlock()
-	c.send(ack)
+	c.sendInline(ack)
 	_ = c.nc.SetReadDeadline(c.readDeadline(time.Now()))
 	sess.attachConn(c)
 	return nil
