@@ -95,6 +95,14 @@ func (e *Engine) dispatch(subj, reply string, hdr, data []byte) {
 			if n == 5 {
 				e.apiStreamPurge(tok(4), reply, data)
 			}
+		case "SNAPSHOT":
+			if n == 5 {
+				e.apiStreamSnapshot(tok(4), reply, data)
+			}
+		case "RESTORE":
+			if n == 5 {
+				e.apiStreamRestore(tok(4), reply, data)
+			}
 		case "NAMES":
 			if n == 4 {
 				e.apiStreamNames(reply, data, false)

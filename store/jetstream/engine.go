@@ -86,6 +86,8 @@ type Engine struct {
 	captures sublist.Sublist[*stream]
 	// failures are the streams and consumers restore skipped.
 	failures []RestoreFailure
+	// restores reserves the names of streams STREAM.RESTORE is building.
+	restores map[string]bool
 	started  bool
 	closed   bool
 
