@@ -203,7 +203,7 @@ func (e *Engine) sendSnapshot(s *stream, req *snapshotRequest, begin *snapshotBe
 		}
 		n, rerr := io.ReadFull(pr, chunk)
 		if n > 0 {
-			if !e.bus.HasInterest(req.DeliverSubject) {
+			if !e.receiverInterest(req.DeliverSubject) {
 				return e.endSnapshot(req.DeliverSubject, 408, "No Interest", errors.New("no interest"))
 			}
 			e.bus.Publish(req.DeliverSubject, ackSubj+"."+strconv.Itoa(n)+"."+strconv.Itoa(index), nil, chunk[:n])
@@ -229,11 +229,28 @@ func (e *Engine) endSnapshot(deliver string, code int, desc string, err error) e
 	return err
 }
 
-// awaitInterest waits up to d for a subscriber of subj.
+// ExactInterester is the optional ability of a Bus to tell a subscription
+// for exactly a subject from a wildcard covering it. A snapshot's
+// receiver (jsm.go) subscribes to an inbox under its response wildcard
+// after the reply, and chunks sent before that subscription would be lost
+// to the wildcard; without it a snapshot trusts HasInterest.
+type ExactInterester interface {
+	HasExactInterest(subject string) bool
+}
+
+// receiverInterest reports whether the snapshot receiver subj listens.
+func (e *Engine) receiverInterest(subj string) bool {
+	if x, ok := e.bus.(ExactInterester); ok {
+		return x.HasExactInterest(subj)
+	}
+	return e.bus.HasInterest(subj)
+}
+
+// awaitInterest waits up to d for the receiver subj to subscribe.
 func (e *Engine) awaitInterest(subj string, d time.Duration) bool {
 	deadline := time.Now().Add(d)
 	for wait := time.Millisecond; ; wait = min(2*wait, 50*time.Millisecond) {
-		if e.bus.HasInterest(subj) {
+		if e.receiverInterest(subj) {
 			return true
 		}
 		if time.Now().After(deadline) {

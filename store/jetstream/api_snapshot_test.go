@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -362,5 +363,81 @@ func TestSnapshotRefusals(t *testing.T) {
 		if got := ask(tc.subj, tc.body); !strings.Contains(got, tc.want) {
 			t.Errorf("%s %s: %s, want %s", tc.subj, tc.body, got, tc.want)
 		}
+	}
+}
+
+// natsCLI finds the pinned nats CLI (.tools/bin, else PATH).
+func natsCLI(t *testing.T) string {
+	t.Helper()
+	if dir, err := os.Getwd(); err == nil {
+		for d := dir; filepath.Dir(d) != d; d = filepath.Dir(d) {
+			if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+				if bin := filepath.Join(d, ".tools", "bin", "nats"); fileExists(bin) {
+					return bin
+				}
+				break
+			}
+		}
+	}
+	if p, err := exec.LookPath("nats"); err == nil {
+		return p
+	}
+	t.Fatal("the nats CLI is not installed: run scripts/test, which installs the pinned natscli")
+	return ""
+}
+
+func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+// runNATS runs the nats CLI against url and returns its combined output.
+func runNATS(t *testing.T, url string, args ...string) (string, error) {
+	t.Helper()
+	ctx := testCtx(t)
+	cmd := exec.CommandContext(ctx, natsCLI(t), append([]string{"--server", url, "--no-context"}, args...)...)
+	cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// `nats stream backup` from leafbox restores onto a fresh leafbox with
+// `nats stream restore`, messages and consumer state alike; a backup the
+// same CLI took from a real nats-server is refused with an error that
+// says so.
+func TestSnapshotNATSCLIBackupRestore(t *testing.T) {
+	hub := leaftest.StartHub(t, leaftest.HubOptions{Config: fmt.Sprintf("jetstream { store_dir: %q }", filepath.Join(t.TempDir(), "js"))})
+	hnc, err := nats.Connect(hub.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hnc.Close()
+	hjs, err := njs.New(hnc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fillStream(t, hjs, "ORDERS")
+	natsDir := filepath.Join(t.TempDir(), "from-nats-server")
+	if out, err := runNATS(t, hub.ClientURL(), "stream", "backup", "ORDERS", natsDir, "--no-progress"); err != nil {
+		t.Fatalf("backup from nats-server: %v\n%s", err, out)
+	}
+
+	src := newTestEnv(t, Config{})
+	fillStream(t, src.js, "ORDERS")
+	lbDir := filepath.Join(t.TempDir(), "from-leafbox")
+	if out, err := runNATS(t, src.srv.ClientURL(), "stream", "backup", "ORDERS", lbDir, "--no-progress", "--chunk-size=8KB", "--window-size=32KB"); err != nil {
+		t.Fatalf("backup from leafbox: %v\n%s", err, out)
+	}
+
+	dst := newTestEnv(t, Config{})
+	out, err := runNATS(t, dst.srv.ClientURL(), "stream", "restore", natsDir, "--no-progress")
+	if err == nil || !strings.Contains(out, "made by nats-server") {
+		t.Fatalf("restore of a nats-server backup: err %v, output:\n%s", err, out)
+	}
+	t.Logf("nats stream restore of a nats-server backup:\n%s", out)
+	if out, err := runNATS(t, dst.srv.ClientURL(), "stream", "restore", lbDir, "--no-progress"); err != nil {
+		t.Fatalf("restore of a leafbox backup: %v\n%s", err, out)
+	}
+	sameStreams(t, src.js, dst.js, "ORDERS")
+	out, err = runNATS(t, dst.srv.ClientURL(), "stream", "restore", lbDir, "--no-progress")
+	if err == nil || !strings.Contains(out, "already exist") {
+		t.Fatalf("restore onto an existing stream: err %v, output:\n%s", err, out)
 	}
 }

@@ -77,7 +77,7 @@ const (
 var (
 	// ErrSnapshotNATSServer means the archive was made by nats-server,
 	// whose block files leafbox does not read.
-	ErrSnapshotNATSServer = errors.New("jetstream: snapshot was made by nats-server (its own block format): leafbox restores only snapshots taken from leafbox; copy the messages with a source or a consumer instead")
+	ErrSnapshotNATSServer = errors.New("jetstream: snapshot was made by nats-server")
 	// ErrSnapshotFormat means the data is not a leafbox snapshot or is
 	// damaged.
 	ErrSnapshotFormat = errors.New("jetstream: not a valid leafbox snapshot")
@@ -357,7 +357,7 @@ func openSnapshot(r io.Reader) (*snapshotReader, error) {
 		return nil, fmt.Errorf("%w: %v", ErrSnapshotFormat, describeS2Error(err))
 	}
 	if string(magic) == natsArcMagic {
-		return nil, fmt.Errorf("%w (NATSARC1 archive)", ErrSnapshotNATSServer)
+		return nil, natsServerSnapshot("a NATSARC1 archive")
 	}
 	rd := &snapshotReader{tr: tar.NewReader(br)}
 	hdr, err := rd.tr.Next()
@@ -365,7 +365,7 @@ func openSnapshot(r io.Reader) (*snapshotReader, error) {
 		return nil, fmt.Errorf("%w: %v", ErrSnapshotFormat, describeS2Error(err))
 	}
 	if isNATSServerEntry(hdr.Name) {
-		return nil, fmt.Errorf("%w (tar archive with %s)", ErrSnapshotNATSServer, hdr.Name)
+		return nil, natsServerSnapshot("a tar of its block files, starting with " + hdr.Name)
 	}
 	if hdr.Name != entryHeader {
 		return nil, fmt.Errorf("%w: first entry is %q, not %s", ErrSnapshotFormat, hdr.Name, entryHeader)
@@ -394,6 +394,11 @@ func openSnapshot(r io.Reader) (*snapshotReader, error) {
 		return nil, fmt.Errorf("%w: header names stream %q, %s names %q", ErrSnapshotFormat, h.Stream, entryStream, rd.stream.Config.Name)
 	}
 	return rd, nil
+}
+
+// natsServerSnapshot describes a refused nats-server archive.
+func natsServerSnapshot(what string) error {
+	return fmt.Errorf("%w (%s): leafbox restores only snapshots taken from leafbox; replay the messages through a consumer instead", ErrSnapshotNATSServer, what)
 }
 
 // isNATSServerEntry reports whether a tar entry name is one of the

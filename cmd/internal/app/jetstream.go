@@ -32,3 +32,7 @@ func (b busConn) PublishAs(route, shown, reply string, hdr, data []byte) int {
 
 // HasInterest implements jetstream.Bus.
 func (b busConn) HasInterest(subject string) bool { return b.conn.HasInterest(subject) }
+
+// HasExactInterest implements the engine's optional exact-interest check
+// (snapshots wait for the receiver's own subscription).
+func (b busConn) HasExactInterest(subject string) bool { return b.conn.HasExactInterest(subject) }
