@@ -31,6 +31,7 @@ package jetstream
 
 import (
 	"archive/tar"
+	"bytes"
 	"cmp"
 	"encoding/binary"
 	"encoding/json"
@@ -335,7 +336,7 @@ func (sw *snapshotWriter) close(consumers int) error {
 type snapshotReader struct {
 	tr        *tar.Reader
 	stream    snapshotStream
-	buf       []byte
+	buf       bytes.Buffer
 	segments  int
 	msgs      uint64
 	lastSeq   uint64
@@ -442,16 +443,16 @@ func (rd *snapshotReader) next() (*tar.Header, error) {
 	return hdr, nil
 }
 
-// readEntry reads the current entry's body into rd.buf.
+// readEntry reads the current entry's body into rd.buf, which grows with
+// the bytes that actually arrive rather than with the size the entry
+// claims.
 func (rd *snapshotReader) readEntry(hdr *tar.Header) ([]byte, error) {
-	if cap(rd.buf) < int(hdr.Size) {
-		rd.buf = make([]byte, hdr.Size)
-	}
-	b := rd.buf[:hdr.Size]
-	if _, err := io.ReadFull(rd.tr, b); err != nil {
+	rd.buf.Reset()
+	rd.buf.Grow(int(min(hdr.Size, snapshotSegmentMax)))
+	if _, err := io.CopyN(&rd.buf, rd.tr, hdr.Size); err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrSnapshotFormat, hdr.Name, describeS2Error(err))
 	}
-	return b, nil
+	return rd.buf.Bytes(), nil
 }
 
 // readJSON decodes the current entry.
