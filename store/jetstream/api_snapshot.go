@@ -274,7 +274,9 @@ func writeSnapshot(w io.Writer, s *stream, begin *snapshotBegin) error {
 	}); err != nil {
 		return err
 	}
-	var sm store.Msg
+	// Each load reuses one buffer (Msg.Buf): the record is copied into
+	// the segment before the next load.
+	sm := store.Msg{Buf: make([]byte, 0, 64<<10)}
 	for seq := max(st.FirstSeq, 1); st.LastSeq > 0 && seq <= st.LastSeq; {
 		m, err := s.store.LoadNext("", seq, &sm)
 		if errors.Is(err, store.ErrNotFound) {
