@@ -83,7 +83,10 @@
 // meta.json files are written to a temporary file, fsynced and renamed
 // over the old one; the rename fsyncs the directory (store/vfs). Consumers
 // with mem_storage, and all consumers of memory streams, are not persisted.
-// A directory that fails to load is logged and skipped.
+// A directory that fails to load is logged and skipped. STREAM.RESTORE
+// builds a stream in <StoreDir>/.restore-<stream>/ and renames it into
+// place once the archive checks (api_snapshot.go); the snapshot archive's
+// layout, version 1, is documented in snapshot.go.
 //
 // # Ack subjects
 //
