@@ -441,3 +441,45 @@ func TestSnapshotNATSCLIBackupRestore(t *testing.T) {
 		t.Fatalf("restore onto an existing stream: err %v, output:\n%s", err, out)
 	}
 }
+
+// A KV bucket (rollups, per-subject history, deletes: many interior
+// gaps) restores with every key's value and revision.
+func TestSnapshotRestoreKV(t *testing.T) {
+	ctx := testCtx(t)
+	src := newTestEnv(t, Config{})
+	kv, err := src.js.CreateKeyValue(ctx, njs.KeyValueConfig{Bucket: "CFG", History: 2, Storage: njs.FileStorage})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 30 {
+		if _, err := kv.Put(ctx, fmt.Sprintf("k%d", i%7), []byte(fmt.Sprintf("v%d", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := kv.Delete(ctx, "k3"); err != nil {
+		t.Fatal(err)
+	}
+	if err := kv.Purge(ctx, "k4"); err != nil {
+		t.Fatal(err)
+	}
+	meta, data := takeSnapshot(t, src.nc, "KV_CFG", 0)
+	dst := newTestEnv(t, Config{})
+	if desc := restoreSnapshot(t, dst.nc, "KV_CFG", meta.Config, data); desc != "" {
+		t.Fatalf("restore: %s", desc)
+	}
+	got, err := dst.js.KeyValue(ctx, "CFG")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 7 {
+		key := fmt.Sprintf("k%d", i)
+		a, errA := kv.Get(ctx, key)
+		b, errB := got.Get(ctx, key)
+		if (errA == nil) != (errB == nil) || (errA == nil && (string(a.Value()) != string(b.Value()) || a.Revision() != b.Revision())) {
+			t.Fatalf("%s: original %v %v, restored %v %v", key, a, errA, b, errB)
+		}
+	}
+	if _, err := got.Put(ctx, "k0", []byte("after")); err != nil {
+		t.Fatal(err)
+	}
+}

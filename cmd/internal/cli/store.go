@@ -98,6 +98,7 @@ type storeScan struct {
 // streamScan is one JetStream stream directory.
 type streamScan struct {
 	name      string
+	internal  bool
 	meta      *streamMetaFile
 	msgs      *filestore.VerifyReport
 	consumers []*consumerScan
@@ -179,7 +180,15 @@ func (sc *storeScan) scanStreams(dir string) error {
 		st := &streamScan{name: ent.Name()}
 		sc.streams = append(sc.streams, st)
 		var meta streamMetaFile
-		if sc.readJSON(filepath.Join(path, "meta.json"), &meta) {
+		metaPath := filepath.Join(path, "meta.json")
+		if _, err := os.Stat(metaPath); errors.Is(err, fs.ErrNotExist) {
+			// An internal stream (MQTT state; its name has a '.') has
+			// no meta.json; another directory without one is ignored.
+			st.internal = strings.Contains(ent.Name(), ".")
+			if !st.internal {
+				sc.warn(path, "no meta.json: leafbox ignores this directory")
+			}
+		} else if sc.readJSON(metaPath, &meta) {
 			st.meta = &meta
 			if meta.Config.Name != ent.Name() {
 				sc.damage(filepath.Join(path, "meta.json"), fmt.Sprintf("names stream %q, not %q (leafbox skips the stream)", meta.Config.Name, ent.Name()))
@@ -409,6 +418,9 @@ func (sc *storeScan) printInspect(w io.Writer) error {
 	fmt.Fprintln(t, "STREAM\tSTORAGE\tSUBJECTS\tMESSAGES\tBYTES\tFIRST SEQ\tLAST SEQ\tON DISK\tCONSUMERS")
 	for _, st := range sc.streams {
 		storage, subjects := "?", "?"
+		if st.internal {
+			storage, subjects = "internal", "-"
+		}
 		if st.meta != nil {
 			storage, subjects = st.meta.Config.Storage, strings.Join(st.meta.Config.Subjects, ",")
 		}

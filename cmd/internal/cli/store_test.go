@@ -14,6 +14,8 @@ import (
 
 	"github.com/leafbox/leafbox/cmd/internal/app"
 	"github.com/leafbox/leafbox/cmd/internal/config"
+	"github.com/leafbox/leafbox/store/filestore"
+	"github.com/leafbox/leafbox/store/vfs"
 )
 
 // storeFixture runs a leafbox on a fresh store, fills a file stream with
@@ -101,16 +103,27 @@ func TestStoreVerifyInspect(t *testing.T) {
 		requireContains(t, "stderr of "+sub+" on a live store", stderr, "in use by pid", "stop it first")
 	}
 	stopApp(t, a)
+	// An internal stream, as the MQTT listener keeps, has no meta.json.
+	internal, err := filestore.Open(vfs.OS, filepath.Join(dir, "streams", "mqtt.G.sess", "msgs"), filestore.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := internal.Store("s", nil, []byte("x"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := internal.Close(); err != nil {
+		t.Fatal(err)
+	}
 
 	stdout, stderr, code := runCLI(t, "store", "verify", dir)
 	requireCode(t, code, 0, stderr)
 	requireContains(t, "verify", stdout, "stream ORDERS: 47 messages", "seq 2..50", ": ok",
-		"consumer billing: ", "ack floor 11", "checked 1 stream, 1 consumer", "no damage")
+		"consumer billing: ", "ack floor 11", "stream mqtt.G.sess: 1 message", "checked 2 streams, 1 consumer", "no damage")
 	t.Logf("store verify:\n%s", stdout)
 
 	stdout, stderr, code = runCLI(t, "store", "inspect", dir)
 	requireCode(t, code, 0, stderr)
-	requireContains(t, "inspect", stdout, "STREAM", "ORDERS", "file", "orders.>", "47", "CONSUMER", "billing", "explicit")
+	requireContains(t, "inspect", stdout, "STREAM", "ORDERS", "file", "orders.>", "47", "CONSUMER", "billing", "explicit", "mqtt.G.sess  internal")
 	t.Logf("store inspect:\n%s", stdout)
 }
 
