@@ -198,8 +198,15 @@ func (e *Engine) sendSnapshot(s *stream, req *snapshotRequest, begin *snapshotBe
 	for index := 1; ; index++ {
 		select {
 		case <-slots:
-		case <-timer.C:
-			return e.endSnapshot(req.DeliverSubject, 408, "No Flow Response", errors.New("no flow response"))
+		default:
+			// The window is full: the receiver has snapshotAckTimeout
+			// to answer a chunk.
+			timer.Reset(snapshotAckTimeout)
+			select {
+			case <-slots:
+			case <-timer.C:
+				return e.endSnapshot(req.DeliverSubject, 408, "No Flow Response", errors.New("no flow response"))
+			}
 		}
 		n, rerr := io.ReadFull(pr, chunk)
 		if n > 0 {
@@ -207,7 +214,6 @@ func (e *Engine) sendSnapshot(s *stream, req *snapshotRequest, begin *snapshotBe
 				return e.endSnapshot(req.DeliverSubject, 408, "No Interest", errors.New("no interest"))
 			}
 			e.bus.Publish(req.DeliverSubject, ackSubj+"."+strconv.Itoa(n)+"."+strconv.Itoa(index), nil, chunk[:n])
-			timer.Reset(snapshotAckTimeout)
 		}
 		if errors.Is(rerr, io.EOF) || errors.Is(rerr, io.ErrUnexpectedEOF) {
 			return e.endSnapshot(req.DeliverSubject, 204, "", nil)
@@ -527,6 +533,9 @@ func (e *Engine) restoreArchive(r io.Reader, cfg jsapi.StreamConfig) (*stream, e
 	}
 	if rd.stream.Config.Name != cfg.Name {
 		return nil, fmt.Errorf("the snapshot holds stream %q, not %q", rd.stream.Config.Name, cfg.Name)
+	}
+	if e.limitExceeded(jsapi.FileStorage, rd.stream.State.Bytes) {
+		return nil, jsapi.NewStorageResourcesExceededError()
 	}
 	tmp := filepath.Join(e.cfg.StoreDir, restoreDirPrefix+cfg.Name)
 	final := filepath.Join(e.cfg.StoreDir, cfg.Name)

@@ -483,3 +483,49 @@ func TestSnapshotRestoreKV(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Chunks go out under flow control: with a window of two chunks and a
+// receiver that never answers, two chunks arrive, then the end with 408
+// No Flow Response, as nats-server sends it.
+func TestSnapshotFlowControl(t *testing.T) {
+	env := newTestEnv(t, Config{})
+	fillStream(t, env.js, "ORDERS")
+	inbox := nats.NewInbox()
+	sub, err := env.nc.SubscribeSync(inbox)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := json.Marshal(map[string]any{"deliver_subject": inbox, "chunk_size": 1024, "window_size": 2048})
+	if _, err := env.nc.Request("$JS.API.STREAM.SNAPSHOT.ORDERS", req, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	chunks := 0
+	for {
+		m, err := sub.NextMsg(3 * snapshotAckTimeout)
+		if err != nil {
+			t.Fatalf("after %d chunks: %v", chunks, err)
+		}
+		if len(m.Data) > 0 {
+			chunks++
+			if len(m.Data) != 1024 || !strings.HasPrefix(m.Reply, "$JS.SNAPSHOT.ACK.ORDERS.") || !strings.HasSuffix(m.Reply, fmt.Sprintf(".1024.%d", chunks)) {
+				t.Fatalf("chunk %d: %d bytes, reply %q", chunks, len(m.Data), m.Reply)
+			}
+			continue
+		}
+		if got := m.Header.Get("Status"); got != "408" || m.Header.Get("Description") != "No Flow Response" || chunks != 2 {
+			t.Fatalf("ended with %q %q after %d chunks, want 408 No Flow Response after 2", got, m.Header.Get("Description"), chunks)
+		}
+		return
+	}
+}
+
+// A restore that does not fit max_file_store is refused with 10047.
+func TestRestoreRefusesOverLimit(t *testing.T) {
+	src := newTestEnv(t, Config{})
+	fillStream(t, src.js, "ORDERS")
+	meta, data := takeSnapshot(t, src.nc, "ORDERS", 0)
+	dst := newTestEnv(t, Config{MaxStore: 10 << 10})
+	if desc := restoreSnapshot(t, dst.nc, "ORDERS", meta.Config, data); !strings.Contains(desc, "insufficient storage") {
+		t.Fatalf("restore over the limit: %q", desc)
+	}
+}
