@@ -26,7 +26,10 @@ func storeFixture(t *testing.T) (*app.App, string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	dir := filepath.Join(t.TempDir(), "store")
-	conf := writeFile(t, "gw.yaml", fmt.Sprintf("listen: 127.0.0.1:-1\nhttp: 127.0.0.1:-1\njetstream: {store_dir: %q}\n", dir))
+	// The uplink's hub never answers, so what it captures stays in its
+	// outbox.
+	conf := writeFile(t, "gw.yaml", fmt.Sprintf("listen: 127.0.0.1:-1\nhttp: 127.0.0.1:-1\njetstream: {store_dir: %q}\n", dir)+
+		"leafnodes: {remotes: [{url: 'nats-leaf://127.0.0.1:1'}]}\nuplinks: [{name: tel, subjects: [telemetry.>], hub_subject_prefix: s.}]\n")
 	cfg, err := loadConfig(conf, config.Overrides{})
 	if err != nil {
 		t.Fatal(err)
@@ -80,6 +83,15 @@ func storeFixture(t *testing.T) (*app.App, string) {
 			t.Fatal(err)
 		}
 	}
+	for i := range 5 {
+		if err := nc.Publish("telemetry.t", []byte(fmt.Sprint(i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, ctx, "the uplink stores 5 messages in its outbox", func() bool { return a.UplinkStatus()[0].Stored == 5 })
 	return a, dir
 }
 
@@ -118,12 +130,12 @@ func TestStoreVerifyInspect(t *testing.T) {
 	stdout, stderr, code := runCLI(t, "store", "verify", dir)
 	requireCode(t, code, 0, stderr)
 	requireContains(t, "verify", stdout, "stream ORDERS: 47 messages", "seq 2..50", ": ok",
-		"consumer billing: ", "ack floor 11", "stream mqtt.G.sess: 1 message", "checked 2 streams, 1 consumer", "no damage")
+		"consumer billing: ", "ack floor 11", "stream mqtt.G.sess: 1 message", "checked 2 streams, 1 consumer", "store outbox/tel", "5 messages", "no damage")
 	t.Logf("store verify:\n%s", stdout)
 
 	stdout, stderr, code = runCLI(t, "store", "inspect", dir)
 	requireCode(t, code, 0, stderr)
-	requireContains(t, "inspect", stdout, "STREAM", "ORDERS", "file", "orders.>", "47", "CONSUMER", "billing", "explicit", "mqtt.G.sess  internal")
+	requireContains(t, "inspect", stdout, "STREAM", "ORDERS", "file", "orders.>", "47", "CONSUMER", "billing", "explicit", "mqtt.G.sess  internal", "STORE", "outbox/tel")
 	t.Logf("store inspect:\n%s", stdout)
 }
 
