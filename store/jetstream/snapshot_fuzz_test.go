@@ -1,10 +1,14 @@
 package jetstream
 
 import (
+	"archive/tar"
 	"bytes"
 	"errors"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/klauspost/compress/s2"
 
 	"github.com/leafbox/leafbox/store"
 	"github.com/leafbox/leafbox/store/jsapi"
@@ -127,5 +131,31 @@ func TestSnapshotArchiveReadsBack(t *testing.T) {
 	}
 	if len(msgs) != 3 || msgs[2].Seq != 7 || string(msgs[0].Data) != "payload" || len(cons) != 1 || cons[0].State.Pending[0].Timestamp != 5 {
 		t.Fatalf("read back %+v %+v", msgs, cons)
+	}
+}
+
+// nats-server's older tar layout (meta.inf, msgs/N.blk, obs/) is
+// recognised and refused like its NATSARC1 archive.
+func TestSnapshotRefusesNATSServerTar(t *testing.T) {
+	for _, first := range []string{"meta.inf", "msgs/1.blk", "obs/C/meta.inf"} {
+		var buf bytes.Buffer
+		sw := s2.NewWriter(&buf)
+		tw := tar.NewWriter(sw)
+		if err := tw.WriteHeader(&tar.Header{Name: first, Mode: 0o600, Size: 2, Typeflag: tar.TypeReg}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tw.Write([]byte("{}")); err != nil {
+			t.Fatal(err)
+		}
+		if err := tw.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := sw.Close(); err != nil {
+			t.Fatal(err)
+		}
+		_, err := openSnapshot(&buf)
+		if !errors.Is(err, ErrSnapshotNATSServer) || !strings.Contains(err.Error(), first) {
+			t.Fatalf("%s: %v", first, err)
+		}
 	}
 }
