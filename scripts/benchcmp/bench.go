@@ -84,7 +84,9 @@ func (w workload) describe(only map[string]bool) []string {
 	}
 	if only[groupModbus] {
 		lines = append(lines, fmt.Sprintf("Modbus poll cycle (leafbox only; nats-server has no counterpart): the harness plays an RTU slave on a pty with %d holding registers whose values all change at every read; "+
-			"leafbox's Modbus bridge (115200 baud) polls them every %v and publishes each on its own subject; %d polls. Jitter is each poll's start (the slave reading the request) against its slot on the %v grid, above the earliest; "+
+			"leafbox's Modbus bridge (115200 baud) polls them every %v and publishes each on its own subject; %d polls. Jitter is each poll's start (the slave reading the request) after its own slot on the bridge's %v grid "+
+			"(the nearest slot at or before it; the grid's phase is the one that makes the polls' total lateness least); grid slots missed are the slots between the first and the last poll that had no poll "+
+			"(the bridge skips the slots a poll overran), as a share of all of them; "+
 			"cycle time is from the request to the poll's last value at a NATS subscriber. Goal: jitter under 5 ms", modbusRegisters, modbusInterval, modbusCycles, modbusInterval))
 	}
 	if only[groupCore] || only[groupJS] {

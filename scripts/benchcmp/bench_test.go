@@ -121,6 +121,7 @@ func TestScenariosTableOrder(t *testing.T) {
 		"Modbus RTU poll of 100 registers at 100ms over a pty, cycle time p99",
 		"Modbus RTU poll of 100 registers at 100ms over a pty, jitter p50",
 		"Modbus RTU poll of 100 registers at 100ms over a pty, jitter p99",
+		"Modbus RTU poll of 100 registers at 100ms over a pty, grid slots missed",
 		"idle RSS",
 		"peak RSS",
 		"RSS with 1,000,000 stored 16 B msgs, file",
@@ -192,7 +193,7 @@ func TestScenariosAreConsistent(t *testing.T) {
 			}
 		}
 		wantMetrics := map[scenarioKind]int{kindPublish: 1, kindFanout: 1, kindRequest: 3, kindJSAsync: 1, kindJSSync: 1,
-			kindLeafForward: 2, kindLeafBacklog: 3, kindLeafShaped: 3, kindMQTTListen: 3, kindMQTTIdle: 2, kindModbus: 4, kindJSReopen: 2}
+			kindLeafForward: 2, kindLeafBacklog: 3, kindLeafShaped: 3, kindMQTTListen: 3, kindMQTTIdle: 2, kindModbus: 5, kindJSReopen: 2}
 		if sc.kind == kindJSStored {
 			if !sc.fresh {
 				t.Errorf("%s: stored-message RSS must be read on a fresh server", sc.slug)
