@@ -61,6 +61,9 @@ func (e *Engine) dispatch(subj, reply string, hdr, data []byte) {
 	if len(toks) < 3 || toks[0] != "$JS" || toks[1] != "API" {
 		return
 	}
+	if end := e.beginAudit(subj, reply, data); end != nil {
+		defer end()
+	}
 	tok := func(i int) string {
 		if i < len(toks) {
 			return toks[i]
@@ -190,6 +193,7 @@ func (e *Engine) respond(reply string, resp any, apiErr *jsapi.APIError) {
 		b, _ = json.Marshal(jsapi.ErrorResponse(jsapi.SystemResponseType, jsapi.NewBadRequestError()))
 	}
 	e.bus.Publish(reply, "", nil, b)
+	e.adviseResponse(reply, b)
 }
 
 // respondError sends an error response of the given type.

@@ -36,6 +36,9 @@ func (e *Engine) apiStreamCreate(name, reply string, data []byte) {
 		e.respondError(reply, typ, err)
 		return
 	}
+	if created {
+		e.adviseStream(s.name, jsapi.ActionCreated)
+	}
 	e.respond(reply, &jsapi.StreamCreateResponse{
 		APIResponse: jsapi.APIResponse{Type: typ},
 		StreamInfo:  s.info(false, ""),
@@ -148,6 +151,7 @@ func (e *Engine) apiStreamUpdate(name, reply string, data []byte) {
 		e.respondError(reply, typ, err)
 		return
 	}
+	e.adviseStream(s.name, jsapi.ActionModified)
 	e.respond(reply, &jsapi.StreamUpdateResponse{APIResponse: jsapi.APIResponse{Type: typ}, StreamInfo: s.info(false, "")}, nil)
 }
 
@@ -233,6 +237,7 @@ func (e *Engine) apiStreamDelete(name, reply string, data []byte) {
 		e.respondError(reply, typ, jsapi.NewStreamDeleteError(err))
 		return
 	}
+	e.adviseStream(name, jsapi.ActionDeleted)
 	e.respond(reply, &jsapi.StreamDeleteResponse{APIResponse: jsapi.APIResponse{Type: typ}, Success: true}, nil)
 }
 

@@ -32,6 +32,8 @@ type consumer struct {
 	name    string
 	created time.Time
 	dir     string // "" when the state is not persisted
+	// advSubjects are the per-message advisory subjects (advisory.go).
+	advSubjects advisorySubjects
 
 	signal chan struct{}
 	quit   chan struct{}
@@ -60,7 +62,10 @@ type consumer struct {
 	redelivered                      map[uint64]uint64 // stream seq → deliveries - 1
 	redeliverQueue                   []uint64
 	ackCheckAt                       int64 // earliest pending deadline (Unix ns), 0 none
-	lastDelivered, lastAcked         time.Time
+	// exceeded lists the messages that reached max_deliver since the
+	// pump last took them for their advisories.
+	exceeded                 []exceeded
+	lastDelivered, lastAcked time.Time
 
 	// Pull requests waiting for messages (pull.go).
 	waiting []*pullRequest
@@ -131,10 +136,17 @@ func consumerFilters(cfg *jsapi.ConsumerConfig) []string {
 // existing one according to action. cfg is already normalized and has its
 // Name set.
 func (s *stream) addConsumer(cfg jsapi.ConsumerConfig, action jsapi.ConsumerAction) (*consumer, *jsapi.APIError) {
+	c, _, err := s.createConsumer(cfg, action)
+	return c, err
+}
+
+// createConsumer is addConsumer that also reports whether the consumer
+// is new.
+func (s *stream) createConsumer(cfg jsapi.ConsumerConfig, action jsapi.ConsumerAction) (*consumer, bool, *jsapi.APIError) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return nil, jsapi.NewStreamNotFoundError()
+		return nil, false, jsapi.NewStreamNotFoundError()
 	}
 	scfg := &s.cfg
 	name := cfg.Name
@@ -150,27 +162,27 @@ func (s *stream) addConsumer(cfg jsapi.ConsumerConfig, action jsapi.ConsumerActi
 	if existing := s.lookupConsumer(name); existing != nil {
 		ecfg := existing.config()
 		if action == jsapi.ActionCreate && !jsapi.SameConsumerConfig(&cfg, &ecfg) {
-			return nil, jsapi.NewConsumerAlreadyExistsError()
+			return nil, false, jsapi.NewConsumerAlreadyExistsError()
 		}
 		if scfg.Retention == jsapi.WorkQueuePolicy {
 			if err := s.checkWorkQueue(name, filters, true); err != nil {
-				return nil, err
+				return nil, false, err
 			}
 		}
 		if err := existing.updateConfig(&cfg); err != nil {
-			return nil, err
+			return nil, false, err
 		}
-		return existing, nil
+		return existing, false, nil
 	}
 	if action == jsapi.ActionUpdate {
-		return nil, jsapi.NewConsumerDoesNotExistError()
+		return nil, false, jsapi.NewConsumerDoesNotExistError()
 	}
 	if scfg.MaxConsumers > 0 && s.numConsumers() >= scfg.MaxConsumers {
-		return nil, jsapi.NewMaximumConsumersLimitError()
+		return nil, false, jsapi.NewMaximumConsumersLimitError()
 	}
 	if scfg.Retention == jsapi.WorkQueuePolicy {
 		if err := s.checkWorkQueue(name, filters, false); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 	}
 
@@ -178,11 +190,11 @@ func (s *stream) addConsumer(cfg jsapi.ConsumerConfig, action jsapi.ConsumerActi
 	c.filters = filters
 	c.startPosition()
 	if err := c.openStore(false); err != nil {
-		return nil, jsapi.NewConsumerStoreFailedError(err)
+		return nil, false, jsapi.NewConsumerStoreFailedError(err)
 	}
 	s.setConsumer(name, c)
 	c.start()
-	return c, nil
+	return c, true, nil
 }
 
 // newConsumer builds a consumer that is not yet registered or started.
@@ -205,6 +217,7 @@ func (s *stream) newConsumer(cfg jsapi.ConsumerConfig, created time.Time) *consu
 		redelivered:     make(map[uint64]uint64),
 		maxPendingBytes: flowControlMaxPending / 16,
 		lastActivity:    time.Now(),
+		advSubjects:     newAdvisorySubjects(s.name, name),
 	}
 	if s.dir != "" && !cfg.MemoryStorage {
 		c.dir = filepath.Join(s.dir, "obs", name)
@@ -578,6 +591,7 @@ func (s *stream) finishRemoval(c *consumer) {
 	if err := c.stop(true, true); err != nil {
 		s.eng.log.Warn("jetstream: consumer delete", "stream", s.name, "consumer", c.name, "err", err)
 	}
+	s.eng.adviseConsumer(s.name, c.name, jsapi.ActionDeleted)
 	if s.retention() == jsapi.InterestPolicy {
 		s.dropUninterested()
 	}

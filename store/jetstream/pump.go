@@ -38,6 +38,9 @@ type step struct {
 	// retire lists stream sequences delivered by an ack-none consumer,
 	// which interest and workqueue retention treat as acked.
 	retire []uint64
+	// exceeded lists the messages that reached max_deliver, for their
+	// advisories.
+	exceeded []exceeded
 }
 
 // pump is the consumer's goroutine: it runs steps and publishes their
@@ -55,6 +58,9 @@ func (c *consumer) pump() {
 				shown = m.route
 			}
 			c.eng.bus.PublishAs(m.route, shown, m.reply, m.hdr, m.data)
+		}
+		if len(st.exceeded) > 0 {
+			c.adviseExceeded(st.exceeded)
 		}
 		if st.flush != nil {
 			c.writeState(st.flush, st.flushGen)
@@ -126,6 +132,9 @@ func (c *consumer) step(now time.Time) step {
 				st.retire = append(st.retire, st.out[i].sseq)
 			}
 		}
+	}
+	if len(c.exceeded) > 0 {
+		st.exceeded, c.exceeded = c.exceeded, nil
 	}
 	if c.inactive(now, &st) {
 		st.remove = true
@@ -215,6 +224,7 @@ func (c *consumer) getNext() (next, error) {
 		p.queued = false
 		dc := c.redelivered[seq] + 2
 		if max := c.cfg.MaxDeliver; max > 0 && dc > uint64(max) {
+			c.noteExceeded(seq, dc-1)
 			c.dropPending(seq)
 			continue
 		}

@@ -164,6 +164,7 @@ func Build(cfg *config.Config, flags Flags) (*App, error) {
 	if js != nil && js.Enabled {
 		a.jsBus = srv.InProcess("")
 		jc := jetStreamConfig(cfg, log)
+		jc.ServerName = srv.Name()
 		if shed != nil {
 			jc.RefusePublish = shed.refusePublish
 		}

@@ -1,0 +1,295 @@
+package jetstream
+
+import (
+	"crypto/rand"
+	"encoding/json"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/leafbox/leafbox/store/jsapi"
+)
+
+// Advisories (jsapi/advisory.go) are built only when someone listens: each
+// sender first asks the Bus whether the advisory's subject has interest,
+// and consumers keep their advisory subjects ready-made, so a NAK, TERM or
+// max_deliver with nobody listening costs one interest lookup and no
+// allocation. Nothing is published with a lock held.
+
+// advisoryKind numbers the advisory types for the per-type counters.
+type advisoryKind uint8
+
+const (
+	advAPIAudit advisoryKind = iota
+	advStreamAction
+	advConsumerAction
+	advConsumerPause
+	advMaxDeliver
+	advNak
+	advTerminated
+	numAdvisoryKinds
+)
+
+// advisoryTypes are the type strings by kind.
+var advisoryTypes = [numAdvisoryKinds]string{
+	advAPIAudit:       jsapi.AdvisoryTypeAPIAudit,
+	advStreamAction:   jsapi.AdvisoryTypeStreamAction,
+	advConsumerAction: jsapi.AdvisoryTypeConsumerAction,
+	advConsumerPause:  jsapi.AdvisoryTypeConsumerPause,
+	advMaxDeliver:     jsapi.AdvisoryTypeMaxDeliver,
+	advNak:            jsapi.AdvisoryTypeNak,
+	advTerminated:     jsapi.AdvisoryTypeTerminated,
+}
+
+// AdvisoryCount is how many advisories of one type were published.
+type AdvisoryCount struct {
+	// Type is the advisory's type string without its
+	// "io.nats.jetstream.advisory.v1." prefix, e.g. "max_deliver".
+	Type string
+	// Published counts the advisories sent to at least one listener's
+	// interest; advisories nobody listened for are not built or counted.
+	Published uint64
+}
+
+// advisoryCounts returns the per-type counters, in a fixed order.
+func (e *Engine) advisoryCounts() []AdvisoryCount {
+	out := make([]AdvisoryCount, numAdvisoryKinds)
+	for k := range numAdvisoryKinds {
+		out[k] = AdvisoryCount{
+			Type:      strings.TrimPrefix(advisoryTypes[k], "io.nats.jetstream.advisory.v1."),
+			Published: e.advisories[k].Load(),
+		}
+	}
+	return out
+}
+
+// event returns the head of a new advisory of kind k.
+func event(k advisoryKind) jsapi.TypedEvent {
+	return jsapi.TypedEvent{Type: advisoryTypes[k], ID: eventID(), Time: time.Now().UTC()}
+}
+
+// eventID returns a random 22-character base62 id, nats-server's nuid
+// length.
+func eventID() string {
+	const alphabet = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+	var b [22]byte
+	_, _ = rand.Read(b[:])
+	for i := range b {
+		b[i] = alphabet[int(b[i])%len(alphabet)]
+	}
+	return string(b[:])
+}
+
+// publishAdvisory encodes adv and publishes it on subj, counting it under
+// kind k. The caller checked the interest in subj.
+func (e *Engine) publishAdvisory(k advisoryKind, subj string, adv any) {
+	b, err := json.Marshal(adv)
+	if err != nil {
+		e.log.Warn("jetstream: encode advisory", "subject", subj, "err", err)
+		return
+	}
+	e.bus.Publish(subj, "", nil, b)
+	e.advisories[k].Add(1)
+}
+
+// adviseStream sends a stream_action advisory on the subject for the
+// action (STREAM.CREATED, UPDATED or DELETED).<stream>.
+func (e *Engine) adviseStream(name string, action jsapi.AdvisoryAction) {
+	var pre string
+	switch action {
+	case jsapi.ActionCreated:
+		pre = jsapi.AdvisoryStreamCreated
+	case jsapi.ActionModified:
+		pre = jsapi.AdvisoryStreamUpdated
+	default:
+		pre = jsapi.AdvisoryStreamDeleted
+	}
+	subj := pre + "." + name
+	if !e.bus.HasInterest(subj) {
+		return
+	}
+	e.publishAdvisory(advStreamAction, subj, &jsapi.StreamActionAdvisory{
+		TypedEvent: event(advStreamAction), Stream: name, Action: action, Domain: e.cfg.Domain,
+	})
+}
+
+// adviseConsumer sends a consumer_action advisory on
+// CONSUMER.CREATED or DELETED.<stream>.<consumer>.
+func (e *Engine) adviseConsumer(stream, name string, action jsapi.AdvisoryAction) {
+	pre := jsapi.AdvisoryConsumerCreated
+	if action == jsapi.ActionDeleted {
+		pre = jsapi.AdvisoryConsumerDeleted
+	}
+	subj := pre + "." + stream + "." + name
+	if !e.bus.HasInterest(subj) {
+		return
+	}
+	e.publishAdvisory(advConsumerAction, subj, &jsapi.ConsumerActionAdvisory{
+		TypedEvent: event(advConsumerAction), Stream: stream, Consumer: name, Action: action, Domain: e.cfg.Domain,
+	})
+}
+
+// advisePause sends a consumer_pause advisory for a pause (until is in
+// the future) or a resume (until is nil).
+func (e *Engine) advisePause(stream, name string, until *time.Time) {
+	subj := jsapi.AdvisoryConsumerPause + "." + stream + "." + name
+	if !e.bus.HasInterest(subj) {
+		return
+	}
+	adv := &jsapi.ConsumerPauseAdvisory{TypedEvent: event(advConsumerPause), Stream: stream, Consumer: name, Domain: e.cfg.Domain}
+	if until != nil {
+		adv.PauseUntil = *until
+		adv.Paused = time.Now().Before(*until)
+	}
+	e.publishAdvisory(advConsumerPause, subj, adv)
+}
+
+// advisorySubjects are a consumer's per-message advisory subjects, built
+// once when it is made so that checking their interest allocates nothing.
+type advisorySubjects struct {
+	maxDeliver, nak, term string
+}
+
+// newAdvisorySubjects returns the subjects for consumer name of stream.
+func newAdvisorySubjects(stream, name string) advisorySubjects {
+	tail := "." + stream + "." + name
+	return advisorySubjects{
+		maxDeliver: jsapi.AdvisoryMaxDeliveries + tail,
+		nak:        jsapi.AdvisoryMsgNaked + tail,
+		term:       jsapi.AdvisoryMsgTerminated + tail,
+	}
+}
+
+// exceeded is a message that reached max_deliver, noted under the
+// consumer lock and advised by the pump.
+type exceeded struct {
+	sseq, deliveries uint64
+}
+
+// noteExceeded records that sseq will not be delivered again after
+// deliveries deliveries. Caller holds c.mu.
+func (c *consumer) noteExceeded(sseq, deliveries uint64) {
+	c.exceeded = append(c.exceeded, exceeded{sseq: sseq, deliveries: deliveries})
+}
+
+// adviseExceeded sends a max_deliver advisory for each of ex. It runs on
+// the pump, without locks.
+func (c *consumer) adviseExceeded(ex []exceeded) {
+	subj := c.advSubjects.maxDeliver
+	if !c.eng.bus.HasInterest(subj) {
+		return
+	}
+	for _, x := range ex {
+		c.eng.publishAdvisory(advMaxDeliver, subj, &jsapi.MaxDeliveriesAdvisory{
+			TypedEvent: event(advMaxDeliver), Stream: c.s.name, Consumer: c.name,
+			StreamSeq: x.sseq, Deliveries: x.deliveries, Domain: c.eng.cfg.Domain,
+		})
+	}
+}
+
+// adviseNak sends a nak advisory for the acked delivery a.
+func (c *consumer) adviseNak(a *ackInfo) {
+	subj := c.advSubjects.nak
+	if !c.eng.bus.HasInterest(subj) {
+		return
+	}
+	c.eng.publishAdvisory(advNak, subj, &jsapi.NakAdvisory{
+		TypedEvent: event(advNak), Stream: c.s.name, Consumer: c.name,
+		ConsumerSeq: a.dseq, StreamSeq: a.sseq, Deliveries: a.delivered, Domain: c.eng.cfg.Domain,
+	})
+}
+
+// adviseTerm sends a terminated advisory for the acked delivery a with the
+// reason that followed +TERM.
+func (c *consumer) adviseTerm(a *ackInfo, reason []byte) {
+	subj := c.advSubjects.term
+	if !c.eng.bus.HasInterest(subj) {
+		return
+	}
+	c.eng.publishAdvisory(advTerminated, subj, &jsapi.TerminatedAdvisory{
+		TypedEvent: event(advTerminated), Stream: c.s.name, Consumer: c.name,
+		ConsumerSeq: a.dseq, StreamSeq: a.sseq, Deliveries: a.delivered,
+		Reason: string(trimSpace(reason)), Domain: c.eng.cfg.Domain,
+	})
+}
+
+// trimSpace trims ASCII white space on both ends of b.
+func trimSpace(b []byte) []byte {
+	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t' || b[0] == '\r' || b[0] == '\n') {
+		b = b[1:]
+	}
+	for n := len(b); n > 0 && (b[n-1] == ' ' || b[n-1] == '\t' || b[n-1] == '\r' || b[n-1] == '\n'); n = len(b) {
+		b = b[:n-1]
+	}
+	return b
+}
+
+// audits holds the API requests being served while someone listens on
+// $JS.EVENT.ADVISORY.API, by reply subject, so that respond can report
+// each response with its request. Requests are served on the goroutine
+// that delivered them, and each has its own reply inbox.
+type audits struct {
+	mu      sync.Mutex
+	byReply map[string]*auditedRequest
+}
+
+// auditedRequest is a request being served.
+type auditedRequest struct {
+	subject string
+	request string
+}
+
+// beginAudit registers the request on subj (answered on reply) for an
+// API audit if someone listens, and returns the function that ends it.
+func (e *Engine) beginAudit(subj, reply string, data []byte) func() {
+	if !e.bus.HasInterest(jsapi.AdvisoryAPIAudit) {
+		return nil
+	}
+	r := &auditedRequest{subject: subj, request: string(data)}
+	e.audit.mu.Lock()
+	if e.audit.byReply == nil {
+		e.audit.byReply = make(map[string]*auditedRequest)
+	}
+	e.audit.byReply[reply] = r
+	e.auditing.Add(1)
+	e.audit.mu.Unlock()
+	return func() {
+		e.audit.mu.Lock()
+		if e.audit.byReply[reply] == r {
+			delete(e.audit.byReply, reply)
+		}
+		e.auditing.Add(-1)
+		e.audit.mu.Unlock()
+	}
+}
+
+// adviseResponse sends the api_audit advisory for the response b to the
+// request answered on reply, if that request is being audited.
+func (e *Engine) adviseResponse(reply string, b []byte) {
+	if e.auditing.Load() == 0 {
+		return
+	}
+	e.audit.mu.Lock()
+	r := e.audit.byReply[reply]
+	e.audit.mu.Unlock()
+	if r == nil {
+		return
+	}
+	e.publishAdvisory(advAPIAudit, jsapi.AdvisoryAPIAudit, &jsapi.APIAudit{
+		TypedEvent: event(advAPIAudit),
+		Server:     e.cfg.ServerName,
+		Client:     &jsapi.ClientInfo{Account: e.account(), Server: e.cfg.ServerName},
+		Subject:    r.subject,
+		Request:    r.request,
+		Response:   string(b),
+		Domain:     e.cfg.Domain,
+	})
+}
+
+// account is the name of the account the engine serves.
+func (e *Engine) account() string {
+	if e.cfg.Account != "" {
+		return e.cfg.Account
+	}
+	return "$G"
+}
