@@ -401,7 +401,8 @@ func (e *Engine) apiMsgGet(name, reply string, data []byte) {
 		e.respondError(reply, typ, jsapi.NewNoMessageFoundError())
 		return
 	}
-	e.respond(reply, &jsapi.MsgGetResponse{
+	// Like nats-server, a message got is not repeated in an API audit.
+	e.sendResponse(reply, &jsapi.MsgGetResponse{
 		APIResponse: jsapi.APIResponse{Type: typ},
 		Message: &jsapi.StoredMsg{
 			Subject:  m.Subject,
