@@ -132,16 +132,9 @@ func consumerFilters(cfg *jsapi.ConsumerConfig) []string {
 	return append([]string(nil), fs...)
 }
 
-// addConsumer creates the consumer cfg describes, or returns or updates an
-// existing one according to action. cfg is already normalized and has its
-// Name set.
-func (s *stream) addConsumer(cfg jsapi.ConsumerConfig, action jsapi.ConsumerAction) (*consumer, *jsapi.APIError) {
-	c, _, err := s.createConsumer(cfg, action)
-	return c, err
-}
-
-// createConsumer is addConsumer that also reports whether the consumer
-// is new.
+// createConsumer creates the consumer cfg describes, or returns or
+// updates an existing one according to action, and reports whether the
+// consumer is new. cfg is already normalized and has its Name set.
 func (s *stream) createConsumer(cfg jsapi.ConsumerConfig, action jsapi.ConsumerAction) (*consumer, bool, *jsapi.APIError) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -100,6 +100,16 @@
 //
 // Mirrors, sources, subject transforms and republish (refused at create);
 // replay_policy original and rate_limit_bps (accepted, delivery is
-// instant); priority groups; advisories ($JS.EVENT.>); multi_last direct
-// gets; snapshots and restores.
+// instant); priority groups; the clustered advisories (leader elected,
+// quorum lost) and the ack-sampling metrics ($JS.EVENT.METRIC.>);
+// multi_last direct gets; snapshots and restores.
+//
+// # Advisories
+//
+// advisory.go publishes nats-server's advisories on $JS.EVENT.ADVISORY.>
+// (stream and consumer actions, consumer pause, NAK, TERM, max
+// deliveries, API audit; shapes in store/jsapi/advisory.go). Each is
+// built only when its subject has interest, and none is published with a
+// lock held: max-deliveries events are noted under consumer.mu and
+// published by the pump after the step's deliveries.
 package jetstream
