@@ -158,6 +158,11 @@ func deadLetterScenario(t *testing.T, url string) deadLetterResult {
 	require.NoError(t, err)
 	_, err = js.ResumeConsumer(ctx, "ORDERS", "worker")
 	require.NoError(t, err)
+	// A pause that runs out is advised when it ends.
+	_, err = js.PauseConsumer(ctx, "ORDERS", "slow", time.Now().Add(200*time.Millisecond))
+	require.NoError(t, err)
+	awaitAdvisory("$JS.EVENT.ADVISORY.CONSUMER.PAUSE.ORDERS.slow")
+	awaitAdvisory("$JS.EVENT.ADVISORY.CONSUMER.PAUSE.ORDERS.slow")
 	require.NoError(t, orders.DeleteConsumer(ctx, "worker"))
 	require.NoError(t, js.DeleteStream(ctx, "ORDERS"))
 	_, err = js.AccountInfo(ctx)
@@ -242,7 +247,7 @@ func TestAdvisoryDeadLetterVsNatsServer(t *testing.T) {
 	for _, c := range env.eng.Stats().Advisories {
 		counts[c.Type] = c.Published
 	}
-	for typ, want := range map[string]uint64{"max_deliver": 2, "nak": 2, "terminated": 1, "consumer_pause": 2} {
+	for typ, want := range map[string]uint64{"max_deliver": 2, "nak": 2, "terminated": 1, "consumer_pause": 4} {
 		if counts[typ] != want {
 			t.Errorf("published %s advisories: %d, want %d (%v)", typ, counts[typ], want, counts)
 		}

@@ -176,6 +176,7 @@ func (e *Engine) apiConsumerPause(stream, name, reply string, data []byte) {
 	}
 	resp := &jsapi.ConsumerPauseResponse{APIResponse: jsapi.APIResponse{Type: typ}}
 	until := c.cfg.PauseUntil
+	c.pauseEnd = until != nil
 	if p := until; p != nil {
 		resp.Paused, resp.PauseUntil, resp.PauseRemaining = true, *p, p.Sub(now)
 	}

@@ -62,10 +62,13 @@ type consumer struct {
 	redelivered                      map[uint64]uint64 // stream seq → deliveries - 1
 	redeliverQueue                   []uint64
 	ackCheckAt                       int64 // earliest pending deadline (Unix ns), 0 none
+	lastDelivered, lastAcked         time.Time
+
 	// exceeded lists the messages that reached max_deliver since the
 	// pump last took them for their advisories.
-	exceeded                 []exceeded
-	lastDelivered, lastAcked time.Time
+	exceeded []exceeded
+	// pauseEnd marks a pause whose end the pump is still to advise.
+	pauseEnd bool
 
 	// Pull requests waiting for messages (pull.go).
 	waiting []*pullRequest
@@ -211,6 +214,7 @@ func (s *stream) newConsumer(cfg jsapi.ConsumerConfig, created time.Time) *consu
 		maxPendingBytes: flowControlMaxPending / 16,
 		lastActivity:    time.Now(),
 		advSubjects:     newAdvisorySubjects(s.name, name),
+		pauseEnd:        cfg.PauseUntil != nil && time.Now().Before(*cfg.PauseUntil),
 	}
 	if s.dir != "" && !cfg.MemoryStorage {
 		c.dir = filepath.Join(s.dir, "obs", name)

@@ -41,6 +41,9 @@ type step struct {
 	// exceeded lists the messages that reached max_deliver, for their
 	// advisories.
 	exceeded []exceeded
+	// pauseEnded is the end of a pause that just ran out, for its
+	// advisory.
+	pauseEnded *time.Time
 }
 
 // pump is the consumer's goroutine: it runs steps and publishes their
@@ -61,6 +64,9 @@ func (c *consumer) pump() {
 		}
 		if len(st.exceeded) > 0 {
 			c.adviseExceeded(st.exceeded)
+		}
+		if st.pauseEnded != nil {
+			c.eng.advisePause(c.s.name, c.name, st.pauseEnded)
 		}
 		if st.flush != nil {
 			c.writeState(st.flush, st.flushGen)
@@ -122,6 +128,12 @@ func (c *consumer) step(now time.Time) step {
 	}
 	if paused {
 		st.wake = earliest(st.wake, *c.cfg.PauseUntil)
+	} else if c.pauseEnd {
+		c.pauseEnd = false
+		if p := c.cfg.PauseUntil; p != nil {
+			end := *p
+			st.pauseEnded = &end
+		}
 	}
 	if c.ackCheckAt != 0 {
 		st.wake = earliest(st.wake, time.Unix(0, c.ackCheckAt))
