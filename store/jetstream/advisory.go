@@ -1,6 +1,7 @@
 package jetstream
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/json"
 	"strings"
@@ -209,19 +210,8 @@ func (c *consumer) adviseTerm(a *ackInfo, reason []byte) {
 	c.eng.publishAdvisory(advTerminated, subj, &jsapi.TerminatedAdvisory{
 		TypedEvent: event(advTerminated), Stream: c.s.name, Consumer: c.name,
 		ConsumerSeq: a.dseq, StreamSeq: a.sseq, Deliveries: a.delivered,
-		Reason: string(trimSpace(reason)), Domain: c.eng.cfg.Domain,
+		Reason: string(bytes.TrimSpace(reason)), Domain: c.eng.cfg.Domain,
 	})
-}
-
-// trimSpace trims ASCII white space on both ends of b.
-func trimSpace(b []byte) []byte {
-	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t' || b[0] == '\r' || b[0] == '\n') {
-		b = b[1:]
-	}
-	for n := len(b); n > 0 && (b[n-1] == ' ' || b[n-1] == '\t' || b[n-1] == '\r' || b[n-1] == '\n'); n = len(b) {
-		b = b[:n-1]
-	}
-	return b
 }
 
 // audits holds the API requests being served while someone listens on
