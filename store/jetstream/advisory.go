@@ -161,29 +161,68 @@ func newAdvisorySubjects(stream, name string) advisorySubjects {
 	}
 }
 
-// exceeded is a message that reached max_deliver, noted under the
-// consumer lock and advised by the pump.
-type exceeded struct {
-	sseq, deliveries uint64
+// termReasonDeleted is the reason of the terminated advisory for a
+// pending delivery whose message left the stream by a limit, a delete or
+// expiry (nats-server's text). A purge ends pending deliveries without
+// advisories, as in nats-server.
+const termReasonDeleted = "Unacknowledged message was deleted"
+
+// dropped is a pending delivery the consumer gave up without an ack,
+// noted under the consumer lock and advised by the pump: kind advMaxDeliver
+// (it reached max_deliver) or advTerminated (its message is gone, for
+// reason).
+type dropped struct {
+	kind       advisoryKind
+	sseq, cseq uint64
+	deliveries uint64
+	reason     string
 }
 
 // noteExceeded records that sseq will not be delivered again after
 // deliveries deliveries. Caller holds c.mu.
 func (c *consumer) noteExceeded(sseq, deliveries uint64) {
-	c.exceeded = append(c.exceeded, exceeded{sseq: sseq, deliveries: deliveries})
+	c.dropped = append(c.dropped, dropped{kind: advMaxDeliver, sseq: sseq, deliveries: deliveries})
 }
 
-// adviseExceeded sends a max_deliver advisory for each of ex. It runs on
-// the pump, without locks.
-func (c *consumer) adviseExceeded(ex []exceeded) {
-	subj := c.advSubjects.maxDeliver
-	if !c.eng.bus.HasInterest(subj) {
+// noteGone records that the pending delivery of sseq ended because its
+// message left the stream, and drops it. Caller holds c.mu.
+func (c *consumer) noteGone(sseq uint64, reason string) {
+	p := c.pending[sseq]
+	if p == nil {
 		return
 	}
-	for _, x := range ex {
-		c.eng.publishAdvisory(advMaxDeliver, subj, &jsapi.MaxDeliveriesAdvisory{
-			TypedEvent: event(advMaxDeliver), Stream: c.s.name, Consumer: c.name,
-			StreamSeq: x.sseq, Deliveries: x.deliveries, Domain: c.eng.cfg.Domain,
+	c.dropped = append(c.dropped, dropped{
+		kind: advTerminated, sseq: sseq, cseq: p.cseq, deliveries: c.redelivered[sseq] + 1, reason: reason,
+	})
+	c.dropPending(sseq)
+}
+
+// adviseDropped sends the max_deliver and terminated advisories of ds. It
+// runs on the pump, without locks.
+func (c *consumer) adviseDropped(ds []dropped) {
+	var checked, interested [numAdvisoryKinds]bool
+	for _, d := range ds {
+		subj := c.advSubjects.maxDeliver
+		if d.kind == advTerminated {
+			subj = c.advSubjects.term
+		}
+		if !checked[d.kind] {
+			checked[d.kind], interested[d.kind] = true, c.eng.bus.HasInterest(subj)
+		}
+		if !interested[d.kind] {
+			continue
+		}
+		if d.kind == advMaxDeliver {
+			c.eng.publishAdvisory(advMaxDeliver, subj, &jsapi.MaxDeliveriesAdvisory{
+				TypedEvent: event(advMaxDeliver), Stream: c.s.name, Consumer: c.name,
+				StreamSeq: d.sseq, Deliveries: d.deliveries, Domain: c.eng.cfg.Domain,
+			})
+			continue
+		}
+		c.eng.publishAdvisory(advTerminated, subj, &jsapi.TerminatedAdvisory{
+			TypedEvent: event(advTerminated), Stream: c.s.name, Consumer: c.name,
+			ConsumerSeq: d.cseq, StreamSeq: d.sseq, Deliveries: d.deliveries, Reason: d.reason,
+			Domain: c.eng.cfg.Domain,
 		})
 	}
 }

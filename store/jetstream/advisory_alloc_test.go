@@ -26,11 +26,11 @@ func TestAdvisoryNoInterestAllocs(t *testing.T) {
 	c := env.eng.lookup("A").lookupConsumer("C")
 	a := ackInfo{stream: "A", consumer: "C", delivered: 1, sseq: 1, dseq: 1}
 	reason := []byte(" bad")
-	ex := []exceeded{{sseq: 1, deliveries: 3}}
+	ds := []dropped{{kind: advMaxDeliver, sseq: 1, deliveries: 3}, {kind: advTerminated, sseq: 2, cseq: 2, deliveries: 1, reason: termReasonDeleted}}
 	advise := func() {
 		c.adviseNak(&a)
 		c.adviseTerm(&a, reason)
-		c.adviseExceeded(ex)
+		c.adviseDropped(ds)
 		if end := env.eng.beginAudit("$JS.API.INFO", "_INBOX.x", nil); end != nil {
 			end()
 		}

@@ -139,6 +139,33 @@ func deadLetterScenario(t *testing.T, url string) deadLetterResult {
 		t.Fatalf("%s: slow: %s", url, m.Subject())
 	}
 
+	// A pending delivery whose message is deleted ends with a terminated
+	// advisory.
+	_, err = js.Publish(ctx, "orders.4", []byte("gone"))
+	require.NoError(t, err)
+	gone, err := orders.CreateOrUpdateConsumer(ctx, njs.ConsumerConfig{
+		Durable: "gone", AckPolicy: njs.AckExplicitPolicy, AckWait: 30 * time.Second, FilterSubject: "orders.4",
+	})
+	require.NoError(t, err)
+	if m := fetch(gone); m.Subject() != "orders.4" {
+		t.Fatalf("%s: gone: %s", url, m.Subject())
+	}
+	require.NoError(t, orders.DeleteMsg(ctx, 4))
+	awaitAdvisory("$JS.EVENT.ADVISORY.CONSUMER.MSG_TERMINATED.ORDERS.gone")
+	// So does one whose message a limit evicts.
+	lim, err := js.CreateStream(ctx, njs.StreamConfig{Name: "LIM", Subjects: []string{"lim.>"}, MaxMsgs: 1})
+	require.NoError(t, err)
+	_, err = js.Publish(ctx, "lim.1", []byte("first"))
+	require.NoError(t, err)
+	limc, err := lim.CreateOrUpdateConsumer(ctx, njs.ConsumerConfig{Durable: "c", AckPolicy: njs.AckExplicitPolicy, AckWait: 30 * time.Second})
+	require.NoError(t, err)
+	if m := fetch(limc); m.Subject() != "lim.1" {
+		t.Fatalf("%s: lim: %s", url, m.Subject())
+	}
+	_, err = js.Publish(ctx, "lim.2", []byte("second"))
+	require.NoError(t, err)
+	awaitAdvisory("$JS.EVENT.ADVISORY.CONSUMER.MSG_TERMINATED.LIM.c")
+
 	for range 2 {
 		dl := fetch(dlqReader)
 		var adv struct {
@@ -247,12 +274,12 @@ func TestAdvisoryDeadLetterVsNatsServer(t *testing.T) {
 	for _, c := range env.eng.Stats().Advisories {
 		counts[c.Type] = c.Published
 	}
-	for typ, want := range map[string]uint64{"max_deliver": 2, "nak": 2, "terminated": 1, "consumer_pause": 4} {
+	for typ, want := range map[string]uint64{"max_deliver": 2, "nak": 2, "terminated": 3, "consumer_pause": 4} {
 		if counts[typ] != want {
 			t.Errorf("published %s advisories: %d, want %d (%v)", typ, counts[typ], want, counts)
 		}
 	}
-	if counts["api_audit"] == 0 || counts["stream_action"] != 4 || counts["consumer_action"] < 5 {
+	if counts["api_audit"] == 0 || counts["stream_action"] != 5 || counts["consumer_action"] != 8 {
 		t.Errorf("published advisories: %v", counts)
 	}
 }

@@ -371,6 +371,9 @@ func (s *stream) deleteMsg(seq uint64, erase bool) *jsapi.APIError {
 	if !ok {
 		return jsapi.NewSequenceNotFoundError(seq)
 	}
+	for _, c := range s.consumerList() {
+		c.removed(seq)
+	}
 	s.resyncConsumersLocked(true)
 	return nil
 }

@@ -64,9 +64,9 @@ type consumer struct {
 	ackCheckAt                       int64 // earliest pending deadline (Unix ns), 0 none
 	lastDelivered, lastAcked         time.Time
 
-	// exceeded lists the messages that reached max_deliver since the
-	// pump last took them for their advisories.
-	exceeded []exceeded
+	// dropped lists the deliveries given up without an ack (max_deliver,
+	// message gone) since the pump last took them for their advisories.
+	dropped []dropped
 	// pauseEnd marks a pause whose end the pump is still to advise.
 	pauseEnd bool
 
@@ -379,18 +379,40 @@ func (c *consumer) evicted(seq uint64, subj string) {
 	if seq >= c.sseq && seq <= c.streamLast && c.numPending > 0 && filterMatch(c.filters, subj) {
 		c.numPending--
 	}
+	if c.pending[seq] != nil {
+		c.noteGone(seq, termReasonDeleted)
+		c.kick()
+	}
+}
+
+// removed ends the pending delivery of seq, if any, after its message was
+// deleted.
+func (c *consumer) removed(seq uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.pending[seq] != nil {
+		c.noteGone(seq, termReasonDeleted)
+		c.kick()
+	}
 }
 
 // resync recomputes the pending count after messages vanished: always
-// when full, else only when the consumer had fallen behind first. Caller
-// holds s.mu.
+// when full, else only when the consumer had fallen behind first.
+// Pending deliveries of messages below first end, with a terminated
+// advisory when a limit removed them (not full); full resyncs follow
+// purges, rollups and updates, which end them silently. Caller holds s.mu.
 func (c *consumer) resync(first uint64, full bool) {
 	c.mu.Lock()
 	// Deliveries of messages that are gone can never be acked.
 	if c.ackFloorStream+1 < first {
 		for seq := range c.pending {
-			if seq < first {
-				c.dropPending(seq)
+			if seq >= first {
+				continue
+			}
+			if full {
+				c.dropPending(seq) // a purge, or limits lowered
+			} else {
+				c.noteGone(seq, termReasonDeleted)
 			}
 		}
 		if len(c.pending) == 0 {
@@ -400,7 +422,11 @@ func (c *consumer) resync(first uint64, full bool) {
 	if c.sseq < first {
 		c.sseq = first
 	} else if !full {
+		gone := len(c.dropped) > 0
 		c.mu.Unlock()
+		if gone {
+			c.kick()
+		}
 		return
 	}
 	c.streamLast = max(c.streamLast, c.s.store.State().LastSeq)

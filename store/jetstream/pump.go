@@ -38,9 +38,9 @@ type step struct {
 	// retire lists stream sequences delivered by an ack-none consumer,
 	// which interest and workqueue retention treat as acked.
 	retire []uint64
-	// exceeded lists the messages that reached max_deliver, for their
+	// dropped lists the deliveries given up without an ack, for their
 	// advisories.
-	exceeded []exceeded
+	dropped []dropped
 	// pauseEnded is the end of a pause that just ran out, for its
 	// advisory.
 	pauseEnded *time.Time
@@ -62,8 +62,8 @@ func (c *consumer) pump() {
 			}
 			c.eng.bus.PublishAs(m.route, shown, m.reply, m.hdr, m.data)
 		}
-		if len(st.exceeded) > 0 {
-			c.adviseExceeded(st.exceeded)
+		if len(st.dropped) > 0 {
+			c.adviseDropped(st.dropped)
 		}
 		if st.pauseEnded != nil {
 			c.eng.advisePause(c.s.name, c.name, st.pauseEnded)
@@ -145,8 +145,8 @@ func (c *consumer) step(now time.Time) step {
 			}
 		}
 	}
-	if len(c.exceeded) > 0 {
-		st.exceeded, c.exceeded = c.exceeded, nil
+	if len(c.dropped) > 0 {
+		st.dropped, c.dropped = c.dropped, nil
 	}
 	if c.inactive(now, &st) {
 		st.remove = true
@@ -242,7 +242,7 @@ func (c *consumer) getNext() (next, error) {
 		}
 		m, err := c.s.store.Load(seq, nil)
 		if err != nil {
-			c.dropPending(seq)
+			c.noteGone(seq, termReasonDeleted)
 			continue
 		}
 		c.redelivered[seq]++
