@@ -190,6 +190,11 @@ func deadLetterScenario(t *testing.T, url string) deadLetterResult {
 	require.NoError(t, err)
 	awaitAdvisory("$JS.EVENT.ADVISORY.CONSUMER.PAUSE.ORDERS.slow")
 	awaitAdvisory("$JS.EVENT.ADVISORY.CONSUMER.PAUSE.ORDERS.slow")
+	// A consumer left idle past its inactive_threshold is deleted, and
+	// advised as a delete.
+	_, err = orders.CreateOrUpdateConsumer(ctx, njs.ConsumerConfig{Name: "idle", InactiveThreshold: 200 * time.Millisecond})
+	require.NoError(t, err)
+	awaitAdvisory("$JS.EVENT.ADVISORY.CONSUMER.DELETED.ORDERS.idle")
 	require.NoError(t, orders.DeleteConsumer(ctx, "worker"))
 	require.NoError(t, js.DeleteStream(ctx, "ORDERS"))
 	_, err = js.AccountInfo(ctx)
@@ -214,9 +219,9 @@ func deadLetterScenario(t *testing.T, url string) deadLetterResult {
 // the fields that do not name a moment or a server.
 func TestAdvisoryDeadLetterVsNatsServer(t *testing.T) {
 	t.Parallel()
-	env := newTestEnv(t, Config{ServerName: "gw"})
+	env := newTestEnv(t, Config{ServerName: "gw", Domain: "site"})
 	hub := leaftest.StartHub(t, leaftest.HubOptions{
-		Config: fmt.Sprintf("jetstream {\n  store_dir: %q\n}", t.TempDir()),
+		Config: fmt.Sprintf("jetstream {\n  store_dir: %q\n  domain: site\n}", t.TempDir()),
 	})
 	ours := deadLetterScenario(t, env.srv.ClientURL())
 	theirs := deadLetterScenario(t, hub.ClientURL())
@@ -244,7 +249,7 @@ func TestAdvisoryDeadLetterVsNatsServer(t *testing.T) {
 	if ak, bk := slices.Sorted(maps.Keys(a)), slices.Sorted(maps.Keys(b)); !slices.Equal(ak, bk) {
 		t.Fatalf("advisory subjects differ:\nleafbox     %q\nnats-server %q", ak, bk)
 	}
-	compared := []string{"type", "stream", "consumer", "action", "stream_seq", "consumer_seq", "deliveries", "reason", "paused", "subject", "request"}
+	compared := []string{"type", "domain", "stream", "consumer", "action", "stream_seq", "consumer_seq", "deliveries", "reason", "paused", "subject", "request"}
 	for _, k := range slices.Sorted(maps.Keys(a)) {
 		x, y := a[k], b[k]
 		if x.fieldSet() != y.fieldSet() {
@@ -279,7 +284,7 @@ func TestAdvisoryDeadLetterVsNatsServer(t *testing.T) {
 			t.Errorf("published %s advisories: %d, want %d (%v)", typ, counts[typ], want, counts)
 		}
 	}
-	if counts["api_audit"] == 0 || counts["stream_action"] != 5 || counts["consumer_action"] != 8 {
+	if counts["api_audit"] == 0 || counts["stream_action"] != 5 || counts["consumer_action"] != 10 {
 		t.Errorf("published advisories: %v", counts)
 	}
 }
