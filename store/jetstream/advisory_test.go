@@ -200,15 +200,31 @@ func deadLetterScenario(t *testing.T, url string) deadLetterResult {
 	_, err = js.AccountInfo(ctx)
 	require.NoError(t, err)
 
-	// The stream's deletion is advised before the last request is
-	// answered; its audit comes after that answer.
-	awaitAdvisory("$JS.EVENT.ADVISORY.API $JS.API.INFO")
-	for _, a := range res.advisories {
-		if a.subject == "$JS.EVENT.ADVISORY.STREAM.DELETED.ORDERS" {
-			return res
+	// nats-server sends stream and consumer advisories and API audits
+	// from different queues: wait for each of the last ones.
+	awaitAll := func(keys ...string) {
+		t.Helper()
+		for {
+			seen := map[string]bool{}
+			for _, a := range res.advisories {
+				seen[a.key()] = true
+			}
+			missing := ""
+			for _, k := range keys {
+				if !seen[k] {
+					missing = k
+					break
+				}
+			}
+			if missing == "" {
+				return
+			}
+			awaitAdvisory(missing)
 		}
 	}
-	t.Fatalf("%s: no stream deleted advisory", url)
+	awaitAll("$JS.EVENT.ADVISORY.CONSUMER.DELETED.ORDERS.slow", "$JS.EVENT.ADVISORY.CONSUMER.DELETED.ORDERS.gone",
+		"$JS.EVENT.ADVISORY.STREAM.DELETED.ORDERS", "$JS.EVENT.ADVISORY.API $JS.API.STREAM.DELETE.ORDERS",
+		"$JS.EVENT.ADVISORY.API $JS.API.INFO")
 	return res
 }
 
