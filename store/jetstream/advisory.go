@@ -13,9 +13,11 @@ import (
 
 // Advisories (jsapi/advisory.go) are built only when someone listens: each
 // sender first asks the Bus whether the advisory's subject has interest,
-// and consumers keep their advisory subjects ready-made, so a NAK, TERM or
-// max_deliver with nobody listening costs one interest lookup and no
-// allocation. Nothing is published with a lock held.
+// and consumers keep their advisory subjects ready-made, so a NAK, TERM,
+// max_deliver or evicted delivery with nobody listening costs one
+// interest lookup and no allocation. Nothing is published with a lock
+// held: what the consumer decides under its lock (max_deliver, a message
+// gone) is published by its pump.
 
 // advisoryKind numbers the advisory types for the per-type counters.
 type advisoryKind uint8
@@ -178,39 +180,41 @@ type dropped struct {
 	reason     string
 }
 
-// noteExceeded records that sseq will not be delivered again after
-// deliveries deliveries. Caller holds c.mu.
+// noteExceeded records, for its advisory if someone listens, that sseq
+// will not be delivered again after deliveries deliveries. Caller holds
+// c.mu; the interest lookup takes only the broker's subscription locks,
+// which come after every engine lock.
 func (c *consumer) noteExceeded(sseq, deliveries uint64) {
-	c.dropped = append(c.dropped, dropped{kind: advMaxDeliver, sseq: sseq, deliveries: deliveries})
+	if c.eng.bus.HasInterest(c.advSubjects.maxDeliver) {
+		c.dropped = append(c.dropped, dropped{kind: advMaxDeliver, sseq: sseq, deliveries: deliveries})
+	}
 }
 
-// noteGone records that the pending delivery of sseq ended because its
-// message left the stream, and drops it. Caller holds c.mu.
+// noteGone drops the pending delivery of sseq because its message left
+// the stream, and records it for its advisory if someone listens. A limit
+// may do this on every publish, so nothing is recorded (or allocated)
+// without a listener. Caller holds c.mu.
 func (c *consumer) noteGone(sseq uint64, reason string) {
 	p := c.pending[sseq]
 	if p == nil {
 		return
 	}
-	c.dropped = append(c.dropped, dropped{
-		kind: advTerminated, sseq: sseq, cseq: p.cseq, deliveries: c.redelivered[sseq] + 1, reason: reason,
-	})
+	if c.eng.bus.HasInterest(c.advSubjects.term) {
+		c.dropped = append(c.dropped, dropped{
+			kind: advTerminated, sseq: sseq, cseq: p.cseq, deliveries: c.redelivered[sseq] + 1, reason: reason,
+		})
+	}
 	c.dropPending(sseq)
 }
 
-// adviseDropped sends the max_deliver and terminated advisories of ds. It
-// runs on the pump, without locks.
+// adviseDropped sends the max_deliver and terminated advisories of ds,
+// whose interest was checked when they were noted. It runs on the pump,
+// without locks.
 func (c *consumer) adviseDropped(ds []dropped) {
-	var checked, interested [numAdvisoryKinds]bool
 	for _, d := range ds {
 		subj := c.advSubjects.maxDeliver
 		if d.kind == advTerminated {
 			subj = c.advSubjects.term
-		}
-		if !checked[d.kind] {
-			checked[d.kind], interested[d.kind] = true, c.eng.bus.HasInterest(subj)
-		}
-		if !interested[d.kind] {
-			continue
 		}
 		if d.kind == advMaxDeliver {
 			c.eng.publishAdvisory(advMaxDeliver, subj, &jsapi.MaxDeliveriesAdvisory{

@@ -26,15 +26,24 @@ func TestAdvisoryNoInterestAllocs(t *testing.T) {
 	c := env.eng.lookup("A").lookupConsumer("C")
 	a := ackInfo{stream: "A", consumer: "C", delivered: 1, sseq: 1, dseq: 1}
 	reason := []byte(" bad")
-	ds := []dropped{{kind: advMaxDeliver, sseq: 1, deliveries: 3}, {kind: advTerminated, sseq: 2, cseq: 2, deliveries: 1, reason: termReasonDeleted}}
 	advise := func() {
 		c.adviseNak(&a)
 		c.adviseTerm(&a, reason)
-		c.adviseDropped(ds)
 		if end := env.eng.beginAudit("$JS.API.INFO", "_INBOX.x", nil); end != nil {
 			end()
 		}
 		env.eng.adviseResponse("_INBOX.x", []byte("{}"))
+	}
+	// A delivery whose message is gone, with nobody listening: dropped,
+	// nothing recorded.
+	c.mu.Lock()
+	c.pending[7] = &pendingMsg{cseq: 7}
+	c.noteGone(7, termReasonDeleted)
+	c.noteExceeded(8, 3)
+	noted := len(c.dropped)
+	c.mu.Unlock()
+	if noted != 0 {
+		t.Fatalf("%d dropped deliveries recorded for advisories nobody listens to", noted)
 	}
 	if n := testing.AllocsPerRun(1000, advise); n != 0 {
 		t.Fatalf("advisories with no listener allocate %v times", n)
