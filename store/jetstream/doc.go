@@ -48,7 +48,9 @@
 //	Engine.mu → stream.mu → stream.consMu → consumer.mu
 //
 // The capture index behind CapturingStream (a core/sublist trie of the
-// streams' subjects) has its own locks, taken last.
+// streams' subjects) has its own locks, taken last, and so do the
+// broker's subscriptions behind Bus.HasInterest, which the engine asks
+// with its locks held (a bound push consumer, an advisory's listener).
 //
 // No lock is held while publishing to the Bus: Bus handlers run
 // synchronously on the publishing goroutine and may re-enter the engine.
