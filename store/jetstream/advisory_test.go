@@ -49,9 +49,12 @@ type deadLetterResult struct {
 // stream DLQ captures ORDERS' max-deliveries advisories; message 1 is
 // NAKed until it runs out of deliveries, message 2 is terminated with a
 // reason, message 3 is left unacked until its only delivery times out;
-// the dead letters are read from DLQ with a durable pull consumer and each
-// original is fetched by its stream sequence (GetMsg). Then a pause and a
-// resume, and the consumer and stream are deleted.
+// a pending message 4 is deleted, and a pending message of stream LIM is
+// evicted by max_msgs; the dead letters are read from DLQ with a durable
+// pull consumer and each original is fetched by its stream sequence
+// (GetMsg). Then pauses (one resumed, one running out), an idle consumer
+// removed by its inactive_threshold, and the consumer and stream
+// deleted.
 func deadLetterScenario(t *testing.T, url string) deadLetterResult {
 	t.Helper()
 	ctx := testCtx(t)
