@@ -164,10 +164,10 @@ func Build(cfg *config.Config, flags Flags) (*App, error) {
 	if js != nil && js.Enabled {
 		a.jsBus = srv.InProcess("")
 		jc := jetStreamConfig(cfg, log)
-		jc.ServerName = srv.Name()
 		if shed != nil {
 			jc.RefusePublish = shed.refusePublish
 		}
+		jc.ServerName = srv.Name() // for API audit advisories
 		a.js, err = jetstream.New(jc, busConn{a.jsBus})
 		if err != nil {
 			a.jsBus.Close()
