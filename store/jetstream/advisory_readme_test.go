@@ -14,8 +14,8 @@ import (
 	"github.com/leafbox/leafbox/leaf/leaftest"
 )
 
-// natsCLI finds the pinned nats CLI that scripts/test installs.
-func natsCLI(t *testing.T) string {
+// pinnedNatsCLI finds the pinned nats CLI that scripts/test installs.
+func pinnedNatsCLI(t *testing.T) string {
 	t.Helper()
 	_, file, _, _ := runtime.Caller(0)
 	pinned := filepath.Join(filepath.Dir(file), "..", "..", ".tools", "bin", "nats")
@@ -70,7 +70,7 @@ func readmeDeadLetterSteps(t *testing.T) []string {
 func TestDeadLetterREADME(t *testing.T) {
 	t.Parallel()
 	steps := readmeDeadLetterSteps(t)
-	cli := natsCLI(t)
+	cli := pinnedNatsCLI(t)
 	env := newTestEnv(t, Config{})
 	hub := leaftest.StartHub(t, leaftest.HubOptions{Config: "jetstream {\n  store_dir: \"" + t.TempDir() + "\"\n}"})
 	for name, url := range map[string]string{"leafbox": env.srv.ClientURL(), "nats-server": hub.ClientURL()} {
