@@ -300,19 +300,23 @@ func upgradeUnderSystemd(t *testing.T, c *container, deb1 string) {
 	if err := os.WriteFile(filepath.Join(c.root, "root", "operator.nk"), seed, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	// The broken one: cmd/leafbox's fakeleafbox, static, `run` exits 3.
-	build := exec.Command("go", "build", "-trimpath", "-ldflags", "-X main.mode=exit", "-o", filepath.Join(c.root, "root", "broken"),
-		"./cmd/leafbox/testdata/fakeleafbox")
-	build.Dir = repoRoot(t)
-	build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build the broken binary: %v\n%s", err, out)
+	// The broken ones: cmd/leafbox's fakeleafbox, static; `run` exits 3
+	// (broken) or serves a never-healthy monitor and never sends READY=1
+	// (hang).
+	for name, mode := range map[string]string{"broken": "exit", "hang": "hang"} {
+		build := exec.Command("go", "build", "-trimpath", "-ldflags", "-X main.mode="+mode, "-o", filepath.Join(c.root, "root", name),
+			"./cmd/leafbox/testdata/fakeleafbox")
+		build.Dir = repoRoot(t)
+		build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=")
+		if out, err := build.CombinedOutput(); err != nil {
+			t.Fatalf("build the %s binary: %v\n%s", name, err, out)
+		}
 	}
 	// The good one: the 1.0.0 package's binary.
 	x := t.TempDir()
 	output(t, "dpkg-deb", "--extract", deb1, x)
 	copyFile(t, filepath.Join(x, "usr", "bin", "leafbox"), filepath.Join(c.root, "root", "good"))
-	for _, f := range []string{"/root/broken", "/root/good"} {
+	for _, f := range []string{"/root/broken", "/root/hang", "/root/good"} {
 		c.run("chmod", "0755", f)
 		c.run("leafbox", "upgrade", "sign", "--seed", "/root/operator.nk", f)
 	}
@@ -326,8 +330,9 @@ func upgradeUnderSystemd(t *testing.T, c *container, deb1 string) {
 	began := time.Now()
 	out, err := c.exec("leafbox", "upgrade", "/root/broken", "--trusted-key", opPub, "--timeout", "30s")
 	t.Logf("leafbox upgrade /root/broken under systemd (%v, %v):\n%s", time.Since(began).Round(100*time.Millisecond), err, out)
-	if err == nil || !strings.Contains(out, "rolled back") || !strings.Contains(out, "systemctl restart leafbox") {
-		t.Fatalf("leafbox upgrade of a binary that exits: %v, want exit 1 after systemctl restart failed and a roll back:\n%s", err, out)
+	if err == nil || !strings.Contains(out, "rolled back") || !strings.Contains(out, "the new leafbox exited: systemd unit leafbox: ") ||
+		time.Since(began) > 25*time.Second {
+		t.Fatalf("leafbox upgrade of a binary that exits: %v, want exit 1 once systemd shows the unit failed (before the 30s timeout) and a roll back:\n%s", err, out)
 	}
 	if got := sha256Of(t, filepath.Join(c.root, "usr", "bin", "leafbox")); got != installed {
 		t.Fatalf("after the rollback /usr/bin/leafbox is not the installed 1.0.1 binary")
@@ -337,6 +342,22 @@ func upgradeUnderSystemd(t *testing.T, c *container, deb1 string) {
 	if !strings.Contains(c.journal(), "fakeleafbox exit: run") {
 		t.Errorf("the broken binary did not run under the unit:\n%s", c.journal())
 	}
+
+	// One that never sends READY=1: the rollback comes after --timeout,
+	// not after the unit's 2 min start timeout.
+	started101 = starts("1.0.1")
+	began = time.Now()
+	out, err = c.exec("leafbox", "upgrade", "/root/hang", "--trusted-key", opPub, "--timeout", "10s")
+	took := time.Since(began)
+	t.Logf("leafbox upgrade /root/hang under systemd (%v, %v):\n%s", took.Round(100*time.Millisecond), err, out)
+	if err == nil || !strings.Contains(out, "not healthy within 10s") || !strings.Contains(out, "rolled back") || took > 60*time.Second {
+		t.Fatalf("leafbox upgrade of a binary that never gets ready: %v after %v, want exit 1 and a roll back soon after 10s:\n%s", err, took, out)
+	}
+	if got := sha256Of(t, filepath.Join(c.root, "usr", "bin", "leafbox")); got != installed {
+		t.Fatalf("after the rollback /usr/bin/leafbox is not the installed 1.0.1 binary")
+	}
+	pid = c.awaitActive(pid)
+	c.await("1.0.1 started again in the journal", func() bool { return starts("1.0.1") > started101 })
 
 	began = time.Now()
 	out, err = c.exec("leafbox", "upgrade", "/root/good", "--trusted-key", opPub, "--timeout", "60s")

@@ -190,3 +190,38 @@ func TestWaitHealthyNamesTheAnswerBeforeATimeout(t *testing.T) {
 		t.Fatalf("error %q does not name the 503 first and the later silence after it", msg)
 	}
 }
+
+// TestSystemdExited drives Systemd through a systemctl stand-in that
+// prints the state a test file holds, as `systemctl show` does.
+func TestSystemdExited(t *testing.T) {
+	dir := t.TempDir()
+	state := filepath.Join(dir, "state")
+	calls := filepath.Join(dir, "calls")
+	bin := filepath.Join(dir, "systemctl")
+	writeFile(t, bin, []byte("#!/bin/sh\necho \"$*\" >> "+calls+"\ncase \"$1\" in show) cat "+state+";; esac\n"))
+	set := func(s string) { require.NoError(t, os.WriteFile(state, []byte(s), 0o644)) }
+	s := &Systemd{Unit: "leafbox", Systemctl: bin}
+
+	// The broken run before the restart (a rollback's case) is failing.
+	set("ActiveState=activating\nSubState=auto-restart\nResult=exit-code\nExecMainStatus=3\nInvocationID=aaa\n")
+	require.NoError(t, s.Restart(context.Background()))
+	if err := s.Exited(); err != nil {
+		t.Fatalf("the run before Restart counted as the new one's failure: %v", err)
+	}
+	set("ActiveState=active\nSubState=running\nResult=success\nExecMainStatus=0\nInvocationID=bbb\n")
+	if err := s.Exited(); err != nil {
+		t.Fatalf("a running unit counted as exited: %v", err)
+	}
+	set("ActiveState=activating\nSubState=auto-restart\nResult=exit-code\nExecMainStatus=3\nInvocationID=bbb\n")
+	if err := s.Exited(); err == nil || !strings.Contains(err.Error(), "result exit-code, exit status 3") {
+		t.Fatalf("a failed new run: %v", err)
+	}
+	set("ActiveState=failed\nSubState=failed\nResult=exit-code\nExecMainStatus=3\nInvocationID=bbb\n")
+	if err := s.Exited(); err == nil {
+		t.Fatal("a failed unit did not count as exited")
+	}
+	log, _ := os.ReadFile(calls)
+	if !strings.Contains(string(log), "restart --no-block leafbox\n") {
+		t.Fatalf("systemctl calls:\n%s", log)
+	}
+}
