@@ -213,7 +213,7 @@ func (s *Stream) readEntries(b *block, fromIndex bool) ([]entry, bool) {
 		if _, err := b.file.ReadAt(body, blockHeaderLen); err != nil {
 			return nil, false
 		}
-		sc = scanBodyWith(body, b.compressed(), s.key, intern)
+		sc = scanBody(body, b.compressed(), s.key, intern)
 	}
 	es := make([]entry, 0, b.live)
 	gaps := b.gaps

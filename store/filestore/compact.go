@@ -188,7 +188,7 @@ func (s *Stream) rewrite(b *block) error {
 	var raw []byte
 	var ends []int
 	var sc blockScan
-	forEachRecordWith(body, hdr.flags&flagS2 != 0, s.key, func(r *record, rec []byte) {
+	forEachRecord(body, hdr.flags&flagS2 != 0, s.key, func(r *record, rec []byte) {
 		switch r.kind {
 		case kindMsg:
 			if _, ok := slices.BinarySearch(live, r.seq); !ok {
@@ -311,7 +311,7 @@ func (s *Stream) rewrite(b *block) error {
 	if !b.compressed() {
 		sc.rawLen = b.fileSize - blockHeaderLen
 	}
-	if err := writeIndexWith(s.fsys, s.dir, s.key, meta, &sc); err != nil {
+	if err := writeIndex(s.fsys, s.dir, s.key, meta, &sc); err != nil {
 		return fmt.Errorf("filestore: index of block %d: %w", b.id, err)
 	}
 	s.mu.Lock()
@@ -351,15 +351,10 @@ func overlapsAny(rs []seqRange, r seqRange) bool {
 	return false
 }
 
-// forEachRecord is forEachRecordWith for a plaintext stream.
-func forEachRecord(body []byte, compressed bool, fn func(r *record, rec []byte)) {
-	forEachRecordWith(body, compressed, nil, fn)
-}
-
-// forEachRecordWith calls fn for every good record of a block body with the
+// forEachRecord calls fn for every good record of a block body with the
 // record's bytes, decoding chunks of a compressed body. Sealed messages
 // reach fn opened (k), with rec still the sealed bytes.
-func forEachRecordWith(body []byte, compressed bool, k *sealer, fn func(r *record, rec []byte)) {
+func forEachRecord(body []byte, compressed bool, k *sealer, fn func(r *record, rec []byte)) {
 	if !compressed {
 		scanOpen(body, k, func(off int, r *record) { fn(r, body[off:off+r.len()]) })
 		return

@@ -26,7 +26,7 @@ const (
 	frameDelta      = 2
 	// frameSealed, in a frame's fourth byte, marks a sealed payload:
 	// nonce, ciphertext and tag, authenticated with the frame header.
-	frameSealed = 1 << 0
+	frameSealed     = 1 << 0
 	maxFramePayload = 1 << 30
 )
 

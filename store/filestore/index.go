@@ -144,16 +144,11 @@ func (sc *blockScan) add(off int, r *record, intern func([]byte) string) {
 	}
 }
 
-// scanBody is scanBodyWith for a plaintext stream.
-func scanBody(body []byte, compressed bool, intern func([]byte) string) blockScan {
-	return scanBodyWith(body, compressed, nil, intern)
-}
-
-// scanBodyWith reads the records of a block body. For an uncompressed body
+// scanBody reads the records of a block body. For an uncompressed body
 // offsets are positions in body; a compressed body is decoded chunk by
 // chunk. k opens sealed records (nil for a plaintext stream). intern turns
 // subject bytes into a string.
-func scanBodyWith(body []byte, compressed bool, k *sealer, intern func([]byte) string) blockScan {
+func scanBody(body []byte, compressed bool, k *sealer, intern func([]byte) string) blockScan {
 	var sc blockScan
 	if !compressed {
 		sc.res = scanOpen(body, k, func(off int, r *record) { sc.add(off, r, intern) })
@@ -401,17 +396,11 @@ func parseIndex(b []byte, intern func([]byte) string) (indexMeta, blockScan, err
 	return meta, sc, nil
 }
 
-// writeIndex writes the index file for block id of a plaintext stream
-// atomically: a temporary file, fsync, then rename (the FS makes the
-// rename durable).
-func writeIndex(fsys vfs.FS, dir string, meta indexMeta, sc *blockScan) error {
-	return writeIndexWith(fsys, dir, nil, meta, sc)
-}
-
-// writeIndexWith is writeIndex for a stream sealed with k (nil:
-// plaintext): the index files of a sealed stream are sealed whole, since
-// they hold the subjects.
-func writeIndexWith(fsys vfs.FS, dir string, k *sealer, meta indexMeta, sc *blockScan) error {
+// writeIndex writes the index file for block id atomically: a temporary
+// file, fsync, then rename (the FS makes the rename durable). The index
+// files of a stream sealed with k (nil: plaintext) are sealed whole,
+// since they hold the subjects.
+func writeIndex(fsys vfs.FS, dir string, k *sealer, meta indexMeta, sc *blockScan) error {
 	name := indexName(dir, meta.id)
 	data := appendIndex(nil, meta, sc)
 	if k != nil {

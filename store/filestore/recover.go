@@ -161,7 +161,7 @@ func (s *Stream) recover() error {
 				continue
 			}
 			meta.tailSum = sum
-			if writeIndexWith(s.fsys, s.dir, s.key, meta, sc) == nil {
+			if writeIndex(s.fsys, s.dir, s.key, meta, sc) == nil {
 				b.needIndex = false
 			}
 		}
@@ -230,7 +230,7 @@ func (s *Stream) openBlock(id uint32, last, hasIndex bool, intern func([]byte) s
 		if _, err := f.ReadAt(body, blockHeaderLen+covered); err != nil && !errors.Is(err, io.EOF) {
 			return fail(err)
 		}
-		tail := scanBodyWith(body, b.compressed(), s.key, intern)
+		tail := scanBody(body, b.compressed(), s.key, intern)
 		if sc == nil {
 			sc = &tail
 			s.report.ScannedBlocks++
@@ -417,7 +417,7 @@ func (s *Stream) rereadMsgs(b *block, intern func([]byte) string) []scannedMsg {
 		return nil
 	}
 	b.needIndex = true
-	full := scanBodyWith(body, b.compressed(), s.key, intern)
+	full := scanBody(body, b.compressed(), s.key, intern)
 	return full.msgs
 }
 
@@ -499,7 +499,7 @@ func (s *Stream) writeIndexFrom(f vfs.File, meta indexMeta, sc *blockScan) error
 		return fmt.Errorf("filestore: read block %d: %w", meta.id, err)
 	}
 	meta.tailSum = sum
-	if err := writeIndexWith(s.fsys, s.dir, s.key, meta, sc); err != nil {
+	if err := writeIndex(s.fsys, s.dir, s.key, meta, sc); err != nil {
 		return fmt.Errorf("filestore: index of block %d: %w", meta.id, err)
 	}
 	return nil
@@ -519,7 +519,7 @@ func (s *Stream) buildIndexFile(f vfs.File, meta indexMeta) error {
 		return fmt.Errorf("filestore: read block %d: %w", meta.id, err)
 	}
 	names := make(map[string]string)
-	sc := scanBodyWith(body, meta.flags&flagS2 != 0, s.key, func(p []byte) string {
+	sc := scanBody(body, meta.flags&flagS2 != 0, s.key, func(p []byte) string {
 		if n, ok := names[string(p)]; ok {
 			return n
 		}
@@ -533,7 +533,7 @@ func (s *Stream) buildIndexFile(f vfs.File, meta indexMeta) error {
 	if lo, hi := tailRange(meta.fileSize); lo < hi {
 		meta.tailSum = crc32.Checksum(body[lo-blockHeaderLen:], crcTable)
 	}
-	if err := writeIndexWith(s.fsys, s.dir, s.key, meta, &sc); err != nil {
+	if err := writeIndex(s.fsys, s.dir, s.key, meta, &sc); err != nil {
 		return fmt.Errorf("filestore: index of block %d: %w", meta.id, err)
 	}
 	return nil
