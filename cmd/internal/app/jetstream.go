@@ -1,7 +1,11 @@
 package app
 
 import (
+	"errors"
+	"fmt"
+
 	"github.com/leafbox/leafbox/core/server"
+	"github.com/leafbox/leafbox/store/filestore"
 	"github.com/leafbox/leafbox/store/jetstream"
 )
 
@@ -32,3 +36,18 @@ func (b busConn) PublishAs(route, shown, reply string, hdr, data []byte) int {
 
 // HasInterest implements jetstream.Bus.
 func (b busConn) HasInterest(subject string) bool { return b.conn.HasInterest(subject) }
+
+// keyFailure returns the first restore failure caused by the encryption
+// key (a wrong key, or an encrypted store and no key), naming its stream
+// and consumer, or nil.
+func keyFailure(fails []jetstream.RestoreFailure) error {
+	for _, f := range fails {
+		if errors.Is(f.Err, filestore.ErrWrongKey) || errors.Is(f.Err, filestore.ErrNoKey) {
+			if f.Consumer != "" {
+				return fmt.Errorf("stream %s consumer %s: %w", f.Stream, f.Consumer, f.Err)
+			}
+			return fmt.Errorf("stream %s: %w", f.Stream, f.Err)
+		}
+	}
+	return nil
+}
