@@ -78,6 +78,7 @@ type ConsumerStore struct {
 	// frames are accepted during replay: encryption was just turned on.
 	key     *sealer
 	convert bool
+	newKey  bool
 
 	stop     chan struct{}
 	done     chan struct{}
@@ -128,7 +129,7 @@ func OpenConsumerStoreConfig(fsys vfs.FS, dir string, cfg ConsumerConfig) (*Cons
 	if err != nil {
 		return nil, err
 	}
-	c.key, c.convert = dk.sealer, dk.convert
+	c.key, c.convert, c.newKey = dk.sealer, dk.convert, dk.created
 	f, err := fsys.OpenFile(name, os.O_RDWR|os.O_CREATE, vfs.PermFile)
 	if err != nil {
 		return nil, fmt.Errorf("filestore: %w", err)
@@ -136,6 +137,9 @@ func OpenConsumerStoreConfig(fsys vfs.FS, dir string, cfg ConsumerConfig) (*Cons
 	c.f = f
 	if err := c.replay(); err != nil {
 		c.f.Close()
+		if errors.Is(err, errLostKey) {
+			dk.discard(fsys)
+		}
 		return nil, err
 	}
 	if c.convert {
@@ -176,6 +180,9 @@ func (c *ConsumerStore) replay() error {
 		}
 		if err == nil {
 			err = applyFrame(&c.state, kind, payload)
+		}
+		if errors.Is(err, errLostKey) {
+			return fmt.Errorf("filestore: %s: %w", c.dir, err)
 		}
 		if err != nil {
 			break
@@ -578,6 +585,8 @@ func appendSealedFrame(dst []byte, k *sealer, kind uint8, payload []byte) []byte
 func (c *ConsumerStore) openPayload(hdr, payload []byte) ([]byte, error) {
 	sealed := hdr[3]&frameSealed != 0
 	switch {
+	case sealed && c.newKey:
+		return nil, errLostKey
 	case sealed && c.key != nil:
 		return c.key.open(nil, payload, hdr)
 	case sealed:

@@ -1,6 +1,7 @@
 package filestore
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -50,7 +51,10 @@ func (s *Stream) openKey() error {
 		return nil
 	}
 	for _, id := range ids {
-		if err := s.convertBlock(id); err != nil {
+		if err := s.convertBlock(id, dk.created); err != nil {
+			if errors.Is(err, errLostKey) {
+				dk.discard(s.fsys)
+			}
 			return err
 		}
 	}
@@ -76,7 +80,7 @@ func (s *Stream) blockIDs() ([]uint32, error) {
 // convertBlock seals the plaintext messages of block file id. Records
 // that fail their checks are dropped and counted as recovery would; a
 // block with no plaintext message is left alone.
-func (s *Stream) convertBlock(id uint32) error {
+func (s *Stream) convertBlock(id uint32, newKey bool) error {
 	name := blockName(s.dir, id)
 	file, err := readFile(s.fsys, name)
 	if err != nil {
@@ -92,8 +96,11 @@ func (s *Stream) convertBlock(id uint32) error {
 	}
 	body := file[blockHeaderLen:]
 	var out []byte
-	plain := 0
+	plain, sealed := 0, 0
 	visit := func(r *record, rec []byte) {
+		if r.kind == kindSealed {
+			sealed++
+		}
 		if r.kind == kindMsg {
 			out = appendSealedRecord(out, s.key, r.seq, r.ts, r.ttl, string(r.subject), r.header, r.data)
 			plain++
@@ -108,6 +115,9 @@ func (s *Stream) convertBlock(id uint32) error {
 		})
 	} else {
 		res = scanRecords(body, func(off int, r *record) { visit(r, body[off:off+r.len()]) })
+	}
+	if sealed > 0 && newKey {
+		return fmt.Errorf("filestore: %s: block %d: %w", s.dir, id, errLostKey)
 	}
 	if plain == 0 && h.flags&flagS2 == 0 {
 		return nil

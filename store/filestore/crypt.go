@@ -378,8 +378,22 @@ type dirKey struct {
 	// must be converted before use; the key file says so until
 	// finishConversion.
 	convert bool
+	// created says the key file was made by this open: sealed data
+	// found now belongs to a key that is lost (see errLostKey).
+	created bool
 	name    string
 	kf      keyFile
+}
+
+// errLostKey is returned when a directory without a data key file holds
+// sealed data: its key file was removed, and the data cannot be opened.
+var errLostKey = fmt.Errorf("%w (its data key file is missing: restore it from a backup)", ErrNoKey)
+
+// discard removes a key file this open created, after errLostKey.
+func (dk *dirKey) discard(fsys vfs.FS) {
+	if dk.created {
+		_ = removeIfExists(fsys, dk.name)
+	}
 }
 
 // loadDirKey opens the data key file keyName in dir for enc, or creates
@@ -400,6 +414,7 @@ func loadDirKey(fsys vfs.FS, dir, keyName string, enc Encryption, exists bool) (
 		if err := writeKeyFile(fsys, name, dk.kf, enc.Key); err != nil {
 			return dk, err
 		}
+		dk.created = true
 	case err != nil:
 		return dk, fmt.Errorf("filestore: %s: %w", name, err)
 	case !enc.Enabled():

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leafbox/leafbox/core/require"
 	"github.com/leafbox/leafbox/store"
 	"github.com/leafbox/leafbox/store/filestore"
 	"github.com/leafbox/leafbox/store/storetest"
@@ -535,5 +536,54 @@ func BenchmarkCryptStoreLoad(b *testing.B) {
 			}
 			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "msgs/s")
 		})
+	}
+}
+
+// TestCryptLostKeyFileRefused removes stream.key (consumer.key) from an
+// encrypted directory: Open refuses it instead of keying it anew and
+// dropping every sealed record as corrupt, and leaves nothing changed, so
+// restoring the file brings everything back.
+func TestCryptLostKeyFileRefused(t *testing.T) {
+	mem := vfs.NewStrictMem()
+	cfg := filestore.Config{BlockSize: 512, Encryption: testEncryption(filestore.CipherChaCha)}
+	s := mustOpen(t, mem, "s", cfg)
+	var acked []storetest.AckedMsg
+	for i := range 30 {
+		acked, _ = storeAcked(s, i, acked)
+	}
+	s.Close()
+	key := readAll(t, mem, "s/stream.key")
+	require.NoError(t, mem.Remove("s/stream.key"))
+	before := files(t, mem, "s")
+	if _, err := filestore.Open(mem, "s", cfg); !errors.Is(err, filestore.ErrNoKey) || !strings.Contains(err.Error(), "data key file is missing") {
+		t.Fatalf("Open without stream.key: %v", err)
+	}
+	if after := files(t, mem, "s"); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Fatalf("files changed: %v, were %v", after, before)
+	}
+	writeAll(t, mem, "s/stream.key", key)
+	s = mustOpen(t, mem, "s", cfg)
+	storetest.CheckPrefix(t, acked, s)
+
+	ccfg := filestore.ConsumerConfig{Encryption: cfg.Encryption}
+	cs, err := filestore.OpenConsumerStoreConfig(mem, "c", ccfg)
+	require.NoError(t, err)
+	st := &store.ConsumerState{Delivered: store.SequencePair{Consumer: 3, Stream: 3}, AckFloor: store.SequencePair{Consumer: 1, Stream: 1}}
+	require.NoError(t, cs.Update(st))
+	cs.Close()
+	ckey := readAll(t, mem, "c/consumer.key")
+	require.NoError(t, mem.Remove("c/consumer.key"))
+	if _, err := filestore.OpenConsumerStoreConfig(mem, "c", ccfg); !errors.Is(err, filestore.ErrNoKey) {
+		t.Fatalf("OpenConsumerStore without consumer.key: %v", err)
+	}
+	if _, err := mem.Stat("c/consumer.key"); err == nil {
+		t.Fatal("a new consumer.key was left behind")
+	}
+	writeAll(t, mem, "c/consumer.key", ckey)
+	cs, err = filestore.OpenConsumerStoreConfig(mem, "c", ccfg)
+	require.NoError(t, err)
+	defer cs.Close()
+	if got, _ := cs.State(); got.AckFloor != st.AckFloor || got.Delivered != st.Delivered {
+		t.Fatalf("state %+v, want %+v", got, st)
 	}
 }
