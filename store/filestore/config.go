@@ -116,12 +116,17 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// String shows the effective settings.
+// String shows the effective settings; of the encryption only the
+// cipher, when set.
 func (c Config) String() string {
 	c = c.withDefaults()
 	sync := "always"
 	if c.SyncInterval > 0 {
 		sync = c.SyncInterval.String()
 	}
-	return fmt.Sprintf("block_size=%d sync=%s compression=%s index_cache=%d cipher=%s", c.BlockSize, sync, c.Compression, max(c.IndexCache, 0), c.Encryption.Cipher)
+	out := fmt.Sprintf("block_size=%d sync=%s compression=%s index_cache=%d", c.BlockSize, sync, c.Compression, max(c.IndexCache, 0))
+	if c.Encryption.Enabled() {
+		out += " cipher=" + c.Encryption.Cipher.String()
+	}
+	return out
 }
