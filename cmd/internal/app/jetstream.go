@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/leafbox/leafbox/cmd/internal/config"
 	"github.com/leafbox/leafbox/core/server"
 	"github.com/leafbox/leafbox/store/filestore"
 	"github.com/leafbox/leafbox/store/jetstream"
@@ -50,4 +51,20 @@ func keyFailure(fails []jetstream.RestoreFailure) error {
 		}
 	}
 	return nil
+}
+
+// storeEncryption is the file store's encryption at rest from the
+// jetstream block (cipher, key, key_file, $LEAFBOX_JS_KEY); it reads the
+// key file.
+func storeEncryption(c *config.Config) (filestore.Encryption, error) {
+	e, err := c.JetStream.Encryption()
+	if err != nil {
+		return filestore.Encryption{}, err
+	}
+	cipher, err := filestore.ParseCipher(e.Cipher)
+	if err != nil {
+		return filestore.Encryption{}, err
+	}
+	enc := filestore.Encryption{Cipher: cipher, Key: e.Key, PrevKey: e.PrevKey}
+	return enc, enc.Validate()
 }

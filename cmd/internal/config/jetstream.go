@@ -6,7 +6,6 @@ import (
 	"os"
 	"strings"
 
-	"github.com/leafbox/leafbox/store/filestore"
 	"github.com/leafbox/leafbox/store/jsapi"
 	"go.yaml.in/yaml/v3"
 )
@@ -131,15 +130,41 @@ func (v *validator) jetStream() {
 	v.jetStreamCipher(js)
 }
 
+// MinKeyLen is the shortest JetStream encryption key accepted (the file
+// store's own minimum).
+const MinKeyLen = 16
+
+// cipherName returns the canonical name of a jetstream.cipher value:
+// "chachapoly", "aes", or "" for none.
+func cipherName(s string) (string, bool) {
+	switch strings.ToLower(s) {
+	case "", "none":
+		return "", true
+	case "chachapoly", "chacha", "chacha20poly1305":
+		return "chachapoly", true
+	case "aes", "aes-gcm", "aesgcm":
+		return "aes", true
+	}
+	return "", false
+}
+
+// Encryption is the resolved encryption at rest of the file store.
+type Encryption struct {
+	// Cipher is "chachapoly", "aes", or "" (plaintext).
+	Cipher string
+	// Key and PrevKey are the server key and the one it replaces.
+	Key, PrevKey []byte
+}
+
 // jetStreamCipher checks the encryption keys: a known cipher, exactly one
 // key source, a key long enough. Errors never show a key.
 func (v *validator) jetStreamCipher(js *JetStreamConfig) {
-	c, err := filestore.ParseCipher(strings.ToLower(js.Cipher))
-	if err != nil {
+	c, ok := cipherName(js.Cipher)
+	if !ok {
 		v.errf("jetstream.cipher", "%q is not a cipher: want chachapoly or aes", js.Cipher)
 		return
 	}
-	if c == filestore.CipherNone {
+	if c == "" {
 		switch {
 		case js.Key != "":
 			v.errf("jetstream.key", "set but jetstream.cipher is not: set cipher: chachapoly (or aes) to encrypt")
@@ -169,15 +194,18 @@ func (v *validator) jetStreamCipher(js *JetStreamConfig) {
 // Encryption returns the file store's encryption settings: the cipher and
 // the key from key, key_file or $LEAFBOX_JS_KEY, in that order. It reads
 // key_file. Errors name the source, never the key.
-func (js *JetStreamConfig) Encryption() (filestore.Encryption, error) {
+func (js *JetStreamConfig) Encryption() (Encryption, error) {
 	if js == nil {
-		return filestore.Encryption{}, nil
+		return Encryption{}, nil
 	}
-	c, err := filestore.ParseCipher(strings.ToLower(js.Cipher))
-	if err != nil || c == filestore.CipherNone {
-		return filestore.Encryption{}, err
+	c, ok := cipherName(js.Cipher)
+	if !ok {
+		return Encryption{}, fmt.Errorf("%q is not a cipher: want chachapoly or aes", js.Cipher)
 	}
-	enc := filestore.Encryption{Cipher: c}
+	if c == "" {
+		return Encryption{}, nil
+	}
+	enc := Encryption{Cipher: c}
 	source := "jetstream.key"
 	switch {
 	case js.Key != "":
@@ -195,13 +223,13 @@ func (js *JetStreamConfig) Encryption() (filestore.Encryption, error) {
 	default:
 		return enc, fmt.Errorf("cipher %s needs a key: set jetstream.key, jetstream.key_file or $%s", c, KeyEnv)
 	}
-	if len(enc.Key) < filestore.MinKeyLen {
-		return enc, fmt.Errorf("the key in %s is %d bytes, want at least %d (e.g. openssl rand -hex 32)", source, len(enc.Key), filestore.MinKeyLen)
+	if len(enc.Key) < MinKeyLen {
+		return enc, fmt.Errorf("the key in %s is %d bytes, want at least %d (e.g. openssl rand -hex 32)", source, len(enc.Key), MinKeyLen)
 	}
 	if js.PrevKey != "" {
 		enc.PrevKey = []byte(js.PrevKey)
-		if len(enc.PrevKey) < filestore.MinKeyLen {
-			return enc, fmt.Errorf("jetstream.prev_key is %d bytes, want at least %d", len(enc.PrevKey), filestore.MinKeyLen)
+		if len(enc.PrevKey) < MinKeyLen {
+			return enc, fmt.Errorf("jetstream.prev_key is %d bytes, want at least %d", len(enc.PrevKey), MinKeyLen)
 		}
 	}
 	return enc, nil
