@@ -101,8 +101,15 @@ func TestCrashEveryWrite(t *testing.T) {
 // concurrently (group commit): every acknowledged message survives, and
 // every recovered message is one that was stored.
 func TestCrashConcurrentWriters(t *testing.T) {
+	for _, enc := range []filestore.Encryption{{}, testEncryption(filestore.CipherChaCha)} {
+		t.Run(enc.String(), func(t *testing.T) {
+			crashConcurrentWriters(t, filestore.Config{BlockSize: 600, Encryption: enc})
+		})
+	}
+}
+
+func crashConcurrentWriters(t *testing.T, cfg filestore.Config) {
 	const writers, each = 8, 8
-	cfg := filestore.Config{BlockSize: 600}
 	for k := 0; ; k += 3 {
 		run := newCrashRun(k)
 		var mu sync.Mutex

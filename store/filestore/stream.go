@@ -105,7 +105,11 @@ var _ store.Stream = (*Stream)(nil)
 // none, and recovers it: torn tails are truncated, corrupt records and
 // blocks are skipped and counted (see Recovered), index files that are
 // missing or stale are rebuilt from the blocks. Corruption never makes
-// Open fail; I/O errors and an invalid cfg (store.ErrInvalidConfig) do.
+// Open fail; I/O errors and an invalid cfg (store.ErrInvalidConfig) do,
+// and so do a key that does not open stream.key (ErrWrongKey) and an
+// encrypted stream opened without a cipher (ErrNoKey). With
+// cfg.Encryption set on a plaintext stream, Open converts it first (see
+// Report.ConvertedBlocks).
 func Open(fsys vfs.FS, dir string, cfg Config) (*Stream, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
