@@ -14,7 +14,8 @@
 //	*.tmp            half-written replacements, removed by Open
 //	stream.key       the sealed data key of an encrypted stream
 //
-// A consumer store owns a directory holding consumer.log.
+// A consumer store owns a directory holding consumer.log (and, encrypted,
+// consumer.key).
 //
 // # Block format (format version 1)
 //
