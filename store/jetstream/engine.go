@@ -71,6 +71,11 @@ type Config struct {
 	// and stores nothing. The app sets it to shed new work under memory
 	// pressure.
 	RefusePublish func() bool
+	// ServerName names the server in API audit advisories.
+	ServerName string
+	// Account names the account the Bus is bound to in API audit
+	// advisories; empty is the global account "$G".
+	Account string
 }
 
 // Engine is a JetStream engine bound to one account's Bus. Create it with
@@ -96,6 +101,14 @@ type Engine struct {
 
 	apiTotal  atomic.Uint64
 	apiErrors atomic.Uint64
+
+	// advisories counts the advisories published, by kind (advisory.go).
+	advisories [numAdvisoryKinds]atomic.Uint64
+	// audit holds the requests being served while API audits have a
+	// listener; auditing is how many, so respond skips the lookup when
+	// nobody listens.
+	audit    audits
+	auditing atomic.Int64
 }
 
 // New returns an engine that is not yet started.
@@ -229,6 +242,8 @@ type Stats struct {
 	APILevel            int
 	// Domain is the configured domain.
 	Domain string
+	// Advisories counts the advisories published, per type.
+	Advisories []AdvisoryCount
 }
 
 // Stats returns a snapshot of the engine's usage.
@@ -236,6 +251,7 @@ func (e *Engine) Stats() Stats {
 	st := Stats{
 		MaxMemory: e.cfg.MaxMemory, MaxStore: e.cfg.MaxStore, Domain: e.cfg.Domain,
 		APITotal: e.apiTotal.Load(), APIErrors: e.apiErrors.Load(), APILevel: apiLevel,
+		Advisories: e.advisoryCounts(),
 	}
 	for _, s := range e.sortedStreams() {
 		cfg, ss, nc := s.snapshot()

@@ -173,6 +173,7 @@ func Build(cfg *config.Config, flags Flags) (*App, error) {
 		if shed != nil {
 			jc.RefusePublish = shed.refusePublish
 		}
+		jc.ServerName = srv.Name() // for API audit advisories
 		a.js, err = jetstream.New(jc, busConn{a.jsBus})
 		if err != nil {
 			a.jsBus.Close()

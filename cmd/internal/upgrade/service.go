@@ -78,11 +78,13 @@ type varzDoc struct {
 // WaitHealthy waits up to timeout until the leafbox svc last started
 // answers /healthz with 200 and its /varz start is not before since (so
 // that an old process still answering does not count). It returns the
-// version it reports, or the last problem seen.
+// version it reports, or the last problem seen. When the new process
+// did answer but a later try got no answer at all (a loaded machine), the
+// error names the answer first: it says more than a timeout does.
 func WaitHealthy(ctx context.Context, svc Service, since time.Time, timeout time.Duration) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	last := "no answer yet"
+	last, answer := "no answer yet", ""
 	tick := time.NewTicker(healthPoll)
 	defer tick.Stop()
 	for {
@@ -91,15 +93,21 @@ func WaitHealthy(ctx context.Context, svc Service, since time.Time, timeout time
 		}
 		if base := svc.MonitorURL(); base == "" {
 			last = "its monitoring address is not known yet (no ports file)"
-		} else if v, problem := probe(ctx, base, since); problem == "" {
+		} else if v, problem, answered := probe(ctx, base, since); problem == "" {
 			return v, nil
 		} else if ctx.Err() == nil {
 			last = problem // not the deadline's cut of a request under way
+			if answered {
+				answer = problem
+			}
 		}
 		select {
 		case <-ctx.Done():
 			if err := svc.Exited(); err != nil {
 				return "", fmt.Errorf("the new leafbox exited: %w", err)
+			}
+			if answer != "" && answer != last {
+				return "", fmt.Errorf("not healthy within %v: %s (then no answer: %s)", timeout, answer, last)
 			}
 			return "", fmt.Errorf("not healthy within %v: %s", timeout, last)
 		case <-tick.C:
@@ -108,8 +116,8 @@ func WaitHealthy(ctx context.Context, svc Service, since time.Time, timeout time
 }
 
 // probe asks base's /varz and /healthz; it returns the version, or what
-// is wrong.
-func probe(ctx context.Context, base string, since time.Time) (string, string) {
+// is wrong and whether the new process answered HTTP at all.
+func probe(ctx context.Context, base string, since time.Time) (string, string, bool) {
 	get := func(path string) (int, []byte, error) {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(base, "/")+path, nil)
 		if err != nil {
@@ -125,23 +133,23 @@ func probe(ctx context.Context, base string, since time.Time) (string, string) {
 	}
 	code, body, err := get("/varz")
 	if err != nil {
-		return "", "GET /varz: " + err.Error()
+		return "", "GET /varz: " + err.Error(), false
 	}
 	var v varzDoc
 	if code != http.StatusOK || json.Unmarshal(body, &v) != nil {
-		return "", fmt.Sprintf("GET /varz: status %d", code)
+		return "", fmt.Sprintf("GET /varz: status %d", code), true
 	}
 	if v.Start.Before(since) {
-		return "", "the old process still answers (started " + v.Start.Format(time.RFC3339) + ")"
+		return "", "the old process still answers (started " + v.Start.Format(time.RFC3339) + ")", false
 	}
 	code, body, err = get("/healthz")
 	if err != nil {
-		return "", "GET /healthz: " + err.Error()
+		return "", "GET /healthz: " + err.Error(), false
 	}
 	if code != http.StatusOK {
-		return "", fmt.Sprintf("/healthz: %d %s", code, strings.TrimSpace(string(body)))
+		return "", fmt.Sprintf("/healthz: %d %s", code, strings.TrimSpace(string(body))), true
 	}
-	return v.Version, ""
+	return v.Version, "", true
 }
 
 // portsFile is what WaitHealthy reads of a ports file (leafbox run

@@ -4,8 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -145,4 +150,43 @@ func FuzzParseSignature(f *testing.F) {
 			t.Fatalf("a signature of %d bytes parsed", len(s.Sig))
 		}
 	})
+}
+
+// stallingService is a Service whose monitoring server answers /healthz
+// 503 once and then stops answering (a loaded machine, a wedged process).
+type stallingService struct{ url string }
+
+func (s stallingService) String() string                { return "stalling" }
+func (s stallingService) Restart(context.Context) error { return nil }
+func (s stallingService) Exited() error                 { return nil }
+func (s stallingService) MonitorURL() string            { return s.url }
+
+func TestWaitHealthyNamesTheAnswerBeforeATimeout(t *testing.T) {
+	since := time.Now()
+	var answered atomic.Bool
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if answered.Load() {
+			<-release // no answer: the probe's own timeout ends the request
+			return
+		}
+		switch r.URL.Path {
+		case "/varz":
+			_, _ = fmt.Fprintf(w, `{"start":%q,"leafbox_version":"v1"}`, time.Now().Format(time.RFC3339Nano))
+		case "/healthz":
+			answered.Store(true)
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte(`{"status":"unavailable"}`))
+		}
+	}))
+	defer srv.Close()
+	defer close(release)
+	_, err := WaitHealthy(context.Background(), stallingService{srv.URL}, since, 2500*time.Millisecond)
+	if err == nil {
+		t.Fatal("a service that never answered 200 counted as healthy")
+	}
+	msg := err.Error()
+	if !strings.HasPrefix(msg, "not healthy within 2.5s: /healthz: 503 ") || !strings.Contains(msg, "(then no answer: GET /varz: ") {
+		t.Fatalf("error %q does not name the 503 first and the later silence after it", msg)
+	}
 }
