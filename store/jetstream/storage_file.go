@@ -31,6 +31,9 @@ func (e *Engine) openFileStream(cfg *jsapi.StreamConfig, sc store.Config, dir st
 	if r := st.Recovered(); r.Lost() || r.TruncatedBytes > 0 {
 		e.log.Warn("jetstream: stream store recovered", "stream", cfg.Name, "report", r.String())
 	}
+	if r := st.Recovered(); r.ConvertedBlocks > 0 {
+		e.log.Info("jetstream: stream store encrypted", "stream", cfg.Name, "blocks", r.ConvertedBlocks, "cipher", e.cfg.Encryption.Cipher.String())
+	}
 	return st, nil
 }
 
