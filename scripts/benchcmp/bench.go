@@ -98,7 +98,8 @@ func (w workload) describe(only map[string]bool) []string {
 // describeStore returns the workload line of the file store rows.
 func (w workload) describeStore() string {
 	return fmt.Sprintf("File store: each round starts a new server of each kind with its default sync; `nats bench js pub async --batch 500 --storage file` writes %s messages of %d B into a new stream; "+
-		"VmRSS, read once steady, is the \"RSS with %s stored %d B msgs\" row; then `nats bench js consume` (a durable pull consumer, explicit acks, 500 outstanding) reads the first %s of them for the pull consume row",
+		"VmRSS, read once steady, is the \"RSS with %s stored %d B msgs\" row; then `nats bench js consume` (a durable pull consumer, explicit acks, 500 outstanding) reads the first %s of them for the pull consume row; "+
+		"the \"encrypted (chachapoly)\" rows repeat this on servers whose jetstream configuration sets `cipher: chachapoly` and a key (nats-server's jetstream block, leafbox's jetstream.cipher and jetstream.key)",
 		groupThousands(int64(w.StoreMsgs)), w.StoreSize, groupThousands(int64(w.StoreMsgs)), w.StoreSize, groupThousands(int64(w.StoreConsume)))
 }
 
@@ -238,6 +239,7 @@ type scenario struct {
 	storage string   // storage is storageFile or storageMemory (JetStream kinds).
 	sync    syncMode // sync is the JetStream sync mode of both servers.
 	fresh   bool     // fresh runs each side on a server started for the run alone.
+	cipher  string   // cipher encrypts the store of both (fresh) servers: jetstream cipher and benchKey.
 
 	compression string    // compression is the gateway's leafnode compression (leaf kinds).
 	link        linkShape // link shapes the proxied link (kindLeafShaped).
@@ -329,6 +331,11 @@ func scenarios(w workload) []scenario {
 			rate(fmt.Sprintf("file store: async publish %d B, default sync", w.StoreSize), orderJSAsync+1),
 			rss(fmt.Sprintf("file store: RSS with %s stored %d B msgs", groupThousands(int64(w.StoreMsgs)), w.StoreSize), orderMemory+1),
 			rate(fmt.Sprintf("file store: pull consume %d B, durable, explicit acks", w.StoreSize), orderJSConsume),
+		}},
+		{slug: "storecrypt", grp: groupStore, kind: kindJSStored, size: w.StoreSize, msgs: w.StoreMsgs, consume: w.StoreConsume, storage: storageFile, fresh: true, cipher: "chachapoly", metrics: []metric{
+			rate(fmt.Sprintf("file store: async publish %d B, default sync, encrypted (chachapoly)", w.StoreSize), orderJSAsync+1),
+			rss(fmt.Sprintf("file store: RSS with %s stored %d B msgs, encrypted (chachapoly)", groupThousands(int64(w.StoreMsgs)), w.StoreSize), orderMemory+1),
+			rate(fmt.Sprintf("file store: pull consume %d B, durable, explicit acks, encrypted (chachapoly)", w.StoreSize), orderJSConsume),
 		}},
 		{slug: "storereopen", grp: groupStore, kind: kindJSReopen, size: w.StoreSize, msgs: w.StoreReopen, storage: storageFile, fresh: true, metrics: []metric{
 			{Name: fmt.Sprintf("file store: start-up with %s stored %d B msgs", groupThousands(int64(w.StoreReopen)), w.StoreSize), Unit: unitMillis, Better: lowerIsBetter, Order: orderMemory + 1},
@@ -646,7 +653,7 @@ func (m *measurer) runRounds(ctx context.Context, f *fleet, scs []scenario, roun
 // side's shared server for sc's sync mode otherwise.
 func (m *measurer) server(ctx context.Context, f *fleet, sc scenario, side int) (*server, func(), error) {
 	if sc.fresh {
-		s, err := f.freshServer(ctx, side, sc.sync)
+		s, err := f.freshServer(ctx, side, sc.sync, sc.cipher)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -86,6 +86,9 @@ type verifiedBlock struct {
 // and counts what it holds. It fails only on I/O errors; everything it
 // finds wrong with the data is a Problem in the report.
 func Verify(fsys vfs.FS, dir string) (*VerifyReport, error) {
+	if err := refuseEncrypted(fsys, dir, streamKeyName); err != nil {
+		return nil, err
+	}
 	r := &VerifyReport{Dir: dir}
 	ents, err := fsys.ReadDir(dir)
 	if err != nil {
@@ -159,7 +162,7 @@ func Verify(fsys vfs.FS, dir string) (*VerifyReport, error) {
 		}
 		hdr, herr := parseBlockHeader(data)
 		compressed := herr == nil && hdr.flags&flagS2 != 0
-		sc := scanBody(data[blockHeaderLen:], compressed, func(b []byte) string { return string(b) })
+		sc := scanBody(data[blockHeaderLen:], compressed, nil, func(b []byte) string { return string(b) })
 		for _, m := range sc.msgs {
 			if deleted(tombs, m.seq) {
 				continue
@@ -209,7 +212,7 @@ func (r *VerifyReport) verifyBlock(fsys vfs.FS, b verifiedBlock, last bool, idx 
 		return nil, hdr, nil
 	}
 	compressed := herr == nil && hdr.flags&flagS2 != 0
-	sc := scanBody(data[blockHeaderLen:], compressed, func(b []byte) string { return string(b) })
+	sc := scanBody(data[blockHeaderLen:], compressed, nil, func(b []byte) string { return string(b) })
 	r.Records += len(sc.msgs) + len(sc.tombs)
 	if sc.res.corruptRecords > 0 {
 		r.problem(b.name, true, fmt.Sprintf("%d corrupt records (%d bytes) between good ones", sc.res.corruptRecords, sc.res.corruptBytes))
@@ -323,6 +326,9 @@ func (r *ConsumerVerifyReport) Damaged() bool { return anyDamage(r.Problems) }
 // VerifyConsumer replays the consumer log in dir as OpenConsumerStore
 // does, without repairing it. A missing log is reported, not an error.
 func VerifyConsumer(fsys vfs.FS, dir string) (*ConsumerVerifyReport, error) {
+	if err := refuseEncrypted(fsys, dir, consumerKeyName); err != nil {
+		return nil, err
+	}
 	r := &ConsumerVerifyReport{Dir: dir}
 	name := filepath.Join(dir, consumerLogName)
 	if _, err := fsys.Stat(name + tmpExt); err == nil {
@@ -352,4 +358,18 @@ func VerifyConsumer(fsys vfs.FS, dir string) (*ConsumerVerifyReport, error) {
 		off += n
 	}
 	return r, nil
+}
+
+// ErrEncryptedVerify is Verify's answer for a directory encrypted at rest:
+// the offline checks read plaintext records and index files, so without
+// the key they would report every sealed file as damage.
+var ErrEncryptedVerify = errors.New("filestore: encrypted at rest: verify cannot check it without the key")
+
+// refuseEncrypted fails with ErrEncryptedVerify when dir holds the key
+// file keyName of an encrypted stream or consumer.
+func refuseEncrypted(fsys vfs.FS, dir, keyName string) error {
+	if _, err := fsys.Stat(filepath.Join(dir, keyName)); err == nil {
+		return fmt.Errorf("%s: %w", dir, ErrEncryptedVerify)
+	}
+	return nil
 }

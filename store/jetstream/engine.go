@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/leafbox/leafbox/core/sublist"
+	"github.com/leafbox/leafbox/store/filestore"
 	"github.com/leafbox/leafbox/store/jsapi"
 	"github.com/leafbox/leafbox/store/vfs"
 )
@@ -59,6 +60,10 @@ type Config struct {
 	// a publish is acked only once its message is durable (concurrent
 	// publishes share one fsync).
 	SyncInterval time.Duration
+	// Encryption seals the file streams and consumer state (see
+	// filestore.Encryption); a stream's S2 compression is then not
+	// applied, sealed records do not compress.
+	Encryption filestore.Encryption
 	// Logger receives warnings and errors; nil discards them.
 	Logger *slog.Logger
 	// RefusePublish, when set, is asked before each message is stored;
