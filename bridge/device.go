@@ -22,6 +22,9 @@ type DeviceStatus struct {
 	State string
 	// Polls counts complete polls (every read answered).
 	Polls uint64
+	// MissedPolls counts slots of the device's poll schedule that passed
+	// without a poll, because the one before overran.
+	MissedPolls uint64
 	// Timeouts, Exceptions and BadFrames count failed requests: no
 	// answer in time, a protocol exception, a malformed frame.
 	Timeouts, Exceptions, BadFrames uint64

@@ -346,11 +346,9 @@ func installUpgradePurge(t *testing.T, root, deb1, deb2 string) {
 		t.Errorf("leafbox version:\n%s", got)
 	}
 
-	// The unit in its installed place, with systemd's own units beside it.
-	verify := exec.Command("systemd-analyze", "verify", "--root="+root, "leafbox.service")
-	if out, err := verify.CombinedOutput(); err != nil || len(out) > 0 {
-		t.Errorf("systemd-analyze verify --root=%s leafbox.service: %v\n%s", root, err, out)
-	}
+	// Every unit the package ships, in its installed place, with systemd's
+	// own units beside it.
+	verifyUnits(t, root, packageUnits()...)
 
 	// As the service runs it: the leafbox user, the packaged conffile
 	// (read without --config), $STATE_DIRECTORY. It makes its identity
@@ -410,6 +408,71 @@ func installUpgradePurge(t *testing.T, root, deb1, deb2 string) {
 	if u, _ := r.user("leafbox"); u != uid {
 		t.Errorf("the leafbox user changed on purge: uid %d", u)
 	}
+}
+
+// packageUnits returns the systemd units the package ships, by name, as
+// wantPackageFiles lists them.
+func packageUnits() []string {
+	var units []string
+	for _, f := range wantPackageFiles {
+		path := f[strings.LastIndexByte(f, ' ')+1:]
+		if dir, name := filepath.Split(path); dir == "./lib/systemd/system/" && name != "" {
+			units = append(units, name)
+		}
+	}
+	return units
+}
+
+// rpiUnits are the units firmware/rpi/prepare-sd puts on a card's root
+// partition (TestRaspberryPiFirstBoot verifies them there).
+var rpiUnits = []string{"leafbox-firstboot.service"}
+
+// verifyUnits runs `systemd-analyze verify --root=root` on each unit,
+// installed in root, and wants it silent: no error and no warning.
+func verifyUnits(t *testing.T, root string, units ...string) {
+	t.Helper()
+	if len(units) == 0 {
+		t.Fatal("no units to verify")
+	}
+	for _, unit := range units {
+		out, err := exec.Command("systemd-analyze", "verify", "--root="+root, unit).CombinedOutput()
+		if err != nil || len(out) > 0 {
+			t.Errorf("systemd-analyze verify --root=%s %s: %v\n%s", root, unit, err, out)
+		} else {
+			t.Logf("systemd-analyze verify --root=%s %s: no error, no warning", root, unit)
+		}
+	}
+}
+
+// TestEveryUnitIsVerified fails when a systemd unit under firmware/ is
+// neither shipped by the package (verified by TestDebianPackages) nor put
+// on the card by the Raspberry Pi recipe (verified by
+// TestRaspberryPiFirstBoot): a new unit must be verified somewhere.
+func TestEveryUnitIsVerified(t *testing.T) {
+	verified := append(packageUnits(), rpiUnits...)
+	var found []string
+	err := filepath.WalkDir(filepath.Join(repoRoot(t), "firmware"), func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		switch filepath.Ext(path) {
+		case ".service", ".socket", ".timer", ".path", ".mount", ".target":
+			found = append(found, d.Name())
+			if !slices.Contains(verified, d.Name()) {
+				t.Errorf("%s is verified by no test: add it to wantPackageFiles (shipped) or rpiUnits (on the card)", path)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, unit := range verified {
+		if !slices.Contains(found, unit) {
+			t.Errorf("%s is listed as verified but no firmware/ file has that name", unit)
+		}
+	}
+	t.Logf("units under firmware/: %v", found)
 }
 
 // chrootEnv runs commands in a Debian root.

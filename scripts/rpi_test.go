@@ -82,6 +82,9 @@ func TestRaspberryPiFirstBoot(t *testing.T) {
 		t.Fatalf("first-boot unit not enabled: %q, %v", link, err)
 	}
 
+	// The card's units in their staged place, before first boot.
+	verifyUnits(t, root, rpiUnits...)
+
 	// First boot.
 	out := r.run("/usr/local/sbin/leafbox-firstboot")
 	t.Logf("first boot:\n%s", out)
@@ -105,6 +108,8 @@ func TestRaspberryPiFirstBoot(t *testing.T) {
 	if _, err := os.Lstat(filepath.Join(root, wants, "leafbox-firstboot.service")); !os.IsNotExist(err) {
 		t.Errorf("the first-boot unit is still enabled (%v)", err)
 	}
+	// The package's units as first boot installed them, beside the card's.
+	verifyUnits(t, root, append(packageUnits(), rpiUnits...)...)
 	// The service user reads the site configuration.
 	if out := r.asService("config", "check", "/etc/leafbox/leafbox.yaml"); !strings.Contains(out, "ok") {
 		t.Errorf("config check as the service user: %s", out)

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nkeys"
 )
 
 // bootTimeout bounds each wait on the booted container: its boot, a unit
@@ -259,10 +261,17 @@ func underSystemd(t *testing.T, root, deb1, deb2 string) {
 		return strings.Contains(c.journal(), `msg="starting leafbox" version="1.0.1 `)
 	})
 
+	// leafbox upgrade, as an admin runs it on the gateway while the
+	// service runs: a broken binary is rolled back, a good one stays.
+	upgradeUnderSystemd(t, c, deb1)
+
 	// Purge stops the service first (prerm) and removes the unit.
 	c.run("dpkg", "--purge", "leafbox")
 	if got := c.unit("LoadState", "ActiveState"); got["LoadState"] != "not-found" || got["ActiveState"] != "inactive" {
 		t.Errorf("after purge: %v, want not-found and inactive", got)
+	}
+	if _, err := os.Lstat(filepath.Join(root, "usr/bin/leafbox.prev")); !os.IsNotExist(err) {
+		t.Errorf("/usr/bin/leafbox.prev, kept by leafbox upgrade, is left after purge (%v)", err)
 	}
 	if !strings.Contains(c.journal(), `msg=stopped`) {
 		t.Errorf("no clean stop in the journal:\n%s", c.journal())
@@ -270,4 +279,99 @@ func underSystemd(t *testing.T, root, deb1, deb2 string) {
 	began = time.Now()
 	c.shutdown()
 	t.Logf("powered off in %v", time.Since(began).Round(100*time.Millisecond))
+}
+
+// upgradeUnderSystemd runs `leafbox upgrade` inside the booted container
+// (as root, outside the service's sandbox) while leafbox.service runs
+// version 1.0.1: first with a signed binary that exits at once (systemctl
+// restart fails, the old binary comes back and the unit runs it again),
+// then with deb1's binary (1.0.0), signed, which systemd restarts into;
+// /usr/bin/leafbox.prev keeps the one it replaced. The signatures are
+// made with `leafbox upgrade sign` in the container, by an operator key
+// the command trusts through --trusted-key.
+func upgradeUnderSystemd(t *testing.T, c *container, deb1 string) {
+	t.Helper()
+	op, err := nkeys.CreateOperator()
+	if err != nil {
+		t.Fatal(err)
+	}
+	opPub, _ := op.PublicKey()
+	seed, _ := op.Seed()
+	if err := os.WriteFile(filepath.Join(c.root, "root", "operator.nk"), seed, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// The broken ones: cmd/leafbox's fakeleafbox, static; `run` exits 3
+	// (broken) or serves a never-healthy monitor and never sends READY=1
+	// (hang).
+	for name, mode := range map[string]string{"broken": "exit", "hang": "hang"} {
+		build := exec.Command("go", "build", "-trimpath", "-ldflags", "-X main.mode="+mode, "-o", filepath.Join(c.root, "root", name),
+			"./cmd/leafbox/testdata/fakeleafbox")
+		build.Dir = repoRoot(t)
+		build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=")
+		if out, err := build.CombinedOutput(); err != nil {
+			t.Fatalf("build the %s binary: %v\n%s", name, err, out)
+		}
+	}
+	// The good one: the 1.0.0 package's binary.
+	x := t.TempDir()
+	output(t, "dpkg-deb", "--extract", deb1, x)
+	copyFile(t, filepath.Join(x, "usr", "bin", "leafbox"), filepath.Join(c.root, "root", "good"))
+	for _, f := range []string{"/root/broken", "/root/hang", "/root/good"} {
+		c.run("chmod", "0755", f)
+		c.run("leafbox", "upgrade", "sign", "--seed", "/root/operator.nk", f)
+	}
+	installed := sha256Of(t, filepath.Join(c.root, "usr", "bin", "leafbox"))
+	pid := c.unit("MainPID")["MainPID"]
+	starts := func(version string) int {
+		return strings.Count(c.journal(), `msg="starting leafbox" version="`+version+` `)
+	}
+	started101, started100 := starts("1.0.1"), starts("1.0.0")
+
+	began := time.Now()
+	out, err := c.exec("leafbox", "upgrade", "/root/broken", "--trusted-key", opPub, "--timeout", "30s")
+	t.Logf("leafbox upgrade /root/broken under systemd (%v, %v):\n%s", time.Since(began).Round(100*time.Millisecond), err, out)
+	if err == nil || !strings.Contains(out, "rolled back") || !strings.Contains(out, "the new leafbox exited: systemd unit leafbox: ") ||
+		time.Since(began) > 25*time.Second {
+		t.Fatalf("leafbox upgrade of a binary that exits: %v, want exit 1 once systemd shows the unit failed (before the 30s timeout) and a roll back:\n%s", err, out)
+	}
+	if got := sha256Of(t, filepath.Join(c.root, "usr", "bin", "leafbox")); got != installed {
+		t.Fatalf("after the rollback /usr/bin/leafbox is not the installed 1.0.1 binary")
+	}
+	pid = c.awaitActive(pid)
+	c.await("1.0.1 started again in the journal", func() bool { return starts("1.0.1") > started101 })
+	if !strings.Contains(c.journal(), "fakeleafbox exit: run") {
+		t.Errorf("the broken binary did not run under the unit:\n%s", c.journal())
+	}
+
+	// One that never sends READY=1: the rollback comes after --timeout,
+	// not after the unit's 2 min start timeout.
+	started101 = starts("1.0.1")
+	began = time.Now()
+	out, err = c.exec("leafbox", "upgrade", "/root/hang", "--trusted-key", opPub, "--timeout", "10s")
+	took := time.Since(began)
+	t.Logf("leafbox upgrade /root/hang under systemd (%v, %v):\n%s", took.Round(100*time.Millisecond), err, out)
+	if err == nil || !strings.Contains(out, "not healthy within 10s") || !strings.Contains(out, "rolled back") || took > 60*time.Second {
+		t.Fatalf("leafbox upgrade of a binary that never gets ready: %v after %v, want exit 1 and a roll back soon after 10s:\n%s", err, took, out)
+	}
+	if got := sha256Of(t, filepath.Join(c.root, "usr", "bin", "leafbox")); got != installed {
+		t.Fatalf("after the rollback /usr/bin/leafbox is not the installed 1.0.1 binary")
+	}
+	pid = c.awaitActive(pid)
+	c.await("1.0.1 started again in the journal", func() bool { return starts("1.0.1") > started101 })
+
+	began = time.Now()
+	out, err = c.exec("leafbox", "upgrade", "/root/good", "--trusted-key", opPub, "--timeout", "60s")
+	t.Logf("leafbox upgrade /root/good under systemd (%v, %v):\n%s", time.Since(began).Round(100*time.Millisecond), err, out)
+	if err != nil || !strings.Contains(out, "upgrade complete") {
+		t.Fatalf("leafbox upgrade of the 1.0.0 binary: %v\n%s", err, out)
+	}
+	upgraded := c.awaitActive(pid)
+	if sha256Of(t, filepath.Join(c.root, "usr", "bin", "leafbox")) != sha256Of(t, filepath.Join(c.root, "root", "good")) ||
+		sha256Of(t, filepath.Join(c.root, "usr", "bin", "leafbox.prev")) != installed {
+		t.Errorf("after the upgrade /usr/bin/leafbox is not the new binary, or leafbox.prev not the one it replaced")
+	}
+	if u := c.unit("ActiveState", "SubState", "StatusText"); u["StatusText"] != "ready for clients; no uplinks" {
+		t.Errorf("leafbox.service after leafbox upgrade: %v (main PID %s)", u, upgraded)
+	}
+	c.await("1.0.0 started again in the journal", func() bool { return starts("1.0.0") > started100 })
 }

@@ -29,9 +29,12 @@
 // published into the local stream that captures its subject, waiting for
 // the PubAck.
 //
-// The next poll of a device is due one interval after the last was due,
-// so the schedule does not drift; a poll that overran its interval is
-// followed at once by the next.
+// A device's polls are due on a fixed grid, one slot every interval, so
+// the schedule does not drift: the next poll is due one interval after the
+// last was due. A poll that overran past the next slot skips to the first
+// slot at or after its end, and the slots passed over are counted
+// (DeviceSnapshot.MissedPolls, missed_polls in /bridgez), so one slow poll
+// costs slots, not the grid.
 //
 // # Errors
 //

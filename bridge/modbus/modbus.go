@@ -74,7 +74,7 @@ func (b *Bridge) DeviceStatuses() []bridge.DeviceStatus {
 	snaps := b.Devices()
 	out := make([]bridge.DeviceStatus, len(snaps))
 	for i, s := range snaps {
-		out[i] = bridge.DeviceStatus{Name: s.Name, State: s.State, Polls: s.Polls, Timeouts: s.Timeouts,
+		out[i] = bridge.DeviceStatus{Name: s.Name, State: s.State, Polls: s.Polls, MissedPolls: s.MissedPolls, Timeouts: s.Timeouts,
 			Exceptions: s.Exceptions, BadFrames: s.BadFrames, Writes: s.Writes,
 			LastError: s.LastError, LastErrorAt: s.LastErrorAt, LastException: s.LastException}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/leafbox/leafbox/bridge"
@@ -40,12 +41,17 @@ func (p *poller) warn(msg string, err error) {
 	p.lastWarn, p.held = now, 0
 }
 
-// loop polls each device at its interval (the next poll is due one
-// interval after the last was due, so the schedule does not drift; a
-// poll that overruns a whole interval skips to now) and serves write
-// requests between polls.
+// loop polls each device on its grid, one slot every poll interval from
+// the loop's start, and serves write requests between polls. A poll is
+// due at its slot; one that overran past the next slot (or started too
+// late for it) skips to the first slot at or after its end, counting the
+// slots it passed over as missed, so that the grid never moves and a
+// late poll does not make every later one late. A device that was
+// written to is polled once more soon after, out of its grid, to show
+// the written value.
 func (p *poller) loop(writes <-chan writeReq) error {
 	due := make([]time.Time, len(p.b.devices))
+	soon := make([]bool, len(p.b.devices)) // soon[i]: poll device i out of its grid, after a write
 	now := time.Now()
 	for i := range due {
 		due[i] = now
@@ -62,7 +68,12 @@ func (p *poller) loop(writes <-chan writeReq) error {
 		// A write waits at most for the poll in progress, even when
 		// polls overrun their interval.
 		var tick <-chan time.Time
-		if wait := time.Until(due[next]); wait > 0 {
+		scheduled := true
+		wait := time.Until(due[next])
+		if i := slices.Index(soon, true); i >= 0 && wait > 0 {
+			next, scheduled, wait = i, false, 0
+		}
+		if wait > 0 {
 			timer.Reset(wait)
 			tick = timer.C
 		} else {
@@ -78,7 +89,7 @@ func (p *poller) loop(writes <-chan writeReq) error {
 			}
 			for i, d := range p.b.devices {
 				if d == w.dev {
-					due[i] = time.Now() // show the written value soon
+					soon[i] = true
 				}
 			}
 			continue
@@ -88,14 +99,30 @@ func (p *poller) loop(writes <-chan writeReq) error {
 			return nil
 		}
 		d := p.b.devices[next]
+		soon[next] = false // a scheduled poll shows a written value as well
 		if err := p.poll(d); err != nil {
 			return err
 		}
-		due[next] = due[next].Add(d.PollInterval)
-		if now := time.Now(); due[next].Before(now) {
-			due[next] = now
+		if scheduled {
+			var missed uint64
+			due[next], missed = nextSlot(due[next], time.Now(), d.PollInterval)
+			d.stats.missedPolls.Add(missed)
 		}
 	}
+}
+
+// nextSlot returns when a device's next poll is due, its poll due at slot
+// due having ended at now, on the grid of slots every interval through
+// due: the slot after due, or, when the poll ran past that, the first slot
+// at or after now; missed is the number of slots passed over.
+func nextSlot(due, now time.Time, every time.Duration) (next time.Time, missed uint64) {
+	next = due.Add(every)
+	late := now.Sub(next)
+	if late <= 0 {
+		return next, 0
+	}
+	n := (late + every - 1) / every // slots from next to the first at or after now
+	return next.Add(n * every), uint64(n)
 }
 
 // closedTick is always ready: a poll that is already due.

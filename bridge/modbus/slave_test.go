@@ -38,6 +38,12 @@ type bank struct {
 	// delay holds each read of holding registers this long before it is
 	// answered (a slow device).
 	delay time.Duration
+	// slowRead, when not 0, holds the slowRead-th read of holding
+	// registers (counting from 1) slowBy longer than delay: one poll that
+	// overruns.
+	slowRead int
+	slowBy   time.Duration
+	nread    int
 	// busyWrites answers this many writes of holding registers "server
 	// device busy".
 	busyWrites int
@@ -94,8 +100,13 @@ func (b *bank) HandleHoldingRegisters(req *mb.HoldingRegistersRequest) ([]uint16
 		default:
 		}
 	}
-	if b.delay > 0 {
-		time.Sleep(b.delay) // the device's response time, which is what is tested
+	b.nread++
+	delay := b.delay
+	if b.nread == b.slowRead {
+		delay += b.slowBy
+	}
+	if delay > 0 {
+		time.Sleep(delay) // the device's response time, which is what is tested
 	}
 	out := append([]uint16{}, b.holding[req.Addr:req.Addr+req.Quantity]...)
 	if b.bump {

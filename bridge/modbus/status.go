@@ -11,8 +11,9 @@ import (
 // DeviceStats are one device's counters, kept across reconnects.
 type DeviceStats struct {
 	polls, timeouts, exceptions, badFrames, writes atomic.Uint64
-	lastPoll                                       atomic.Int64 // duration of the last full poll, ns
-	failing                                        atomic.Bool  // the last request failed
+	missedPolls                                    atomic.Uint64 // grid slots skipped after an overrun
+	lastPoll                                       atomic.Int64  // duration of the last full poll, ns
+	failing                                        atomic.Bool   // the last request failed
 
 	mu            sync.Mutex
 	lastErr       string
@@ -32,6 +33,10 @@ type DeviceSnapshot struct {
 	State string
 	// Polls counts complete polls (every read answered).
 	Polls uint64
+	// MissedPolls counts the slots of the device's poll grid that had no
+	// poll: a poll (or a wait for the bus) that ran past the next slot
+	// skips to the first slot after it ends, keeping the grid.
+	MissedPolls uint64
 	// Timeouts, Exceptions and BadFrames count failed requests: no
 	// answer in time, a Modbus exception, a frame that failed its CRC or
 	// shape.
@@ -60,7 +65,7 @@ func (s *DeviceStats) setError(err error, exception string) {
 func (s *DeviceStats) snapshot(name string, unit uint8) DeviceSnapshot {
 	snap := DeviceSnapshot{
 		Name: name, Unit: unit,
-		Polls: s.polls.Load(), Timeouts: s.timeouts.Load(), Exceptions: s.exceptions.Load(),
+		Polls: s.polls.Load(), MissedPolls: s.missedPolls.Load(), Timeouts: s.timeouts.Load(), Exceptions: s.exceptions.Load(),
 		BadFrames: s.badFrames.Load(), Writes: s.writes.Load(), LastPoll: time.Duration(s.lastPoll.Load()),
 	}
 	s.mu.Lock()

@@ -77,8 +77,10 @@ type run struct {
 	refused   chan error
 	wg        sync.WaitGroup
 
-	// inline's buffers, used on the client's read goroutine only.
+	// inline's buffers and its cache of topics it published (topic →
+	// route and subject), used on the client's read goroutine only.
 	tsubj, subj, hdr []byte
+	routes           map[string]inlineRoute
 
 	mu      sync.Mutex
 	pending map[string]time.Time // reply subject → deadline
@@ -249,8 +251,8 @@ func (r *run) fromBroker(p *packet, ack func()) {
 // (handled and ack true), a message no route takes is counted and
 // acknowledged; a message to store, an MQTT 5 request and a device's
 // answer to a NATS request are left to fromBroker (handled false). It
-// allocates nothing once its buffers have grown; p's fields are borrowed
-// for the call and none is retained.
+// allocates nothing once its buffers have grown and its topics are in
+// its cache; p's fields are borrowed for the call and none is retained.
 func (r *run) inline(p *packet) (handled, ack bool) {
 	if r.ctx.Err() != nil {
 		return true, false // not acknowledged: the broker redelivers it
@@ -258,16 +260,10 @@ func (r *run) inline(p *packet) (handled, ack bool) {
 	if p.responseTopic != "" || (r.cfg.ResponseTopic != "" && p.topic == r.cfg.ResponseTopic) {
 		return false, false
 	}
-	var err error
-	r.tsubj, err = subject.AppendSubjectFromTopic(r.tsubj[:0], p.topic)
-	if err != nil {
-		return false, false // counted and reported by fromBroker
-	}
-	route := r.match(bytesString(r.tsubj))
-	if route == nil || (route.Store && p.qos > 0) {
+	subj, ok := r.inlineSubject(p)
+	if !ok {
 		return false, false
 	}
-	r.subj = append(append(r.subj[:0], route.To...), r.tsubj...)
 	var hdr []byte
 	if len(p.user) > 0 || p.contentType != "" || p.expiry != nil || p.retain {
 		r.hdr = appendHeader(r.hdr[:0], p, "")
@@ -275,13 +271,56 @@ func (r *run) inline(p *packet) (handled, ack bool) {
 			hdr = r.hdr
 		}
 	}
-	if err := r.env.Bus.Publish(bytesString(r.subj), "", hdr, p.payload); err != nil {
+	if err := r.env.Bus.Publish(subj, "", hdr, p.payload); err != nil {
 		r.env.Status.CountDrop(bridge.DropRejected)
 		r.env.Status.SetError(err)
 		return true, true
 	}
 	r.env.Status.CountIn(1)
 	return true, true
+}
+
+// inlineRoute is a topic's entry in inline's cache: the subject its
+// messages are published on.
+type inlineRoute struct {
+	subject string
+}
+
+// maxInlineRoutes bounds inline's cache of topics; a full cache starts
+// over, so a bridge seeing ever new topics keeps a bounded set.
+const maxInlineRoutes = 1024
+
+// inlineSubject returns the subject of a core route's message on
+// p.topic, and false when no core route takes it (no route matches, the
+// route stores QoS 1 messages, or the topic has no subject). The mapping
+// and the route match of each topic are done once and cached: a site's
+// devices publish on the same few topics over and over, and the routes
+// of a run do not change.
+func (r *run) inlineSubject(p *packet) (string, bool) {
+	if e, ok := r.routes[p.topic]; ok {
+		return e.subject, true
+	}
+	var err error
+	r.tsubj, err = subject.AppendSubjectFromTopic(r.tsubj[:0], p.topic)
+	if err != nil {
+		return "", false // counted and reported by fromBroker
+	}
+	route := r.match(bytesString(r.tsubj))
+	if route == nil || (route.Store && p.qos > 0) {
+		return "", false
+	}
+	r.subj = append(append(r.subj[:0], route.To...), r.tsubj...)
+	if route.Store {
+		// A QoS 0 message of a stored route is published as is; its
+		// QoS 1 messages on the same topic are not: not cached.
+		return bytesString(r.subj), true
+	}
+	if r.routes == nil || len(r.routes) >= maxInlineRoutes {
+		r.routes = make(map[string]inlineRoute)
+	}
+	e := inlineRoute{subject: string(r.subj)}
+	r.routes[strings.Clone(p.topic)] = e // p.topic points into the read buffer
+	return e.subject, true
 }
 
 // match returns the first inbound route whose filter matches the topic

@@ -3,6 +3,7 @@ package mqtt
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"net"
 	"sync/atomic"
@@ -163,4 +164,70 @@ func BenchmarkPahoRead(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkInlineTopics is BenchmarkInline over 100 topics in turn, as
+// from a site's sensors, at QoS 0.
+func BenchmarkInlineTopics(b *testing.B) {
+	rig := newInlineRig(b)
+	var stream []byte
+	for i := range 100 {
+		stream = append(stream, encodePublish(b, &packets.Publish{QoS: 0, Topic: fmt.Sprintf("sensors/hall%d/temp", i), Payload: make([]byte, 128), Properties: &packets.Properties{}})...)
+	}
+	lc := &loopConn{data: stream}
+	c := newInboundConn(lc, rig.r.inline)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, handled, err := c.next(); err != nil || !handled {
+			b.Fatalf("handled %v, err %v", handled, err)
+		}
+	}
+}
+
+// TestInlineRouteCache: each topic's subject is worked out once and kept
+// apart from the read buffer; a stored route's QoS 1 messages stay off
+// the inline path even on a topic whose QoS 0 message took it; the cache
+// stays bounded.
+func TestInlineRouteCache(t *testing.T) {
+	rig := newInlineRig(t)
+	var got []string
+	unsubscribe, err := rig.r.env.Bus.Subscribe(">", "", func(m bridge.Msg) { got = append(got, string(m.Subject)) })
+	require.NoError(t, err)
+	defer unsubscribe()
+	pkt := func(qos byte, topic string) []byte {
+		return encodePublish(t, &packets.Publish{QoS: qos, PacketID: 1, Topic: topic, Payload: []byte("v"), Properties: &packets.Properties{}})
+	}
+	handle := func(b []byte) bool {
+		c := newInboundConn(&loopConn{data: b}, rig.r.inline)
+		_, handled, err := c.next()
+		require.NoError(t, err)
+		return handled
+	}
+	// The buffer the topic was read from changes after the call: the
+	// cached topic is a copy.
+	buf := pkt(0, "sensors/a")
+	require.Equal(t, true, handle(buf))
+	copy(buf, pkt(0, "sensors/b"))
+	require.Equal(t, true, handle(buf))
+	require.Equal(t, true, handle(pkt(1, "sensors/a")))
+	require.DeepEqual(t, []string{"site.sensors.a", "site.sensors.b", "site.sensors.a"}, got)
+	require.Equal(t, 2, len(rig.r.routes))
+
+	// A stored route: QoS 0 inline, QoS 1 to paho (the stream), in
+	// either order.
+	got = nil
+	require.Equal(t, true, handle(pkt(0, "stored/x")))
+	require.Equal(t, false, handle(pkt(1, "stored/x")))
+	require.Equal(t, true, handle(pkt(0, "stored/x")))
+	require.DeepEqual(t, []string{"kept.stored.x", "kept.stored.x"}, got)
+
+	// Topics without a route are not cached and not handled.
+	require.Equal(t, false, handle(pkt(0, "other/x")))
+	for i := range maxInlineRoutes + 10 {
+		require.Equal(t, true, handle(pkt(0, fmt.Sprintf("sensors/n%d", i))))
+	}
+	if n := len(rig.r.routes); n > maxInlineRoutes || n == 0 {
+		t.Fatalf("%d cached topics, want at most %d", n, maxInlineRoutes)
+	}
+	require.Equal(t, "site.sensors.n1033", got[len(got)-1])
 }

@@ -3,6 +3,8 @@
 package main
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nkeys"
 
 	"github.com/leafbox/leafbox/core/require"
 	"github.com/leafbox/leafbox/leaf/leaftest"
@@ -32,17 +35,18 @@ import (
 //     cluster's; gateway-01.creds is the script's, copied beside it.
 
 // runIssueGateway runs deploy/hub-jwt/issue-gateway.sh DIR SITE GATEWAY
-// with the nats CLI next to the nats-server binary and returns its output.
-func runIssueGateway(t *testing.T, dir, site, gateway string) string {
+// [IDENTITY] with the nats CLI next to the nats-server binary and returns
+// its output.
+func runIssueGateway(t *testing.T, dir, site, gateway string, identity ...string) string {
 	t.Helper()
-	cmd := exec.Command("bash", filepath.Join(deployDir, "hub-jwt", "issue-gateway.sh"), dir, site, gateway)
+	cmd := exec.Command("bash", append([]string{filepath.Join(deployDir, "hub-jwt", "issue-gateway.sh"), dir, site, gateway}, identity...)...)
 	tools := filepath.Dir(leaftest.Binary(t))
 	cmd.Env = append(os.Environ(),
 		"PATH="+tools+string(os.PathListSeparator)+os.Getenv("PATH"),
 		"HOME="+t.TempDir(), "XDG_CONFIG_HOME=", "XDG_DATA_HOME=", "NATS_CONTEXT=")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		t.Fatalf("deploy/hub-jwt/issue-gateway.sh %s %s %s: %v\n%s", dir, site, gateway, err, out)
+		t.Fatalf("deploy/hub-jwt/issue-gateway.sh %s %s %s %v: %v\n%s", dir, site, gateway, identity, err, out)
 	}
 	return string(out)
 }
@@ -264,11 +268,12 @@ func startJWTGateway(t *testing.T, dir, cfg string) *siteGateway {
 	return startJWTSiteGateway(t, dir, cfg, "site1")
 }
 
-// startJWTSiteGateway is startJWTGateway for the gateway of site.
-func startJWTSiteGateway(t *testing.T, dir, cfg, site string) *siteGateway {
+// startJWTSiteGateway is startJWTGateway for the gateway of site, with
+// args added to `leafbox run`'s.
+func startJWTSiteGateway(t *testing.T, dir, cfg, site string, args ...string) *siteGateway {
 	t.Helper()
 	g := &siteGateway{t: t, site: site}
-	g.p = start(t, "run", "--config", cfg, "--ports-file-dir", dir)
+	g.p = start(t, append([]string{"run", "--config", cfg, "--ports-file-dir", dir}, args...)...)
 	pf, _ := g.p.waitPorts(dir)
 	g.mon = loopbackURL(t, pf.Monitoring).String()
 	g.conn = natsConnect(t, loopbackURL(t, pf.Nats).String())
@@ -307,4 +312,149 @@ func lastLines(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// TestDeployHubJWTFleet sends fleet configuration bundles through the JWT
+// hub of deploy/hub-jwt to a gateway attached with the credentials
+// issue-gateway.sh made: the leaf user may receive its own bundles and
+// its groups' and answer them. A bundle to its key and one to its group
+// are applied (the answers reach the sender in the site's account, /varz
+// shows the configuration); issued again with the gateway's identity, the
+// credentials keep their key, the gateway restarted with them still takes
+// its bundles, and they may no longer receive another gateway's.
+func TestDeployHubJWTFleet(t *testing.T) {
+	dir := t.TempDir()
+	secrets := filepath.Join(dir, "secrets")
+	runIssueGateway(t, secrets, "site1", "gateway-01")
+	copyFile(t, filepath.Join(secrets, "resolver.conf"), filepath.Join(dir, "resolver.conf"))
+	hub := leaftest.StartClusterFiles(t, hubNodeNames, writeHubConfs(t, dir, "hub-jwt", "/tmp/leafbox-hub-jwt/"))
+	ops := filepath.Join(secrets, "site1", "ops.creds")
+	hc := siteStreams(t, hub, ops)
+
+	// deploy/hub-jwt/gateway.yaml with a fleet block: the operator key
+	// that signs its bundles, and a group.
+	seed := filepath.Join(dir, "fleet-operator.nk")
+	op := writeOperator(t, seed)
+	gwDir := filepath.Join(dir, "site1")
+	cfg := writeJWTGateway(t, gwDir, hub, filepath.Join(secrets, "site1", "gateway-01.creds"))
+	base := readFile(t, cfg) + fmt.Sprintf("\nfleet:\n  trusted_keys: [%s]\n  groups: [north]\n", op)
+	require.NoError(t, os.WriteFile(cfg, []byte(base), 0o600))
+	if out, err := exec.Command(binary, "config", "check", cfg).CombinedOutput(); err != nil {
+		t.Fatalf("leafbox config check %s with fleet: %v\n%s", cfg, err, out)
+	}
+	// One store across the restart below (start gives each run a new
+	// HOME, where the store would be): the identity and the applied
+	// bundle live there.
+	store := filepath.Join(dir, "store")
+	g := startJWTSiteGateway(t, gwDir, cfg, "site1", "--store-dir", store)
+	gw := fleetVarz(t, g.mon)["public_key"].(string)
+	t.Logf("gateway-01 attached to %s, identity %s", g.attached(), gw)
+
+	// send signs base plus extra as a bundle for target (--gateway KEY or
+	// --group NAME) and requests it on subj from the site's account,
+	// retried while the hub has not learnt the gateway's interest.
+	send := func(target []string, serial int, extra, subj string) string {
+		t.Helper()
+		site := filepath.Join(gwDir, fmt.Sprintf("bundle-%d.yaml", serial))
+		require.NoError(t, os.WriteFile(site, []byte(base+extra), 0o600))
+		bundle := filepath.Join(dir, fmt.Sprintf("bundle-%d.json", serial))
+		args := append(append([]string{"fleet", "bundle", "--seed", seed}, target...), "--serial", fmt.Sprint(serial), "-o", bundle, site)
+		if out, err := exec.Command(binary, args...).CombinedOutput(); err != nil {
+			t.Fatalf("leafbox %v: %v\n%s", args, err, out)
+		}
+		data := []byte(readFile(t, bundle))
+		deadline := time.Now().Add(waitTimeout)
+		for {
+			m, err := hc.Request(subj, data, waitTimeout)
+			if err == nil {
+				return string(m.Data)
+			}
+			if !errors.Is(err, nats.ErrNoResponders) || time.Now().After(deadline) {
+				t.Fatalf("request %s from the site's account: %v; gateway log:\n%s", subj, err, lastLines(g.p.log(), 20))
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	applied := func(answer string, serial int, maxConns float64) {
+		t.Helper()
+		if !strings.Contains(answer, `"status":"applied"`) || !strings.Contains(answer, fmt.Sprintf(`"applied_serial":%d`, serial)) {
+			t.Fatalf("answer to bundle %d: %s; gateway log:\n%s", serial, answer, lastLines(g.p.log(), 20))
+		}
+		v := fleetVarz(t, g.mon)
+		conf, _ := v["config"].(map[string]any)
+		if v["max_connections"] != maxConns || conf["source"] != "fleet" || conf["fleet_serial"] != float64(serial) {
+			t.Fatalf("/varz after bundle %d: max_connections %v, config %v", serial, v["max_connections"], conf)
+		}
+	}
+	applied(send([]string{"--gateway", gw}, 1, "max_connections: 71\n", "$LEAFBOX.fleet."+gw+".config"), 1, 71)
+	applied(send([]string{"--group", "north"}, 2, "max_connections: 72\n", "$LEAFBOX.fleet.group.north.config"), 2, 72)
+	g.roundTrip(accountStreams(t, hc), 1) // the uplink and downlink still work on the bundle
+	t.Log("bundles to the gateway's key and to its group applied through the JWT hub")
+
+	// Issued again with the gateway's identity: the same key, narrower
+	// permissions; the gateway restarts with the new .creds.
+	first := readFile(t, filepath.Join(secrets, "site1", "gateway-01.creds"))
+	runIssueGateway(t, secrets, "site1", "gateway-01", gw)
+	creds := filepath.Join(secrets, "site1", "gateway-01.creds")
+	if again := readFile(t, creds); !sameUserKey(first, again) || again == first {
+		t.Fatal("issue-gateway.sh with the identity did not rewrite the same user's credentials")
+	}
+	copyFile(t, creds, filepath.Join(gwDir, "gateway-01.creds"))
+	g.conn.Close()
+	stopJS(t, g.p)
+	g = startJWTSiteGateway(t, gwDir, cfg, "site1", "--store-dir", store)
+	g.p.waitLog("fleet: running on the applied bundle")
+	if v := fleetVarz(t, g.mon); v["public_key"] != gw || v["max_connections"] != float64(72) {
+		t.Fatalf("/varz after the restart: public_key %v (was %s), max_connections %v (bundle 2 had 72)", v["public_key"], gw, v["max_connections"])
+	}
+	applied(send([]string{"--gateway", gw}, 3, "max_connections: 73\n", "$LEAFBOX.fleet."+gw+".config"), 3, 73)
+	for _, n := range hub.Nodes {
+		if logs := n.Logs(); strings.Contains(logs, "Permissions Violation") {
+			t.Fatalf("%s logged a permissions violation for the gateway:\n%s", n.Name, logs)
+		}
+	}
+
+	// The same user may subscribe its own fleet subject, not another
+	// gateway's.
+	violations := make(chan error, 4)
+	nc, err := nats.Connect(hub.ClientURLs(), nats.UserCredentials(creds), nats.Timeout(waitTimeout),
+		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) { violations <- err }))
+	require.NoError(t, err)
+	defer nc.Close()
+	own, other := "$LEAFBOX.fleet."+gw+".config", "$LEAFBOX.fleet."+nkeysServerKey(t)+".config"
+	for _, subj := range []string{own, other} {
+		_, err := nc.SubscribeSync(subj)
+		require.NoError(t, err)
+		require.NoError(t, nc.FlushTimeout(waitTimeout))
+	}
+	// The server answers each SUB in order, so a refusal of own would
+	// come before other's.
+	select {
+	case err := <-violations:
+		if !strings.Contains(err.Error(), `Permissions Violation for Subscription to "`+other+`"`) {
+			t.Fatalf("with the gateway's credentials: %v; want only %s refused", err, other)
+		}
+	case <-time.After(waitTimeout):
+		t.Fatalf("subscribing %s with the gateway's credentials was not refused", other)
+	}
+	stopJS(t, g.p)
+}
+
+// fleetVarz returns the gateway's /varz.
+func fleetVarz(t *testing.T, mon string) map[string]any {
+	t.Helper()
+	var v map[string]any
+	require.NoError(t, json.Unmarshal([]byte(get(t, mon+"/varz")), &v))
+	return v
+}
+
+// nkeysServerKey returns a fresh server NKey's public key: another
+// gateway's identity.
+func nkeysServerKey(t *testing.T) string {
+	t.Helper()
+	kp, err := nkeys.CreateServer()
+	require.NoError(t, err)
+	pub, err := kp.PublicKey()
+	require.NoError(t, err)
+	return pub
 }

@@ -28,6 +28,14 @@ func TestJetStreamMonitoring(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()
+	// Stream advisories have a listener, consumer advisories none.
+	adv, err := nc.SubscribeSync("$JS.EVENT.ADVISORY.STREAM.>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
 	s, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "TELEMETRY", Subjects: []string{"telemetry.>"}})
 	if err != nil {
 		t.Fatal(err)
@@ -39,6 +47,9 @@ func TestJetStreamMonitoring(t *testing.T) {
 	}
 	if _, err := s.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{Durable: "dash"}); err != nil {
 		t.Fatal(err)
+	}
+	if m, err := adv.NextMsg(waitTimeout); err != nil || m.Subject != "$JS.EVENT.ADVISORY.STREAM.CREATED.TELEMETRY" {
+		t.Fatalf("stream advisory: %v %v", m, err)
 	}
 
 	mon := loopbackURL(t, pf.Monitoring).String()
@@ -92,8 +103,15 @@ func TestJetStreamMonitoring(t *testing.T) {
 	if v := varz.JetStream; !v.Config.SyncAlways || v.Stats.Storage == 0 || v.Stats.API.Level < 1 {
 		t.Fatalf("/varz jetstream: %+v", v)
 	}
-	if metrics := get(t, mon+"/metrics"); !strings.Contains(metrics, "leafbox_jetstream_messages 3") {
-		t.Fatalf("/metrics lacks JetStream figures:\n%s", metrics)
+	metrics := get(t, mon+"/metrics")
+	for _, want := range []string{
+		"leafbox_jetstream_messages 3",
+		`leafbox_jetstream_advisories_total{type="stream_action"} 1`,
+		`leafbox_jetstream_advisories_total{type="consumer_action"} 0`,
+	} {
+		if !strings.Contains(metrics, want) {
+			t.Fatalf("/metrics lacks %q:\n%s", want, metrics)
+		}
 	}
 	if h := get(t, mon+"/healthz"); !strings.Contains(h, `"ok"`) {
 		t.Fatalf("/healthz: %s", h)

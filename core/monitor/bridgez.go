@@ -99,6 +99,9 @@ type BridgeDevice struct {
 	Exceptions uint64 `json:"exceptions"` // Exceptions counts requests answered with a protocol exception.
 	BadFrames  uint64 `json:"bad_frames"` // BadFrames counts malformed answers.
 	Writes     uint64 `json:"writes"`     // Writes counts write requests the device accepted.
+	// MissedPolls counts slots of the device's poll schedule skipped
+	// because the poll before overran.
+	MissedPolls uint64 `json:"missed_polls"`
 	// LastError is the device's last failure; absent while it had none.
 	LastError string `json:"last_error,omitempty"`
 	// LastErrorAt is when LastError happened.

@@ -94,14 +94,14 @@ func TestBridgezDevices(t *testing.T) {
 	p := newBridgeFixture()
 	p.bridges = append(p.bridges, BridgeInfo{Kind: "modbus", Name: "plc", State: "connected", Since: t0, Devices: []BridgeDevice{
 		{Name: "pump", State: "ok", Polls: 310, Writes: 2},
-		{Name: "meter", State: "failing", Polls: 12, Timeouts: 40, Exceptions: 1,
+		{Name: "meter", State: "failing", Polls: 12, MissedPolls: 3, Timeouts: 40, Exceptions: 1,
 			LastError: "modbus: device meter (unit 9): read: timeout", LastErrorAt: &errAt, LastException: "illegal data address"},
 	}})
 	h := newTestHandler(t, p)
 	_, body := get(t, h, BridgezPath)
 	for _, want := range []string{
 		`"devices": [`, `"name": "pump"`, `"state": "ok"`, `"polls": 310`, `"writes": 2`,
-		`"name": "meter"`, `"state": "failing"`, `"timeouts": 40`, `"exceptions": 1`,
+		`"name": "meter"`, `"state": "failing"`, `"missed_polls": 3`, `"timeouts": 40`, `"exceptions": 1`,
 		`"last_error": "modbus: device meter (unit 9): read: timeout"`, `"last_error_at": "2025-01-01T09:59:58Z"`,
 		`"last_exception": "illegal data address"`,
 	} {

@@ -200,6 +200,19 @@ func (ic *Conn) HasInterest(subj string) bool {
 	return ic.acc.sl.HasInterest(subj)
 }
 
+// HasExactInterest reports whether a subscription without a queue group
+// is for exactly the literal subject subj, not a wildcard covering it (as
+// nats-server's sublist notifications count interest): a client's
+// response-inbox wildcard then does not pass for its own subscription.
+func (ic *Conn) HasExactInterest(subj string) bool {
+	for _, sub := range ic.acc.sl.Match(subj).Plain {
+		if sub.subject == subj {
+			return true
+		}
+	}
+	return false
+}
+
 // Close removes every subscription of the connection.
 func (ic *Conn) Close() {
 	ic.mu.Lock()

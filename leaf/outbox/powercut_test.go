@@ -228,11 +228,21 @@ func (h *dedupHub) perProducer(t *testing.T, producers int) [][]int {
 // reboot.
 func TestPowerCutKeepsAcceptedMessages(t *testing.T) {
 	const producers, after, syncEvery = 4, 50, 8
-	for _, deferred := range []bool{false, true} {
+	// The outbox streams run plaintext and encrypted (jetstream.cipher
+	// seals them in the app), with both ciphers.
+	key := []byte("outbox test key, 32 bytes long..")
+	for _, mode := range []struct {
+		deferred bool
+		cipher   filestore.Cipher
+	}{{false, filestore.CipherNone}, {true, filestore.CipherNone}, {true, filestore.CipherChaCha}, {false, filestore.CipherAES}} {
+		deferred := mode.deferred
 		open := func(fsys vfs.FS) (*filestore.Stream, Config) {
 			cfg := filestore.Config{
 				Config:    store.Config{Name: "tel"},
 				BlockSize: 16 << 10, // several blocks, so cuts hit rolls too
+			}
+			if mode.cipher != filestore.CipherNone {
+				cfg.Encryption = filestore.Encryption{Cipher: mode.cipher, Key: key}
 			}
 			if deferred {
 				cfg.SyncInterval = time.Hour
@@ -242,7 +252,7 @@ func TestPowerCutKeepsAcceptedMessages(t *testing.T) {
 			return s, Config{Name: "tel", ServerName: "gw", Stream: "S"}
 		}
 		for round, cutAt := range []int64{1, 40, 200, 555, 1500} {
-			t.Run(fmt.Sprintf("deferred=%v/cut%d_after%d", deferred, round, cutAt), func(t *testing.T) {
+			t.Run(fmt.Sprintf("deferred=%v/%s/cut%d_after%d", deferred, mode.cipher, round, cutAt), func(t *testing.T) {
 				mem := vfs.NewStrictMem()
 				cfs := &crashFS{mem: mem}
 				hub := newDedupHub()

@@ -84,7 +84,9 @@ func (w workload) describe(only map[string]bool) []string {
 	}
 	if only[groupModbus] {
 		lines = append(lines, fmt.Sprintf("Modbus poll cycle (leafbox only; nats-server has no counterpart): the harness plays an RTU slave on a pty with %d holding registers whose values all change at every read; "+
-			"leafbox's Modbus bridge (115200 baud) polls them every %v and publishes each on its own subject; %d polls. Jitter is each poll's start (the slave reading the request) against its slot on the %v grid, above the earliest; "+
+			"leafbox's Modbus bridge (115200 baud) polls them every %v and publishes each on its own subject; %d polls. Jitter is each poll's start (the slave reading the request) after its own slot on the bridge's %v grid "+
+			"(the nearest slot at or before it; the grid's phase is the one that makes the polls' total lateness least); grid slots missed are the slots between the first and the last poll that had no poll "+
+			"(the bridge skips the slots a poll overran), as a share of all of them; "+
 			"cycle time is from the request to the poll's last value at a NATS subscriber. Goal: jitter under 5 ms", modbusRegisters, modbusInterval, modbusCycles, modbusInterval))
 	}
 	if only[groupCore] || only[groupJS] {
@@ -96,7 +98,8 @@ func (w workload) describe(only map[string]bool) []string {
 // describeStore returns the workload line of the file store rows.
 func (w workload) describeStore() string {
 	return fmt.Sprintf("File store: each round starts a new server of each kind with its default sync; `nats bench js pub async --batch 500 --storage file` writes %s messages of %d B into a new stream; "+
-		"VmRSS, read once steady, is the \"RSS with %s stored %d B msgs\" row; then `nats bench js consume` (a durable pull consumer, explicit acks, 500 outstanding) reads the first %s of them for the pull consume row",
+		"VmRSS, read once steady, is the \"RSS with %s stored %d B msgs\" row; then `nats bench js consume` (a durable pull consumer, explicit acks, 500 outstanding) reads the first %s of them for the pull consume row; "+
+		"the \"encrypted (chachapoly)\" rows repeat this on servers whose jetstream configuration sets `cipher: chachapoly` and a key (nats-server's jetstream block, leafbox's jetstream.cipher and jetstream.key)",
 		groupThousands(int64(w.StoreMsgs)), w.StoreSize, groupThousands(int64(w.StoreMsgs)), w.StoreSize, groupThousands(int64(w.StoreConsume)))
 }
 
@@ -140,7 +143,13 @@ func (w workload) describeMQTT() []string {
 			"The paced rows send %s messages at %s msgs/s (one every %v), well below either side's throughput: their latency is the time the path adds to one message",
 			mqttWindow, groupThousands(int64(w.MQTTPaced)), groupThousands(mqttPacedRate), time.Second/mqttPacedRate),
 		"MQTT → MQTT subscriber (the ceiling rows): the same publisher and messages, received by a plain MQTT 3.1.1 subscriber of " + mqttFilter + " (raw protocol, PUBACKs batched) instead of the NATS one; " +
-			"leafbox's column is Mosquitto alone, no leafbox: what the bridge path could reach at best, as the bridge is one more hop behind Mosquitto; nats-server's column is its MQTT listener delivering to an MQTT subscriber",
+			"leafbox's column is Mosquitto alone, no leafbox: what the bridge path could reach at best, as the bridge is one more hop behind Mosquitto; nats-server's column is its MQTT listener delivering to an MQTT subscriber; " +
+			"the paced ceiling rows do the same with the paced rows' load, so their latency is what the path through the broker alone takes",
+		fmt.Sprintf("Added by the bridge (leafbox only): the paced bridge path's latency p50 (p99) minus the paced Mosquitto-alone p50 (p99) of the same round, the same %s messages at %s msgs/s in both runs: "+
+			"the time leafbox's bridge and its NATS delivery add to a message over Mosquitto delivering it to a plain subscriber. "+
+			"It is a difference of percentiles of two runs, not a percentile of per-message differences (no message crosses both paths), so it can be negative when the two runs' noise differs; "+
+			"each cell is the median over rounds of that difference. nats-server has no bridge: its column reads n/a, and its listener's own path is the paced MQTT → subject rows' nats-server column. Goal: p99 under 1 ms at QoS 0",
+			groupThousands(int64(w.MQTTPaced)), groupThousands(mqttPacedRate)),
 	}
 }
 
@@ -195,6 +204,7 @@ const (
 	kindMQTTListen                      // MQTT publishers, an MQTT subscriber on one broker; see mqttlisten.go
 	kindMQTTIdle                        // idle MQTT connections' rate and memory; see mqttlisten.go
 	kindModbus                          // a Modbus RTU slave on a pty polled by leafbox; see modbus.go
+	kindDifference                      // nothing measured: each row is one row minus another, round by round (see fillDifferences)
 )
 
 // Storage types of a JetStream stream, as nats bench js --storage takes them.
@@ -229,6 +239,7 @@ type scenario struct {
 	storage string   // storage is storageFile or storageMemory (JetStream kinds).
 	sync    syncMode // sync is the JetStream sync mode of both servers.
 	fresh   bool     // fresh runs each side on a server started for the run alone.
+	cipher  string   // cipher encrypts the store of both (fresh) servers: jetstream cipher and benchKey.
 
 	compression string    // compression is the gateway's leafnode compression (leaf kinds).
 	link        linkShape // link shapes the proxied link (kindLeafShaped).
@@ -239,6 +250,10 @@ type scenario struct {
 	mqttRef     string    // mqttRef is the reference broker, refMosquitto or refNATS (mqttlisten kinds).
 	mqttDirect  bool      // mqttDirect subscribes an MQTT client to the broker instead (kindMQTT): Mosquitto alone on the leafbox side.
 	metrics     []metric  // metrics are the rows the scenario fills, in the order measure returns them.
+	// minus names, for each of metrics (kindDifference), the row it is
+	// taken from and the row subtracted from it: metrics[k] is
+	// minus[k][0] − minus[k][1] in each round.
+	minus [][2]string
 }
 
 // Scenario groups, as -only names them.
@@ -317,6 +332,11 @@ func scenarios(w workload) []scenario {
 			rss(fmt.Sprintf("file store: RSS with %s stored %d B msgs", groupThousands(int64(w.StoreMsgs)), w.StoreSize), orderMemory+1),
 			rate(fmt.Sprintf("file store: pull consume %d B, durable, explicit acks", w.StoreSize), orderJSConsume),
 		}},
+		{slug: "storecrypt", grp: groupStore, kind: kindJSStored, size: w.StoreSize, msgs: w.StoreMsgs, consume: w.StoreConsume, storage: storageFile, fresh: true, cipher: "chachapoly", metrics: []metric{
+			rate(fmt.Sprintf("file store: async publish %d B, default sync, encrypted (chachapoly)", w.StoreSize), orderJSAsync+1),
+			rss(fmt.Sprintf("file store: RSS with %s stored %d B msgs, encrypted (chachapoly)", groupThousands(int64(w.StoreMsgs)), w.StoreSize), orderMemory+1),
+			rate(fmt.Sprintf("file store: pull consume %d B, durable, explicit acks, encrypted (chachapoly)", w.StoreSize), orderJSConsume),
+		}},
 		{slug: "storereopen", grp: groupStore, kind: kindJSReopen, size: w.StoreSize, msgs: w.StoreReopen, storage: storageFile, fresh: true, metrics: []metric{
 			{Name: fmt.Sprintf("file store: start-up with %s stored %d B msgs", groupThousands(int64(w.StoreReopen)), w.StoreSize), Unit: unitMillis, Better: lowerIsBetter, Order: orderMemory + 1},
 			rss(fmt.Sprintf("file store: RSS after opening %s stored %d B msgs", groupThousands(int64(w.StoreReopen)), w.StoreSize), orderMemory+1),
@@ -361,6 +381,10 @@ func scenarios(w workload) []scenario {
 		mqttScenario(w.MQTTPaced, 1, mqttPacedRate),
 		mqttCeilingScenario(w.MQTTMsgs, 0),
 		mqttCeilingScenario(w.MQTTMsgsQoS1, 1),
+		mqttPacedCeilingScenario(w.MQTTPaced, 0),
+		mqttPacedCeilingScenario(w.MQTTPaced, 1),
+		mqttAddedScenario(0),
+		mqttAddedScenario(1),
 		mqttListenScenario(w.MQTTMsgs, 0, 1, refMosquitto),
 		mqttListenScenario(w.MQTTMsgs, 0, 16, refMosquitto),
 		mqttListenScenario(w.MQTTMsgsQoS1, 1, 1, refMosquitto),
@@ -417,6 +441,86 @@ func mqttCeilingScenario(msgs, qos int) scenario {
 		}}
 }
 
+// mqttPacedCeilingScenario returns the paced counterpart of
+// mqttCeilingScenario: the paced mqtt rows' load, read by a plain MQTT
+// subscriber of Mosquitto alone (the leafbox column) or of nats-server's
+// MQTT listener: the latency any path through that broker starts from.
+func mqttPacedCeilingScenario(msgs, qos int) scenario {
+	name := mqttPacedCeilingName(qos)
+	return scenario{slug: fmt.Sprintf("mqtt-direct-qos%d-paced", qos), kind: kindMQTT, size: mqttSize, msgs: msgs, qos: qos, rate: mqttPacedRate, mqttDirect: true,
+		metrics: []metric{
+			{Name: name + ", latency p50", Unit: unitMicros, Better: lowerIsBetter, Order: orderMQTT + 1},
+			{Name: name + ", latency p99", Unit: unitMicros, Better: lowerIsBetter, Order: orderMQTT + 1},
+		}}
+}
+
+// mqttPacedCeilingName is the name of the paced ceiling rows of qos,
+// without the percentile.
+func mqttPacedCeilingName(qos int) string {
+	return fmt.Sprintf("MQTT → MQTT subscriber %d B, QoS %d, paced %s msgs/s (leafbox column: Mosquitto alone, the bridge path's ceiling)",
+		mqttSize, qos, groupThousands(mqttPacedRate))
+}
+
+// mqttAddedScenario returns the rows of the latency the bridge adds at
+// qos: in each round, the paced bridge path's p50 and p99 (publisher →
+// Mosquitto → bridge → NATS subscriber) minus the paced Mosquitto-alone
+// p50 and p99 (publisher → Mosquitto → MQTT subscriber). It measures
+// nothing itself; nats-server has no bridge, so its column reads n/a.
+func mqttAddedScenario(qos int) scenario {
+	bridged := mqttScenario(0, qos, mqttPacedRate).metrics
+	ceiling := mqttPacedCeilingName(qos)
+	name := fmt.Sprintf("MQTT → subject %d B, QoS %d, paced %s msgs/s, added by the bridge (bridge path − Mosquitto alone, same round)",
+		mqttSize, qos, groupThousands(mqttPacedRate))
+	sc := scenario{slug: fmt.Sprintf("mqtt-added-qos%d", qos), kind: kindDifference, grp: groupMQTT, qos: qos, rate: mqttPacedRate, subjectOnly: true}
+	for k, p := range []string{"p50", "p99"} {
+		sc.metrics = append(sc.metrics, metric{Name: name + ", latency " + p, Unit: unitMicros, Better: lowerIsBetter, Order: orderMQTT + 2})
+		sc.minus = append(sc.minus, [2]string{bridged[k].Name, ceiling + ", latency " + p})
+	}
+	return sc
+}
+
+// fillDifferences fills the rows of the kindDifference scenarios in scs
+// from the other rows of results (in runRounds' layout: scs' metrics in
+// order): round by round and side by side, the first named row's value
+// minus the second's. A side where either row failed, or where they
+// passed different rounds, fails with the reason; a side where either
+// was not selected, or the reference side of a subjectOnly scenario,
+// stays empty (n/a).
+func fillDifferences(results []metricResult, scs []scenario) {
+	byName := make(map[string]*metricResult, len(results))
+	for i := range results {
+		byName[results[i].Name] = &results[i]
+	}
+	i := 0
+	for _, sc := range scs {
+		rows := results[i : i+len(sc.metrics)]
+		i += len(sc.metrics)
+		if sc.kind != kindDifference {
+			continue
+		}
+		for k := range rows {
+			a, b := byName[sc.minus[k][0]], byName[sc.minus[k][1]]
+			for side := range 2 {
+				rows[k].Values[side] = nil
+				switch {
+				case a == nil || b == nil || (sc.subjectOnly && side == sideReference):
+					continue
+				case a.Failed[side] != "":
+					rows[k].Failed[side] = "from a failed row: " + a.Failed[side]
+				case b.Failed[side] != "":
+					rows[k].Failed[side] = "from a failed row: " + b.Failed[side]
+				case len(a.Values[side]) != len(b.Values[side]):
+					rows[k].Failed[side] = fmt.Sprintf("%d rounds of %q against %d of %q", len(a.Values[side]), a.Name, len(b.Values[side]), b.Name)
+				default:
+					for r, v := range a.Values[side] {
+						rows[k].Values[side] = append(rows[k].Values[side], v-b.Values[side][r])
+					}
+				}
+			}
+		}
+	}
+}
+
 // selectGroups returns the scenarios of the given groups, in order.
 func selectGroups(scs []scenario, only map[string]bool) []scenario {
 	var out []scenario
@@ -461,6 +565,9 @@ func (m *measurer) runRounds(ctx context.Context, f *fleet, scs []scenario, roun
 			order = [2]int{sideReference, sideSubject}
 		}
 		for i, sc := range scs {
+			if sc.kind == kindDifference {
+				continue // filled from the other rows once the rounds are done
+			}
 			rows := results[first[i] : first[i]+len(sc.metrics)]
 			for _, side := range order {
 				if rows[0].Failed[side] != "" || (sc.subjectOnly && side == sideReference) {
@@ -537,6 +644,7 @@ func (m *measurer) runRounds(ctx context.Context, f *fleet, scs []scenario, roun
 			}
 		}
 	}
+	fillDifferences(results, scs)
 	return results, failures, nil
 }
 
@@ -545,7 +653,7 @@ func (m *measurer) runRounds(ctx context.Context, f *fleet, scs []scenario, roun
 // side's shared server for sc's sync mode otherwise.
 func (m *measurer) server(ctx context.Context, f *fleet, sc scenario, side int) (*server, func(), error) {
 	if sc.fresh {
-		s, err := f.freshServer(ctx, side, sc.sync)
+		s, err := f.freshServer(ctx, side, sc.sync, sc.cipher)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -34,12 +34,14 @@ func TestScenariosTableOrder(t *testing.T) {
 		"JetStream async publish 16 B, file, sync always on both",
 		"JetStream async publish 16 B, file, sync every 2 m on both",
 		"file store: async publish 128 B, default sync",
+		"file store: async publish 128 B, default sync, encrypted (chachapoly)",
 		"JetStream sync publish 16 B, memory",
 		"JetStream sync publish 16 B, file, default sync",
 		"JetStream sync publish 16 B, file, sync always on both",
 		"JetStream sync publish 16 B, file, sync every 2 m on both",
 		"JetStream pull consume 16 B, file, default sync",
 		"file store: pull consume 128 B, durable, explicit acks",
+		"file store: pull consume 128 B, durable, explicit acks, encrypted (chachapoly)",
 		"uplink forward 128 B, compression off",
 		"uplink forward 128 B, compression s2_fast",
 		"uplink wire bytes per message, compression off",
@@ -81,6 +83,14 @@ func TestScenariosTableOrder(t *testing.T) {
 		"MQTT → MQTT subscriber 128 B, QoS 1 (leafbox column: Mosquitto alone, the bridge path's ceiling)",
 		"MQTT → MQTT subscriber 128 B, QoS 1 (leafbox column: Mosquitto alone, the bridge path's ceiling), latency p50",
 		"MQTT → MQTT subscriber 128 B, QoS 1 (leafbox column: Mosquitto alone, the bridge path's ceiling), latency p99",
+		"MQTT → MQTT subscriber 128 B, QoS 0, paced 1,000 msgs/s (leafbox column: Mosquitto alone, the bridge path's ceiling), latency p50",
+		"MQTT → MQTT subscriber 128 B, QoS 0, paced 1,000 msgs/s (leafbox column: Mosquitto alone, the bridge path's ceiling), latency p99",
+		"MQTT → MQTT subscriber 128 B, QoS 1, paced 1,000 msgs/s (leafbox column: Mosquitto alone, the bridge path's ceiling), latency p50",
+		"MQTT → MQTT subscriber 128 B, QoS 1, paced 1,000 msgs/s (leafbox column: Mosquitto alone, the bridge path's ceiling), latency p99",
+		"MQTT → subject 128 B, QoS 0, paced 1,000 msgs/s, added by the bridge (bridge path − Mosquitto alone, same round), latency p50",
+		"MQTT → subject 128 B, QoS 0, paced 1,000 msgs/s, added by the bridge (bridge path − Mosquitto alone, same round), latency p99",
+		"MQTT → subject 128 B, QoS 1, paced 1,000 msgs/s, added by the bridge (bridge path − Mosquitto alone, same round), latency p50",
+		"MQTT → subject 128 B, QoS 1, paced 1,000 msgs/s, added by the bridge (bridge path − Mosquitto alone, same round), latency p99",
 		"vs Mosquitto: MQTT listener 128 B, QoS 0, 1 publisher → 1 subscriber",
 		"vs Mosquitto: MQTT listener 128 B, QoS 0, 1 publisher → 1 subscriber, latency p50",
 		"vs Mosquitto: MQTT listener 128 B, QoS 0, 1 publisher → 1 subscriber, latency p99",
@@ -113,10 +123,12 @@ func TestScenariosTableOrder(t *testing.T) {
 		"Modbus RTU poll of 100 registers at 100ms over a pty, cycle time p99",
 		"Modbus RTU poll of 100 registers at 100ms over a pty, jitter p50",
 		"Modbus RTU poll of 100 registers at 100ms over a pty, jitter p99",
+		"Modbus RTU poll of 100 registers at 100ms over a pty, grid slots missed",
 		"idle RSS",
 		"peak RSS",
 		"RSS with 1,000,000 stored 16 B msgs, file",
 		"file store: RSS with 1,000,000 stored 128 B msgs",
+		"file store: RSS with 1,000,000 stored 128 B msgs, encrypted (chachapoly)",
 		"file store: start-up with 10,000,000 stored 128 B msgs",
 		"file store: RSS after opening 10,000,000 stored 128 B msgs",
 		"RSS with 1,000,000 stored 16 B msgs, memory",
@@ -133,6 +145,9 @@ func TestScenariosAreConsistent(t *testing.T) {
 			t.Errorf("slug %q used twice", sc.slug)
 		}
 		slugs[sc.slug] = true
+		if sc.kind == kindDifference {
+			continue // checked by TestDifferenceRowsNameTheirSources
+		}
 		if sc.msgs <= 0 || len(sc.metrics) == 0 {
 			t.Errorf("%s: %d messages, %d metrics", sc.slug, sc.msgs, len(sc.metrics))
 		}
@@ -181,7 +196,7 @@ func TestScenariosAreConsistent(t *testing.T) {
 			}
 		}
 		wantMetrics := map[scenarioKind]int{kindPublish: 1, kindFanout: 1, kindRequest: 3, kindJSAsync: 1, kindJSSync: 1,
-			kindLeafForward: 2, kindLeafBacklog: 3, kindLeafShaped: 3, kindMQTTListen: 3, kindMQTTIdle: 2, kindModbus: 4, kindJSReopen: 2}
+			kindLeafForward: 2, kindLeafBacklog: 3, kindLeafShaped: 3, kindMQTTListen: 3, kindMQTTIdle: 2, kindModbus: 5, kindJSReopen: 2}
 		if sc.kind == kindJSStored {
 			if !sc.fresh {
 				t.Errorf("%s: stored-message RSS must be read on a fresh server", sc.slug)
@@ -262,5 +277,91 @@ func TestScaledTimeout(t *testing.T) {
 		if got := scaledTimeout(time.Minute, tc.msgs); got != tc.want {
 			t.Errorf("scaledTimeout(1m, %d) = %v, want %v", tc.msgs, got, tc.want)
 		}
+	}
+}
+
+func TestDifferenceRowsNameTheirSources(t *testing.T) {
+	scs := scenarios(defaultWorkload(false))
+	rows := map[string]scenario{}
+	for _, sc := range scs {
+		for _, mt := range sc.metrics {
+			rows[mt.Name] = sc
+		}
+	}
+	n := 0
+	for _, sc := range scs {
+		if sc.kind != kindDifference {
+			continue
+		}
+		n++
+		if len(sc.minus) != len(sc.metrics) || len(sc.metrics) == 0 {
+			t.Fatalf("%s: %d metrics, %d differences", sc.slug, len(sc.metrics), len(sc.minus))
+		}
+		if sc.group() != groupMQTT || !sc.subjectOnly {
+			t.Errorf("%s: group %q, subjectOnly %v; want mqtt, leafbox only", sc.slug, sc.group(), sc.subjectOnly)
+		}
+		for k, mt := range sc.metrics {
+			a, okA := rows[sc.minus[k][0]]
+			b, okB := rows[sc.minus[k][1]]
+			if !okA || !okB || a.kind != kindMQTT || b.kind != kindMQTT {
+				t.Errorf("%s: %q is %q − %q, not two measured mqtt rows", sc.slug, mt.Name, sc.minus[k][0], sc.minus[k][1])
+				continue
+			}
+			// Like with like: the bridge path against Mosquitto alone,
+			// same QoS, same pacing, same messages, same percentile.
+			if a.mqttDirect || !b.mqttDirect || a.qos != sc.qos || b.qos != sc.qos || a.rate != mqttPacedRate || b.rate != mqttPacedRate || a.msgs != b.msgs {
+				t.Errorf("%s: %q − %q compares %+v with %+v", sc.slug, sc.minus[k][0], sc.minus[k][1], a, b)
+			}
+			p := mt.Name[len(mt.Name)-3:]
+			if !strings.HasSuffix(sc.minus[k][0], p) || !strings.HasSuffix(sc.minus[k][1], p) || mt.Unit != unitMicros {
+				t.Errorf("%s: %q from %q and %q", sc.slug, mt.Name, sc.minus[k][0], sc.minus[k][1])
+			}
+			if !strings.Contains(mt.Name, "added by the bridge") || !strings.Contains(mt.Name, "QoS "+strconv.Itoa(sc.qos)) {
+				t.Errorf("%s: row %q does not say what it is", sc.slug, mt.Name)
+			}
+		}
+	}
+	if n != 2 {
+		t.Errorf("%d difference scenarios, want QoS 0 and 1", n)
+	}
+}
+
+func TestFillDifferences(t *testing.T) {
+	mk := func(name string, subject, reference []float64, failed [2]string) metricResult {
+		return metricResult{metric: metric{Name: name, Unit: unitMicros}, Values: [2][]float64{subject, reference}, Failed: failed}
+	}
+	diff := func(slug string, subjectOnly bool, from, minus string) scenario {
+		return scenario{slug: slug, kind: kindDifference, subjectOnly: subjectOnly,
+			metrics: []metric{{Name: slug, Unit: unitMicros}}, minus: [][2]string{{from, minus}}}
+	}
+	scs := []scenario{
+		{slug: "a", kind: kindMQTT, metrics: []metric{{Name: "a"}, {Name: "a2"}}},
+		{slug: "b", kind: kindMQTT, metrics: []metric{{Name: "b"}}},
+		diff("a-b", true, "a", "b"),
+		diff("a-b both", false, "a", "b"),
+		diff("a2-b", false, "a2", "b"),
+		diff("a-missing", false, "a", "missing"),
+	}
+	results := []metricResult{
+		mk("a", []float64{500, 700, 600}, []float64{300}, [2]string{}),
+		mk("a2", []float64{1, 2}, nil, [2]string{"", "boom"}),
+		mk("b", []float64{200, 750, 100}, []float64{100}, [2]string{}),
+		{metric: scs[2].metrics[0]}, {metric: scs[3].metrics[0]}, {metric: scs[4].metrics[0]}, {metric: scs[5].metrics[0]},
+	}
+	fillDifferences(results, scs)
+	got := results[3]
+	if !slices.Equal(got.Values[sideSubject], []float64{300, -50, 500}) || got.Values[sideReference] != nil || got.Failed != [2]string{} {
+		t.Errorf("a − b, leafbox only: %+v", got)
+	}
+	if got := results[4]; !slices.Equal(got.Values[sideReference], []float64{200}) {
+		t.Errorf("a − b on both sides: %+v", got)
+	}
+	got = results[5]
+	if got.Values[sideSubject] != nil || !strings.Contains(got.Failed[sideSubject], "2 rounds") ||
+		got.Failed[sideReference] != "from a failed row: boom" {
+		t.Errorf("a2 − b: %+v, want the subject side failed for unequal rounds, the reference for a2's failure", got)
+	}
+	if got := results[6]; got.Values[0] != nil || got.Values[1] != nil || got.Failed != [2]string{} {
+		t.Errorf("a − (a row not selected): %+v, want empty", got)
 	}
 }

@@ -57,7 +57,7 @@ func (f *fleet) sharedServer(ctx context.Context, side int, m syncMode) (*server
 		return nil, err
 	}
 	dir := filepath.Join(f.workDir, fmt.Sprintf("server%d-%s", side, dirName(m)))
-	s, err := startServer(ctx, serverLabel(f.labels[side], m), f.bins[side], f.styles[side], m, dir)
+	s, err := startServer(ctx, serverLabel(f.labels[side], m), f.bins[side], f.styles[side], m, "", dir)
 	if err != nil {
 		f.refused[key] = err
 		return nil, err
@@ -67,12 +67,16 @@ func (f *fleet) sharedServer(ctx context.Context, side int, m syncMode) (*server
 	return s, nil
 }
 
-// freshServer starts a server for one run. The caller ends it with
-// stopFresh.
-func (f *fleet) freshServer(ctx context.Context, side int, m syncMode) (*server, error) {
+// freshServer starts a server for one run, its store encrypted with
+// cipher unless that is empty. The caller ends it with stopFresh.
+func (f *fleet) freshServer(ctx context.Context, side int, m syncMode, cipher string) (*server, error) {
 	f.fresh++
 	dir := filepath.Join(f.workDir, fmt.Sprintf("fresh%03d-server%d-%s", f.fresh, side, dirName(m)))
-	return startServer(ctx, serverLabel(f.labels[side], m), f.bins[side], f.styles[side], m, dir)
+	label := serverLabel(f.labels[side], m)
+	if cipher != "" {
+		label += " (cipher " + cipher + ")"
+	}
+	return startServer(ctx, label, f.bins[side], f.styles[side], m, cipher, dir)
 }
 
 // stopFresh stops a fresh server and, unless the fleet keeps them,

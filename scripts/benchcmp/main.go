@@ -122,7 +122,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	if cfg.only, err = parseOnly(only); err != nil {
 		return cfg, err
 	}
-	if _, err := serverCommand(cfg.leafboxStyle, syncDefault, ""); err != nil {
+	if _, err := serverCommand(cfg.leafboxStyle, syncDefault, "", ""); err != nil {
 		return cfg, err
 	}
 	roundsSet := false

@@ -25,10 +25,14 @@ import (
 // modbusInterval and publishes each on modbus.r<N>, and a raw-protocol
 // NATS subscriber on modbus.> notes the arrivals.
 //
-//   - jitter: each poll's start (the slave reading the request) against
-//     its slot on the modbusInterval grid, above the earliest one; a
-//     schedule that drifts (the next poll an interval after the last one
-//     ended) grows it by a cycle time each poll;
+//   - jitter: each poll's start (the slave reading the request) after its
+//     own slot on the bridge's modbusInterval grid, the nearest slot at or
+//     before it (see gridLateness); a schedule that drifts (the next poll
+//     an interval after the last one ended) grows it by a cycle time each
+//     poll;
+//   - missed slots: the slots of that grid, between the first and the
+//     last poll measured, that had no poll (the bridge skips those a poll
+//     overran), as a share of all the slots;
 //   - cycle time: from a poll's request to its last value at the
 //     subscriber.
 
@@ -48,6 +52,7 @@ func modbusScenario() scenario {
 		{Name: name + ", cycle time p99", Unit: unitMillis, Better: lowerIsBetter, Order: orderModbus},
 		{Name: name + ", jitter p50", Unit: unitMillis, Better: lowerIsBetter, Order: orderModbus},
 		{Name: name + ", jitter p99", Unit: unitMillis, Better: lowerIsBetter, Order: orderModbus},
+		{Name: name + ", grid slots missed", Unit: unitPercent, Better: lowerIsBetter, Order: orderModbus},
 	}}
 }
 
@@ -201,20 +206,62 @@ func (m *measurer) measureModbus(ctx context.Context, f *fleet, sc scenario, sid
 			}
 		}
 	}
-	var offsets, cycles []float64
+	var cycles []float64
 	for i, p := range polls {
-		offsets = append(offsets, float64(p.Sub(polls[0])-time.Duration(i)*modbusInterval)/1e6)
 		cycles = append(cycles, float64(last[i].Sub(p))/1e6)
 	}
-	lowest := slices.Min(offsets)
-	for i := range offsets {
-		offsets[i] -= lowest
-	}
-	slices.Sort(offsets)
+	late, missed := gridLateness(polls, modbusInterval)
+	slices.Sort(late)
 	slices.Sort(cycles)
 	c50, _ := percentile(cycles, 50)
 	c99, _ := percentile(cycles, 99)
-	j50, _ := percentile(offsets, 50)
-	j99, _ := percentile(offsets, 99)
-	return []float64{c50, c99, j50, j99}, nil
+	j50, _ := percentile(late, 50)
+	j99, _ := percentile(late, 99)
+	share := 100 * float64(missed) / float64(missed+len(polls))
+	return []float64{c50, c99, j50, j99, share}, nil
+}
+
+// gridLateness places each poll (its start, in order) in its slot of a
+// grid of slots every interval, the nearest slot at or before it, and
+// returns each poll's lateness after its slot in ms and how many slots
+// between the first poll's and the last one's had no poll.
+//
+// The bridge keeps its grid from its start, which the harness does not
+// see, so the grid's phase is estimated from the polls: the phase at
+// which one of them started on time and which makes their total lateness
+// least (a poll is never early; most start close to their slot). A
+// phase is found modulo the interval, so a poll just before a slot
+// boundary and one just after it are told apart, and a poll late by more
+// than half an interval still counts against its own slot.
+func gridLateness(polls []time.Time, interval time.Duration) (late []float64, missed int) {
+	if len(polls) == 0 {
+		return nil, 0
+	}
+	mod := func(d time.Duration) time.Duration { return ((d % interval) + interval) % interval }
+	phases := make([]time.Duration, len(polls))
+	for i, p := range polls {
+		phases[i] = mod(p.Sub(polls[0]))
+	}
+	best, bestTotal := time.Duration(0), time.Duration(-1)
+	for _, c := range phases {
+		var total time.Duration
+		for _, ph := range phases {
+			total += mod(ph - c)
+		}
+		if bestTotal < 0 || total < bestTotal {
+			best, bestTotal = c, total
+		}
+	}
+	prev := 0
+	for i, p := range polls {
+		d := p.Sub(polls[0]) - best // from the slot at or before the first poll
+		lateness := mod(d)
+		slot := int((d - lateness) / interval)
+		if i > 0 && slot > prev+1 {
+			missed += slot - prev - 1
+		}
+		prev = slot
+		late = append(late, float64(lateness)/1e6)
+	}
+	return late, missed
 }

@@ -191,7 +191,7 @@ func TestMQTTSetupsBindLoopback(t *testing.T) {
 	}
 }
 
-// TestMQTTWithNATSServer runs both mqtt rows once with nats-server as the
+// TestMQTTWithNATSServer runs the mqtt rows (unpaced, paced, paced ceiling) once with nats-server as the
 // side under test (the stand-in set-up, its own MQTT listener), proving
 // the publisher, the probe, the subscriber and the figures together.
 func TestMQTTWithNATSServer(t *testing.T) {
@@ -222,6 +222,19 @@ func TestMQTTWithNATSServer(t *testing.T) {
 	}
 	if d := time.Since(start); d < 49*time.Millisecond {
 		t.Errorf("paced run of 50 messages at 1,000/s took %v", d)
+	}
+	// The paced ceiling: the same load read by a plain MQTT subscriber.
+	sc = mqttPacedCeilingScenario(50, 1)
+	start = time.Now()
+	values, err = m.measureMQTT(context.Background(), f, sc, sideSubject)
+	if err != nil {
+		t.Fatalf("paced ceiling: %v", err)
+	}
+	if len(values) != len(sc.metrics) || values[0] <= 0 || values[1] < values[0] {
+		t.Errorf("paced ceiling: values = %v, want 0 < p50 ≤ p99", values)
+	}
+	if d := time.Since(start); d < 49*time.Millisecond {
+		t.Errorf("paced ceiling run of 50 messages at 1,000/s took %v", d)
 	}
 	if matches, _ := filepath.Glob(filepath.Join(dir, "mqtt*", "server", "store")); len(matches) != 0 {
 		t.Errorf("stores left behind: %v", matches)

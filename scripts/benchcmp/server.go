@@ -63,35 +63,52 @@ type serverSetup struct {
 	config     string
 }
 
+// benchKey is the encryption key of the encrypted store rows, the same on
+// both servers.
+const benchKey = "benchcmp encryption key, 32 B..."
+
 // serverCommand returns the setup that starts a server of the given style
 // on loopback, with the client and monitoring ports chosen by the kernel
 // and written to a ports file in dir, and JetStream on with its store in
 // dir/store (a fresh directory for every start). A sync mode other than
-// the default goes into a configuration file in dir, the only place
-// either server accepts it; every other setting stays on the command line.
-func serverCommand(style serverStyle, sync syncMode, dir string) (serverSetup, error) {
+// the default, and a cipher (encryption at rest with benchKey), go into a
+// configuration file in dir, the only place either server accepts them;
+// every other setting stays on the command line.
+func serverCommand(style serverStyle, sync syncMode, cipher, dir string) (serverSetup, error) {
 	store := filepath.Join(dir, "store")
 	var setup serverSetup
+	var extra []string // jetstream settings beyond store_dir, as key: value
+	if sync != syncDefault {
+		extra = append(extra, "sync_interval: "+strconv.Quote(string(sync)))
+	}
+	if cipher != "" {
+		extra = append(extra, "cipher: "+cipher, "key: "+strconv.Quote(benchKey))
+	}
 	switch style {
 	case styleLeafbox:
 		setup.args = []string{"run", "--addr", "127.0.0.1", "--port", "-1", "--http-port", "-1",
 			"--ports-file-dir", dir, "--jetstream"}
-		if sync == syncDefault {
+		if len(extra) == 0 {
 			setup.args = append(setup.args, "--store-dir", store)
 			return setup, nil
 		}
 		setup.configPath = filepath.Join(dir, "leafbox.yaml")
-		setup.config = fmt.Sprintf("jetstream:\n  store_dir: %s\n  sync_interval: %s\n",
-			strconv.Quote(store), strconv.Quote(string(sync)))
+		setup.config = fmt.Sprintf("jetstream:\n  store_dir: %s\n", strconv.Quote(store))
+		for _, e := range extra {
+			setup.config += "  " + e + "\n"
+		}
 	case styleNATS:
 		setup.args = []string{"-a", "127.0.0.1", "-p", "-1", "-m", "-1", "--ports_file_dir", dir}
-		if sync == syncDefault {
+		if len(extra) == 0 {
 			setup.args = append(setup.args, "-js", "-sd", store)
 			return setup, nil
 		}
 		setup.configPath = filepath.Join(dir, "nats-server.conf")
-		setup.config = fmt.Sprintf("jetstream {\n  store_dir: %s\n  sync_interval: %s\n}\n",
-			strconv.Quote(store), strconv.Quote(string(sync)))
+		setup.config = fmt.Sprintf("jetstream {\n  store_dir: %s\n", strconv.Quote(store))
+		for _, e := range extra {
+			setup.config += "  " + e + "\n"
+		}
+		setup.config += "}\n"
 	default:
 		return setup, fmt.Errorf("benchcmp: unknown server style %q (want %q or %q)", style, styleLeafbox, styleNATS)
 	}
@@ -142,8 +159,8 @@ type server struct {
 
 // startServer starts bin in dir, waits for its ports file and for one
 // client handshake, and returns the running server.
-func startServer(ctx context.Context, label, bin string, style serverStyle, sync syncMode, dir string) (*server, error) {
-	setup, err := serverCommand(style, sync, dir)
+func startServer(ctx context.Context, label, bin string, style serverStyle, sync syncMode, cipher, dir string) (*server, error) {
+	setup, err := serverCommand(style, sync, cipher, dir)
 	if err != nil {
 		return nil, err
 	}

@@ -42,7 +42,7 @@ func TestParsePortsFile(t *testing.T) {
 func TestServerCommandBindsLoopbackAndChosenPorts(t *testing.T) {
 	for _, style := range []serverStyle{styleLeafbox, styleNATS} {
 		for _, sync := range []syncMode{syncDefault, syncAlways, syncInterval} {
-			setup, err := serverCommand(style, sync, "/tmp/x")
+			setup, err := serverCommand(style, sync, "", "/tmp/x")
 			if err != nil {
 				t.Fatalf("%s, sync %s: %v", style, sync, err)
 			}
@@ -55,7 +55,7 @@ func TestServerCommandBindsLoopbackAndChosenPorts(t *testing.T) {
 			}
 		}
 	}
-	if _, err := serverCommand("mosquitto", syncDefault, "/tmp/x"); err == nil {
+	if _, err := serverCommand("mosquitto", syncDefault, "", "/tmp/x"); err == nil {
 		t.Error("unknown style: no error")
 	}
 }
@@ -80,7 +80,7 @@ func TestServerCommandJetStream(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(string(tc.style)+" "+tc.sync.String(), func(t *testing.T) {
-			setup, err := serverCommand(tc.style, tc.sync, "/w/s0")
+			setup, err := serverCommand(tc.style, tc.sync, "", "/w/s0")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -101,7 +101,7 @@ func TestServerCommandJetStream(t *testing.T) {
 }
 
 func TestServerCommandQuotesPaths(t *testing.T) {
-	setup, err := serverCommand(styleNATS, syncAlways, `/tmp/a "b"`)
+	setup, err := serverCommand(styleNATS, syncAlways, "", `/tmp/a "b"`)
 	if err != nil {
 		t.Fatal(err)
 	}

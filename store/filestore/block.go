@@ -225,12 +225,20 @@ type entry struct {
 const (
 	entryTTL   = 1 << 0 // has a per-message expiry
 	entryNoAge = 1 << 1 // exempt from MaxAge
+	// entrySealed marks a sealed record, sealOverhead bytes longer than
+	// its accounting size says.
+	entrySealed = 1 << 2
 )
 
 func (e *entry) live() bool { return e.length != 0 }
 
 // size is the message's accounting size (store.Size).
-func (e *entry) size() uint64 { return uint64(e.length) - sizeAdjust }
+func (e *entry) size() uint64 {
+	if e.flags&entrySealed != 0 {
+		return uint64(e.length) - sizeAdjust - sealOverhead
+	}
+	return uint64(e.length) - sizeAdjust
+}
 
 // block is one block file and the index of the messages in it. Blocks are
 // owned by their Stream and guarded by its mutex, except where noted.

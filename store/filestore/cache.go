@@ -199,7 +199,7 @@ func (s *Stream) readEntries(b *block, fromIndex bool) ([]entry, bool) {
 	}
 	var sc blockScan
 	if fromIndex {
-		data, err := readFile(s.fsys, indexName(s.dir, b.id))
+		data, err := readIndex(s.fsys, s.dir, s.key, b.id)
 		if err != nil {
 			return nil, false
 		}
@@ -213,7 +213,7 @@ func (s *Stream) readEntries(b *block, fromIndex bool) ([]entry, bool) {
 		if _, err := b.file.ReadAt(body, blockHeaderLen); err != nil {
 			return nil, false
 		}
-		sc = scanBody(body, b.compressed(), intern)
+		sc = scanBody(body, b.compressed(), s.key, intern)
 	}
 	es := make([]entry, 0, b.live)
 	gaps := b.gaps
@@ -232,7 +232,7 @@ func (s *Stream) readEntries(b *block, fromIndex bool) ([]entry, bool) {
 		if ss == nil {
 			return nil, false
 		}
-		e := entry{seq: m.seq, ts: m.ts, off: m.off, length: m.length, subj: ss.id}
+		e := entry{seq: m.seq, ts: m.ts, off: m.off, length: m.length, subj: ss.id, flags: s.entryFlags()}
 		switch {
 		case m.ttl > 0:
 			e.flags |= entryTTL

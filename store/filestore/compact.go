@@ -107,7 +107,7 @@ func (s *Stream) Checkpoint() error {
 // message at all. Tombstones do not count as dead: a rewrite keeps those
 // still needed, and the block goes once none is.
 func (s *Stream) wantsCompaction(b *block) bool {
-	liveRecords := int64(b.liveBytes) + int64(b.live)*sizeAdjust
+	liveRecords := int64(b.liveBytes) + int64(b.live)*s.recordAdjust()
 	dead := b.rawLen - b.tombBytes - liveRecords
 	if b.live == 0 {
 		return dead > 0
@@ -188,7 +188,7 @@ func (s *Stream) rewrite(b *block) error {
 	var raw []byte
 	var ends []int
 	var sc blockScan
-	forEachRecord(body, hdr.flags&flagS2 != 0, func(r *record, rec []byte) {
+	forEachRecord(body, hdr.flags&flagS2 != 0, s.key, func(r *record, rec []byte) {
 		switch r.kind {
 		case kindMsg:
 			if _, ok := slices.BinarySearch(live, r.seq); !ok {
@@ -311,7 +311,7 @@ func (s *Stream) rewrite(b *block) error {
 	if !b.compressed() {
 		sc.rawLen = b.fileSize - blockHeaderLen
 	}
-	if err := writeIndex(s.fsys, s.dir, meta, &sc); err != nil {
+	if err := writeIndex(s.fsys, s.dir, s.key, meta, &sc); err != nil {
 		return fmt.Errorf("filestore: index of block %d: %w", b.id, err)
 	}
 	s.mu.Lock()
@@ -352,13 +352,14 @@ func overlapsAny(rs []seqRange, r seqRange) bool {
 }
 
 // forEachRecord calls fn for every good record of a block body with the
-// record's bytes, decoding chunks of a compressed body.
-func forEachRecord(body []byte, compressed bool, fn func(r *record, rec []byte)) {
+// record's bytes, decoding chunks of a compressed body. Sealed messages
+// reach fn opened (k), with rec still the sealed bytes.
+func forEachRecord(body []byte, compressed bool, k *sealer, fn func(r *record, rec []byte)) {
 	if !compressed {
-		scanRecords(body, func(off int, r *record) { fn(r, body[off:off+r.len()]) })
+		scanOpen(body, k, func(off int, r *record) { fn(r, body[off:off+r.len()]) })
 		return
 	}
 	scanChunks(body, func(c chunkRef, raw []byte) {
-		scanRecords(raw, func(off int, r *record) { fn(r, raw[off:off+r.len()]) })
+		scanOpen(raw, k, func(off int, r *record) { fn(r, raw[off:off+r.len()]) })
 	})
 }

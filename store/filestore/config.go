@@ -67,6 +67,10 @@ type Config struct {
 	// DefaultIndexCache, a negative value keeps only the active block's.
 	// Stream.SetIndexCache changes it later.
 	IndexCache int64
+	// Encryption seals the stream's records and index files (see
+	// crypt.go). Turning it on for a plaintext stream converts the
+	// stream at Open; turning it off is refused (ErrNoKey).
+	Encryption Encryption
 }
 
 // Validate reports the first impossible value as an error wrapping
@@ -95,8 +99,10 @@ func (c Config) Validate() error {
 		return bad("SyncInterval is negative (%v)", c.SyncInterval)
 	case c.Compression != CompressionNone && c.Compression != CompressionS2:
 		return bad("unknown compression %d", c.Compression)
+	case c.Compression == CompressionS2 && c.Encryption.Enabled():
+		return bad("compression s2 with cipher %s: sealed records do not compress; choose one", c.Encryption.Cipher)
 	}
-	return nil
+	return c.Encryption.Validate()
 }
 
 // withDefaults returns c with zero fields replaced by their defaults.
@@ -110,12 +116,17 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// String shows the effective settings.
+// String shows the effective settings; of the encryption only the
+// cipher, when set.
 func (c Config) String() string {
 	c = c.withDefaults()
 	sync := "always"
 	if c.SyncInterval > 0 {
 		sync = c.SyncInterval.String()
 	}
-	return fmt.Sprintf("block_size=%d sync=%s compression=%s index_cache=%d", c.BlockSize, sync, c.Compression, max(c.IndexCache, 0))
+	out := fmt.Sprintf("block_size=%d sync=%s compression=%s index_cache=%d", c.BlockSize, sync, c.Compression, max(c.IndexCache, 0))
+	if c.Encryption.Enabled() {
+		out += " cipher=" + c.Encryption.Cipher.String()
+	}
+	return out
 }

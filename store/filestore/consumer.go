@@ -24,6 +24,9 @@ const (
 	frameHeaderLen  = 8
 	frameSnapshot   = 1
 	frameDelta      = 2
+	// frameSealed, in a frame's fourth byte, marks a sealed payload:
+	// nonce, ciphertext and tag, authenticated with the frame header.
+	frameSealed     = 1 << 0
 	maxFramePayload = 1 << 30
 )
 
@@ -40,6 +43,9 @@ type ConsumerConfig struct {
 	// (DefaultConsumerCompactSize when 0); the log may also grow to eight
 	// times the snapshot, so a large state is not rewritten too often.
 	CompactSize int64
+	// Encryption seals every frame with a data key kept in consumer.key
+	// (see Encryption). Turning it on converts a plaintext log at open.
+	Encryption Encryption
 }
 
 // DefaultConsumerCompactSize is the default ConsumerConfig.CompactSize:
@@ -68,6 +74,11 @@ type ConsumerStore struct {
 	state  store.ConsumerState
 	report ConsumerReport
 	buf    []byte
+	// key seals frames; nil for a plaintext log. convert says plaintext
+	// frames are accepted during replay: encryption was just turned on.
+	key     *sealer
+	convert bool
+	newKey  bool
 
 	stop     chan struct{}
 	done     chan struct{}
@@ -97,6 +108,9 @@ func OpenConsumerStoreConfig(fsys vfs.FS, dir string, cfg ConsumerConfig) (*Cons
 	if cfg.SyncInterval < 0 || cfg.CompactSize < 0 {
 		return nil, fmt.Errorf("%w: filestore: negative consumer SyncInterval or CompactSize", store.ErrInvalidConfig)
 	}
+	if err := cfg.Encryption.Validate(); err != nil {
+		return nil, err
+	}
 	if cfg.CompactSize == 0 {
 		cfg.CompactSize = DefaultConsumerCompactSize
 	}
@@ -106,14 +120,40 @@ func OpenConsumerStoreConfig(fsys vfs.FS, dir string, cfg ConsumerConfig) (*Cons
 	c := &ConsumerStore{fsys: fsys, dir: dir, cfg: cfg}
 	name := filepath.Join(dir, consumerLogName)
 	_ = removeIfExists(fsys, name+tmpExt)
+	_ = removeIfExists(fsys, filepath.Join(dir, consumerKeyName)+tmpExt)
+	exists := false
+	if fi, err := fsys.Stat(name); err == nil && fi.Size() > 0 {
+		exists = true
+	}
+	dk, err := loadDirKey(fsys, dir, consumerKeyName, cfg.Encryption, exists)
+	if err != nil {
+		return nil, err
+	}
+	c.key, c.convert, c.newKey = dk.sealer, dk.convert, dk.created
 	f, err := fsys.OpenFile(name, os.O_RDWR|os.O_CREATE, vfs.PermFile)
 	if err != nil {
 		return nil, fmt.Errorf("filestore: %w", err)
 	}
 	c.f = f
 	if err := c.replay(); err != nil {
-		f.Close()
+		c.f.Close()
+		if errors.Is(err, errLostKey) {
+			dk.discard(fsys)
+		}
 		return nil, err
+	}
+	if c.convert {
+		// Every plaintext frame is replayed: one sealed snapshot
+		// replaces them, then the key file stops accepting them.
+		if err := c.compact(); err != nil {
+			c.f.Close()
+			return nil, err
+		}
+		if err := dk.finishConversion(fsys, cfg.Encryption); err != nil {
+			c.f.Close()
+			return nil, err
+		}
+		c.convert = false
 	}
 	if cfg.SyncInterval > 0 {
 		c.stop, c.done = make(chan struct{}), make(chan struct{})
@@ -136,7 +176,13 @@ func (c *ConsumerStore) replay() error {
 	for off < len(data) {
 		kind, payload, n, err := parseFrame(data[off:])
 		if err == nil {
+			payload, err = c.openPayload(data[off:off+frameHeaderLen], payload)
+		}
+		if err == nil {
 			err = applyFrame(&c.state, kind, payload)
+		}
+		if errors.Is(err, errLostKey) {
+			return fmt.Errorf("filestore: %s: %w", c.dir, err)
 		}
 		if err != nil {
 			break
@@ -179,7 +225,7 @@ func (c *ConsumerStore) Update(state *store.ConsumerState) error {
 		return nil
 	}
 	c.buf = payload
-	frame := appendFrame(nil, frameDelta, payload)
+	frame := c.frame(frameDelta, payload)
 	if err := c.append(frame); err != nil {
 		return err
 	}
@@ -229,7 +275,7 @@ func consumerIOError(op string, err error) error {
 
 // compact replaces the log with one snapshot of the current state.
 func (c *ConsumerStore) compact() error {
-	snap := appendFrame(nil, frameSnapshot, appendSnapshot(nil, &c.state))
+	snap := c.frame(frameSnapshot, appendSnapshot(nil, &c.state))
 	name := filepath.Join(c.dir, consumerLogName)
 	if err := vfs.WriteFile(c.fsys, name, snap); err != nil {
 		return consumerIOError("compact", err)
@@ -334,7 +380,7 @@ func appendFrame(dst []byte, kind uint8, payload []byte) []byte {
 // parseFrame decodes the frame at the start of b and returns its kind,
 // payload and length.
 func parseFrame(b []byte) (uint8, []byte, int, error) {
-	if len(b) < frameHeaderLen+4 || b[0] != frameMagic || b[1] != formatVersion {
+	if len(b) < frameHeaderLen+4 || b[0] != frameMagic || b[1] != formatVersion || b[3]&^frameSealed != 0 {
 		return 0, nil, 0, errBadFrame
 	}
 	n := int64(binary.LittleEndian.Uint32(b[4:]))
@@ -512,4 +558,41 @@ func applyFrame(s *store.ConsumerState, kind uint8, payload []byte) error {
 	next.Pending, next.Redelivered = pending, redelivered
 	*s = next
 	return nil
+}
+
+// frame frames payload, sealed when the log is.
+func (c *ConsumerStore) frame(kind uint8, payload []byte) []byte {
+	if c.key == nil {
+		return appendFrame(nil, kind, payload)
+	}
+	return appendSealedFrame(nil, c.key, kind, payload)
+}
+
+// appendSealedFrame frames payload sealed with k: the header says so and
+// is the additional data, the length covers nonce and tag.
+func appendSealedFrame(dst []byte, k *sealer, kind uint8, payload []byte) []byte {
+	dst = slices.Grow(dst, frameHeaderLen+sealOverhead+len(payload)+4)
+	start := len(dst)
+	dst = append(dst, frameMagic, formatVersion, kind, frameSealed)
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(payload)+sealOverhead))
+	dst = k.sealTo(dst, payload, dst[start:start+frameHeaderLen])
+	return binary.LittleEndian.AppendUint32(dst, crc32.Checksum(dst[start:], crcTable))
+}
+
+// openPayload returns the plaintext payload of a frame with header hdr:
+// sealed frames are opened, plaintext ones accepted only by a plaintext
+// log or one being converted. Any refusal is errBadFrame-like corruption.
+func (c *ConsumerStore) openPayload(hdr, payload []byte) ([]byte, error) {
+	sealed := hdr[3]&frameSealed != 0
+	switch {
+	case sealed && c.newKey:
+		return nil, errLostKey
+	case sealed && c.key != nil:
+		return c.key.open(nil, payload, hdr)
+	case sealed:
+		return nil, fmt.Errorf("%w: sealed frame in a plaintext consumer log", errBadFrame)
+	case c.key != nil && !c.convert:
+		return nil, fmt.Errorf("%w: plaintext frame in a sealed consumer log", errBadFrame)
+	}
+	return payload, nil
 }

@@ -148,7 +148,14 @@ func TestConsumerKillReopen(t *testing.T) {
 // a run of updates (fsync per update, compactions included): the state
 // after recovery is the last one Update acknowledged.
 func TestConsumerPowerCut(t *testing.T) {
-	cfg := filestore.ConsumerConfig{CompactSize: 1024}
+	for _, enc := range []filestore.Encryption{{}, testEncryption(filestore.CipherChaCha), testEncryption(filestore.CipherAES)} {
+		t.Run(enc.String(), func(t *testing.T) {
+			consumerPowerCut(t, filestore.ConsumerConfig{CompactSize: 1024, Encryption: enc})
+		})
+	}
+}
+
+func consumerPowerCut(t *testing.T, cfg filestore.ConsumerConfig) {
 	for k := 0; ; k++ {
 		mem := vfs.NewStrictMem()
 		trig := vfs.NewTrigger(int64(k), errPowerCut)

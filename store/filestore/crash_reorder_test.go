@@ -203,6 +203,23 @@ var limitScenarios = []limitScenario{
 		setup: []string{"m.1", "m.2", "m.3"},
 		cut:   []string{"m.4", "m.5", "m.6"},
 	},
+	// Encrypted: sealed records are longer on disk but count the same.
+	{
+		name:  "per-subject=1/chachapoly",
+		cfg:   withLimits(filestore.Config{BlockSize: 1 << 20, Encryption: testEncryption(filestore.CipherChaCha)}, store.Config{MaxMsgsPerSubject: 1}),
+		group: func(s string) string { return s },
+		limit: 1,
+		setup: []string{"kv.a", "kv.b"},
+		cut:   []string{"kv.a", "kv.a", "kv.b"},
+	},
+	{
+		name:  "max-bytes=3msgs/aes",
+		cfg:   withLimits(filestore.Config{BlockSize: 1 << 20, Encryption: testEncryption(filestore.CipherAES)}, store.Config{MaxBytes: 3 * int64(store.Size("m.1", nil, []byte("m.1#0")))}),
+		group: func(string) string { return "" },
+		limit: 3,
+		setup: []string{"m.1", "m.2", "m.3"},
+		cut:   []string{"m.4", "m.5", "m.6"},
+	},
 }
 
 func withLimits(cfg filestore.Config, limits store.Config) filestore.Config {

@@ -24,6 +24,10 @@ var crashConfigs = []struct {
 }{
 	{"none", filestore.Config{BlockSize: 400}},
 	{"s2", filestore.Config{BlockSize: 400, Compression: filestore.CompressionS2}},
+	// Encrypted stores: sealed records, sealed index files and the
+	// stream.key written at the first Open, which the cut may interrupt.
+	{"chachapoly", filestore.Config{BlockSize: 400, Encryption: testEncryption(filestore.CipherChaCha)}},
+	{"aes", filestore.Config{BlockSize: 400, Encryption: testEncryption(filestore.CipherAES)}},
 }
 
 // crashRun is one run that loses power at the k-th mutating file
@@ -97,8 +101,15 @@ func TestCrashEveryWrite(t *testing.T) {
 // concurrently (group commit): every acknowledged message survives, and
 // every recovered message is one that was stored.
 func TestCrashConcurrentWriters(t *testing.T) {
+	for _, enc := range []filestore.Encryption{{}, testEncryption(filestore.CipherChaCha)} {
+		t.Run(enc.String(), func(t *testing.T) {
+			crashConcurrentWriters(t, filestore.Config{BlockSize: 600, Encryption: enc})
+		})
+	}
+}
+
+func crashConcurrentWriters(t *testing.T, cfg filestore.Config) {
 	const writers, each = 8, 8
-	cfg := filestore.Config{BlockSize: 600}
 	for k := 0; ; k += 3 {
 		run := newCrashRun(k)
 		var mu sync.Mutex
@@ -307,9 +318,9 @@ func TestBitFlips(t *testing.T) {
 			// Record 4's bytes start after the header and records 0..3.
 			start := 48
 			for _, a := range acked[:4] {
-				start += recordLen(a)
+				start += recordLen(a) + sealOverhead(cfg)
 			}
-			end := start + recordLen(acked[4])
+			end := start + recordLen(acked[4]) + sealOverhead(cfg)
 			if c.cfg.Compression != filestore.CompressionNone {
 				// Not compressed: the block was never sealed.
 				_ = end

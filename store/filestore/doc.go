@@ -12,8 +12,10 @@
 //	0000000002.blk   the active block, the only one appended to
 //	0000000002.idx   index file of block 2 (optional, rebuilt when missing)
 //	*.tmp            half-written replacements, removed by Open
+//	stream.key       the sealed data key of an encrypted stream
 //
-// A consumer store owns a directory holding consumer.log.
+// A consumer store owns a directory holding consumer.log (and, encrypted,
+// consumer.key).
 //
 // # Block format (format version 1)
 //
@@ -61,6 +63,50 @@
 // magic is 0xC5; rawOff is where the chunk's records start in the block's
 // uncompressed record stream, so a lost chunk does not shift the others.
 // Indexes address records by that uncompressed offset.
+//
+// # Encryption at rest
+//
+// With Config.Encryption a stream seals its message records and index
+// files with ChaCha20-Poly1305 or AES-256-GCM under a random 256-bit data
+// key of its own, kept in stream.key:
+//
+//	+------+---+------+-----+----+-------+-------------------+-----+
+//	|"LFKY"|ver|cipher|state|rsvd| nonce | sealed data key   | tag |
+//	+------+---+------+-----+----+-------+-------------------+-----+
+//	   4     1    1      1    1     12            32            16
+//
+// sealed with a key derived from the server key (HKDF-SHA256, the cipher
+// in the info) and the first 8 bytes as additional data. A wrong server
+// key fails that one authentication at Open (ErrWrongKey); changing the
+// server key (Encryption.PrevKey) re-seals stream.key only. State bit 0
+// ("converting") is set while a plaintext stream is being converted.
+//
+// A sealed message record is kind 4: the fixed 40-byte header stays in
+// the clear (subjLen and hdrLen give the plaintext lengths, length the
+// size on disk), followed by a 12-byte nonce, subject, header and data
+// sealed together, the 16-byte tag, and the crc32c. The whole fixed
+// header (kind, lengths, sequence, time, ttl) is the additional data, so
+// a record whose sequence or times were altered, or that was copied from
+// another stream, fails to open. Nonces are an 8-byte random prefix,
+// drawn at every Open and whenever the counter wraps, and a 4-byte
+// counter: none repeats under a data key. Tombstones and erased records
+// hold no message bytes and stay in the clear (crc32c only). A scan
+// treats a sealed record that fails authentication, and a plaintext
+// message in an encrypted stream, as corrupt, exactly like a checksum
+// failure; a load returns ErrCorrupt. Index files are sealed whole
+// ("LFSE", nonce, sealed index, tag; the block id is in the additional
+// data) since they list subjects. S2 compression is refused with a
+// cipher: sealed records do not compress.
+//
+// Turning encryption on for a plaintext stream writes stream.key marked
+// converting, rewrites each block holding plaintext messages through a
+// synced temporary file and a rename (removing its index file), then
+// clears the mark; a crash in between leaves whole blocks of either kind
+// and the next Open finishes. Turning it off is refused (ErrNoKey).
+// Consumer logs do the same with consumer.key: sealed frames carry bit 0
+// of their fourth byte, their payload is nonce, ciphertext and tag with
+// the frame header as additional data, and a plaintext log is replaced by
+// one sealed snapshot.
 //
 // # Recovery
 //

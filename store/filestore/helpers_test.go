@@ -166,3 +166,20 @@ func writeAll(t testing.TB, fsys vfs.FS, name string, data []byte) {
 		t.Fatal(err)
 	}
 }
+
+// testKey is the server key of the encrypted test stores.
+var testKey = []byte("test key: 0123456789abcdef012345")
+
+// testEncryption is encryption with cipher c and testKey.
+func testEncryption(c filestore.Cipher) filestore.Encryption {
+	return filestore.Encryption{Cipher: c, Key: testKey}
+}
+
+// sealOverhead is what sealing adds to each message record under cfg:
+// the 12-byte nonce and the 16-byte tag.
+func sealOverhead(cfg filestore.Config) int {
+	if cfg.Encryption.Enabled() {
+		return 28
+	}
+	return 0
+}

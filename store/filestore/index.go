@@ -132,7 +132,7 @@ func (sc *blockScan) add(off int, r *record, intern func([]byte) string) {
 	case kindMsg:
 		sc.msgs = append(sc.msgs, scannedMsg{
 			seq: r.seq, ts: r.ts, ttl: r.ttl, off: uint32(off),
-			length:  uint32(recordOverhead + len(r.subject) + len(r.header) + len(r.data)),
+			length:  uint32(r.len()),
 			subject: intern(r.subject),
 		})
 	case kindTombstone:
@@ -146,17 +146,18 @@ func (sc *blockScan) add(off int, r *record, intern func([]byte) string) {
 
 // scanBody reads the records of a block body. For an uncompressed body
 // offsets are positions in body; a compressed body is decoded chunk by
-// chunk. intern turns subject bytes into a string.
-func scanBody(body []byte, compressed bool, intern func([]byte) string) blockScan {
+// chunk. k opens sealed records (nil for a plaintext stream). intern turns
+// subject bytes into a string.
+func scanBody(body []byte, compressed bool, k *sealer, intern func([]byte) string) blockScan {
 	var sc blockScan
 	if !compressed {
-		sc.res = scanRecords(body, func(off int, r *record) { sc.add(off, r, intern) })
+		sc.res = scanOpen(body, k, func(off int, r *record) { sc.add(off, r, intern) })
 		sc.rawLen = int64(sc.res.end)
 		return sc
 	}
 	sc.res = scanChunks(body, func(c chunkRef, raw []byte) {
 		sc.chunks = append(sc.chunks, c)
-		inner := scanRecords(raw, func(off int, r *record) { sc.add(int(c.rawOff)+off, r, intern) })
+		inner := scanOpen(raw, k, func(off int, r *record) { sc.add(int(c.rawOff)+off, r, intern) })
 		// Inside a verified chunk everything should parse.
 		sc.res.corruptRecords += inner.corruptRecords
 		sc.res.corruptBytes += inner.corruptBytes
@@ -396,11 +397,29 @@ func parseIndex(b []byte, intern func([]byte) string) (indexMeta, blockScan, err
 }
 
 // writeIndex writes the index file for block id atomically: a temporary
-// file, fsync, then rename (the FS makes the rename durable).
-func writeIndex(fsys vfs.FS, dir string, meta indexMeta, sc *blockScan) error {
+// file, fsync, then rename (the FS makes the rename durable). The index
+// files of a stream sealed with k (nil: plaintext) are sealed whole,
+// since they hold the subjects.
+func writeIndex(fsys vfs.FS, dir string, k *sealer, meta indexMeta, sc *blockScan) error {
 	name := indexName(dir, meta.id)
-	return vfs.WriteFile(fsys, name, appendIndex(nil, meta, sc))
+	data := appendIndex(nil, meta, sc)
+	if k != nil {
+		data = k.sealFile(data, indexLabel(meta.id))
+	}
+	return vfs.WriteFile(fsys, name, data)
 }
+
+// readIndex reads the index file of block id, opening it when k is set.
+func readIndex(fsys vfs.FS, dir string, k *sealer, id uint32) ([]byte, error) {
+	data, err := readFile(fsys, indexName(dir, id))
+	if err != nil || k == nil {
+		return data, err
+	}
+	return k.openFile(data, indexLabel(id))
+}
+
+// indexLabel binds a sealed index file to its block.
+func indexLabel(id uint32) string { return fmt.Sprintf("index %d", id) }
 
 // readFile reads a whole file.
 func readFile(fsys vfs.FS, name string) ([]byte, error) {

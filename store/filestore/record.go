@@ -13,6 +13,7 @@ const (
 	kindMsg       = 1 // a stored message
 	kindTombstone = 2 // deletes the sequences [seq, ts] (ts holds the last sequence)
 	kindErased    = 3 // a message overwritten in place by Remove(seq, true)
+	kindSealed    = 4 // a stored message, sealed (see crypt.go)
 )
 
 const (
@@ -59,10 +60,20 @@ type record struct {
 	subject []byte
 	header  []byte
 	data    []byte
+	// sealed is the body of a sealed message (nonce, ciphertext, tag),
+	// whose plaintext subject and header are subjLen and hdrLen long;
+	// subject, header and data are then nil until it is opened.
+	sealed          []byte
+	subjLen, hdrLen int
+	// size is the record's encoded length when parsed from bytes.
+	size int
 }
 
 // len returns the record's encoded length.
 func (r *record) len() int {
+	if r.size > 0 {
+		return r.size
+	}
 	return recordOverhead + len(r.subject) + len(r.header) + len(r.data)
 }
 
@@ -133,6 +144,10 @@ func parseRecordHeader(b []byte) (int, error) {
 	ttl := binary.LittleEndian.Uint64(b[28:])
 	switch kind {
 	case kindMsg:
+	case kindSealed:
+		if length < recordOverhead+sealOverhead+int64(subjLen)+hdrLen {
+			return 0, errBadLength
+		}
 	case kindErased:
 		if subjLen != 0 || hdrLen != 0 || ttl != 0 {
 			return 0, errBadLength
@@ -170,6 +185,11 @@ func parseRecord(b []byte) (record, int, error) {
 	subjLen := int(binary.LittleEndian.Uint16(b[2:]))
 	hdrLen := int(binary.LittleEndian.Uint32(b[8:]))
 	body := b[recordHeaderLen : n-4 : n-4]
+	r.size = n
+	if r.kind == kindSealed {
+		r.sealed, r.subjLen, r.hdrLen = body, subjLen, hdrLen
+		return r, n, nil
+	}
 	r.subject = body[:subjLen:subjLen]
 	r.header = body[subjLen : subjLen+hdrLen : subjLen+hdrLen]
 	r.data = body[subjLen+hdrLen:]

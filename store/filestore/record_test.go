@@ -33,7 +33,7 @@ func TestRecordRoundTrip(t *testing.T) {
 	if err != nil || n != len(b) {
 		t.Fatalf("parseRecord: %d, %v", n, err)
 	}
-	want := record{kind: kindMsg, seq: 42, ts: -5, ttl: 77, subject: []byte("a.b.c"), header: hdr, data: data}
+	want := record{kind: kindMsg, seq: 42, ts: -5, ttl: 77, subject: []byte("a.b.c"), header: hdr, data: data, size: len(b)}
 	if !reflect.DeepEqual(r, want) {
 		t.Fatalf("got %+v", r)
 	}

@@ -42,6 +42,9 @@ type Report struct {
 	// RemovedFiles counts leftover temporary files, index files without a
 	// block, and empty block files from a creation cut short.
 	RemovedFiles int
+	// ConvertedBlocks counts plaintext blocks sealed because encryption
+	// was turned on (see Encryption).
+	ConvertedBlocks int
 }
 
 // Lost reports whether recovery had to skip data that had once been
@@ -52,9 +55,9 @@ func (r Report) Lost() bool {
 
 // String summarises the report in one line.
 func (r Report) String() string {
-	return fmt.Sprintf("blocks=%d scanned=%d stale_indexes=%d truncated_bytes=%d dropped_records=%d corrupt_records=%d corrupt_bytes=%d corrupt_blocks=%d removed_files=%d",
+	return fmt.Sprintf("blocks=%d scanned=%d stale_indexes=%d truncated_bytes=%d dropped_records=%d corrupt_records=%d corrupt_bytes=%d corrupt_blocks=%d removed_files=%d converted_blocks=%d",
 		r.Blocks, r.ScannedBlocks, r.StaleIndexes, r.TruncatedBytes, r.DroppedRecords,
-		r.CorruptRecords, r.CorruptBytes, r.CorruptBlocks, r.RemovedFiles)
+		r.CorruptRecords, r.CorruptBytes, r.CorruptBlocks, r.RemovedFiles, r.ConvertedBlocks)
 }
 
 // recover loads the stream from its directory; the caller holds s.mu.
@@ -158,7 +161,7 @@ func (s *Stream) recover() error {
 				continue
 			}
 			meta.tailSum = sum
-			if writeIndex(s.fsys, s.dir, meta, sc) == nil {
+			if writeIndex(s.fsys, s.dir, s.key, meta, sc) == nil {
 				b.needIndex = false
 			}
 		}
@@ -227,7 +230,7 @@ func (s *Stream) openBlock(id uint32, last, hasIndex bool, intern func([]byte) s
 		if _, err := f.ReadAt(body, blockHeaderLen+covered); err != nil && !errors.Is(err, io.EOF) {
 			return fail(err)
 		}
-		tail := scanBody(body, b.compressed(), intern)
+		tail := scanBody(body, b.compressed(), s.key, intern)
 		if sc == nil {
 			sc = &tail
 			s.report.ScannedBlocks++
@@ -282,7 +285,7 @@ func (s *Stream) openBlock(id uint32, last, hasIndex bool, intern func([]byte) s
 // bytes it covers, or nil when it is missing, corrupt or describes another
 // version of the block.
 func (s *Stream) loadIndex(b *block, size int64, intern func([]byte) string) (*blockScan, int64) {
-	data, err := readFile(s.fsys, indexName(s.dir, b.id))
+	data, err := readIndex(s.fsys, s.dir, s.key, b.id)
 	if err != nil {
 		s.report.StaleIndexes++
 		return nil, 0
@@ -355,7 +358,7 @@ func (s *Stream) buildIndex(scans []*blockScan, intern func([]byte) string) {
 				continue
 			}
 			ss := s.subjects.intern(m.subject)
-			e := entry{seq: m.seq, ts: m.ts, off: m.off, length: m.length, subj: ss.id}
+			e := entry{seq: m.seq, ts: m.ts, off: m.off, length: m.length, subj: ss.id, flags: s.entryFlags()}
 			switch {
 			case m.ttl > 0:
 				e.flags |= entryTTL
@@ -414,7 +417,7 @@ func (s *Stream) rereadMsgs(b *block, intern func([]byte) string) []scannedMsg {
 		return nil
 	}
 	b.needIndex = true
-	full := scanBody(body, b.compressed(), intern)
+	full := scanBody(body, b.compressed(), s.key, intern)
 	return full.msgs
 }
 
@@ -467,7 +470,7 @@ func (s *Stream) writeBlockIndex(b *block) error {
 // s.mu and has flushed b's buffer.
 func (s *Stream) scanFromEntries(b *block) *blockScan {
 	if b.compressed() || b.evicted.Load() || len(b.buf) > 0 || b.tombBytes != 0 || b.deleted != 0 ||
-		b.rawLen != b.written || b.rawLen != int64(b.liveBytes)+int64(b.live)*sizeAdjust || b.live != len(b.entries) {
+		b.rawLen != b.written || b.rawLen != int64(b.liveBytes)+int64(b.live)*s.recordAdjust() || b.live != len(b.entries) {
 		return nil
 	}
 	sc := &blockScan{msgs: make([]scannedMsg, len(b.entries)), rawLen: b.written}
@@ -496,7 +499,7 @@ func (s *Stream) writeIndexFrom(f vfs.File, meta indexMeta, sc *blockScan) error
 		return fmt.Errorf("filestore: read block %d: %w", meta.id, err)
 	}
 	meta.tailSum = sum
-	if err := writeIndex(s.fsys, s.dir, meta, sc); err != nil {
+	if err := writeIndex(s.fsys, s.dir, s.key, meta, sc); err != nil {
 		return fmt.Errorf("filestore: index of block %d: %w", meta.id, err)
 	}
 	return nil
@@ -516,7 +519,7 @@ func (s *Stream) buildIndexFile(f vfs.File, meta indexMeta) error {
 		return fmt.Errorf("filestore: read block %d: %w", meta.id, err)
 	}
 	names := make(map[string]string)
-	sc := scanBody(body, meta.flags&flagS2 != 0, func(p []byte) string {
+	sc := scanBody(body, meta.flags&flagS2 != 0, s.key, func(p []byte) string {
 		if n, ok := names[string(p)]; ok {
 			return n
 		}
@@ -530,7 +533,7 @@ func (s *Stream) buildIndexFile(f vfs.File, meta indexMeta) error {
 	if lo, hi := tailRange(meta.fileSize); lo < hi {
 		meta.tailSum = crc32.Checksum(body[lo-blockHeaderLen:], crcTable)
 	}
-	if err := writeIndex(s.fsys, s.dir, meta, &sc); err != nil {
+	if err := writeIndex(s.fsys, s.dir, s.key, meta, &sc); err != nil {
 		return fmt.Errorf("filestore: index of block %d: %w", meta.id, err)
 	}
 	return nil

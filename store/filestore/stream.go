@@ -35,6 +35,9 @@ type Stream struct {
 	// syncAlways and compression are fixed at Open.
 	syncAlways  bool
 	compression Compression
+	// key seals and opens records and index files; nil for a plaintext
+	// stream. Fixed at Open.
+	key *sealer
 
 	// maintMu serialises maintenance (block rewrites and index files).
 	maintMu sync.Mutex
@@ -102,7 +105,11 @@ var _ store.Stream = (*Stream)(nil)
 // none, and recovers it: torn tails are truncated, corrupt records and
 // blocks are skipped and counted (see Recovered), index files that are
 // missing or stale are rebuilt from the blocks. Corruption never makes
-// Open fail; I/O errors and an invalid cfg (store.ErrInvalidConfig) do.
+// Open fail; I/O errors and an invalid cfg (store.ErrInvalidConfig) do,
+// and so do a key that does not open stream.key (ErrWrongKey) and an
+// encrypted stream opened without a cipher (ErrNoKey). With
+// cfg.Encryption set on a plaintext stream, Open converts it first (see
+// Report.ConvertedBlocks).
 func Open(fsys vfs.FS, dir string, cfg Config) (*Stream, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -124,6 +131,9 @@ func Open(fsys vfs.FS, dir string, cfg Config) (*Stream, error) {
 	s.syncCond = sync.NewCond(&s.syncMu)
 	s.loader.limit.Store(max(cfg.IndexCache, 0))
 	s.expiry.Fire = s.expire
+	if err := s.openKey(); err != nil {
+		return nil, err
+	}
 	s.mu.Lock()
 	err := s.recover()
 	if err != nil {
@@ -189,6 +199,9 @@ func (s *Stream) storeLocked(subj string, hdr, data []byte, ttl int64) (uint64, 
 		return 0, 0, store.ErrMaxMsgSize
 	}
 	n := recordLen(subj, hdr, data)
+	if s.key != nil {
+		n += sealOverhead
+	}
 	if n > maxRecordLen {
 		return 0, 0, store.ErrMaxMsgSize
 	}
@@ -224,7 +237,11 @@ func (s *Stream) storeLocked(subj string, hdr, data []byte, ttl int64) (uint64, 
 	s.releaseEvictions()
 	b := s.active
 	mark, off := len(b.buf), b.rawLen
-	b.buf = appendMsgRecord(b.buf, seq, ts, ttl, subj, hdr, data)
+	if s.key != nil {
+		b.buf = appendSealedRecord(b.buf, s.key, seq, ts, ttl, subj, hdr, data)
+	} else {
+		b.buf = appendMsgRecord(b.buf, seq, ts, ttl, subj, hdr, data)
+	}
 	b.rawLen += int64(n)
 	if s.syncAlways || len(b.buf) >= asyncFlushSize {
 		if err := s.flushLocked(); err != nil {
@@ -237,7 +254,7 @@ func (s *Stream) storeLocked(subj string, hdr, data []byte, ttl int64) (uint64, 
 	if ss == nil {
 		ss = s.subjects.intern(subj)
 	}
-	e := entry{seq: seq, ts: ts, off: uint32(off), length: uint32(n), subj: ss.id}
+	e := entry{seq: seq, ts: ts, off: uint32(off), length: uint32(n), subj: ss.id, flags: s.entryFlags()}
 	switch {
 	case ttl > 0:
 		e.flags |= entryTTL
@@ -496,7 +513,11 @@ func (s *Stream) loadEntry(b *block, e *entry, sm *store.Msg) (*store.Msg, error
 // fillMsg verifies rec, the record of e, and copies it into sm.
 func (s *Stream) fillMsg(b *block, e *entry, rec []byte, sm *store.Msg) (*store.Msg, error) {
 	r, n, err := parseRecord(rec)
-	if err == nil && (n != len(rec) || r.kind != kindMsg || r.seq != e.seq) {
+	want := uint8(kindMsg)
+	if s.key != nil {
+		want = kindSealed
+	}
+	if err == nil && (n != len(rec) || r.kind != want || r.seq != e.seq) {
 		err = fmt.Errorf("%w: filestore: block %d holds another record at offset %d", store.ErrCorrupt, b.id, e.off)
 	}
 	if err != nil {
@@ -504,6 +525,9 @@ func (s *Stream) fillMsg(b *block, e *entry, rec []byte, sm *store.Msg) (*store.
 	}
 	if sm == nil {
 		sm = new(store.Msg)
+	}
+	if r.kind == kindSealed {
+		return s.openMsg(b, e, rec, &r, sm)
 	}
 	need := len(r.header) + len(r.data)
 	var buf []byte

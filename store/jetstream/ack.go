@@ -91,11 +91,14 @@ func (e *Engine) handleAck(subj, reply, _, data []byte) {
 		c.handleNext(rep, data[len(ackNext):])
 		answer = false
 	case bytes.HasPrefix(data, ackNak):
-		c.nak(a.sseq, a.dseq, data[len(ackNak):])
+		if c.nak(a.sseq, a.dseq, data[len(ackNak):]) {
+			c.adviseNak(&a)
+		}
 	case bytes.Equal(data, ackProgress):
 		c.progress(a.sseq)
 	case bytes.HasPrefix(data, ackTerm):
 		answer = c.ack(a.sseq, a.dseq, true)
+		c.adviseTerm(&a, data[len(ackTerm):])
 	}
 	if answer && rep != "" {
 		// A double-ack (AckSync) is answered only once the acknowledgement
@@ -211,8 +214,9 @@ func (c *consumer) dropPending(seq uint64) {
 }
 
 // nak schedules a redelivery: now, or after the delay in body
-// (` {"delay":ns}` or a Go duration); a bad delay is a plain NAK.
-func (c *consumer) nak(sseq, dseq uint64, body []byte) {
+// (` {"delay":ns}` or a Go duration); a bad delay is a plain NAK. It
+// reports whether the NAK referred to a pending delivery.
+func (c *consumer) nak(sseq, dseq uint64, body []byte) bool {
 	var delay time.Duration
 	hasDelay := false
 	if arg := bytes.TrimSpace(body); len(arg) > 0 {
@@ -229,7 +233,7 @@ func (c *consumer) nak(sseq, dseq uint64, body []byte) {
 	p := c.pending[sseq]
 	if c.closed || p == nil || dseq <= c.ackFloorConsumer || dseq >= c.dseq {
 		c.mu.Unlock()
-		return
+		return false
 	}
 	c.lastActivity = time.Now()
 	if hasDelay && delay > 0 {
@@ -238,11 +242,12 @@ func (c *consumer) nak(sseq, dseq uint64, body []byte) {
 		c.noteDeadline(p.deadline)
 		c.mu.Unlock()
 		c.kick()
-		return
+		return true
 	}
 	c.queueRedelivery(sseq)
 	c.mu.Unlock()
 	c.kick()
+	return true
 }
 
 // progress resets a pending delivery's ack wait (+WPI).
@@ -321,6 +326,7 @@ func (c *consumer) checkPending(now int64) {
 			continue
 		}
 		if max := c.cfg.MaxDeliver; max > 0 && c.redelivered[seq]+1 >= uint64(max) {
+			c.noteExceeded(seq, c.redelivered[seq]+1)
 			c.dropPending(seq)
 			continue
 		}

@@ -61,6 +61,9 @@ func (e *Engine) dispatch(subj, reply string, hdr, data []byte) {
 	if len(toks) < 3 || toks[0] != "$JS" || toks[1] != "API" {
 		return
 	}
+	if end := e.beginAudit(subj, reply, data); end != nil {
+		defer end()
+	}
 	tok := func(i int) string {
 		if i < len(toks) {
 			return toks[i]
@@ -94,6 +97,14 @@ func (e *Engine) dispatch(subj, reply string, hdr, data []byte) {
 		case "PURGE":
 			if n == 5 {
 				e.apiStreamPurge(tok(4), reply, data)
+			}
+		case "SNAPSHOT":
+			if n == 5 {
+				e.apiStreamSnapshot(tok(4), reply, data)
+			}
+		case "RESTORE":
+			if n == 5 {
+				e.apiStreamRestore(tok(4), reply, data)
 			}
 		case "NAMES":
 			if n == 4 {
@@ -180,6 +191,13 @@ func (e *Engine) levelSupported(hdr []byte, reply, typ string) bool {
 
 // respond sends a JSON API response; apiErr (nil on success) is counted.
 func (e *Engine) respond(reply string, resp any, apiErr *jsapi.APIError) {
+	e.adviseResponse(reply, e.sendResponse(reply, resp, apiErr))
+}
+
+// sendResponse is respond without the API audit, for the responses
+// nats-server leaves out of it (a message got by STREAM.MSG.GET). It
+// returns the response sent.
+func (e *Engine) sendResponse(reply string, resp any, apiErr *jsapi.APIError) []byte {
 	e.apiTotal.Add(1)
 	if apiErr != nil {
 		e.apiErrors.Add(1)
@@ -190,6 +208,7 @@ func (e *Engine) respond(reply string, resp any, apiErr *jsapi.APIError) {
 		b, _ = json.Marshal(jsapi.ErrorResponse(jsapi.SystemResponseType, jsapi.NewBadRequestError()))
 	}
 	e.bus.Publish(reply, "", nil, b)
+	return b
 }
 
 // respondError sends an error response of the given type.

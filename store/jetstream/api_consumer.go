@@ -36,10 +36,13 @@ func (e *Engine) apiConsumerCreate(subj, reply string, data []byte) {
 		e.respondError(reply, typ, err)
 		return
 	}
-	c, err := s.addConsumer(cfg, req.Action)
+	c, created, err := s.createConsumer(cfg, req.Action)
 	if err != nil {
 		e.respondError(reply, typ, err)
 		return
+	}
+	if created {
+		e.adviseConsumer(s.name, c.name, jsapi.ActionCreated)
 	}
 	info := c.info()
 	if info == nil {
@@ -172,10 +175,13 @@ func (e *Engine) apiConsumerPause(stream, name, reply string, data []byte) {
 		c.cfg.PauseUntil = nil
 	}
 	resp := &jsapi.ConsumerPauseResponse{APIResponse: jsapi.APIResponse{Type: typ}}
-	if p := c.cfg.PauseUntil; p != nil {
+	until := c.cfg.PauseUntil
+	c.pauseEnd = until != nil
+	if p := until; p != nil {
 		resp.Paused, resp.PauseUntil, resp.PauseRemaining = true, *p, p.Sub(now)
 	}
 	c.mu.Unlock()
 	c.kick()
+	e.advisePause(c.s.name, c.name, until)
 	e.respond(reply, resp, nil)
 }

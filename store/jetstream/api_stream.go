@@ -36,6 +36,9 @@ func (e *Engine) apiStreamCreate(name, reply string, data []byte) {
 		e.respondError(reply, typ, err)
 		return
 	}
+	if created {
+		e.adviseStream(s.name, jsapi.ActionCreated)
+	}
 	e.respond(reply, &jsapi.StreamCreateResponse{
 		APIResponse: jsapi.APIResponse{Type: typ},
 		StreamInfo:  s.info(false, ""),
@@ -148,6 +151,7 @@ func (e *Engine) apiStreamUpdate(name, reply string, data []byte) {
 		e.respondError(reply, typ, err)
 		return
 	}
+	e.adviseStream(s.name, jsapi.ActionModified)
 	e.respond(reply, &jsapi.StreamUpdateResponse{APIResponse: jsapi.APIResponse{Type: typ}, StreamInfo: s.info(false, "")}, nil)
 }
 
@@ -233,6 +237,7 @@ func (e *Engine) apiStreamDelete(name, reply string, data []byte) {
 		e.respondError(reply, typ, jsapi.NewStreamDeleteError(err))
 		return
 	}
+	e.adviseStream(name, jsapi.ActionDeleted)
 	e.respond(reply, &jsapi.StreamDeleteResponse{APIResponse: jsapi.APIResponse{Type: typ}, Success: true}, nil)
 }
 
@@ -366,6 +371,9 @@ func (s *stream) deleteMsg(seq uint64, erase bool) *jsapi.APIError {
 	if !ok {
 		return jsapi.NewSequenceNotFoundError(seq)
 	}
+	for _, c := range s.consumerList() {
+		c.removed(seq)
+	}
 	s.resyncConsumersLocked(true)
 	return nil
 }
@@ -396,7 +404,8 @@ func (e *Engine) apiMsgGet(name, reply string, data []byte) {
 		e.respondError(reply, typ, jsapi.NewNoMessageFoundError())
 		return
 	}
-	e.respond(reply, &jsapi.MsgGetResponse{
+	// Like nats-server, a message got is not repeated in an API audit.
+	e.sendResponse(reply, &jsapi.MsgGetResponse{
 		APIResponse: jsapi.APIResponse{Type: typ},
 		Message: &jsapi.StoredMsg{
 			Subject:  m.Subject,

@@ -32,6 +32,8 @@ type consumer struct {
 	name    string
 	created time.Time
 	dir     string // "" when the state is not persisted
+	// advSubjects are the per-message advisory subjects (advisory.go).
+	advSubjects advisorySubjects
 
 	signal chan struct{}
 	quit   chan struct{}
@@ -61,6 +63,12 @@ type consumer struct {
 	redeliverQueue                   []uint64
 	ackCheckAt                       int64 // earliest pending deadline (Unix ns), 0 none
 	lastDelivered, lastAcked         time.Time
+
+	// dropped lists the deliveries given up without an ack (max_deliver,
+	// message gone) since the pump last took them for their advisories.
+	dropped []dropped
+	// pauseEnd marks a pause whose end the pump is still to advise.
+	pauseEnd bool
 
 	// Pull requests waiting for messages (pull.go).
 	waiting []*pullRequest
@@ -127,14 +135,14 @@ func consumerFilters(cfg *jsapi.ConsumerConfig) []string {
 	return append([]string(nil), fs...)
 }
 
-// addConsumer creates the consumer cfg describes, or returns or updates an
-// existing one according to action. cfg is already normalized and has its
-// Name set.
-func (s *stream) addConsumer(cfg jsapi.ConsumerConfig, action jsapi.ConsumerAction) (*consumer, *jsapi.APIError) {
+// createConsumer creates the consumer cfg describes, or returns or
+// updates an existing one according to action, and reports whether the
+// consumer is new. cfg is already normalized and has its Name set.
+func (s *stream) createConsumer(cfg jsapi.ConsumerConfig, action jsapi.ConsumerAction) (*consumer, bool, *jsapi.APIError) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return nil, jsapi.NewStreamNotFoundError()
+		return nil, false, jsapi.NewStreamNotFoundError()
 	}
 	scfg := &s.cfg
 	name := cfg.Name
@@ -150,27 +158,27 @@ func (s *stream) addConsumer(cfg jsapi.ConsumerConfig, action jsapi.ConsumerActi
 	if existing := s.lookupConsumer(name); existing != nil {
 		ecfg := existing.config()
 		if action == jsapi.ActionCreate && !jsapi.SameConsumerConfig(&cfg, &ecfg) {
-			return nil, jsapi.NewConsumerAlreadyExistsError()
+			return nil, false, jsapi.NewConsumerAlreadyExistsError()
 		}
 		if scfg.Retention == jsapi.WorkQueuePolicy {
 			if err := s.checkWorkQueue(name, filters, true); err != nil {
-				return nil, err
+				return nil, false, err
 			}
 		}
 		if err := existing.updateConfig(&cfg); err != nil {
-			return nil, err
+			return nil, false, err
 		}
-		return existing, nil
+		return existing, false, nil
 	}
 	if action == jsapi.ActionUpdate {
-		return nil, jsapi.NewConsumerDoesNotExistError()
+		return nil, false, jsapi.NewConsumerDoesNotExistError()
 	}
 	if scfg.MaxConsumers > 0 && s.numConsumers() >= scfg.MaxConsumers {
-		return nil, jsapi.NewMaximumConsumersLimitError()
+		return nil, false, jsapi.NewMaximumConsumersLimitError()
 	}
 	if scfg.Retention == jsapi.WorkQueuePolicy {
 		if err := s.checkWorkQueue(name, filters, false); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 	}
 
@@ -178,11 +186,11 @@ func (s *stream) addConsumer(cfg jsapi.ConsumerConfig, action jsapi.ConsumerActi
 	c.filters = filters
 	c.startPosition()
 	if err := c.openStore(false); err != nil {
-		return nil, jsapi.NewConsumerStoreFailedError(err)
+		return nil, false, jsapi.NewConsumerStoreFailedError(err)
 	}
 	s.setConsumer(name, c)
 	c.start()
-	return c, nil
+	return c, true, nil
 }
 
 // newConsumer builds a consumer that is not yet registered or started.
@@ -205,6 +213,8 @@ func (s *stream) newConsumer(cfg jsapi.ConsumerConfig, created time.Time) *consu
 		redelivered:     make(map[uint64]uint64),
 		maxPendingBytes: flowControlMaxPending / 16,
 		lastActivity:    time.Now(),
+		advSubjects:     newAdvisorySubjects(s.name, name),
+		pauseEnd:        cfg.PauseUntil != nil && time.Now().Before(*cfg.PauseUntil),
 	}
 	if s.dir != "" && !cfg.MemoryStorage {
 		c.dir = filepath.Join(s.dir, "obs", name)
@@ -369,18 +379,40 @@ func (c *consumer) evicted(seq uint64, subj string) {
 	if seq >= c.sseq && seq <= c.streamLast && c.numPending > 0 && filterMatch(c.filters, subj) {
 		c.numPending--
 	}
+	if c.pending[seq] != nil {
+		c.noteGone(seq, termReasonDeleted)
+		c.kick()
+	}
+}
+
+// removed ends the pending delivery of seq, if any, after its message was
+// deleted.
+func (c *consumer) removed(seq uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.pending[seq] != nil {
+		c.noteGone(seq, termReasonDeleted)
+		c.kick()
+	}
 }
 
 // resync recomputes the pending count after messages vanished: always
-// when full, else only when the consumer had fallen behind first. Caller
-// holds s.mu.
+// when full, else only when the consumer had fallen behind first.
+// Pending deliveries of messages below first end, with a terminated
+// advisory when a limit removed them (not full); full resyncs follow
+// purges, rollups and updates, which end them silently. Caller holds s.mu.
 func (c *consumer) resync(first uint64, full bool) {
 	c.mu.Lock()
 	// Deliveries of messages that are gone can never be acked.
 	if c.ackFloorStream+1 < first {
 		for seq := range c.pending {
-			if seq < first {
-				c.dropPending(seq)
+			if seq >= first {
+				continue
+			}
+			if full {
+				c.dropPending(seq) // a purge, or limits lowered
+			} else {
+				c.noteGone(seq, termReasonDeleted)
 			}
 		}
 		if len(c.pending) == 0 {
@@ -390,7 +422,11 @@ func (c *consumer) resync(first uint64, full bool) {
 	if c.sseq < first {
 		c.sseq = first
 	} else if !full {
+		gone := len(c.dropped) > 0
 		c.mu.Unlock()
+		if gone {
+			c.kick()
+		}
 		return
 	}
 	c.streamLast = max(c.streamLast, c.s.store.State().LastSeq)
@@ -578,6 +614,7 @@ func (s *stream) finishRemoval(c *consumer) {
 	if err := c.stop(true, true); err != nil {
 		s.eng.log.Warn("jetstream: consumer delete", "stream", s.name, "consumer", c.name, "err", err)
 	}
+	s.eng.adviseConsumer(s.name, c.name, jsapi.ActionDeleted)
 	if s.retention() == jsapi.InterestPolicy {
 		s.dropUninterested()
 	}

@@ -48,7 +48,9 @@
 //	Engine.mu → stream.mu → stream.consMu → consumer.mu
 //
 // The capture index behind CapturingStream (a core/sublist trie of the
-// streams' subjects) has its own locks, taken last.
+// streams' subjects) has its own locks, taken last, and so do the
+// broker's subscriptions behind Bus.HasInterest, which the engine asks
+// with its locks held (a bound push consumer, an advisory's listener).
 //
 // No lock is held while publishing to the Bus: Bus handlers run
 // synchronously on the publishing goroutine and may re-enter the engine.
@@ -83,7 +85,10 @@
 // meta.json files are written to a temporary file, fsynced and renamed
 // over the old one; the rename fsyncs the directory (store/vfs). Consumers
 // with mem_storage, and all consumers of memory streams, are not persisted.
-// A directory that fails to load is logged and skipped.
+// A directory that fails to load is logged and skipped. STREAM.RESTORE
+// builds a stream in <StoreDir>/.restore-<stream>/ and renames it into
+// place once the archive checks (api_snapshot.go); the snapshot archive's
+// layout, version 1, is documented in snapshot.go.
 //
 // # Ack subjects
 //
@@ -100,6 +105,16 @@
 //
 // Mirrors, sources, subject transforms and republish (refused at create);
 // replay_policy original and rate_limit_bps (accepted, delivery is
-// instant); priority groups; advisories ($JS.EVENT.>); multi_last direct
-// gets; snapshots and restores.
+// instant); priority groups; the clustered advisories (leader elected,
+// quorum lost) and the ack-sampling metrics ($JS.EVENT.METRIC.>);
+// multi_last direct gets; snapshots and restores.
+//
+// # Advisories
+//
+// advisory.go publishes nats-server's advisories on $JS.EVENT.ADVISORY.>
+// (stream and consumer actions, consumer pause, NAK, TERM, max
+// deliveries, API audit; shapes in store/jsapi/advisory.go). Each is
+// built only when its subject has interest, and none is published with a
+// lock held: max-deliveries events are noted under consumer.mu and
+// published by the pump after the step's deliveries.
 package jetstream

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/leafbox/leafbox/core/sublist"
+	"github.com/leafbox/leafbox/store/filestore"
 	"github.com/leafbox/leafbox/store/jsapi"
 	"github.com/leafbox/leafbox/store/vfs"
 )
@@ -59,6 +60,10 @@ type Config struct {
 	// a publish is acked only once its message is durable (concurrent
 	// publishes share one fsync).
 	SyncInterval time.Duration
+	// Encryption seals the file streams and consumer state (see
+	// filestore.Encryption); a stream's S2 compression is then not
+	// applied, sealed records do not compress.
+	Encryption filestore.Encryption
 	// Logger receives warnings and errors; nil discards them.
 	Logger *slog.Logger
 	// RefusePublish, when set, is asked before each message is stored;
@@ -66,6 +71,11 @@ type Config struct {
 	// and stores nothing. The app sets it to shed new work under memory
 	// pressure.
 	RefusePublish func() bool
+	// ServerName names the server in API audit advisories.
+	ServerName string
+	// Account names the account the Bus is bound to in API audit
+	// advisories; empty is the global account "$G".
+	Account string
 }
 
 // Engine is a JetStream engine bound to one account's Bus. Create it with
@@ -86,11 +96,21 @@ type Engine struct {
 	captures sublist.Sublist[*stream]
 	// failures are the streams and consumers restore skipped.
 	failures []RestoreFailure
+	// restores reserves the names of streams STREAM.RESTORE is building.
+	restores map[string]bool
 	started  bool
 	closed   bool
 
 	apiTotal  atomic.Uint64
 	apiErrors atomic.Uint64
+
+	// advisories counts the advisories published, by kind (advisory.go).
+	advisories [numAdvisoryKinds]atomic.Uint64
+	// audit holds the requests being served while API audits have a
+	// listener; auditing is how many, so respond skips the lookup when
+	// nobody listens.
+	audit    audits
+	auditing atomic.Int64
 }
 
 // New returns an engine that is not yet started.
@@ -224,6 +244,8 @@ type Stats struct {
 	APILevel            int
 	// Domain is the configured domain.
 	Domain string
+	// Advisories counts the advisories published, per type.
+	Advisories []AdvisoryCount
 }
 
 // Stats returns a snapshot of the engine's usage.
@@ -231,6 +253,7 @@ func (e *Engine) Stats() Stats {
 	st := Stats{
 		MaxMemory: e.cfg.MaxMemory, MaxStore: e.cfg.MaxStore, Domain: e.cfg.Domain,
 		APITotal: e.apiTotal.Load(), APIErrors: e.apiErrors.Load(), APILevel: apiLevel,
+		Advisories: e.advisoryCounts(),
 	}
 	for _, s := range e.sortedStreams() {
 		cfg, ss, nc := s.snapshot()

@@ -34,6 +34,8 @@ func (b testBus) PublishAs(route, shown, reply string, hdr, data []byte) int {
 
 func (b testBus) HasInterest(subj string) bool { return b.c.HasInterest(subj) }
 
+func (b testBus) HasExactInterest(subj string) bool { return b.c.HasExactInterest(subj) }
+
 // testEnv is a server with a JetStream engine and a client.
 type testEnv struct {
 	t   testing.TB

@@ -38,7 +38,7 @@ func (e *Engine) OpenInternalStream(name string, cfg store.Config) (store.Stream
 	if e.cfg.StoreDir == "" {
 		return memstore.New(cfg)
 	}
-	fc := filestore.Config{Config: cfg, SyncInterval: max(e.cfg.SyncInterval, 0)}
+	fc := filestore.Config{Config: cfg, SyncInterval: max(e.cfg.SyncInterval, 0), Encryption: e.cfg.Encryption}
 	st, err := filestore.Open(e.fs, filepath.Join(e.cfg.StoreDir, name, "msgs"), fc)
 	if err != nil {
 		return nil, fmt.Errorf("jetstream: internal stream %s: %w", name, err)

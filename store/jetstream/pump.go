@@ -38,6 +38,12 @@ type step struct {
 	// retire lists stream sequences delivered by an ack-none consumer,
 	// which interest and workqueue retention treat as acked.
 	retire []uint64
+	// dropped lists the deliveries given up without an ack, for their
+	// advisories.
+	dropped []dropped
+	// pauseEnded is the end of a pause that just ran out, for its
+	// advisory.
+	pauseEnded *time.Time
 }
 
 // pump is the consumer's goroutine: it runs steps and publishes their
@@ -55,6 +61,12 @@ func (c *consumer) pump() {
 				shown = m.route
 			}
 			c.eng.bus.PublishAs(m.route, shown, m.reply, m.hdr, m.data)
+		}
+		if len(st.dropped) > 0 {
+			c.adviseDropped(st.dropped)
+		}
+		if st.pauseEnded != nil {
+			c.eng.advisePause(c.s.name, c.name, st.pauseEnded)
 		}
 		if st.flush != nil {
 			c.writeState(st.flush, st.flushGen)
@@ -116,6 +128,12 @@ func (c *consumer) step(now time.Time) step {
 	}
 	if paused {
 		st.wake = earliest(st.wake, *c.cfg.PauseUntil)
+	} else if c.pauseEnd {
+		c.pauseEnd = false
+		if p := c.cfg.PauseUntil; p != nil {
+			end := *p
+			st.pauseEnded = &end
+		}
 	}
 	if c.ackCheckAt != 0 {
 		st.wake = earliest(st.wake, time.Unix(0, c.ackCheckAt))
@@ -126,6 +144,9 @@ func (c *consumer) step(now time.Time) step {
 				st.retire = append(st.retire, st.out[i].sseq)
 			}
 		}
+	}
+	if len(c.dropped) > 0 {
+		st.dropped, c.dropped = c.dropped, nil
 	}
 	if c.inactive(now, &st) {
 		st.remove = true
@@ -215,12 +236,13 @@ func (c *consumer) getNext() (next, error) {
 		p.queued = false
 		dc := c.redelivered[seq] + 2
 		if max := c.cfg.MaxDeliver; max > 0 && dc > uint64(max) {
+			c.noteExceeded(seq, dc-1)
 			c.dropPending(seq)
 			continue
 		}
 		m, err := c.s.store.Load(seq, nil)
 		if err != nil {
-			c.dropPending(seq)
+			c.noteGone(seq, termReasonDeleted)
 			continue
 		}
 		c.redelivered[seq]++

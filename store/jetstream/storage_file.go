@@ -20,8 +20,8 @@ func (e *Engine) openFileStream(cfg *jsapi.StreamConfig, sc store.Config, dir st
 	if interval <= 0 {
 		interval = commitBackstop
 	}
-	fc := filestore.Config{Config: sc, SyncInterval: interval}
-	if cfg.Compression == jsapi.S2Compression {
+	fc := filestore.Config{Config: sc, SyncInterval: interval, Encryption: e.cfg.Encryption}
+	if cfg.Compression == jsapi.S2Compression && !e.cfg.Encryption.Enabled() {
 		fc.Compression = filestore.CompressionS2
 	}
 	st, err := filestore.Open(e.fs, filepath.Join(dir, "msgs"), fc)
@@ -31,10 +31,13 @@ func (e *Engine) openFileStream(cfg *jsapi.StreamConfig, sc store.Config, dir st
 	if r := st.Recovered(); r.Lost() || r.TruncatedBytes > 0 {
 		e.log.Warn("jetstream: stream store recovered", "stream", cfg.Name, "report", r.String())
 	}
+	if r := st.Recovered(); r.ConvertedBlocks > 0 {
+		e.log.Info("jetstream: stream store encrypted", "stream", cfg.Name, "blocks", r.ConvertedBlocks, "cipher", e.cfg.Encryption.Cipher.String())
+	}
 	return st, nil
 }
 
 // openFileConsumerStore opens a consumer's state log in dir.
 func (e *Engine) openFileConsumerStore(dir string) (store.ConsumerStore, error) {
-	return filestore.OpenConsumerStoreConfig(e.fs, dir, filestore.ConsumerConfig{SyncInterval: max(e.cfg.SyncInterval, 0)})
+	return filestore.OpenConsumerStoreConfig(e.fs, dir, filestore.ConsumerConfig{SyncInterval: max(e.cfg.SyncInterval, 0), Encryption: e.cfg.Encryption})
 }

@@ -336,6 +336,9 @@ func (s *stream) close(remove bool) error {
 		if err := c.stop(remove, remove); err != nil {
 			errs = append(errs, err)
 		}
+		if remove {
+			s.eng.adviseConsumer(s.name, c.name, jsapi.ActionDeleted)
+		}
 	}
 	if s.commit != nil {
 		s.commit.close()

@@ -115,9 +115,9 @@ const (
 	SystemResponseType = "io.nats.jetstream.api.v1.system_response"
 	// SystemOverloadedType answers requests dropped because the API queue is full.
 	SystemOverloadedType = "io.nats.jetstream.api.v1.system_overloaded"
-	// StreamSnapshotResponseType answers STREAM.SNAPSHOT (not implemented by leafbox).
+	// StreamSnapshotResponseType answers STREAM.SNAPSHOT.
 	StreamSnapshotResponseType = "io.nats.jetstream.api.v1.stream_snapshot_response"
-	// StreamRestoreResponseType answers STREAM.RESTORE (not implemented by leafbox).
+	// StreamRestoreResponseType answers STREAM.RESTORE.
 	StreamRestoreResponseType = "io.nats.jetstream.api.v1.stream_restore_response"
 	// StreamLeaderStepDownType answers STREAM.LEADER.STEPDOWN (clustered only).
 	StreamLeaderStepDownType = "io.nats.jetstream.api.v1.stream_leader_stepdown_response"

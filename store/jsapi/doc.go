@@ -22,6 +22,7 @@
 //	              ParseNextRequest, ParseTTL
 //	validate*.go  Normalize, update/create checks, StoreConfig, StoreError
 //	transform.go  subject-transform destination checks
+//	advisory.go   $JS.EVENT.ADVISORY subjects, type strings and bodies
 //	errors.json   the wire error table; errors_generated.go is built from it
 //
 // # Handling a create request

@@ -98,6 +98,14 @@ func NewConsumerNotFoundError() *APIError {
 	return &APIError{Code: 404, ErrCode: 10014, Description: "consumer not found"}
 }
 
+// ErrSnapshotDeliverSubjectInvalid is the 400/10015 error "deliver subject not valid", for errors.Is; send NewSnapshotDeliverSubjectInvalidError instead.
+var ErrSnapshotDeliverSubjectInvalid = &APIError{Code: 400, ErrCode: 10015, Description: "deliver subject not valid"}
+
+// NewSnapshotDeliverSubjectInvalidError returns 400/10015 "deliver subject not valid".
+func NewSnapshotDeliverSubjectInvalidError() *APIError {
+	return &APIError{Code: 400, ErrCode: 10015, Description: "deliver subject not valid"}
+}
+
 // ErrConsumerDurableNameNotInSubject is the 400/10016 error "consumer expected to be durable but no durable name set in subject", for errors.Is; send NewConsumerDurableNameNotInSubjectError instead.
 var ErrConsumerDurableNameNotInSubject = &APIError{Code: 400, ErrCode: 10016, Description: "consumer expected to be durable but no durable name set in subject"}
 
@@ -430,12 +438,36 @@ func NewStreamReplicasNotUpdatableError() *APIError {
 	return &APIError{Code: 400, ErrCode: 10061, Description: "Replicas configuration can not be updated"}
 }
 
+// ErrStreamRestore is the 500/10062 error "restore failed: {err}", for errors.Is; send NewStreamRestoreError instead.
+var ErrStreamRestore = &APIError{Code: 500, ErrCode: 10062, Description: "restore failed: {err}"}
+
+// NewStreamRestoreError returns 500/10062 "restore failed: {err}" with its placeholders filled.
+// If err already is an *APIError it is returned unchanged.
+func NewStreamRestoreError(err error) *APIError {
+	if ae, ok := asAPIError(err); ok {
+		return ae
+	}
+	return &APIError{Code: 500, ErrCode: 10062, Description: "restore failed: " + errText(err)}
+}
+
 // ErrStreamSequenceNotMatch is the 503/10063 error "expected stream sequence does not match", for errors.Is; send NewStreamSequenceNotMatchError instead.
 var ErrStreamSequenceNotMatch = &APIError{Code: 503, ErrCode: 10063, Description: "expected stream sequence does not match"}
 
 // NewStreamSequenceNotMatchError returns 503/10063 "expected stream sequence does not match".
 func NewStreamSequenceNotMatchError() *APIError {
 	return &APIError{Code: 503, ErrCode: 10063, Description: "expected stream sequence does not match"}
+}
+
+// ErrStreamSnapshot is the 500/10064 error "snapshot failed: {err}", for errors.Is; send NewStreamSnapshotError instead.
+var ErrStreamSnapshot = &APIError{Code: 500, ErrCode: 10064, Description: "snapshot failed: {err}"}
+
+// NewStreamSnapshotError returns 500/10064 "snapshot failed: {err}" with its placeholders filled.
+// If err already is an *APIError it is returned unchanged.
+func NewStreamSnapshotError(err error) *APIError {
+	if ae, ok := asAPIError(err); ok {
+		return ae
+	}
+	return &APIError{Code: 500, ErrCode: 10064, Description: "snapshot failed: " + errText(err)}
 }
 
 // ErrStreamSubjectOverlap is the 400/10065 error "subjects overlap with an existing stream", for errors.Is; send NewStreamSubjectOverlapError instead.
@@ -888,6 +920,14 @@ var ErrStreamNameContainsPathSeparators = &APIError{Code: 400, ErrCode: 10128, D
 // NewStreamNameContainsPathSeparatorsError returns 400/10128 "Stream name can not contain path separators".
 func NewStreamNameContainsPathSeparatorsError() *APIError {
 	return &APIError{Code: 400, ErrCode: 10128, Description: "Stream name can not contain path separators"}
+}
+
+// ErrStreamNameExistRestoreFailed is the 400/10130 error "stream name already in use, cannot restore", for errors.Is; send NewStreamNameExistRestoreFailedError instead.
+var ErrStreamNameExistRestoreFailed = &APIError{Code: 400, ErrCode: 10130, Description: "stream name already in use, cannot restore"}
+
+// NewStreamNameExistRestoreFailedError returns 400/10130 "stream name already in use, cannot restore".
+func NewStreamNameExistRestoreFailedError() *APIError {
+	return &APIError{Code: 400, ErrCode: 10130, Description: "stream name already in use, cannot restore"}
 }
 
 // ErrConsumerCreateFilterSubjectMismatch is the 400/10131 error "Consumer create request did not match filtered subject from create subject", for errors.Is; send NewConsumerCreateFilterSubjectMismatchError instead.

@@ -163,10 +163,17 @@ func Build(cfg *config.Config, flags Flags) (*App, error) {
 	a.probe = newStoreProbe(cfg, js != nil && js.Enabled)
 	if js != nil && js.Enabled {
 		a.jsBus = srv.InProcess("")
-		jc := jetStreamConfig(cfg, log)
+		jc, err := jetStreamConfig(cfg, log)
+		if err != nil {
+			a.jsBus.Close()
+			_ = clk.Close()
+			_ = sd.Close()
+			return nil, withPrefix("jetstream", err)
+		}
 		if shed != nil {
 			jc.RefusePublish = shed.refusePublish
 		}
+		jc.ServerName = srv.Name() // for API audit advisories
 		a.js, err = jetstream.New(jc, busConn{a.jsBus})
 		if err != nil {
 			a.jsBus.Close()
@@ -234,6 +241,12 @@ func (a *App) Start() error {
 	}
 	if a.js != nil {
 		if err := a.js.Start(); err != nil {
+			a.abortStart()
+			return withPrefix("jetstream", err)
+		}
+		if err := keyFailure(a.js.RestoreFailures()); err != nil {
+			// A wrong or missing key is configuration, not damage:
+			// refuse to run without those streams.
 			a.abortStart()
 			return withPrefix("jetstream", err)
 		}

@@ -226,7 +226,7 @@ func bridgeDevices(devices []bridge.DeviceStatus) []monitor.BridgeDevice {
 	}
 	out := make([]monitor.BridgeDevice, len(devices))
 	for i, d := range devices {
-		bd := monitor.BridgeDevice{Name: d.Name, State: d.State, Polls: d.Polls, Timeouts: d.Timeouts,
+		bd := monitor.BridgeDevice{Name: d.Name, State: d.State, Polls: d.Polls, MissedPolls: d.MissedPolls, Timeouts: d.Timeouts,
 			Exceptions: d.Exceptions, BadFrames: d.BadFrames, Writes: d.Writes,
 			LastError: d.LastError, LastException: d.LastException}
 		if !d.LastErrorAt.IsZero() {

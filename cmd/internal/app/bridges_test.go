@@ -281,7 +281,7 @@ func TestBridgeInfosDevices(t *testing.T) {
 	snap := bridge.Snapshot{Drops: make([]uint64, len(bridge.DropReasons))}
 	infos := bridgeInfos([]bridge.Report{
 		{Kind: "modbus", Name: "plc", Snapshot: snap, Devices: []bridge.DeviceStatus{
-			{Name: "pump", State: bridge.DeviceOK, Polls: 4, Writes: 1},
+			{Name: "pump", State: bridge.DeviceOK, Polls: 4, MissedPolls: 2, Writes: 1},
 			{Name: "meter", State: bridge.DeviceFailing, Timeouts: 3, Exceptions: 2, BadFrames: 1,
 				LastError: "no answer", LastErrorAt: at, LastException: "illegal data address"},
 		}},
@@ -290,7 +290,7 @@ func TestBridgeInfosDevices(t *testing.T) {
 	require.Equal(t, len(infos), 2, "infos")
 	utc := at.UTC()
 	require.DeepEqual(t, infos[0].Devices, []monitor.BridgeDevice{
-		{Name: "pump", State: "ok", Polls: 4, Writes: 1},
+		{Name: "pump", State: "ok", Polls: 4, MissedPolls: 2, Writes: 1},
 		{Name: "meter", State: "failing", Timeouts: 3, Exceptions: 2, BadFrames: 1,
 			LastError: "no answer", LastErrorAt: &utc, LastException: "illegal data address"},
 	})

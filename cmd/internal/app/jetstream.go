@@ -1,7 +1,12 @@
 package app
 
 import (
+	"errors"
+	"fmt"
+
+	"github.com/leafbox/leafbox/cmd/internal/config"
 	"github.com/leafbox/leafbox/core/server"
+	"github.com/leafbox/leafbox/store/filestore"
 	"github.com/leafbox/leafbox/store/jetstream"
 )
 
@@ -32,3 +37,38 @@ func (b busConn) PublishAs(route, shown, reply string, hdr, data []byte) int {
 
 // HasInterest implements jetstream.Bus.
 func (b busConn) HasInterest(subject string) bool { return b.conn.HasInterest(subject) }
+
+// HasExactInterest implements the engine's optional exact-interest check
+// (snapshots wait for the receiver's own subscription).
+func (b busConn) HasExactInterest(subject string) bool { return b.conn.HasExactInterest(subject) }
+
+// keyFailure returns the first restore failure caused by the encryption
+// key (a wrong key, or an encrypted store and no key), naming its stream
+// and consumer, or nil.
+func keyFailure(fails []jetstream.RestoreFailure) error {
+	for _, f := range fails {
+		if errors.Is(f.Err, filestore.ErrWrongKey) || errors.Is(f.Err, filestore.ErrNoKey) {
+			if f.Consumer != "" {
+				return fmt.Errorf("stream %s consumer %s: %w", f.Stream, f.Consumer, f.Err)
+			}
+			return fmt.Errorf("stream %s: %w", f.Stream, f.Err)
+		}
+	}
+	return nil
+}
+
+// storeEncryption is the file store's encryption at rest from the
+// jetstream block (cipher, key, key_file, $LEAFBOX_JS_KEY); it reads the
+// key file.
+func storeEncryption(c *config.Config) (filestore.Encryption, error) {
+	e, err := c.JetStream.Encryption()
+	if err != nil {
+		return filestore.Encryption{}, err
+	}
+	cipher, err := filestore.ParseCipher(e.Cipher)
+	if err != nil {
+		return filestore.Encryption{}, err
+	}
+	enc := filestore.Encryption{Cipher: cipher, Key: e.Key, PrevKey: e.PrevKey}
+	return enc, enc.Validate()
+}

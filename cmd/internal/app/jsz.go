@@ -130,6 +130,11 @@ func (m appMonitor) WriteMetrics(w io.Writer) {
 		mw.Gauge("leafbox_jetstream_storage_bytes", "Bytes held by file streams.", float64(st.Store))
 		mw.Counter("leafbox_jetstream_api_requests_total", "JetStream API requests served.", float64(st.APITotal))
 		mw.Counter("leafbox_jetstream_api_errors_total", "JetStream API requests answered with an error.", float64(st.APIErrors))
+		mw.Family("leafbox_jetstream_advisories_total", monitor.Counter,
+			"JetStream advisories published on $JS.EVENT.ADVISORY.>, by type (built only while someone listens).")
+		for _, a := range st.Advisories {
+			mw.Sample("leafbox_jetstream_advisories_total", float64(a.Published), "type", a.Type)
+		}
 	}
 	m.node.WriteMetrics(mw)
 	m.writeMQTTMetrics(mw)

@@ -19,7 +19,11 @@ import (
 // serverName are the broker's. cfg has been validated; the TLS files are
 // read here.
 func nodeConfig(c *config.Config, serverID, serverName string, log *slog.Logger) (node.Config, error) {
-	nc := node.Config{ServerID: serverID, ServerName: serverName, Logger: log, OpenStream: openFileStream}
+	enc, err := storeEncryption(c)
+	if err != nil {
+		return node.Config{}, fmt.Errorf("jetstream: %w", err)
+	}
+	nc := node.Config{ServerID: serverID, ServerName: serverName, Logger: log, OpenStream: fileStreamOpener(enc)}
 	if ln := c.LeafNodes; ln != nil {
 		for i := range ln.Remotes {
 			r := &ln.Remotes[i]
@@ -93,8 +97,11 @@ func uplinkConfig(c *config.Config, u *config.UplinkConfig) node.UplinkConfig {
 	}
 }
 
-// openFileStream is the leaf runtime's node.StreamOpener: the outbox and
-// dead-letter streams are filestore streams on the real file system.
-func openFileStream(dir string, cfg store.Config, syncInterval time.Duration) (store.Stream, error) {
-	return filestore.Open(vfs.OS, dir, filestore.Config{Config: cfg, SyncInterval: syncInterval})
+// fileStreamOpener is the leaf runtime's node.StreamOpener: the outbox
+// and dead-letter streams are filestore streams on the real file system,
+// encrypted as the JetStream store is (jetstream.cipher).
+func fileStreamOpener(enc filestore.Encryption) node.StreamOpener {
+	return func(dir string, cfg store.Config, syncInterval time.Duration) (store.Stream, error) {
+		return filestore.Open(vfs.OS, dir, filestore.Config{Config: cfg, SyncInterval: syncInterval, Encryption: enc})
+	}
 }

@@ -58,17 +58,23 @@ func serverOptions(cfg *config.Config) (server.Options, error) {
 }
 
 // jetStreamConfig is the JetStream engine's configuration: the jetstream
-// block, with the streams in the store directory's layout.
-func jetStreamConfig(cfg *config.Config, log *slog.Logger) jetstream.Config {
+// block, with the streams in the store directory's layout. It reads the
+// encryption key (key_file, $LEAFBOX_JS_KEY).
+func jetStreamConfig(cfg *config.Config, log *slog.Logger) (jetstream.Config, error) {
 	js := cfg.JetStream
+	enc, err := storeEncryption(cfg)
+	if err != nil {
+		return jetstream.Config{}, err
+	}
 	return jetstream.Config{
+		Encryption:   enc,
 		StoreDir:     cfg.Layout().Streams(),
 		MaxMemory:    int64(js.MaxMemoryStore),
 		MaxStore:     int64(js.MaxFileStore),
 		Domain:       js.Domain,
 		SyncInterval: time.Duration(js.SyncInterval),
 		Logger:       log.With("subsystem", "jetstream"),
-	}
+	}, nil
 }
 
 // leafAcceptConfig builds the listener's configuration from cfg's

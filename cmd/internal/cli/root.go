@@ -1,5 +1,6 @@
 // Package cli is leafbox's command line: the cobra commands run, config
-// check, config print, uplink status, bridge status, version and completion. It parses
+// check, config print, uplink status, bridge status, store verify, store inspect,
+// version and completion. It parses
 // flags, sets up logging and signals, and leaves everything else to
 // package app.
 package cli
@@ -59,6 +60,6 @@ func newRootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newRunCmd(), newConfigCmd(), newUplinkCmd(), newBridgeCmd(), newMQTTCmd(), newUpgradeCmd(), newFleetCmd(), newVersionCmd())
+	root.AddCommand(newRunCmd(), newConfigCmd(), newUplinkCmd(), newBridgeCmd(), newMQTTCmd(), newUpgradeCmd(), newFleetCmd(), newStoreCmd(), newVersionCmd())
 	return root
 }

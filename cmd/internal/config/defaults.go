@@ -30,12 +30,15 @@ type Env struct {
 	Home string
 	// Machine is read for the JetStream limits' defaults.
 	Machine Machine
+	// JSKey is $LEAFBOX_JS_KEY, the JetStream encryption key used when the
+	// file gives none.
+	JSKey string
 }
 
 // OSEnv reads Env from the process environment and the machine.
 func OSEnv() Env {
 	home, _ := os.UserHomeDir()
-	return Env{StateDirectory: os.Getenv("STATE_DIRECTORY"), Home: home, Machine: OSMachine()}
+	return Env{StateDirectory: os.Getenv("STATE_DIRECTORY"), Home: home, Machine: OSMachine(), JSKey: os.Getenv(KeyEnv)}
 }
 
 // DefaultStoreDir is the JetStream store directory used when neither a
@@ -95,6 +98,10 @@ func (c *Config) SetDefaults(env Env) {
 		c.JetStream.StoreDir = env.DefaultStoreDir()
 	}
 	c.JetStream.StoreDir = c.Path(c.JetStream.StoreDir)
+	c.JetStream.envKey = env.JSKey
+	if c.JetStream.KeyFile != "" {
+		c.JetStream.KeyFile = c.Path(c.JetStream.KeyFile)
+	}
 	setUplinkDefaults(c)
 	c.setDownlinkDefaults()
 	if len(c.Uplinks) > 0 && c.stateDir == "" {

@@ -1,6 +1,9 @@
 package config
 
 import (
+	"bytes"
+	"fmt"
+	"os"
 	"strings"
 
 	"github.com/leafbox/leafbox/store/jsapi"
@@ -29,15 +32,39 @@ type JetStreamConfig struct {
 	// duration bounds the loss window on power failure, "always" syncs
 	// before every acknowledgement (with group commit).
 	SyncInterval SyncInterval `yaml:"sync_interval,omitempty"`
+	// Cipher turns on encryption at rest of the file store (streams,
+	// consumer state, uplink outboxes and dead letters), as nats-server's
+	// jetstream.cipher: chachapoly or aes. The key comes from Key, else
+	// KeyFile, else $LEAFBOX_JS_KEY.
+	Cipher string `yaml:"cipher,omitempty"`
+	// Key is the server key, at least 16 bytes; printed redacted.
+	Key RedactedString `yaml:"key,omitempty"`
+	// KeyFile names a file holding the key (surrounding white space is
+	// ignored); it must not be readable by others.
+	KeyFile string `yaml:"key_file,omitempty"`
+	// PrevKey is the key being replaced: stores it opens are sealed again
+	// with Key (only their small key files are rewritten).
+	PrevKey RedactedString `yaml:"prev_key,omitempty"`
+
+	// envKey is $LEAFBOX_JS_KEY, from SetDefaults' Env.
+	envKey string
 }
 
+// KeyEnv is the environment variable that holds the JetStream
+// encryption key when neither jetstream.key nor jetstream.key_file is set.
+const KeyEnv = "LEAFBOX_JS_KEY"
+
 type jetStreamFields struct {
-	Enabled        *bool        `yaml:"enabled"`
-	StoreDir       string       `yaml:"store_dir"`
-	MaxMemoryStore Size         `yaml:"max_memory_store"`
-	MaxFileStore   Size         `yaml:"max_file_store"`
-	Domain         string       `yaml:"domain"`
-	SyncInterval   SyncInterval `yaml:"sync_interval"`
+	Enabled        *bool          `yaml:"enabled"`
+	StoreDir       string         `yaml:"store_dir"`
+	MaxMemoryStore Size           `yaml:"max_memory_store"`
+	MaxFileStore   Size           `yaml:"max_file_store"`
+	Domain         string         `yaml:"domain"`
+	SyncInterval   SyncInterval   `yaml:"sync_interval"`
+	Cipher         string         `yaml:"cipher"`
+	Key            RedactedString `yaml:"key"`
+	KeyFile        string         `yaml:"key_file"`
+	PrevKey        RedactedString `yaml:"prev_key"`
 }
 
 // UnmarshalYAML implements the callback form of yaml's unmarshaler.
@@ -71,6 +98,10 @@ func (j *JetStreamConfig) UnmarshalYAML(unmarshal func(any) error) error {
 			MaxFileStore:   f.MaxFileStore,
 			Domain:         f.Domain,
 			SyncInterval:   f.SyncInterval,
+			Cipher:         f.Cipher,
+			Key:            f.Key,
+			KeyFile:        f.KeyFile,
+			PrevKey:        f.PrevKey,
 		}
 	}
 	return nil
@@ -96,4 +127,110 @@ func (v *validator) jetStream() {
 	if err := jsapi.CheckName(js.Domain); js.Domain != "" && err != nil {
 		v.errf("jetstream.domain", "%q is not a JetStream domain: %v", js.Domain, err)
 	}
+	v.jetStreamCipher(js)
+}
+
+// MinKeyLen is the shortest JetStream encryption key accepted (the file
+// store's own minimum).
+const MinKeyLen = 16
+
+// cipherName returns the canonical name of a jetstream.cipher value:
+// "chachapoly", "aes", or "" for none.
+func cipherName(s string) (string, bool) {
+	switch strings.ToLower(s) {
+	case "", "none":
+		return "", true
+	case "chachapoly", "chacha", "chacha20poly1305":
+		return "chachapoly", true
+	case "aes", "aes-gcm", "aesgcm":
+		return "aes", true
+	}
+	return "", false
+}
+
+// Encryption is the resolved encryption at rest of the file store.
+type Encryption struct {
+	// Cipher is "chachapoly", "aes", or "" (plaintext).
+	Cipher string
+	// Key and PrevKey are the server key and the one it replaces.
+	Key, PrevKey []byte
+}
+
+// jetStreamCipher checks the encryption keys: a known cipher, exactly one
+// key source, a key long enough. Errors never show a key.
+func (v *validator) jetStreamCipher(js *JetStreamConfig) {
+	c, ok := cipherName(js.Cipher)
+	if !ok {
+		v.errf("jetstream.cipher", "%q is not a cipher: want chachapoly or aes", js.Cipher)
+		return
+	}
+	if c == "" {
+		switch {
+		case js.Key != "":
+			v.errf("jetstream.key", "set but jetstream.cipher is not: set cipher: chachapoly (or aes) to encrypt")
+		case js.KeyFile != "":
+			v.errf("jetstream.key_file", "set but jetstream.cipher is not: set cipher: chachapoly (or aes) to encrypt")
+		case js.PrevKey != "":
+			v.errf("jetstream.prev_key", "set but jetstream.cipher is not")
+		}
+		return
+	}
+	if js.Key != "" && js.KeyFile != "" {
+		v.errf("jetstream.key_file", "jetstream.key is set too: give the key one way")
+		return
+	}
+	if _, err := js.Encryption(); err != nil {
+		path := "jetstream.key"
+		switch {
+		case js.KeyFile != "":
+			path = "jetstream.key_file"
+		case js.Key == "" && js.envKey == "":
+			path = "jetstream.cipher"
+		}
+		v.errf(path, "%v", err)
+	}
+}
+
+// Encryption returns the file store's encryption settings: the cipher and
+// the key from key, key_file or $LEAFBOX_JS_KEY, in that order. It reads
+// key_file. Errors name the source, never the key.
+func (js *JetStreamConfig) Encryption() (Encryption, error) {
+	if js == nil {
+		return Encryption{}, nil
+	}
+	c, ok := cipherName(js.Cipher)
+	if !ok {
+		return Encryption{}, fmt.Errorf("%q is not a cipher: want chachapoly or aes", js.Cipher)
+	}
+	if c == "" {
+		return Encryption{}, nil
+	}
+	enc := Encryption{Cipher: c}
+	source := "jetstream.key"
+	switch {
+	case js.Key != "":
+		enc.Key = []byte(js.Key)
+	case js.KeyFile != "":
+		b, err := os.ReadFile(js.KeyFile)
+		if err != nil {
+			return enc, fmt.Errorf("cannot read the key: %w", err)
+		}
+		enc.Key = bytes.TrimSpace(b)
+		source = js.KeyFile
+	case js.envKey != "":
+		enc.Key = []byte(js.envKey)
+		source = "$" + KeyEnv
+	default:
+		return enc, fmt.Errorf("cipher %s needs a key: set jetstream.key, jetstream.key_file or $%s", c, KeyEnv)
+	}
+	if len(enc.Key) < MinKeyLen {
+		return enc, fmt.Errorf("the key in %s is %d bytes, want at least %d (e.g. openssl rand -hex 32)", source, len(enc.Key), MinKeyLen)
+	}
+	if js.PrevKey != "" {
+		enc.PrevKey = []byte(js.PrevKey)
+		if len(enc.PrevKey) < MinKeyLen {
+			return enc, fmt.Errorf("jetstream.prev_key is %d bytes, want at least %d", len(enc.PrevKey), MinKeyLen)
+		}
+	}
+	return enc, nil
 }

@@ -44,6 +44,9 @@ func (c *Config) secretFiles() []secretFile {
 			}
 		}
 	}
+	if js := c.JetStream; js != nil {
+		add("jetstream.key_file", js.KeyFile)
+	}
 	if id := c.identityPath(); id != "" {
 		out = append(out, secretFile{"identity", id})
 	}

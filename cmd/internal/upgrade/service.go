@@ -32,9 +32,10 @@ type Service interface {
 	MonitorURL() string
 }
 
-// Systemd is a leafbox run by systemd: Restart is `systemctl restart
-// Unit`, which for the packaged unit (Type=notify) returns once the new
-// process sent READY=1 or failed.
+// Systemd is a leafbox run by systemd: Restart queues `systemctl restart
+// --no-block Unit` and returns, so that a new binary that never reports
+// ready (Type=notify) cannot hold the upgrade for the unit's start
+// timeout; the health wait decides, and Exited reads the unit's state.
 type Systemd struct {
 	// Unit is the unit's name, such as "leafbox".
 	Unit string
@@ -42,26 +43,68 @@ type Systemd struct {
 	Systemctl string
 	// Monitor is the monitoring base URL, such as http://127.0.0.1:8222.
 	Monitor string
+
+	// before is the unit's InvocationID when Restart was asked: a failure
+	// state still showing that run (the broken binary's, during a
+	// rollback) is not the new start's.
+	before string
 }
 
 func (s *Systemd) String() string { return "systemd unit " + s.Unit }
 
-// Restart implements Service.
-func (s *Systemd) Restart(ctx context.Context) error {
+func (s *Systemd) systemctl(ctx context.Context, args ...string) (string, error) {
 	bin := s.Systemctl
 	if bin == "" {
 		bin = "systemctl"
 	}
-	out, err := exec.CommandContext(ctx, bin, "restart", s.Unit).CombinedOutput()
+	out, err := exec.CommandContext(ctx, bin, args...).CombinedOutput()
 	if err != nil {
-		return fmt.Errorf("systemctl restart %s: %v: %s", s.Unit, err, strings.TrimSpace(string(out)))
+		return "", fmt.Errorf("systemctl %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+	}
+	return string(out), nil
+}
+
+// Restart implements Service.
+func (s *Systemd) Restart(ctx context.Context) error {
+	s.before = ""
+	if out, err := s.systemctl(ctx, "show", s.Unit, "--property=InvocationID"); err == nil {
+		s.before = parseUnitState(out)["InvocationID"]
+	}
+	_, err := s.systemctl(ctx, "restart", "--no-block", s.Unit)
+	return err
+}
+
+// Exited implements Service: the unit's start failed when systemd shows
+// it failed or waiting to restart it after a failure (Restart=on-failure).
+// A stop that was asked for shows neither, so the old process going away
+// does not count, and nor does a failure of the run before Restart.
+func (s *Systemd) Exited() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	out, err := s.systemctl(ctx, "show", s.Unit, "--property=ActiveState,SubState,Result,ExecMainStatus,InvocationID")
+	if err != nil {
+		return nil // unknown: the health wait decides
+	}
+	st := parseUnitState(out)
+	if st["InvocationID"] == s.before {
+		return nil // the restart asked for has not started a new run yet
+	}
+	if st["ActiveState"] == "failed" || st["SubState"] == "auto-restart" {
+		return fmt.Errorf("%s: %s (%s), result %s, exit status %s", s, st["ActiveState"], st["SubState"], st["Result"], st["ExecMainStatus"])
 	}
 	return nil
 }
 
-// Exited implements Service: systemd restarts a failed unit itself, so
-// the health check's timeout decides.
-func (s *Systemd) Exited() error { return nil }
+// parseUnitState reads `systemctl show`'s Key=Value lines.
+func parseUnitState(out string) map[string]string {
+	st := make(map[string]string)
+	for line := range strings.SplitSeq(out, "\n") {
+		if k, v, ok := strings.Cut(strings.TrimSpace(line), "="); ok {
+			st[k] = v
+		}
+	}
+	return st
+}
 
 // MonitorURL implements Service.
 func (s *Systemd) MonitorURL() string { return s.Monitor }
@@ -78,11 +121,13 @@ type varzDoc struct {
 // WaitHealthy waits up to timeout until the leafbox svc last started
 // answers /healthz with 200 and its /varz start is not before since (so
 // that an old process still answering does not count). It returns the
-// version it reports, or the last problem seen.
+// version it reports, or the last problem seen. When the new process
+// did answer but a later try got no answer at all (a loaded machine), the
+// error names the answer first: it says more than a timeout does.
 func WaitHealthy(ctx context.Context, svc Service, since time.Time, timeout time.Duration) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	last := "no answer yet"
+	last, answer := "no answer yet", ""
 	tick := time.NewTicker(healthPoll)
 	defer tick.Stop()
 	for {
@@ -91,15 +136,21 @@ func WaitHealthy(ctx context.Context, svc Service, since time.Time, timeout time
 		}
 		if base := svc.MonitorURL(); base == "" {
 			last = "its monitoring address is not known yet (no ports file)"
-		} else if v, problem := probe(ctx, base, since); problem == "" {
+		} else if v, problem, answered := probe(ctx, base, since); problem == "" {
 			return v, nil
 		} else if ctx.Err() == nil {
 			last = problem // not the deadline's cut of a request under way
+			if answered {
+				answer = problem
+			}
 		}
 		select {
 		case <-ctx.Done():
 			if err := svc.Exited(); err != nil {
 				return "", fmt.Errorf("the new leafbox exited: %w", err)
+			}
+			if answer != "" && answer != last {
+				return "", fmt.Errorf("not healthy within %v: %s (then no answer: %s)", timeout, answer, last)
 			}
 			return "", fmt.Errorf("not healthy within %v: %s", timeout, last)
 		case <-tick.C:
@@ -108,8 +159,8 @@ func WaitHealthy(ctx context.Context, svc Service, since time.Time, timeout time
 }
 
 // probe asks base's /varz and /healthz; it returns the version, or what
-// is wrong.
-func probe(ctx context.Context, base string, since time.Time) (string, string) {
+// is wrong and whether the new process answered HTTP at all.
+func probe(ctx context.Context, base string, since time.Time) (string, string, bool) {
 	get := func(path string) (int, []byte, error) {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(base, "/")+path, nil)
 		if err != nil {
@@ -125,23 +176,23 @@ func probe(ctx context.Context, base string, since time.Time) (string, string) {
 	}
 	code, body, err := get("/varz")
 	if err != nil {
-		return "", "GET /varz: " + err.Error()
+		return "", "GET /varz: " + err.Error(), false
 	}
 	var v varzDoc
 	if code != http.StatusOK || json.Unmarshal(body, &v) != nil {
-		return "", fmt.Sprintf("GET /varz: status %d", code)
+		return "", fmt.Sprintf("GET /varz: status %d", code), true
 	}
 	if v.Start.Before(since) {
-		return "", "the old process still answers (started " + v.Start.Format(time.RFC3339) + ")"
+		return "", "the old process still answers (started " + v.Start.Format(time.RFC3339) + ")", false
 	}
 	code, body, err = get("/healthz")
 	if err != nil {
-		return "", "GET /healthz: " + err.Error()
+		return "", "GET /healthz: " + err.Error(), false
 	}
 	if code != http.StatusOK {
-		return "", fmt.Sprintf("/healthz: %d %s", code, strings.TrimSpace(string(body)))
+		return "", fmt.Sprintf("/healthz: %d %s", code, strings.TrimSpace(string(body))), true
 	}
-	return v.Version, ""
+	return v.Version, "", true
 }
 
 // portsFile is what WaitHealthy reads of a ports file (leafbox run

@@ -4,8 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -145,4 +150,78 @@ func FuzzParseSignature(f *testing.F) {
 			t.Fatalf("a signature of %d bytes parsed", len(s.Sig))
 		}
 	})
+}
+
+// stallingService is a Service whose monitoring server answers /healthz
+// 503 once and then stops answering (a loaded machine, a wedged process).
+type stallingService struct{ url string }
+
+func (s stallingService) String() string                { return "stalling" }
+func (s stallingService) Restart(context.Context) error { return nil }
+func (s stallingService) Exited() error                 { return nil }
+func (s stallingService) MonitorURL() string            { return s.url }
+
+func TestWaitHealthyNamesTheAnswerBeforeATimeout(t *testing.T) {
+	since := time.Now()
+	var answered atomic.Bool
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if answered.Load() {
+			<-release // no answer: the probe's own timeout ends the request
+			return
+		}
+		switch r.URL.Path {
+		case "/varz":
+			_, _ = fmt.Fprintf(w, `{"start":%q,"leafbox_version":"v1"}`, time.Now().Format(time.RFC3339Nano))
+		case "/healthz":
+			answered.Store(true)
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte(`{"status":"unavailable"}`))
+		}
+	}))
+	defer srv.Close()
+	defer close(release)
+	_, err := WaitHealthy(context.Background(), stallingService{srv.URL}, since, 2500*time.Millisecond)
+	if err == nil {
+		t.Fatal("a service that never answered 200 counted as healthy")
+	}
+	msg := err.Error()
+	if !strings.HasPrefix(msg, "not healthy within 2.5s: /healthz: 503 ") || !strings.Contains(msg, "(then no answer: GET /varz: ") {
+		t.Fatalf("error %q does not name the 503 first and the later silence after it", msg)
+	}
+}
+
+// TestSystemdExited drives Systemd through a systemctl stand-in that
+// prints the state a test file holds, as `systemctl show` does.
+func TestSystemdExited(t *testing.T) {
+	dir := t.TempDir()
+	state := filepath.Join(dir, "state")
+	calls := filepath.Join(dir, "calls")
+	bin := filepath.Join(dir, "systemctl")
+	writeFile(t, bin, []byte("#!/bin/sh\necho \"$*\" >> "+calls+"\ncase \"$1\" in show) cat "+state+";; esac\n"))
+	set := func(s string) { require.NoError(t, os.WriteFile(state, []byte(s), 0o644)) }
+	s := &Systemd{Unit: "leafbox", Systemctl: bin}
+
+	// The broken run before the restart (a rollback's case) is failing.
+	set("ActiveState=activating\nSubState=auto-restart\nResult=exit-code\nExecMainStatus=3\nInvocationID=aaa\n")
+	require.NoError(t, s.Restart(context.Background()))
+	if err := s.Exited(); err != nil {
+		t.Fatalf("the run before Restart counted as the new one's failure: %v", err)
+	}
+	set("ActiveState=active\nSubState=running\nResult=success\nExecMainStatus=0\nInvocationID=bbb\n")
+	if err := s.Exited(); err != nil {
+		t.Fatalf("a running unit counted as exited: %v", err)
+	}
+	set("ActiveState=activating\nSubState=auto-restart\nResult=exit-code\nExecMainStatus=3\nInvocationID=bbb\n")
+	if err := s.Exited(); err == nil || !strings.Contains(err.Error(), "result exit-code, exit status 3") {
+		t.Fatalf("a failed new run: %v", err)
+	}
+	set("ActiveState=failed\nSubState=failed\nResult=exit-code\nExecMainStatus=3\nInvocationID=bbb\n")
+	if err := s.Exited(); err == nil {
+		t.Fatal("a failed unit did not count as exited")
+	}
+	log, _ := os.ReadFile(calls)
+	if !strings.Contains(string(log), "restart --no-block leafbox\n") {
+		t.Fatalf("systemctl calls:\n%s", log)
+	}
 }

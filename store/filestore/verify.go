@@ -1,0 +1,375 @@
+package filestore
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"sort"
+
+	"github.com/leafbox/leafbox/store"
+	"github.com/leafbox/leafbox/store/vfs"
+)
+
+// Offline checks of a stream or consumer directory, for `leafbox store
+// verify` and `leafbox store inspect`. They read the files through the
+// same decoders Open uses (parseBlockHeader, scanBody, parseIndex,
+// parseFrame, applyFrame) and write nothing, so they may run on a copy of
+// a card or a directory mounted read-only, but never while a process has
+// the directory open (storedir's lock guards that).
+
+// Problem is one thing Verify found wrong with a file.
+type Problem struct {
+	// File is the file's path.
+	File string
+	// Damage is true when data is lost or a checksummed file fails its
+	// checks; false for a condition Open repairs without losing anything
+	// (a stale index file, a leftover temporary file).
+	Damage bool
+	// What describes it.
+	What string
+}
+
+// String formats the problem for a report line.
+func (p Problem) String() string {
+	kind := "warning"
+	if p.Damage {
+		kind = "DAMAGE"
+	}
+	return fmt.Sprintf("%s: %s: %s", kind, p.File, p.What)
+}
+
+// VerifyReport is what Verify found in a stream directory.
+type VerifyReport struct {
+	// Dir is the directory checked.
+	Dir string
+	// Blocks and Indexes count the block and index files; FileBytes is
+	// their total size.
+	Blocks, Indexes int
+	FileBytes       int64
+	// Records counts the good records read: messages, tombstones and
+	// erased messages.
+	Records int
+	// Msgs and Bytes are the messages stored and not deleted (by a
+	// tombstone or erasure) and their accounting size, as Open would count
+	// them before applying limits and expiry.
+	Msgs, Bytes uint64
+	// FirstSeq and LastSeq bound the live messages; FirstSeq is
+	// LastSeq+1 when there is none. LastSeq is the stream's last
+	// sequence, which block headers keep after every message is gone.
+	FirstSeq, LastSeq uint64
+	// Subjects counts the distinct subjects of the live messages.
+	Subjects int
+	// Problems lists what is wrong, in file order.
+	Problems []Problem
+}
+
+// Damaged reports whether any problem is damage.
+func (r *VerifyReport) Damaged() bool { return anyDamage(r.Problems) }
+
+func anyDamage(ps []Problem) bool {
+	for _, p := range ps {
+		if p.Damage {
+			return true
+		}
+	}
+	return false
+}
+
+// verifiedBlock is a block's file name and id, in id order.
+type verifiedBlock struct {
+	id   uint32
+	name string
+}
+
+// Verify checks every block and index file of the stream directory dir
+// and counts what it holds. It fails only on I/O errors; everything it
+// finds wrong with the data is a Problem in the report.
+func Verify(fsys vfs.FS, dir string) (*VerifyReport, error) {
+	if err := refuseEncrypted(fsys, dir, streamKeyName); err != nil {
+		return nil, err
+	}
+	r := &VerifyReport{Dir: dir}
+	ents, err := fsys.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("filestore: %w", err)
+	}
+	var blocks []verifiedBlock
+	indexes := map[uint32]string{}
+	for _, ent := range ents {
+		name := filepath.Join(dir, ent.Name())
+		if ent.IsDir() {
+			r.problem(name, false, "unexpected directory")
+			continue
+		}
+		id, ext, ok := parseFileName(ent.Name())
+		switch {
+		case !ok:
+			r.problem(name, false, "not a file of a stream (ignored by Open)")
+		case ext == tmpExt:
+			r.problem(name, false, "temporary file of an interrupted write (Open removes it)")
+		case ext == blockExt:
+			blocks = append(blocks, verifiedBlock{id: id, name: name})
+		case ext == indexExt:
+			indexes[id] = name
+			r.Indexes++
+		}
+	}
+	sort.Slice(blocks, func(i, j int) bool { return blocks[i].id < blocks[j].id })
+	hasBlock := map[uint32]bool{}
+	for _, b := range blocks {
+		hasBlock[b.id] = true
+	}
+	for id, name := range indexes {
+		if !hasBlock[id] {
+			r.problem(name, false, "index file without its block (Open removes it)")
+		}
+	}
+
+	// Pass 1: check each block and its index, and gather the
+	// tombstones, which may delete messages of any earlier block.
+	var tombs []seqRange
+	var prevMax uint64
+	for i, b := range blocks {
+		sc, hdr, err := r.verifyBlock(fsys, b, i == len(blocks)-1, indexes[b.id])
+		if err != nil {
+			return nil, err
+		}
+		if sc == nil {
+			continue
+		}
+		tombs = append(tombs, sc.tombs...)
+		r.LastSeq = max(r.LastSeq, hdr.baseSeq, sc.maxSeq)
+		for _, m := range sc.msgs {
+			if m.seq <= prevMax {
+				r.problem(b.name, true, fmt.Sprintf("message sequence %d is not above %d, the previous one", m.seq, prevMax))
+			}
+			prevMax = max(prevMax, m.seq)
+		}
+	}
+	tombs = mergeRanges(tombs)
+
+	// Pass 2: count the messages no tombstone deletes. Reading the
+	// blocks again keeps memory at one block whatever the stream holds.
+	subjects := map[string]struct{}{}
+	for _, b := range blocks {
+		data, err := readFile(fsys, b.name)
+		if err != nil {
+			return nil, fmt.Errorf("filestore: %w", err)
+		}
+		if len(data) < blockHeaderLen {
+			continue
+		}
+		hdr, herr := parseBlockHeader(data)
+		compressed := herr == nil && hdr.flags&flagS2 != 0
+		sc := scanBody(data[blockHeaderLen:], compressed, nil, func(b []byte) string { return string(b) })
+		for _, m := range sc.msgs {
+			if deleted(tombs, m.seq) {
+				continue
+			}
+			r.Msgs++
+			r.Bytes += uint64(m.length) - sizeAdjust
+			if r.FirstSeq == 0 || m.seq < r.FirstSeq {
+				r.FirstSeq = m.seq
+			}
+			subjects[m.subject] = struct{}{}
+		}
+	}
+	r.Subjects = len(subjects)
+	if r.Msgs == 0 {
+		r.FirstSeq = r.LastSeq + 1
+	}
+	return r, nil
+}
+
+// deleted reports whether a merged, sorted range list holds seq.
+func deleted(rs []seqRange, seq uint64) bool {
+	i := sort.Search(len(rs), func(i int) bool { return rs[i].last >= seq })
+	return i < len(rs) && rs[i].first <= seq
+}
+
+// verifyBlock checks one block file and its index file (idx, "" when
+// there is none) and returns the block's scan, nil when nothing in it can
+// be read.
+func (r *VerifyReport) verifyBlock(fsys vfs.FS, b verifiedBlock, last bool, idx string) (*blockScan, blockHeader, error) {
+	data, err := readFile(fsys, b.name)
+	if err != nil {
+		return nil, blockHeader{}, fmt.Errorf("filestore: %w", err)
+	}
+	r.Blocks++
+	r.FileBytes += int64(len(data))
+	hdr, herr := parseBlockHeader(data)
+	switch {
+	case herr != nil && last && len(data) <= blockHeaderLen:
+		r.problem(b.name, false, "last block with no record and no sound header: a block creation cut short (Open removes it)")
+		return nil, hdr, nil
+	case herr != nil:
+		r.problem(b.name, true, fmt.Sprintf("block header: %v (Open salvages the records and rewrites it)", herr))
+	case hdr.id != b.id:
+		r.problem(b.name, true, fmt.Sprintf("block header names block %d", hdr.id))
+	}
+	if len(data) < blockHeaderLen {
+		return nil, hdr, nil
+	}
+	compressed := herr == nil && hdr.flags&flagS2 != 0
+	sc := scanBody(data[blockHeaderLen:], compressed, nil, func(b []byte) string { return string(b) })
+	r.Records += len(sc.msgs) + len(sc.tombs)
+	if sc.res.corruptRecords > 0 {
+		r.problem(b.name, true, fmt.Sprintf("%d corrupt records (%d bytes) between good ones", sc.res.corruptRecords, sc.res.corruptBytes))
+	}
+	if sc.res.tail > 0 {
+		what := fmt.Sprintf("%d bytes after the last good record at body offset %d hold no good record", sc.res.tail, sc.res.end)
+		if last && !compressed {
+			what += " (a torn write, which Open truncates)"
+		}
+		r.problem(b.name, true, what)
+	}
+	if idx == "" {
+		if !last {
+			r.problem(b.name, false, "sealed block without an index file (Open rebuilds it)")
+		}
+		return &sc, hdr, nil
+	}
+	if err := r.verifyIndex(fsys, idx, data, hdr, herr == nil, &sc); err != nil {
+		return nil, hdr, err
+	}
+	return &sc, hdr, nil
+}
+
+// verifyIndex checks an index file against the block it describes.
+func (r *VerifyReport) verifyIndex(fsys vfs.FS, name string, block []byte, hdr blockHeader, hdrOK bool, sc *blockScan) error {
+	data, err := readFile(fsys, name)
+	if err != nil {
+		return fmt.Errorf("filestore: %w", err)
+	}
+	r.FileBytes += int64(len(data))
+	meta, isc, err := parseIndex(data, func(b []byte) string { return string(b) })
+	if err != nil {
+		r.problem(name, true, fmt.Sprintf("%v (Open rebuilds it from the block)", err))
+		return nil
+	}
+	if !hdrOK || meta.id != hdr.id || meta.stamp != hdr.stamp || meta.flags != hdr.flags {
+		r.problem(name, false, "describes another version of the block (Open rebuilds it)")
+		return nil
+	}
+	size := int64(len(block))
+	switch {
+	case meta.fileSize > size:
+		r.problem(name, true, fmt.Sprintf("the block is %d bytes, its index recorded %d: the block was truncated", size, meta.fileSize))
+		return nil
+	case hdr.flags&flagS2 != 0 && meta.fileSize != size:
+		r.problem(name, true, fmt.Sprintf("the compressed block is %d bytes, its index recorded %d", size, meta.fileSize))
+		return nil
+	case tailSum(block[:meta.fileSize]) != meta.tailSum:
+		r.problem(name, true, "the block's bytes differ from what its index recorded")
+		return nil
+	}
+	// Every message the index lists must be the one the block holds at
+	// that offset.
+	got := map[uint64]scannedMsg{}
+	for _, m := range sc.msgs {
+		if int64(m.off)+int64(m.length) <= isc.rawLen {
+			got[m.seq] = m
+		}
+	}
+	for _, m := range isc.msgs {
+		b, ok := got[m.seq]
+		if !ok && erasedAt(block, hdr, m) {
+			continue
+		}
+		if !ok {
+			r.problem(name, true, fmt.Sprintf("lists message %d, which the block does not hold intact", m.seq))
+			continue
+		}
+		if b.off != m.off || b.length != m.length || b.subject != m.subject || b.ts != m.ts {
+			r.problem(name, true, fmt.Sprintf("message %d differs from the block's record", m.seq))
+		}
+		delete(got, m.seq)
+	}
+	for seq := range got {
+		r.problem(name, true, fmt.Sprintf("does not list message %d, which the block holds", seq))
+	}
+	return nil
+}
+
+// erasedAt reports whether the uncompressed block holds, where the index
+// lists message m, the same record erased by Remove(seq, true) since.
+func erasedAt(block []byte, hdr blockHeader, m scannedMsg) bool {
+	if hdr.flags&flagS2 != 0 || int64(blockHeaderLen)+int64(m.off) >= int64(len(block)) {
+		return false
+	}
+	rec, n, err := parseRecord(block[blockHeaderLen+int(m.off):])
+	return err == nil && rec.kind == kindErased && rec.seq == m.seq && n == int(m.length)
+}
+
+func (r *VerifyReport) problem(file string, damage bool, what string) {
+	r.Problems = append(r.Problems, Problem{File: file, Damage: damage, What: what})
+}
+
+// ConsumerVerifyReport is what VerifyConsumer found in a consumer
+// directory.
+type ConsumerVerifyReport struct {
+	// Dir is the directory checked.
+	Dir string
+	// Frames counts the good frames of the log, FileBytes its size.
+	Frames    int
+	FileBytes int64
+	// State is what the good frames record.
+	State store.ConsumerState
+	// Problems lists what is wrong.
+	Problems []Problem
+}
+
+// Damaged reports whether any problem is damage.
+func (r *ConsumerVerifyReport) Damaged() bool { return anyDamage(r.Problems) }
+
+// VerifyConsumer replays the consumer log in dir as OpenConsumerStore
+// does, without repairing it. A missing log is reported, not an error.
+func VerifyConsumer(fsys vfs.FS, dir string) (*ConsumerVerifyReport, error) {
+	if err := refuseEncrypted(fsys, dir, consumerKeyName); err != nil {
+		return nil, err
+	}
+	r := &ConsumerVerifyReport{Dir: dir}
+	name := filepath.Join(dir, consumerLogName)
+	if _, err := fsys.Stat(name + tmpExt); err == nil {
+		r.Problems = append(r.Problems, Problem{File: name + tmpExt, What: "temporary file of an interrupted compaction (Open removes it)"})
+	}
+	data, err := readFile(fsys, name)
+	if errors.Is(err, fs.ErrNotExist) {
+		r.Problems = append(r.Problems, Problem{File: name, What: "no consumer log: the consumer starts from its configuration"})
+		return r, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("filestore: %w", err)
+	}
+	r.FileBytes = int64(len(data))
+	off := 0
+	for off < len(data) {
+		kind, payload, n, err := parseFrame(data[off:])
+		if err == nil {
+			err = applyFrame(&r.State, kind, payload)
+		}
+		if err != nil {
+			r.Problems = append(r.Problems, Problem{File: name, Damage: true,
+				What: fmt.Sprintf("frame %d at offset %d: %v; the %d bytes from there are lost when the consumer opens", r.Frames+1, off, err, len(data)-off)})
+			break
+		}
+		r.Frames++
+		off += n
+	}
+	return r, nil
+}
+
+// ErrEncryptedVerify is Verify's answer for a directory encrypted at rest:
+// the offline checks read plaintext records and index files, so without
+// the key they would report every sealed file as damage.
+var ErrEncryptedVerify = errors.New("filestore: encrypted at rest: verify cannot check it without the key")
+
+// refuseEncrypted fails with ErrEncryptedVerify when dir holds the key
+// file keyName of an encrypted stream or consumer.
+func refuseEncrypted(fsys vfs.FS, dir, keyName string) error {
+	if _, err := fsys.Stat(filepath.Join(dir, keyName)); err == nil {
+		return fmt.Errorf("%s: %w", dir, ErrEncryptedVerify)
+	}
+	return nil
+}
