@@ -1,9 +1,11 @@
 package server_test
 
 import (
+	"bufio"
 	"bytes"
 	"fmt"
 	"net"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -190,5 +192,129 @@ func readUntil(t *testing.T, c net.Conn, marker string) {
 			t.Fatalf("reading for %q: %v (got %q)", strings.TrimSpace(marker), err, seen)
 		}
 		seen = append(seen, buf[:n]...)
+	}
+}
+
+// TestOrderingPartialWrites requires a subscriber whose socket takes only
+// part of what is pending (more than the socket buffers hold, read
+// steadily) to get
+// every message in order from in-process and network publishers at once:
+// what an inline write leaves behind goes out before what came later.
+func TestOrderingPartialWrites(t *testing.T) {
+	s := servertest.Start(t, server.Options{MaxPending: 64 << 20})
+	raw, err := net.Dial("tcp", s.Addr().String())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = raw.Close() })
+	// (A receive buffer below the loopback MSS would stall TCP itself, so
+	// the volume, not a small buffer, makes the socket fill.)
+	_, err = raw.Write([]byte("CONNECT {\"verbose\":false}\r\nSUB part.* 1\r\nPING\r\n"))
+	require.NoError(t, err)
+	br := bufio.NewReaderSize(raw, 1024)
+	line := func() string {
+		l, err := br.ReadString('\n')
+		if err != nil {
+			for _, c := range s.Connections(monitor.ConnOpen, false) {
+				t.Logf("open: %+v", c)
+			}
+			t.Fatalf("read: %v (%d buffered)", err, br.Buffered())
+		}
+		return strings.TrimSuffix(l, "\r\n")
+	}
+	for line() != "PONG" {
+	}
+	const msgs, rounds = 8000, 3 // 16 MB a round: the socket fills
+	payload := strings.Repeat("x", 1000)
+	ic := s.InProcess("")
+	nc := connect(t, s)
+	// Partial writes happen when the socket fills at an inline write's
+	// moment: a few rounds make one likely.
+	for round := 0; round < rounds; round++ {
+		go func() {
+			for i := 0; i < msgs; i++ {
+				ic.Publish("part.ip", "", nil, []byte(strconv.Itoa(i)+" "+payload))
+			}
+		}()
+		go func() {
+			for i := 0; i < msgs; i++ {
+				_ = nc.Publish("part.net", []byte(strconv.Itoa(i)+" "+payload))
+			}
+			_ = nc.Flush()
+		}()
+		next := map[string]int{}
+		_ = raw.SetReadDeadline(time.Now().Add(wait))
+		for n := 0; n < 2*msgs; n++ {
+			f := strings.Fields(line()) // MSG subject sid size
+			if len(f) != 4 || f[0] != "MSG" {
+				t.Fatalf("round %d, message %d: bad line %.40q after %v", round, n, f, next)
+			}
+			body := line()
+			seq, _, _ := strings.Cut(body, " ")
+			if want := strconv.Itoa(next[f[1]]); seq != want {
+				t.Fatalf("round %d: %s: got message %s, want %s", round, f[1], seq, want)
+			}
+			next[f[1]]++
+		}
+	}
+}
+
+// TestOrderingInlineWriteLeftover requires the bytes a write leaves
+// behind when the socket fills to go out before later messages: a
+// subscriber stops reading while an in-process publisher sends one message
+// at a time (each written before the next, inline where the socket was
+// idle) until one stays pending, then a few more follow, and the
+// subscriber must read them all in order.
+func TestOrderingInlineWriteLeftover(t *testing.T) {
+	s := servertest.Start(t, server.Options{MaxPending: 64 << 20})
+	raw, err := net.Dial("tcp", s.Addr().String())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = raw.Close() })
+	_, err = raw.Write([]byte("CONNECT {\"verbose\":false}\r\nSUB left 1\r\nPING\r\n"))
+	require.NoError(t, err)
+	br := bufio.NewReaderSize(raw, 64<<10)
+	line := func() string {
+		l, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatalf("read: %v", err)
+		}
+		return strings.TrimSuffix(l, "\r\n")
+	}
+	for line() != "PONG" {
+	}
+	pending := func() int {
+		for _, c := range s.Connections(monitor.ConnOpen, false) {
+			if c.NumSubs == 1 {
+				return c.Pending
+			}
+		}
+		t.Fatal("subscriber not found")
+		return 0
+	}
+	ic := s.InProcess("")
+	payload := strings.Repeat("x", 1000)
+	sent := 0
+	// Each message is written before the next is published, until one
+	// stays pending: the socket is full.
+	for full := false; !full; sent++ {
+		if sent == 100000 { // 100 MB: far beyond any socket buffers
+			t.Fatal("the subscriber's socket never filled")
+		}
+		ic.Publish("left", "", nil, []byte(strconv.Itoa(sent)+" "+payload))
+		stuck := time.Now().Add(100 * time.Millisecond)
+		for pending() > 0 && !full {
+			full = time.Now().After(stuck)
+			runtime.Gosched()
+		}
+	}
+	for end := sent + 100; sent < end; sent++ {
+		ic.Publish("left", "", nil, []byte(strconv.Itoa(sent)+" "+payload))
+	}
+	_ = raw.SetReadDeadline(time.Now().Add(wait))
+	for i := 0; i < sent; i++ {
+		if f := strings.Fields(line()); len(f) != 4 || f[0] != "MSG" {
+			t.Fatalf("message %d of %d: bad line %.40q", i, sent, f)
+		}
+		if seq, _, _ := strings.Cut(line(), " "); seq != strconv.Itoa(i) {
+			t.Fatalf("got message %.20q, want %d", seq, i)
+		}
 	}
 }
