@@ -505,13 +505,25 @@ func (c *client) pingTick() {
 }
 
 // flushPending flushes every connection this read batch wrote to, once
-// per batch, not per message: it writes their pending bytes itself where
-// nothing else is writing them (flushInlineLocked) and wakes the writers
-// of the others.
+// per batch, not per message. When the batch wrote to one other
+// connection (one subscriber, a reply), it writes the pending bytes
+// itself where nothing else is writing them (flushInlineLocked), as that
+// costs less than waking a writer on another thread. A fan-out wakes the
+// writers, which write in parallel while this loop goes on reading: on the
+// read loop the writes would add up, and it is the one serial stage.
 func (c *client) flushPending() {
+	others := len(c.flushes)
+	if _, self := c.flushes[c]; self {
+		others--
+	}
+	inline := others <= 1
 	for t := range c.flushes {
 		t.mu.Lock()
-		t.flushInlineLocked()
+		if inline {
+			t.flushInlineLocked()
+		} else {
+			t.cond.Signal()
+		}
 		t.mu.Unlock()
 		delete(c.flushes, t)
 	}

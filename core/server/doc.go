@@ -10,9 +10,11 @@
 // outbound buffer holds and writes it in one call, so many messages share a
 // write. Producers append to a target's outbound buffer under the target's
 // lock and, once per read batch, flush all connections they touched, never
-// once per message. Flushing writes a target's pending bytes on the
-// producer's own goroutine when no other goroutine is writing to it, with
-// one non-blocking write, and wakes the target's writeLoop for what the
+// once per message. When a read batch wrote to one other connection
+// (a subscriber, a reply), flushing writes its pending bytes on the
+// producer's own goroutine if no other goroutine is writing to it, with
+// one non-blocking write (a fan-out wakes the writers, which write in
+// parallel), and wakes the target's writeLoop for what the
 // socket did not take (or when the connection is not plain TCP); an
 // in-process publisher does the same per message unless messages come in a
 // burst, which writeLoop batches. Waking a writer on another thread costs
