@@ -9,8 +9,9 @@ import (
 )
 
 // Inline writes: a goroutine that has just appended to a client's outbound
-// buffer (a publisher's read loop at the end of a read batch, or an
-// in-process publisher) may write the pending bytes itself instead of
+// buffer (a publisher's read loop at the end of a read batch that wrote to
+// one other client, see flushPending; or an in-process publisher outside
+// a burst, see flushInProcessLocked) may write the pending bytes itself instead of
 // waking the client's writeLoop on another thread, which on a small
 // machine costs more than the write. It does so only when no other
 // goroutine is writing to the client (client.writing), and with one
