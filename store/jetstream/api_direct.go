@@ -83,7 +83,11 @@ func (e *Engine) apiDirectGet(name, last string, lastBySubject bool, reply strin
 }
 
 // directBatch answers a batch direct get: each message with
-// Nats-Num-Pending and Nats-Last-Sequence, then a 204 EOB status.
+// Nats-Num-Pending (messages after it matching the request) and
+// Nats-Last-Sequence (the previous answer's sequence, 0 on the first),
+// then a 204 EOB with both. As in nats-server, up_to_seq and up_to_time
+// apply to multi_last only, and with no_hdr the EOB's count is the one
+// taken at the start unless the stream grew meanwhile.
 func (s *stream) directBatch(req *jsapi.MsgGetRequest, send func(hdr, body []byte)) {
 	seq := req.Seq
 	if req.StartTime != nil {
@@ -91,6 +95,7 @@ func (s *stream) directBatch(req *jsapi.MsgGetRequest, send func(hdr, body []byt
 	}
 	seq = max(seq, 1)
 	filter := req.NextFor
+	lastAtStart := s.store.State().LastSeq
 	pending := s.store.FilteredState(filter, seq).Msgs
 	maxBytes := req.MaxBytes
 	if maxBytes <= 0 {
@@ -100,8 +105,7 @@ func (s *stream) directBatch(req *jsapi.MsgGetRequest, send func(hdr, body []byt
 	sent := 0
 	for i := 0; i < req.Batch; i++ {
 		m, err := s.store.LoadNext(filter, seq, nil)
-		if err != nil || req.UpToSeq > 0 && m.Seq > req.UpToSeq ||
-			req.UpToTime != nil && m.Time > req.UpToTime.UnixNano() {
+		if err != nil {
 			if i == 0 {
 				send(statusHeader(404, jsapi.StatusMessageNotFound), nil)
 				return
@@ -109,11 +113,11 @@ func (s *stream) directBatch(req *jsapi.MsgGetRequest, send func(hdr, body []byt
 			break
 		}
 		seq = m.Seq + 1
-		if pending > 0 {
-			pending--
-		}
 		var hdr []byte
 		if !req.NoHeaders {
+			if pending > 0 {
+				pending--
+			}
 			hdr = directHeader(m.Header, s.name, m)
 			hdr = proto.AppendHeader(nil, hdr, jsapi.HeaderNumPending, strconv.FormatUint(pending, 10))
 			hdr = proto.AppendHeader(nil, hdr, jsapi.HeaderLastSequence, strconv.FormatUint(lastSeq, 10))
@@ -124,14 +128,12 @@ func (s *stream) directBatch(req *jsapi.MsgGetRequest, send func(hdr, body []byt
 			break
 		}
 	}
-	kv := []string{
+	if s.store.State().LastSeq > lastAtStart {
+		pending = s.store.FilteredState(filter, seq).Msgs
+	}
+	send(statusHeader(204, jsapi.StatusEOB,
 		jsapi.HeaderNumPending, strconv.FormatUint(pending, 10),
-		jsapi.HeaderLastSequence, strconv.FormatUint(lastSeq, 10),
-	}
-	if req.UpToSeq > 0 {
-		kv = append(kv, jsapi.HeaderUpToSequence, strconv.FormatUint(req.UpToSeq, 10))
-	}
-	send(statusHeader(204, jsapi.StatusEOB, kv...), nil)
+		jsapi.HeaderLastSequence, strconv.FormatUint(lastSeq, 10)), nil)
 }
 
 // directMultiMax is how many subjects a multi_last request may match, as

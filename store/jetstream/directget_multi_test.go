@@ -35,6 +35,12 @@ var directGetCases = []string{
 	`{"multi_last":["k.*"],"up_to_time":"2020-01-01T00:00:00Z"}`,
 	`{"multi_last":["m.>"]}`,
 	`{"multi_last":["m.1","m.2","k.c"]}`,
+	`{"seq":1,"batch":10,"up_to_seq":3}`,
+	`{"start_time":"2020-01-01T00:00:00Z","batch":2}`,
+	`{"seq":1,"batch":2,"no_hdr":true}`,
+	`{"seq":99999,"batch":2}`,
+	`{"next_by_subj":"k.*","batch":3,"seq":3}`,
+	`{"multi_last":["k.*"],"up_to_time":"2999-01-01T00:00:00Z"}`,
 }
 
 // directGetScenario fills stream K on url and records every direct get
