@@ -159,3 +159,73 @@ func TestAckSyncSurvivesKill9(t *testing.T) {
 	_, u, _ = start()
 	checkNothingAckedRedelivered(t, connect(u))
 }
+
+// TestAckSyncPlainAckOnDiskWithinBound acks without a reply (plain Ack)
+// with sync_interval always and measures how long until the consumer
+// store holds the acks fsynced (its state moves only after the fsync):
+// within the 200ms bound doc.go states, with slack for a loaded machine
+// under the race detector. A power cut after that loses none of them.
+func TestAckSyncPlainAckOnDiskWithinBound(t *testing.T) {
+	t.Parallel()
+	mem := vfs.NewStrictMem()
+	var cut atomic.Bool
+	crashable := vfs.Inject(mem, func(op vfs.Op, _ string) error {
+		if cut.Load() && op.Mutates() {
+			return errPowerCut
+		}
+		return nil
+	})
+	env := newTestEnvWith(t, &testEnv{t: t, cfg: Config{StoreDir: "/js"}, fs: crashable})
+	ctx := testCtx(t)
+	s, err := env.js.CreateStream(ctx, njs.StreamConfig{Name: "S", Subjects: []string{"s"}, Storage: njs.FileStorage})
+	require.NoError(t, err)
+	c, err := s.CreateConsumer(ctx, njs.ConsumerConfig{Durable: "D", AckPolicy: njs.AckExplicitPolicy, AckWait: 2 * time.Second})
+	require.NoError(t, err)
+	publishN(t, env.js, "s", 10)
+	batch, err := c.Fetch(10, njs.FetchMaxWait(10*time.Second))
+	require.NoError(t, err)
+	var msgs []njs.Msg
+	for m := range batch.Messages() {
+		msgs = append(msgs, m)
+	}
+	require.Equal(t, len(msgs), 10)
+	// Let the delivery's own state write pass, so the measurement starts
+	// from a flushed consumer.
+	cstore := env.eng.lookup("S").lookupConsumer("D").cstore
+	onDisk := func(floor uint64) bool {
+		st, err := cstore.State()
+		return err == nil && st.AckFloor.Stream >= floor && st.Delivered.Stream == 10
+	}
+	await := func(floor uint64) time.Duration {
+		t.Helper()
+		start := time.Now()
+		tick := time.NewTicker(time.Millisecond)
+		defer tick.Stop()
+		for !onDisk(floor) {
+			select {
+			case <-ctx.Done():
+				t.Fatalf("ack floor %d never reached the consumer store", floor)
+			case <-tick.C:
+			}
+		}
+		return time.Since(start)
+	}
+	await(0)
+	start := time.Now()
+	for _, m := range msgs[:5] {
+		require.NoError(t, m.Ack())
+	}
+	await(5)
+	took := time.Since(start)
+	t.Logf("5 plain acks on disk after %v", took)
+	if took > stateFlushInterval+time.Second {
+		t.Fatalf("plain acks took %v to reach the disk, bound %v", took, stateFlushInterval)
+	}
+	cut.Store(true)
+	mem.ResetToSyncedState()
+	env.stop()
+	_ = env.eng.Close()
+	env.fs = mem
+	env.startEngine()
+	checkNothingAckedRedelivered(t, env.js)
+}

@@ -114,7 +114,7 @@
 // replay_policy original and rate_limit_bps (accepted, delivery is
 // instant); priority groups; the clustered advisories (leader elected,
 // quorum lost) and the ack-sampling metrics ($JS.EVENT.METRIC.>);
-// multi_last direct gets; snapshots and restores.
+// snapshots and restores.
 //
 // # Advisories
 //
