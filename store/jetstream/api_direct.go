@@ -25,7 +25,12 @@ var noResponders = []byte("NATS/1.0 503\r\n\r\n")
 // lastBySubject, DIRECT.GET.<stream>.<subject> (last message on subject).
 // Answers are raw messages, not JSON.
 func (e *Engine) apiDirectGet(name, last string, lastBySubject bool, reply string, data []byte) {
-	send := func(hdr, body []byte) { e.bus.Publish(reply, "", hdr, body) }
+	e.directGet(name, last, lastBySubject, data, func(hdr, body []byte) { e.bus.Publish(reply, "", hdr, body) })
+}
+
+// directGet computes the answers of a direct get and hands each to send,
+// in order.
+func (e *Engine) directGet(name, last string, lastBySubject bool, data []byte, send func(hdr, body []byte)) {
 	s := e.lookup(name)
 	if s == nil || !s.config().AllowDirect {
 		send(noResponders, nil)
@@ -66,7 +71,9 @@ func (e *Engine) apiDirectGet(name, last string, lastBySubject bool, reply strin
 		s.directMultiLast(&req, send)
 		return
 	}
-	if req.Batch > 0 {
+	if req.Batch != 0 {
+		// A negative batch is a batch of none, answered by its EOB, as
+		// in nats-server.
 		s.directBatch(&req, send)
 		return
 	}

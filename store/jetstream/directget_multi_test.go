@@ -41,6 +41,9 @@ var directGetCases = []string{
 	`{"seq":99999,"batch":2}`,
 	`{"next_by_subj":"k.*","batch":3,"seq":3}`,
 	`{"multi_last":["k.*"],"up_to_time":"2999-01-01T00:00:00Z"}`,
+	`{"seq":2,"batch":-1}`,
+	`{"multi_last":["k.>"],"batch":-1,"seq":4}`,
+	`{"multi_last":[">"],"up_to_seq":3}`,
 }
 
 // directGetScenario fills stream K on url and records every direct get
