@@ -1,0 +1,139 @@
+package jetstream
+
+import (
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/leafbox/leafbox/core/subject"
+	"github.com/leafbox/leafbox/store/jsapi"
+)
+
+// This file applies a stream's subject_transform at ingest and its
+// republish after each store, as nats-server does: the transform rewrites
+// the subject a matching message is stored under (a subject it does not
+// match is stored unchanged); republish publishes each stored message
+// whose (stored) subject matches its source to its destination, with the
+// Nats-Stream, Nats-Subject, Nats-Sequence, Nats-Time-Stamp and
+// Nats-Last-Sequence headers appended to the message's own, and with
+// headers_only the headers plus Nats-Msg-Size and no body.
+
+// streamTransforms is a stream's compiled subject_transform and republish.
+// The fields are guarded by the stream's mu.
+type streamTransforms struct {
+	in          *jsapi.Transform // subject_transform; nil for none
+	rp          *jsapi.Transform // republish; nil for none
+	headersOnly bool
+	buf         []byte        // scratch for transformed subjects
+	rpNames     subject.Names // republish destinations, as strings
+}
+
+// set compiles cfg's transforms. The configuration was checked, so an
+// error here is a bug surfaced to the caller.
+func (x *streamTransforms) set(cfg *jsapi.StreamConfig) error {
+	x.in, x.rp, x.headersOnly = nil, nil, false
+	if t := cfg.SubjectTransform; t != nil {
+		tr, err := jsapi.CompileTransform(t.Source, t.Destination)
+		if err != nil {
+			return err
+		}
+		x.in = tr
+	}
+	if rp := cfg.RePublish; rp != nil {
+		dest := rp.Destination
+		if dest == "" {
+			dest = ">"
+		}
+		tr, err := jsapi.CompileTransform(rp.Source, dest)
+		if err != nil {
+			return err
+		}
+		x.rp, x.headersOnly = tr, rp.HeadersOnly
+	}
+	return nil
+}
+
+// ingest returns the subject a message published on subj is stored
+// under, a remembered string from names so that a repeated subject
+// allocates nothing.
+func (x *streamTransforms) ingest(names *subject.Names, subj string) string {
+	if x.in == nil {
+		return subj
+	}
+	b, ok := x.in.Append(x.buf[:0], subj)
+	x.buf = b[:0]
+	if !ok {
+		return subj
+	}
+	return names.Name(b)
+}
+
+// republishSubject returns the destination a message stored under subj
+// is republished to, "" for none (no republish, no match, or a
+// destination that is not a valid publish subject).
+func (x *streamTransforms) republishSubject(subj string) string {
+	if x.rp == nil {
+		return ""
+	}
+	b, ok := x.rp.Append(x.buf[:0], subj)
+	x.buf = b[:0]
+	if !ok || !subject.ValidLiteralBytes(b) {
+		return ""
+	}
+	return x.rpNames.Name(b)
+}
+
+// republishing is what the stream's mu-guarded store step hands to the
+// republish that follows it, outside the lock.
+type republishing struct {
+	dest        string // "" for none
+	subj        string // the stored subject
+	seq, last   uint64 // last: the subject's previous sequence, 0 if none
+	ts          int64
+	headersOnly bool
+}
+
+// rpBufs holds the buffers republish headers are built in.
+var rpBufs = sync.Pool{New: func() any { b := make([]byte, 0, 256); return &b }}
+
+// republish publishes the stored message (hdr, data as published) to its
+// republish destination. It runs after the stream's mu is released: the
+// destination may be another stream's subject.
+func (s *stream) republish(rp *republishing, hdr, data []byte) {
+	bp := rpBufs.Get().(*[]byte)
+	h := (*bp)[:0]
+	if len(hdr) >= 4 {
+		h = append(h, hdr[:len(hdr)-2]...) // keep the status line and headers, drop the final CRLF
+	} else {
+		h = append(h, "NATS/1.0\r\n"...)
+	}
+	h = appendHeader(h, jsapi.HeaderStream, s.name)
+	h = appendHeader(h, jsapi.HeaderSubject, rp.subj)
+	h = append(h, jsapi.HeaderSequence+": "...)
+	h = strconv.AppendUint(h, rp.seq, 10)
+	h = append(h, "\r\n"+jsapi.HeaderTimeStamp+": "...)
+	h = time.Unix(0, rp.ts).UTC().AppendFormat(h, time.RFC3339Nano)
+	h = append(h, "\r\n"+jsapi.HeaderLastSequence+": "...)
+	h = strconv.AppendUint(h, rp.last, 10)
+	h = append(h, "\r\n"...)
+	body := data
+	if rp.headersOnly {
+		h = append(h, jsapi.HeaderMsgSize+": "...)
+		h = strconv.AppendInt(h, int64(len(data)), 10)
+		h = append(h, "\r\n"...)
+		body = nil
+	}
+	h = append(h, "\r\n"...)
+	s.eng.bus.Publish(rp.dest, "", h, body)
+	if cap(h) <= 4<<10 {
+		*bp = h[:0]
+		rpBufs.Put(bp)
+	}
+}
+
+func appendHeader(h []byte, k, v string) []byte {
+	h = append(h, k...)
+	h = append(h, ": "...)
+	h = append(h, v...)
+	return append(h, "\r\n"...)
+}

@@ -1,0 +1,166 @@
+package jetstream
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	njs "github.com/nats-io/nats.go/jetstream"
+
+	"github.com/leafbox/leafbox/leaf/leaftest"
+)
+
+// transformResult is what transformScenario observed on one server.
+type transformResult struct {
+	stored      []string // "stream seq subject data"
+	republished []string // "subject data headers"
+	stamps      []string // problems with Nats-Time-Stamp
+	configErr   string   // code and description of a refused transform
+}
+
+// transformScenario creates two streams with subject transforms using
+// every mapping function, and republish (one headers only), publishes,
+// and reports the stored subjects and the republished messages.
+func transformScenario(t *testing.T, url string) transformResult {
+	t.Helper()
+	ctx := testCtx(t)
+	nc, err := nats.Connect(url, nats.NoReconnect())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := njs.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res transformResult
+	const nRepublished = 5
+	rp := make(chan *nats.Msg, 64)
+	sub, err := nc.ChanSubscribe("rp.>", rp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	cfgs := []njs.StreamConfig{{
+		Name:     "TW",
+		Subjects: []string{"tw.>"},
+		SubjectTransform: &njs.SubjectTransformConfig{Source: "tw.*.*",
+			Destination: "w.{{partition(5,1,2)}}.{{wildcard(2)}}.{{splitFromLeft(1,2)}}.{{sliceFromRight(2,2)}}.$1"},
+		RePublish: &njs.RePublish{Source: "w.>", Destination: "rp.w.>"},
+	}, {
+		Name:     "TS",
+		Subjects: []string{"ts.*"},
+		Storage:  njs.MemoryStorage,
+		SubjectTransform: &njs.SubjectTransformConfig{Source: "ts.*",
+			Destination: "s.{{split(1,-)}}.{{left(1,3)}}.{{right(1,2)}}.{{sliceFromLeft(1,3)}}.{{splitFromRight(1,3)}}.{{partition(3)}}"},
+		RePublish: &njs.RePublish{Source: ">", Destination: "rp.s.>", HeadersOnly: true},
+	}}
+	for _, cfg := range cfgs {
+		if _, err := js.CreateStream(ctx, cfg); err != nil {
+			t.Fatalf("create %s: %v", cfg.Name, err)
+		}
+	}
+	pubs := []struct {
+		subj, data string
+		hdr        nats.Header
+	}{
+		{"tw.abcdef.xyz", "1", nil},
+		{"tw.ab.q", "2", nats.Header{"X-A": []string{"a"}}},
+		{"tw.abcdef.xyz", "3", nil},
+		{"tw.untouched", "4", nil},
+		{"ts.a-bcd--ef-", "5", nats.Header{"X-B": []string{"b"}}},
+		{"ts.x", "six", nil},
+	}
+	for _, p := range pubs {
+		if _, err := js.PublishMsg(ctx, &nats.Msg{Subject: p.subj, Data: []byte(p.data), Header: p.hdr}); err != nil {
+			t.Fatalf("publish %s: %v", p.subj, err)
+		}
+	}
+	times := map[string]time.Time{}
+	for _, name := range []string{"TW", "TS"} {
+		s, err := js.Stream(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for seq := uint64(1); seq <= s.CachedInfo().State.LastSeq; seq++ {
+			m, err := s.GetMsg(ctx, seq)
+			if err != nil {
+				t.Fatalf("%s get %d: %v", name, seq, err)
+			}
+			res.stored = append(res.stored, fmt.Sprintf("%s %d %s %s", name, seq, m.Subject, m.Data))
+			times[fmt.Sprintf("%s %d", name, seq)] = m.Time
+		}
+	}
+	for range nRepublished {
+		select {
+		case m := <-rp:
+			var hs []string
+			for k, v := range m.Header {
+				if k != "Nats-Time-Stamp" {
+					hs = append(hs, k+"="+strings.Join(v, ","))
+				}
+			}
+			sort.Strings(hs)
+			res.republished = append(res.republished, fmt.Sprintf("%s %q %s", m.Subject, m.Data, strings.Join(hs, " ")))
+			ts, err := time.Parse(time.RFC3339Nano, m.Header.Get("Nats-Time-Stamp"))
+			key := m.Header.Get("Nats-Stream") + " " + m.Header.Get("Nats-Sequence")
+			if err != nil || !ts.Equal(times[key]) {
+				res.stamps = append(res.stamps, fmt.Sprintf("%s: %q (stored %v, %v)", key, m.Header.Get("Nats-Time-Stamp"), times[key], err))
+			}
+		case <-ctx.Done():
+			t.Fatalf("%d of %d republished: %q", len(res.republished), nRepublished, res.republished)
+		}
+	}
+	// Nothing else is republished.
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if len(rp) != 0 {
+		t.Errorf("extra republished message: %q", (<-rp).Subject)
+	}
+	_, err = js.CreateStream(ctx, njs.StreamConfig{Name: "BAD", Subjects: []string{"bad.>"},
+		SubjectTransform: &njs.SubjectTransformConfig{Source: "bad.*", Destination: "x.{{wildcard(2)}}"}})
+	var apiErr *njs.APIError
+	if errors.As(err, &apiErr) {
+		res.configErr = fmt.Sprintf("%d %d %s", apiErr.Code, apiErr.ErrorCode, apiErr.Description)
+	} else {
+		res.configErr = fmt.Sprint(err)
+	}
+	return res
+}
+
+// TestTransformRepublishVsNatsServer runs the transform scenario against
+// leafbox and nats-server: the same stored subjects, the same republished
+// subjects, bodies and headers, time stamps equal to the stored times,
+// and the same refusal of a bad transform.
+func TestTransformRepublishVsNatsServer(t *testing.T) {
+	t.Parallel()
+	env := newTestEnv(t, Config{})
+	hub := leaftest.StartHub(t, leaftest.HubOptions{
+		Config: fmt.Sprintf("jetstream {\n  store_dir: %q\n}", t.TempDir()),
+	})
+	ours := transformScenario(t, env.srv.ClientURL())
+	theirs := transformScenario(t, hub.ClientURL())
+	t.Logf("stored: %q", ours.stored)
+	t.Logf("republished: %q", ours.republished)
+	if !slices.Equal(ours.stored, theirs.stored) {
+		t.Errorf("stored:\nleafbox     %q\nnats-server %q", ours.stored, theirs.stored)
+	}
+	if !slices.Equal(ours.republished, theirs.republished) {
+		t.Errorf("republished:\nleafbox     %q\nnats-server %q", ours.republished, theirs.republished)
+	}
+	if len(ours.stamps)+len(theirs.stamps) > 0 {
+		t.Errorf("time stamps: leafbox %q, nats-server %q", ours.stamps, theirs.stamps)
+	}
+	if ours.configErr != theirs.configErr || !strings.Contains(ours.configErr, "10156") {
+		t.Errorf("bad transform:\nleafbox     %s\nnats-server %s", ours.configErr, theirs.configErr)
+	}
+}
