@@ -164,3 +164,56 @@ func TestTransformRepublishVsNatsServer(t *testing.T) {
 		t.Errorf("bad transform:\nleafbox     %s\nnats-server %s", ours.configErr, theirs.configErr)
 	}
 }
+
+// `nats stream add --transform-source … --republish-source …` creates a
+// stream that stores under the transformed subject and republishes, and
+// `nats stream edit` changes the transform.
+func TestTransformRepublishNATSCLI(t *testing.T) {
+	t.Parallel()
+	env := newTestEnv(t, Config{})
+	ctx := testCtx(t)
+	url := env.srv.ClientURL()
+	out, err := runNATS(t, url, "stream", "add", "CLI", "--subjects", "cli.>", "--storage", "memory", "--defaults",
+		"--transform-source", "cli.*.*", "--transform-destination", "c.{{wildcard(2)}}.{{partition(2,1)}}",
+		"--republish-source", "c.>", "--republish-destination", "rp.c.>", "--republish-headers")
+	if err != nil {
+		t.Fatalf("nats stream add: %v\n%s", err, out)
+	}
+	rp, err := env.nc.SubscribeSync("rp.>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.js.Publish(ctx, "cli.k.v", []byte("body")); err != nil {
+		t.Fatal(err)
+	}
+	m, err := rp.NextMsg(5 * time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Subject != "rp.c.v.0" || len(m.Data) != 0 || m.Header.Get("Nats-Msg-Size") != "4" || m.Header.Get("Nats-Subject") != "c.v.0" {
+		t.Fatalf("republished %s %q %v", m.Subject, m.Data, m.Header)
+	}
+	out, err = runNATS(t, url, "stream", "edit", "CLI", "-f", "--transform-source", "cli.*.*", "--transform-destination", "e.$1")
+	if err != nil {
+		t.Fatalf("nats stream edit: %v\n%s", err, out)
+	}
+	if _, err := env.js.Publish(ctx, "cli.k.v", []byte("again")); err != nil {
+		t.Fatal(err)
+	}
+	s, err := env.js.Stream(ctx, "CLI")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.GetMsg(ctx, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Subject != "e.k" {
+		t.Fatalf("after edit stored under %q, want e.k", got.Subject)
+	}
+	// leafbox republishes before it acks, on the same connection: a
+	// republish would be queued by now.
+	if n, _, _ := rp.Pending(); n != 0 {
+		t.Fatalf("e.k republished though the republish source is c.>")
+	}
+}
