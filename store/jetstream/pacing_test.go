@@ -1,0 +1,201 @@
+package jetstream
+
+import (
+	"bytes"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	njs "github.com/nats-io/nats.go/jetstream"
+
+	"github.com/leafbox/leafbox/leaf/leaftest"
+)
+
+// arrivals subscribes to subj on nc and records when each message
+// arrives, until want have; done is closed then.
+type arrivals struct {
+	mu    sync.Mutex
+	at    []time.Time
+	sizes []int
+	done  chan struct{}
+}
+
+func recordArrivals(t *testing.T, nc *nats.Conn, subj string, want int) *arrivals {
+	t.Helper()
+	a := &arrivals{done: make(chan struct{})}
+	sub, err := nc.Subscribe(subj, func(m *nats.Msg) {
+		now := time.Now()
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		if len(a.at) == want {
+			return
+		}
+		a.at = append(a.at, now)
+		a.sizes = append(a.sizes, len(m.Subject)+len(m.Reply)+len(m.Data))
+		if len(a.at) == want {
+			close(a.done)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub.Unsubscribe() })
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+func (a *arrivals) wait(t *testing.T) []time.Time {
+	t.Helper()
+	select {
+	case <-a.done:
+	case <-testCtx(t).Done():
+		t.Fatal("deliveries did not arrive")
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.at
+}
+
+// replayScenario stores messages with known gaps, then reads them with a
+// push consumer with replay_policy original, and returns the stored gaps
+// and the gaps between the deliveries' arrivals.
+func replayScenario(t *testing.T, url string) (stored, arrived []time.Duration) {
+	t.Helper()
+	ctx := testCtx(t)
+	nc, err := nats.Connect(url, nats.NoReconnect())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := njs.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := js.CreateStream(ctx, njs.StreamConfig{Name: "RP", Subjects: []string{"rp.in"}, Storage: njs.MemoryStorage})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The scenario is timing: the publisher spaces its messages.
+	gaps := []time.Duration{150, 30, 250, 5, 100}
+	for i := 0; i <= len(gaps); i++ {
+		if i > 0 {
+			<-time.After(gaps[i-1] * time.Millisecond)
+		}
+		if _, err := js.Publish(ctx, "rp.in", []byte{byte(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var times []time.Time
+	for seq := uint64(1); seq <= uint64(len(gaps)+1); seq++ {
+		m, err := s.GetMsg(ctx, seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		times = append(times, m.Time)
+	}
+	a := recordArrivals(t, nc, "rp.out", len(gaps)+1)
+	if _, err := s.CreateOrUpdateConsumer(ctx, njs.ConsumerConfig{Durable: "R", DeliverSubject: "rp.out",
+		AckPolicy: njs.AckNonePolicy, ReplayPolicy: njs.ReplayOriginalPolicy}); err != nil {
+		t.Fatal(err)
+	}
+	at := a.wait(t)
+	for i := 1; i < len(times); i++ {
+		stored = append(stored, times[i].Sub(times[i-1]))
+		arrived = append(arrived, at[i].Sub(at[i-1]))
+	}
+	return stored, arrived
+}
+
+// TestReplayOriginalVsNatsServer: a push consumer with replay_policy
+// original delivers with the stored inter-message gaps, on leafbox as on
+// nats-server: each message arrives, counted from the first, at least at
+// its stored offset (less 5 ms of clock and timer slack) and at most
+// 100 ms later. On leafbox each single gap holds to that too; nats-server
+// sometimes flushes two deliveries together.
+func TestReplayOriginalVsNatsServer(t *testing.T) {
+	t.Parallel()
+	env := newTestEnv(t, Config{})
+	hub := leaftest.StartHub(t, leaftest.HubOptions{
+		Config: fmt.Sprintf("jetstream {\n  store_dir: %q\n}", t.TempDir()),
+	})
+	const slack, late = 5 * time.Millisecond, 100 * time.Millisecond
+	for _, srv := range []struct{ name, url string }{{"leafbox", env.srv.ClientURL()}, {"nats-server", hub.ClientURL()}} {
+		stored, arrived := replayScenario(t, srv.url)
+		t.Logf("%s: stored gaps %v, arrival gaps %v", srv.name, stored, arrived)
+		var storedAt, arrivedAt time.Duration
+		for i := range stored {
+			storedAt += stored[i]
+			arrivedAt += arrived[i]
+			if arrivedAt < storedAt-slack || arrivedAt > storedAt+late {
+				t.Errorf("%s: message %d arrived %v after the first, stored %v after it", srv.name, i+2, arrivedAt, storedAt)
+			}
+			if srv.name == "leafbox" && (arrived[i] < stored[i]-slack || arrived[i] > stored[i]+late) {
+				t.Errorf("%s: gap %d arrived after %v, stored %v apart", srv.name, i+1, arrived[i], stored[i])
+			}
+		}
+	}
+}
+
+// rateScenario stores n messages and reads them with a push consumer
+// limited to bps, returning the bytes delivered after the first message
+// (the bucket's burst covers it) and the time they took.
+func rateScenario(t *testing.T, url string, n int, bps uint64) (int, time.Duration) {
+	t.Helper()
+	ctx := testCtx(t)
+	nc, err := nats.Connect(url, nats.NoReconnect())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := njs.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := js.CreateStream(ctx, njs.StreamConfig{Name: "RL", Subjects: []string{"rl.in"}, Storage: njs.MemoryStorage, MaxMsgSize: 1100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := bytes.Repeat([]byte("r"), 1000)
+	for range n {
+		if _, err := js.Publish(ctx, "rl.in", body); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a := recordArrivals(t, nc, "rl.out", n)
+	if _, err := s.CreateOrUpdateConsumer(ctx, njs.ConsumerConfig{Durable: "L", DeliverSubject: "rl.out",
+		AckPolicy: njs.AckNonePolicy, RateLimit: bps}); err != nil {
+		t.Fatal(err)
+	}
+	at := a.wait(t)
+	bytes := 0
+	for _, sz := range a.sizes[1:] {
+		bytes += sz
+	}
+	return bytes, at[len(at)-1].Sub(at[0])
+}
+
+// TestRateLimitVsNatsServer: a push consumer with rate_limit_bps delivers
+// at that rate, on leafbox as on nats-server: the messages after the
+// first (which the bucket's burst covers) take at least their bytes at
+// the rate, less what the burst left (100 bytes), and at most 1.5 times
+// that plus 300 ms.
+func TestRateLimitVsNatsServer(t *testing.T) {
+	t.Parallel()
+	env := newTestEnv(t, Config{})
+	hub := leaftest.StartHub(t, leaftest.HubOptions{
+		Config: fmt.Sprintf("jetstream {\n  store_dir: %q\n}", t.TempDir()),
+	})
+	const n, bps = 16, 160_000 // 20 000 bytes/s
+	for _, srv := range []struct{ name, url string }{{"leafbox", env.srv.ClientURL()}, {"nats-server", hub.ClientURL()}} {
+		b, took := rateScenario(t, srv.url, n, bps)
+		want := time.Duration(float64(b-100) / (bps / 8) * float64(time.Second))
+		t.Logf("%s: %d bytes in %v (%.0f bytes/s), at the rate %v", srv.name, b, took, float64(b)/took.Seconds(), want)
+		if took < want-5*time.Millisecond || took > want*3/2+300*time.Millisecond {
+			t.Errorf("%s: %d bytes took %v, want about %v", srv.name, b, took, want)
+		}
+	}
+}
