@@ -103,8 +103,7 @@
 //
 // # Not implemented
 //
-// Mirrors and sources (refused at create); replay_policy original on
-// pull consumers (delivery is instant); priority groups; the clustered advisories (leader elected,
+// Mirrors and sources (refused at create); priority groups; the clustered advisories (leader elected,
 // quorum lost) and the ack-sampling metrics ($JS.EVENT.METRIC.>);
 // multi_last direct gets; snapshots and restores.
 //

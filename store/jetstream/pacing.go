@@ -6,8 +6,8 @@ import (
 	"github.com/leafbox/leafbox/store/jsapi"
 )
 
-// This file paces push deliveries as nats-server does for replay_policy
-// original and rate_limit_bps.
+// This file paces deliveries as nats-server does for replay_policy
+// original (push and pull consumers) and rate_limit_bps (push only).
 //
 // Replay original: until the consumer has caught up with the stream, a
 // message is delivered no sooner after the previous delivery than it was

@@ -3,6 +3,7 @@ package jetstream
 import (
 	"bytes"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -63,7 +64,7 @@ func (a *arrivals) wait(t *testing.T) []time.Time {
 // replayScenario stores messages with known gaps, then reads them with a
 // push consumer with replay_policy original, and returns the stored gaps
 // and the gaps between the deliveries' arrivals.
-func replayScenario(t *testing.T, url string) (stored, arrived []time.Duration) {
+func replayScenario(t *testing.T, url string, pull bool) (stored, arrived []time.Duration) {
 	t.Helper()
 	ctx := testCtx(t)
 	nc, err := nats.Connect(url, nats.NoReconnect())
@@ -75,7 +76,11 @@ func replayScenario(t *testing.T, url string) (stored, arrived []time.Duration) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := js.CreateStream(ctx, njs.StreamConfig{Name: "RP", Subjects: []string{"rp.in"}, Storage: njs.MemoryStorage})
+	name, subj := "RP", "rp.in"
+	if pull {
+		name, subj = "RPP", "rpp.in"
+	}
+	s, err := js.CreateStream(ctx, njs.StreamConfig{Name: name, Subjects: []string{subj}, Storage: njs.MemoryStorage})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +90,7 @@ func replayScenario(t *testing.T, url string) (stored, arrived []time.Duration) 
 		if i > 0 {
 			<-time.After(gaps[i-1] * time.Millisecond)
 		}
-		if _, err := js.Publish(ctx, "rp.in", []byte{byte(i)}); err != nil {
+		if _, err := js.Publish(ctx, subj, []byte{byte(i)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -97,12 +102,31 @@ func replayScenario(t *testing.T, url string) (stored, arrived []time.Duration) 
 		}
 		times = append(times, m.Time)
 	}
-	a := recordArrivals(t, nc, "rp.out", len(gaps)+1)
-	if _, err := s.CreateOrUpdateConsumer(ctx, njs.ConsumerConfig{Durable: "R", DeliverSubject: "rp.out",
-		AckPolicy: njs.AckNonePolicy, ReplayPolicy: njs.ReplayOriginalPolicy}); err != nil {
-		t.Fatal(err)
+	var at []time.Time
+	if pull {
+		c, err := s.CreateOrUpdateConsumer(ctx, njs.ConsumerConfig{Durable: "R",
+			AckPolicy: njs.AckNonePolicy, ReplayPolicy: njs.ReplayOriginalPolicy})
+		if err != nil {
+			t.Fatal(err)
+		}
+		batch, err := c.Fetch(len(gaps)+1, njs.FetchMaxWait(5*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range batch.Messages() {
+			at = append(at, time.Now())
+		}
+		if len(at) != len(gaps)+1 {
+			t.Fatalf("fetched %d of %d: %v", len(at), len(gaps)+1, batch.Error())
+		}
+	} else {
+		a := recordArrivals(t, nc, "rp.out", len(gaps)+1)
+		if _, err := s.CreateOrUpdateConsumer(ctx, njs.ConsumerConfig{Durable: "R", DeliverSubject: "rp.out",
+			AckPolicy: njs.AckNonePolicy, ReplayPolicy: njs.ReplayOriginalPolicy}); err != nil {
+			t.Fatal(err)
+		}
+		at = a.wait(t)
 	}
-	at := a.wait(t)
 	for i := 1; i < len(times); i++ {
 		stored = append(stored, times[i].Sub(times[i-1]))
 		arrived = append(arrived, at[i].Sub(at[i-1]))
@@ -123,8 +147,14 @@ func TestReplayOriginalVsNatsServer(t *testing.T) {
 		Config: fmt.Sprintf("jetstream {\n  store_dir: %q\n}", t.TempDir()),
 	})
 	const slack, late = 5 * time.Millisecond, 100 * time.Millisecond
-	for _, srv := range []struct{ name, url string }{{"leafbox", env.srv.ClientURL()}, {"nats-server", hub.ClientURL()}} {
-		stored, arrived := replayScenario(t, srv.url)
+	for _, srv := range []struct {
+		name, url string
+		pull      bool
+	}{
+		{"leafbox", env.srv.ClientURL(), false}, {"nats-server", hub.ClientURL(), false},
+		{"leafbox pull", env.srv.ClientURL(), true}, {"nats-server pull", hub.ClientURL(), true},
+	} {
+		stored, arrived := replayScenario(t, srv.url, srv.pull)
 		t.Logf("%s: stored gaps %v, arrival gaps %v", srv.name, stored, arrived)
 		var storedAt, arrivedAt time.Duration
 		for i := range stored {
@@ -133,7 +163,7 @@ func TestReplayOriginalVsNatsServer(t *testing.T) {
 			if arrivedAt < storedAt-slack || arrivedAt > storedAt+late {
 				t.Errorf("%s: message %d arrived %v after the first, stored %v after it", srv.name, i+2, arrivedAt, storedAt)
 			}
-			if srv.name == "leafbox" && (arrived[i] < stored[i]-slack || arrived[i] > stored[i]+late) {
+			if strings.HasPrefix(srv.name, "leafbox") && (arrived[i] < stored[i]-slack || arrived[i] > stored[i]+late) {
 				t.Errorf("%s: gap %d arrived after %v, stored %v apart", srv.name, i+1, arrived[i], stored[i])
 			}
 		}
