@@ -126,13 +126,22 @@ func transformScenario(t *testing.T, url string) transformResult {
 	if len(rp) != 0 {
 		t.Errorf("extra republished message: %q", (<-rp).Subject)
 	}
-	_, err = js.CreateStream(ctx, njs.StreamConfig{Name: "BAD", Subjects: []string{"bad.>"},
-		SubjectTransform: &njs.SubjectTransformConfig{Source: "bad.*", Destination: "x.{{wildcard(2)}}"}})
-	var apiErr *njs.APIError
-	if errors.As(err, &apiErr) {
-		res.configErr = fmt.Sprintf("%d %d %s", apiErr.Code, apiErr.ErrorCode, apiErr.Description)
-	} else {
-		res.configErr = fmt.Sprint(err)
+	for _, bad := range []njs.StreamConfig{
+		{SubjectTransform: &njs.SubjectTransformConfig{Source: "bad.*", Destination: "x.{{wildcard(2)}}"}},
+		{SubjectTransform: &njs.SubjectTransformConfig{Source: "bad.*", Destination: "x.{{nosuch(1)}}"}},
+		{SubjectTransform: &njs.SubjectTransformConfig{Source: "bad.*", Destination: "x.{{split(1)}}"}},
+		{SubjectTransform: &njs.SubjectTransformConfig{Source: "bad..*", Destination: "x"}},
+		{RePublish: &njs.RePublish{Source: "bad.>", Destination: "bad.again.>"}},
+		{RePublish: &njs.RePublish{Source: "bad.*", Destination: "x.$2"}},
+	} {
+		bad.Name, bad.Subjects = "BAD", []string{"bad.>"}
+		_, err = js.CreateStream(ctx, bad)
+		var apiErr *njs.APIError
+		if errors.As(err, &apiErr) {
+			res.configErr += fmt.Sprintf("%d %d %s\n", apiErr.Code, apiErr.ErrorCode, apiErr.Description)
+		} else {
+			res.configErr += fmt.Sprintln(err)
+		}
 	}
 	return res
 }
@@ -140,7 +149,7 @@ func transformScenario(t *testing.T, url string) transformResult {
 // TestTransformRepublishVsNatsServer runs the transform scenario against
 // leafbox and nats-server: the same stored subjects, the same republished
 // subjects, bodies and headers, time stamps equal to the stored times,
-// and the same refusal of a bad transform.
+// and the same refusals of bad transforms and republishes.
 func TestTransformRepublishVsNatsServer(t *testing.T) {
 	t.Parallel()
 	env := newTestEnv(t, Config{})
@@ -151,6 +160,7 @@ func TestTransformRepublishVsNatsServer(t *testing.T) {
 	theirs := transformScenario(t, hub.ClientURL())
 	t.Logf("stored: %q", ours.stored)
 	t.Logf("republished: %q", ours.republished)
+	t.Logf("refused:\n%s", ours.configErr)
 	if !slices.Equal(ours.stored, theirs.stored) {
 		t.Errorf("stored:\nleafbox     %q\nnats-server %q", ours.stored, theirs.stored)
 	}
@@ -161,7 +171,7 @@ func TestTransformRepublishVsNatsServer(t *testing.T) {
 		t.Errorf("time stamps: leafbox %q, nats-server %q", ours.stamps, theirs.stamps)
 	}
 	if ours.configErr != theirs.configErr || !strings.Contains(ours.configErr, "10156") {
-		t.Errorf("bad transform:\nleafbox     %s\nnats-server %s", ours.configErr, theirs.configErr)
+		t.Errorf("bad transforms:\nleafbox\n%snats-server\n%s", ours.configErr, theirs.configErr)
 	}
 }
 
