@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 	njs "github.com/nats-io/nats.go/jetstream"
 
+	"github.com/leafbox/leafbox/core/server"
 	"github.com/leafbox/leafbox/leaf/leaftest"
 )
 
@@ -226,4 +227,59 @@ func TestTransformRepublishNATSCLI(t *testing.T) {
 	if n, _, _ := rp.Pending(); n != 0 {
 		t.Fatalf("e.k republished though the republish source is c.>")
 	}
+}
+
+// TestRepublishHeaderBlock checks the republished header block byte for
+// byte: the message's own headers, then nats-server's five (and
+// Nats-Msg-Size with headers_only), each once, in its order; and that a
+// file stream's transform and republish survive a restart.
+func TestRepublishHeaderBlock(t *testing.T) {
+	t.Parallel()
+	env := newTestEnv(t, Config{})
+	ctx := testCtx(t)
+	if _, err := env.js.CreateStream(ctx, njs.StreamConfig{Name: "H", Subjects: []string{"h.*"},
+		SubjectTransform: &njs.SubjectTransformConfig{Source: "h.*", Destination: "hh.$1"},
+		RePublish:        &njs.RePublish{Source: "hh.*", Destination: "rh.$1"}}); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan string, 4)
+	conn := env.srv.InProcess("")
+	defer conn.Close()
+	sub, err := conn.Subscribe("rh.*", "", func(m server.Msg) { got <- string(m.Subject) + " " + string(m.Header) + string(m.Data) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	publish := func(data string, hdr nats.Header) {
+		t.Helper()
+		if _, err := env.js.PublishMsg(ctx, &nats.Msg{Subject: "h.k", Header: hdr, Data: []byte(data)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check := func(seq, last int, own, data string) {
+		t.Helper()
+		s, err := env.js.Stream(ctx, "H")
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := s.GetMsg(ctx, uint64(seq))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := fmt.Sprintf("rh.k NATS/1.0\r\n%sNats-Stream: H\r\nNats-Subject: hh.k\r\nNats-Sequence: %d\r\nNats-Time-Stamp: %s\r\nNats-Last-Sequence: %d\r\n\r\n%s",
+			own, seq, m.Time.UTC().Format(time.RFC3339Nano), last, data)
+		select {
+		case g := <-got:
+			if g != want {
+				t.Fatalf("republished\n%q\nwant\n%q", g, want)
+			}
+		case <-ctx.Done():
+			t.Fatal("not republished")
+		}
+	}
+	publish("one", nats.Header{"X-A": []string{"a"}})
+	check(1, 0, "X-A: a\r\n", "one")
+	env.restart()
+	publish("two", nil)
+	check(2, 1, "", "two")
 }
