@@ -283,3 +283,36 @@ func TestRepublishHeaderBlock(t *testing.T) {
 	publish("two", nil)
 	check(2, 1, "", "two")
 }
+
+// TestRepublishKeyValue: a KV bucket created by nats.go with republish
+// (its stream's republish from $KV.<bucket>.>) republishes each put.
+func TestRepublishKeyValue(t *testing.T) {
+	t.Parallel()
+	env := newTestEnv(t, Config{})
+	ctx := testCtx(t)
+	kv, err := env.js.CreateKeyValue(ctx, njs.KeyValueConfig{Bucket: "B",
+		RePublish: &njs.RePublish{Source: ">", Destination: "kvrp.>"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub, err := env.nc.SubscribeSync("kvrp.>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := env.nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range []string{"v1", "v2"} {
+		if _, err := kv.PutString(ctx, "key", v); err != nil {
+			t.Fatal(err)
+		}
+		m, err := sub.NextMsg(5 * time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Subject != "kvrp.$KV.B.key" || string(m.Data) != v || m.Header.Get("Nats-Subject") != "$KV.B.key" ||
+			m.Header.Get("Nats-Sequence") != fmt.Sprint(i+1) || m.Header.Get("Nats-Last-Sequence") != fmt.Sprint(i) {
+			t.Fatalf("put %d republished %s %q %v", i+1, m.Subject, m.Data, m.Header)
+		}
+	}
+}
