@@ -212,7 +212,7 @@ func (s *stream) storeLocked(subj string, hdr, data []byte) (publishResult, *jsa
 	}
 
 	var rp republishing
-	if rp.dest = s.xf.republishSubject(subj); rp.dest != "" {
+	if rp.dest = s.xf.republishSubject(subj, hdr); rp.dest != "" {
 		rp.subj, rp.headersOnly = subj, s.xf.headersOnly
 		rp.last = s.store.FilteredState(subj, 0).Last
 	}

@@ -1,8 +1,9 @@
 package jetstream
 
 import (
+	"bytes"
 	"strconv"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/leafbox/leafbox/core/subject"
@@ -26,12 +27,19 @@ type streamTransforms struct {
 	headersOnly bool
 	buf         []byte        // scratch for transformed subjects
 	rpNames     subject.Names // republish destinations, as strings
+	// cycleMark is "\r\nNats-Stream: <name>\r\n": a message that carries
+	// it was republished by this stream already (see republishSubject).
+	cycleMark []byte
+	// rpBuf caches one republish header buffer; taken and put back
+	// without s.mu (nil while a republish uses it).
+	rpBuf atomic.Pointer[[]byte]
 }
 
 // set compiles cfg's transforms. The configuration was checked, so an
 // error here is a bug surfaced to the caller.
 func (x *streamTransforms) set(cfg *jsapi.StreamConfig) error {
 	x.in, x.rp, x.headersOnly = nil, nil, false
+	x.cycleMark = []byte("\r\n" + jsapi.HeaderStream + ": " + cfg.Name + "\r\n")
 	if t := cfg.SubjectTransform; t != nil {
 		tr, err := jsapi.CompileTransform(t.Source, t.Destination)
 		if err != nil {
@@ -69,10 +77,15 @@ func (x *streamTransforms) ingest(names *subject.Names, subj string) string {
 }
 
 // republishSubject returns the destination a message stored under subj
-// is republished to, "" for none (no republish, no match, or a
-// destination that is not a valid publish subject).
-func (x *streamTransforms) republishSubject(subj string) string {
-	if x.rp == nil {
+// with the headers hdr is republished to, "" for none (no republish, no
+// match, or a destination that is not a valid publish subject).
+//
+// Unlike nats-server, a message this stream republished before is not
+// republished again: the broker delivers a republish on the publishing
+// goroutine, so a cycle through other streams (A republishes into B,
+// B into A) would recurse without end instead of looping through a queue.
+func (x *streamTransforms) republishSubject(subj string, hdr []byte) string {
+	if x.rp == nil || (len(hdr) > 0 && bytes.Contains(hdr, x.cycleMark)) {
 		return ""
 	}
 	b, ok := x.rp.Append(x.buf[:0], subj)
@@ -93,14 +106,14 @@ type republishing struct {
 	headersOnly bool
 }
 
-// rpBufs holds the buffers republish headers are built in.
-var rpBufs = sync.Pool{New: func() any { b := make([]byte, 0, 256); return &b }}
-
 // republish publishes the stored message (hdr, data as published) to its
 // republish destination. It runs after the stream's mu is released: the
 // destination may be another stream's subject.
 func (s *stream) republish(rp *republishing, hdr, data []byte) {
-	bp := rpBufs.Get().(*[]byte)
+	bp := s.xf.rpBuf.Swap(nil)
+	if bp == nil {
+		bp = new([]byte) // a concurrent republish holds the cached one
+	}
 	h := (*bp)[:0]
 	if len(hdr) >= 4 {
 		h = append(h, hdr[:len(hdr)-2]...) // keep the status line and headers, drop the final CRLF
@@ -127,7 +140,7 @@ func (s *stream) republish(rp *republishing, hdr, data []byte) {
 	s.eng.bus.Publish(rp.dest, "", h, body)
 	if cap(h) <= 4<<10 {
 		*bp = h[:0]
-		rpBufs.Put(bp)
+		s.xf.rpBuf.Store(bp)
 	}
 }
 

@@ -316,3 +316,42 @@ func TestRepublishKeyValue(t *testing.T) {
 		}
 	}
 }
+
+// TestRepublishCycle: two streams republishing into each other end the
+// cycle instead of recursing (the broker delivers a republish on the
+// publishing goroutine): a message a stream republished before is stored
+// but not republished again.
+func TestRepublishCycle(t *testing.T) {
+	t.Parallel()
+	env := newTestEnv(t, Config{})
+	ctx := testCtx(t)
+	for _, cfg := range []njs.StreamConfig{
+		{Name: "A", Subjects: []string{"a.>"}, Storage: njs.MemoryStorage, RePublish: &njs.RePublish{Source: "a.>", Destination: "b.>"}},
+		{Name: "B", Subjects: []string{"b.>"}, Storage: njs.MemoryStorage, RePublish: &njs.RePublish{Source: "b.>", Destination: "a.>"}},
+	} {
+		if _, err := env.js.CreateStream(ctx, cfg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := env.js.Publish(ctx, "a.x", []byte("m")); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, name := range []string{"A", "B"} {
+		s, err := env.js.Stream(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for seq := uint64(1); seq <= s.CachedInfo().State.LastSeq; seq++ {
+			m, err := s.GetMsg(ctx, seq)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, name+" "+m.Subject+" "+strings.Join(m.Header.Values("Nats-Stream"), ","))
+		}
+	}
+	want := []string{"A a.x ", "A a.x A,B", "B b.x A"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("stored %q, want %q", got, want)
+	}
+}
