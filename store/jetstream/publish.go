@@ -111,7 +111,10 @@ func (s *stream) storeLocked(subj string, hdr, data []byte) (publishResult, *jsa
 	if cfg.Sealed {
 		return publishResult{}, jsapi.NewStreamSealedError()
 	}
-	subj = s.xf.ingest(&s.subjects, subj)
+	subj, terr := s.xf.ingest(&s.subjects, subj)
+	if terr != nil {
+		return publishResult{}, terr
+	}
 	if cfg.MaxMsgSize > 0 && len(hdr)+len(data) > int(cfg.MaxMsgSize) {
 		return publishResult{}, jsapi.NewMessageExceedsMaximumError()
 	}

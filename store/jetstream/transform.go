@@ -2,6 +2,7 @@ package jetstream
 
 import (
 	"bytes"
+	"fmt"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -63,17 +64,22 @@ func (x *streamTransforms) set(cfg *jsapi.StreamConfig) error {
 
 // ingest returns the subject a message published on subj is stored
 // under, a remembered string from names so that a repeated subject
-// allocates nothing.
-func (x *streamTransforms) ingest(names *subject.Names, subj string) string {
+// allocates nothing. A transform whose result is not a valid subject
+// (split() can leave an empty token) refuses the message with 10156:
+// nats-server stores it under that subject, which no filter can select.
+func (x *streamTransforms) ingest(names *subject.Names, subj string) (string, *jsapi.APIError) {
 	if x.in == nil {
-		return subj
+		return subj, nil
 	}
 	b, ok := x.in.Append(x.buf[:0], subj)
 	x.buf = b[:0]
 	if !ok {
-		return subj
+		return subj, nil
 	}
-	return names.Name(b)
+	if !subject.ValidLiteralBytes(b) {
+		return "", jsapi.NewStreamTransformInvalidDestinationError(fmt.Errorf("subject %q maps to %q, not a valid subject", subj, b))
+	}
+	return names.Name(b), nil
 }
 
 // republishSubject returns the destination a message stored under subj

@@ -355,3 +355,82 @@ func TestRepublishCycle(t *testing.T) {
 		t.Fatalf("stored %q, want %q", got, want)
 	}
 }
+
+// transformEdges are destination edge cases: out-of-range positions and
+// sizes, exact multiples, empty pieces, an empty split delimiter,
+// literal $ tokens, the partition shorthand with wildcards, '>' alone.
+// Each is "dest subject" for source "e.*.*.>"; the stream's subject is
+// "e.>".
+var transformEdges = [][2]string{
+	{"x.{{splitFromLeft(1,0)}}.{{splitFromLeft(2,3)}}.>", "e.abc.abc.t"},
+	{"x.{{splitFromRight(1,5)}}.{{splitFromRight(2,1)}}.>", "e.abc.abc.t"},
+	{"x.{{sliceFromLeft(1,3)}}.{{sliceFromLeft(2,1)}}.>", "e.abcdef.abc.t"},
+	{"x.{{sliceFromRight(1,3)}}.{{sliceFromRight(2,4)}}.>", "e.abcdefg.abc.t"},
+	{"x.{{left(1,0)}}.{{left(2,9)}}.{{right(1,-1)}}.>", "e.abc.abc.t"},
+	{"x.{{split(1,)}}.>", "e.héllo.z.t"},
+	{"x.{{split(1,--)}}.{{split(2,a)}}.>", "e.a--b---c.aaa1a.t"},
+	{"x.$cash.$1.{{ wildcard( 2 ) }}.>", "e.p.q.r.s"},
+	{"x.{{partition(7)}}.{{partition(9,2,1)}}.>", "e.key.other.t"},
+	{"{{wildcard(2)}}.>", "e.p.q.r"},
+	{">", "e.p.q.r"},
+}
+
+// TestTransformEdgesVsNatsServer stores one message through each edge
+// transform on leafbox and on nats-server and compares the subjects.
+func TestTransformEdgesVsNatsServer(t *testing.T) {
+	t.Parallel()
+	env := newTestEnv(t, Config{})
+	hub := leaftest.StartHub(t, leaftest.HubOptions{
+		Config: fmt.Sprintf("jetstream {\n  store_dir: %q\n}", t.TempDir()),
+	})
+	stored := func(url string) []string {
+		ctx := testCtx(t)
+		nc, err := nats.Connect(url, nats.NoReconnect())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer nc.Close()
+		js, err := njs.New(nc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for i, c := range transformEdges {
+			name := fmt.Sprintf("E%d", i)
+			s, err := js.CreateStream(ctx, njs.StreamConfig{Name: name, Subjects: []string{"e.>"}, Storage: njs.MemoryStorage,
+				SubjectTransform: &njs.SubjectTransformConfig{Source: "e.*.*.>", Destination: c[0]}})
+			if err != nil {
+				out = append(out, fmt.Sprintf("%s: %v", c[0], err))
+				continue
+			}
+			if _, err := js.Publish(ctx, c[1], nil); err != nil {
+				out = append(out, fmt.Sprintf("%s on %s: publish: %v", c[0], c[1], err))
+			} else if m, err := s.GetMsg(ctx, 1); err != nil {
+				out = append(out, fmt.Sprintf("%s on %s: get: %v", c[0], c[1], err))
+			} else {
+				out = append(out, fmt.Sprintf("%s on %s: %s", c[0], c[1], m.Subject))
+			}
+			if err := js.DeleteStream(ctx, name); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return out
+	}
+	ours, theirs := stored(env.srv.ClientURL()), stored(hub.ClientURL())
+	// The one difference: a result with an empty token, which
+	// nats-server stores and leafbox refuses.
+	const emptyToken = `x.{{split(1,--)}}.{{split(2,a)}}.> on e.a--b---c.aaa1a.t: `
+	for i := range ours {
+		t.Log(ours[i])
+		if strings.HasPrefix(ours[i], emptyToken) {
+			if want := `publish: nats: nats: API error: code=400 err_code=10156 description=stream transform: subject "e.a--b---c.aaa1a.t" maps to "x.a.b.-c..1.t", not a valid subject`; ours[i] != emptyToken+want ||
+				theirs[i] != emptyToken+"x.a.b.-c..1.t" {
+				t.Errorf("empty token:\nleafbox     %s\nnats-server %s", ours[i], theirs[i])
+			}
+			continue
+		}
+		if ours[i] != theirs[i] {
+			t.Errorf("leafbox     %s\nnats-server %s", ours[i], theirs[i])
+		}
+	}
+}
