@@ -12,6 +12,7 @@ import (
 	njs "github.com/nats-io/nats.go/jetstream"
 
 	"github.com/leafbox/leafbox/leaf/leaftest"
+	"github.com/leafbox/leafbox/store/jsapi"
 )
 
 // arrivals subscribes to subj on nc and records when each message
@@ -227,5 +228,64 @@ func TestRateLimitVsNatsServer(t *testing.T) {
 		if took < want-5*time.Millisecond || took > want*3/2+300*time.Millisecond {
 			t.Errorf("%s: %d bytes took %v, want about %v", srv.name, b, took, want)
 		}
+	}
+}
+
+// TestRateLimitBucket checks the token bucket's arithmetic on a fixed
+// clock: full at first, refilled at bps/8 bytes a second up to its depth,
+// a message larger than the bucket waits for a full bucket and borrows.
+func TestRateLimitBucket(t *testing.T) {
+	c := &consumer{pace: newPacing(1000)}
+	c.cfg.RateLimit = 8000 // 1000 bytes/s
+	t0 := time.Unix(100, 0)
+	if at := c.rateHold(600, t0); !at.IsZero() {
+		t.Fatalf("first 600 bytes held until %v", at)
+	}
+	// 400 left: 600 more need 200 ms.
+	if at := c.rateHold(600, t0); !at.Equal(t0.Add(200 * time.Millisecond)) {
+		t.Fatalf("second 600 bytes held until %v, want +200ms", at.Sub(t0))
+	}
+	if at := c.rateHold(600, t0.Add(200*time.Millisecond)); !at.IsZero() {
+		t.Fatalf("600 bytes after 200 ms held until %v", at)
+	}
+	// Empty now; a 5000-byte message waits for the full bucket (1 s),
+	// then leaves it 4000 bytes in debt: 4.6 s until 600 more.
+	if at := c.rateHold(5000, t0.Add(200*time.Millisecond)); !at.Equal(t0.Add(1200 * time.Millisecond)) {
+		t.Fatalf("5000 bytes held until %v, want +1.2s", at.Sub(t0))
+	}
+	t1 := t0.Add(1200 * time.Millisecond)
+	if at := c.rateHold(5000, t1); !at.IsZero() {
+		t.Fatalf("5000 bytes on a full bucket held until %v", at)
+	}
+	if at := c.rateHold(600, t1); !at.Equal(t1.Add(4600 * time.Millisecond)) {
+		t.Fatalf("600 bytes after the borrow held until %v, want +4.6s", at.Sub(t1))
+	}
+	c.cfg.RateLimit = 0
+	if at := c.rateHold(1<<30, t1); !at.IsZero() {
+		t.Fatal("no rate limit held a delivery")
+	}
+}
+
+// TestReplayOriginalHold checks replay original's schedule: the first
+// message and gaps of 1 ms or less go at once, a longer gap is kept from
+// the previous delivery, and nothing is held once caught up.
+func TestReplayOriginalHold(t *testing.T) {
+	c := &consumer{}
+	c.cfg.ReplayPolicy = jsapi.ReplayOriginal
+	at0 := time.Unix(200, 0)
+	ts := int64(50 * time.Second)
+	if h := c.replayHold(ts); !h.IsZero() {
+		t.Fatalf("first message held until %v", h)
+	}
+	c.paced(ts, at0)
+	if h := c.replayHold(ts + int64(time.Millisecond)); !h.IsZero() {
+		t.Fatalf("1 ms gap held until %v", h)
+	}
+	if h := c.replayHold(ts + int64(300*time.Millisecond)); !h.Equal(at0.Add(300 * time.Millisecond)) {
+		t.Fatalf("300 ms gap held until %v", h.Sub(at0))
+	}
+	c.pace.caughtUp = true
+	if h := c.replayHold(ts + int64(time.Hour)); !h.IsZero() {
+		t.Fatalf("caught up, held until %v", h)
 	}
 }
