@@ -62,9 +62,6 @@ func (e *Engine) createStream(cfg jsapi.StreamConfig) (*stream, bool, *jsapi.API
 	if cfg.Mirror != nil || len(cfg.Sources) > 0 {
 		return nil, false, jsapi.NewStreamCreateError(errors.New("mirrors and sources are not supported"))
 	}
-	if cfg.SubjectTransform != nil || cfg.RePublish != nil {
-		return nil, false, jsapi.NewStreamCreateError(errors.New("subject transforms and republish are not supported"))
-	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
@@ -157,8 +154,8 @@ func (e *Engine) apiStreamUpdate(name, reply string, data []byte) {
 
 // updateStream applies a normalized configuration to an existing stream.
 func (e *Engine) updateStream(cfg jsapi.StreamConfig) (*stream, *jsapi.APIError) {
-	if cfg.Mirror != nil || len(cfg.Sources) > 0 || cfg.SubjectTransform != nil || cfg.RePublish != nil {
-		return nil, jsapi.NewStreamUpdateError(errors.New("mirrors, sources, transforms and republish are not supported"))
+	if cfg.Mirror != nil || len(cfg.Sources) > 0 {
+		return nil, jsapi.NewStreamUpdateError(errors.New("mirrors and sources are not supported"))
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()

@@ -110,9 +110,7 @@
 //
 // # Not implemented
 //
-// Mirrors, sources, subject transforms and republish (refused at create);
-// replay_policy original and rate_limit_bps (accepted, delivery is
-// instant); priority groups; the clustered advisories (leader elected,
+// Mirrors and sources (refused at create); priority groups; the clustered advisories (leader elected,
 // quorum lost) and the ack-sampling metrics ($JS.EVENT.METRIC.>);
 // snapshots and restores.
 //
