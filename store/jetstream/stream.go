@@ -51,6 +51,9 @@ type stream struct {
 	// consSnap is an immutable copy of the consumers for the publish
 	// path, replaced whenever the map changes.
 	consSnap atomic.Pointer[[]*consumer]
+
+	// srcs runs the mirror or sources (source.go).
+	srcs sourceSet
 }
 
 // setConsumer adds (c != nil) or removes the named consumer and refreshes
@@ -212,6 +215,7 @@ func (s *stream) info(deletedDetails bool, subjectsFilter string) *jsapi.StreamI
 	info.State.Consumers = nc
 	info.State.Subjects = subjects
 	info.State.Deleted = deleted
+	info.Mirror, info.Sources = s.sourceInfos()
 	return info
 }
 
@@ -317,6 +321,7 @@ func (s *stream) update(ncfg jsapi.StreamConfig) error {
 // close stops the consumers and closes (or, with remove, deletes) the
 // store.
 func (s *stream) close(remove bool) error {
+	s.stopSources()
 	s.unsubscribe()
 	s.mu.Lock()
 	if s.closed {

@@ -1,0 +1,726 @@
+package jetstream
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/leafbox/leafbox/core/proto"
+	"github.com/leafbox/leafbox/core/subject"
+	"github.com/leafbox/leafbox/store"
+	"github.com/leafbox/leafbox/store/jsapi"
+)
+
+// Sources and mirrors, shaped as nats-server's: each origin is read
+// through an internal push consumer (ack none, flow control, idle
+// heartbeats) created with the origin's JS API over the Bus, so a local
+// stream and a hub stream reached over the leaf link ("$JS.<domain>.API")
+// take the same path. A source stores each message with a
+// Nats-Stream-Source header naming the origin and its sequence; a mirror
+// stores each message at the origin's sequence. Both resume from what is
+// stored: the last header of the source, the mirror's last sequence.
+
+const (
+	// sourceHeartbeat is the idle heartbeat asked of the origin consumer.
+	sourceHeartbeat = time.Second
+	// sourceStale is how long without a message or heartbeat before the
+	// consumer is recreated (the origin or the link went away).
+	sourceStale = 3 * sourceHeartbeat
+	// sourceInactive lets the origin drop an abandoned consumer.
+	sourceInactive = 10 * time.Second
+	// sourceRequestTimeout bounds a consumer create request.
+	sourceRequestTimeout = 2 * time.Second
+	// sourceRetryMax caps the backoff between failed creates.
+	sourceRetryMax = 2 * time.Second
+)
+
+// sourceSet is the running sourcers of a stream.
+type sourceSet struct {
+	mu   sync.Mutex
+	list []*sourcer
+}
+
+// sourcer copies one origin into its stream.
+type sourcer struct {
+	s      *stream
+	cfg    jsapi.StreamSource
+	mirror bool
+	// iname is nats-server's index name: "<name>[:<api hash>] <filters>
+	// <destinations>"; ident its first field, filter and dest the rest.
+	iname, ident, filter, dest string
+	api                        string
+	trs                        []*srcTransform
+
+	// last is when the origin was last heard from (Unix ns, 0: never).
+	last atomic.Int64
+	// retry asks the run loop to recreate the consumer.
+	retry chan struct{}
+	done  chan struct{}
+
+	mu      sync.Mutex
+	stopped bool
+	sseq    uint64 // last origin sequence stored
+	dseq    uint64 // last consumer sequence seen
+	lag     uint64
+	err     *jsapi.APIError
+	cname   string
+	deliver string
+	unsub   func()
+}
+
+// newSourcer prepares the sourcer of one origin.
+func newSourcer(s *stream, cfg jsapi.StreamSource, mirror bool) (*sourcer, error) {
+	sc := &sourcer{s: s, cfg: cfg, mirror: mirror, api: jsapi.APIPrefix, retry: make(chan struct{}, 1), done: make(chan struct{})}
+	if cfg.External != nil && cfg.External.APIPrefix != "" {
+		sc.api = strings.TrimSuffix(cfg.External.APIPrefix, ".")
+	}
+	sc.ident = cfg.Name
+	if cfg.External != nil {
+		sc.ident += ":" + apiHash(cfg.External.APIPrefix)
+	}
+	sc.filter, sc.dest = cfg.FilterSubject, ">"
+	if sc.filter == "" {
+		sc.filter = ">"
+	}
+	if len(cfg.SubjectTransforms) > 0 {
+		var srcs, dsts []string
+		for _, tr := range cfg.SubjectTransforms {
+			src, dst := tr.Source, tr.Destination
+			if src == "" {
+				src = ">"
+			}
+			if dst == "" {
+				dst = ">"
+			}
+			srcs, dsts = append(srcs, src), append(dsts, dst)
+			t, err := newSrcTransform(src, tr.Destination)
+			if err != nil {
+				return nil, err
+			}
+			sc.trs = append(sc.trs, t)
+		}
+		sc.filter, sc.dest = strings.Join(srcs, "\f"), strings.Join(dsts, "\f")
+	}
+	sc.iname = sc.ident + " " + sc.filter + " " + sc.dest
+	return sc, nil
+}
+
+// apiHash is nats-server's 8-character hash of an external API prefix,
+// as it appears in index names and Nats-Stream-Source headers.
+func apiHash(name string) string {
+	const digits = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	b := sha256.Sum256([]byte(name))
+	out := make([]byte, 8)
+	for i := range out {
+		out[i] = digits[int(b[i]%62)]
+	}
+	return string(out)
+}
+
+// startSources starts the stream's mirror or sources, resuming each
+// from what the store holds. It does nothing when they already run.
+func (s *stream) startSources() {
+	cfg := s.config()
+	if cfg.Mirror == nil && len(cfg.Sources) == 0 {
+		return
+	}
+	s.srcs.mu.Lock()
+	defer s.srcs.mu.Unlock()
+	if len(s.srcs.list) > 0 {
+		return
+	}
+	var list []*sourcer
+	if cfg.Mirror != nil {
+		sc, err := newSourcer(s, *cfg.Mirror, true)
+		if err != nil {
+			s.eng.log.Error("jetstream: mirror", "stream", s.name, "err", err)
+			return
+		}
+		list = append(list, sc)
+	}
+	for _, src := range cfg.Sources {
+		if src == nil {
+			continue
+		}
+		sc, err := newSourcer(s, *src, false)
+		if err != nil {
+			s.eng.log.Error("jetstream: source", "stream", s.name, "source", src.Name, "err", err)
+			continue
+		}
+		list = append(list, sc)
+	}
+	s.resumePoints(list)
+	s.srcs.list = list
+	for _, sc := range list {
+		go sc.run()
+	}
+}
+
+// stopSources stops every sourcer; none stores anything once it returns.
+func (s *stream) stopSources() {
+	s.srcs.mu.Lock()
+	list := s.srcs.list
+	s.srcs.list = nil
+	s.srcs.mu.Unlock()
+	for _, sc := range list {
+		sc.stop()
+	}
+}
+
+// restartSources applies a changed configuration.
+func (s *stream) restartSources() {
+	s.stopSources()
+	s.startSources()
+}
+
+// resumePoints sets each sourcer's last origin sequence from the store:
+// a mirror's last sequence, or the newest Nats-Stream-Source header of
+// each source, scanning back from the end.
+func (s *stream) resumePoints(list []*sourcer) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.store.State()
+	want := map[string]*sourcer{}
+	for _, sc := range list {
+		if sc.mirror {
+			sc.sseq = st.LastSeq
+			continue
+		}
+		want[sc.iname] = sc
+	}
+	if len(want) == 0 || st.Msgs == 0 {
+		return
+	}
+	var sm store.Msg
+	for seq := st.LastSeq; seq >= st.FirstSeq && seq > 0 && len(want) > 0; seq-- {
+		m, err := s.store.Load(seq, &sm)
+		if err != nil {
+			continue
+		}
+		iname, oseq, ok := parseSourceHeader(proto.HeaderValue(m.Header, jsapi.HeaderStreamSource))
+		if !ok {
+			continue
+		}
+		if sc := want[iname]; sc != nil {
+			sc.sseq = oseq
+			delete(want, iname)
+		}
+	}
+}
+
+// parseSourceHeader reads "<ident> <seq> <filter> <dest> <subject>" and
+// returns the index name and the origin sequence.
+func parseSourceHeader(v []byte) (string, uint64, bool) {
+	f := strings.Split(string(v), " ")
+	if len(f) < 4 {
+		return "", 0, false
+	}
+	seq, err := strconv.ParseUint(f[1], 10, 64)
+	if err != nil {
+		return "", 0, false
+	}
+	return f[0] + " " + f[2] + " " + f[3], seq, true
+}
+
+// stop ends the sourcer and deletes its origin consumer (best effort).
+func (sc *sourcer) stop() {
+	sc.mu.Lock()
+	if sc.stopped {
+		sc.mu.Unlock()
+		return
+	}
+	sc.stopped = true
+	unsub, cname := sc.unsub, sc.cname
+	sc.unsub = nil
+	sc.mu.Unlock()
+	close(sc.done)
+	if unsub != nil {
+		unsub()
+	}
+	if cname != "" {
+		sc.s.eng.bus.Publish(sc.api+".CONSUMER.DELETE."+sc.cfg.Name+"."+cname, "", nil, nil)
+	}
+}
+
+// run creates the origin consumer and recreates it whenever the stream
+// of deliveries breaks (gap, stale, failed create), until stopped.
+func (sc *sourcer) run() {
+	backoff := 100 * time.Millisecond
+	tick := time.NewTicker(sourceHeartbeat / 2)
+	defer tick.Stop()
+	for {
+		if err := sc.connect(); err != nil {
+			sc.mu.Lock()
+			if sc.stopped {
+				sc.mu.Unlock()
+				return
+			}
+			sc.err = err
+			sc.mu.Unlock()
+			select {
+			case <-sc.done:
+				return
+			case <-time.After(backoff):
+			}
+			backoff = min(backoff*2, sourceRetryMax)
+			continue
+		}
+		backoff = 100 * time.Millisecond
+	watch:
+		for {
+			select {
+			case <-sc.done:
+				return
+			case <-sc.retry:
+				break watch
+			case <-tick.C:
+				if time.Since(time.Unix(0, sc.last.Load())) > sourceStale {
+					break watch
+				}
+			}
+		}
+	}
+}
+
+// errSourceClosed reports a create attempted after stop.
+var errSourceClosed = errors.New("jetstream: source stopped")
+
+// connect replaces the origin consumer with one delivering from the
+// sequence after the last one stored.
+func (sc *sourcer) connect() *jsapi.APIError {
+	bus := sc.s.eng.bus
+	sc.mu.Lock()
+	if sc.stopped {
+		sc.mu.Unlock()
+		return jsapi.NewStreamCreateError(errSourceClosed)
+	}
+	oldUnsub, oldName := sc.unsub, sc.cname
+	sc.unsub, sc.cname = nil, ""
+	start := sc.sseq + 1
+	sc.dseq = 0
+	sc.mu.Unlock()
+	if oldUnsub != nil {
+		oldUnsub()
+	}
+	if oldName != "" {
+		bus.Publish(sc.api+".CONSUMER.DELETE."+sc.cfg.Name+"."+oldName, "", nil, nil)
+	}
+
+	id := randToken(8)
+	deliver := "$JS.S." + id
+	if sc.mirror {
+		deliver = "$JS.M." + id
+	}
+	if ext := sc.cfg.External; ext != nil && ext.DeliverPrefix != "" {
+		deliver = strings.TrimSuffix(ext.DeliverPrefix, ".") + "." + deliver[4:]
+	}
+	name := "JS_SRC_" + id
+	if sc.mirror {
+		name = "JS_MIRROR_" + id
+	}
+	cc := jsapi.ConsumerConfig{
+		Name: name, DeliverSubject: deliver, AckPolicy: jsapi.AckNone, AckWait: 22 * time.Hour, MaxDeliver: 1,
+		Heartbeat: sourceHeartbeat, FlowControl: true, Direct: true, InactiveThreshold: sourceInactive,
+		Metadata: map[string]string{"_nats.src.stream": sc.s.name},
+	}
+	if d := sc.s.eng.cfg.Domain; d != "" {
+		cc.Metadata["_nats.src.domain"] = d
+	}
+	switch {
+	case start > 1:
+		cc.DeliverPolicy, cc.OptStartSeq = jsapi.DeliverByStartSequence, start
+	case sc.cfg.OptStartSeq > 0:
+		cc.DeliverPolicy, cc.OptStartSeq = jsapi.DeliverByStartSequence, sc.cfg.OptStartSeq
+	case sc.cfg.OptStartTime != nil:
+		cc.DeliverPolicy, cc.OptStartTime = jsapi.DeliverByStartTime, sc.cfg.OptStartTime
+	}
+	cc.FilterSubject = sc.cfg.FilterSubject
+	for _, tr := range sc.cfg.SubjectTransforms {
+		if tr.Source != "" {
+			cc.FilterSubjects = append(cc.FilterSubjects, tr.Source)
+		}
+	}
+	if len(cc.FilterSubjects) == 1 && cc.FilterSubject == "" {
+		cc.FilterSubject, cc.FilterSubjects = cc.FilterSubjects[0], nil
+	}
+	body, _ := json.Marshal(jsapi.ConsumerCreateRequest{Stream: sc.cfg.Name, Config: cc})
+
+	unsub, err := bus.Subscribe(deliver, "", sc.handleMsg)
+	if err != nil {
+		return jsapi.NewStreamCreateError(err)
+	}
+	sc.mu.Lock()
+	if sc.stopped {
+		sc.mu.Unlock()
+		unsub()
+		return jsapi.NewStreamCreateError(errSourceClosed)
+	}
+	sc.unsub, sc.cname, sc.deliver = unsub, name, deliver
+	sc.mu.Unlock()
+
+	resp := make(chan []byte, 1)
+	inbox := "_INBOX.jssrc." + randToken(12)
+	unsubReply, err := bus.Subscribe(inbox, "", func(_, _, _, data []byte) {
+		select {
+		case resp <- append([]byte(nil), data...):
+		default:
+		}
+	})
+	if err != nil {
+		return jsapi.NewStreamCreateError(err)
+	}
+	defer unsubReply()
+	// Mark contact now so the stale check gives the first deliveries a
+	// full window.
+	bus.Publish(sc.api+".CONSUMER.CREATE."+sc.cfg.Name+"."+name, inbox, nil, body)
+	var data []byte
+	select {
+	case data = <-resp:
+	case <-time.After(sourceRequestTimeout):
+		return jsapi.NewStreamCreateError(errors.New("consumer create for " + sc.cfg.Name + " timed out"))
+	case <-sc.done:
+		return jsapi.NewStreamCreateError(errSourceClosed)
+	}
+	var r jsapi.ConsumerCreateResponse
+	if err := json.Unmarshal(data, &r); err != nil {
+		return jsapi.NewStreamCreateError(err)
+	}
+	if r.Error != nil {
+		return r.Error
+	}
+	sc.last.Store(time.Now().UnixNano())
+	sc.mu.Lock()
+	sc.err = nil
+	if r.ConsumerInfo != nil && sc.mirror {
+		// Lag until the first delivery: what the origin holds past us.
+		sc.lag = r.NumPending
+	}
+	sc.mu.Unlock()
+	return nil
+}
+
+// randToken returns n random alphanumerics.
+func randToken(n int) string {
+	const digits = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	for i := range b {
+		b[i] = digits[int(b[i])%len(digits)]
+	}
+	return string(b)
+}
+
+// askRetry wakes the run loop to recreate the consumer.
+func (sc *sourcer) askRetry() {
+	select {
+	case sc.retry <- struct{}{}:
+	default:
+	}
+}
+
+// handleMsg receives the origin consumer's deliveries, heartbeats and
+// flow-control requests.
+func (sc *sourcer) handleMsg(subjB, reply, hdr, data []byte) {
+	if code, _ := proto.ParseStatus(hdr); code == 100 && len(data) == 0 {
+		sc.last.Store(time.Now().UnixNano())
+		if len(reply) > 0 {
+			// Flow-control request: answer off the delivering goroutine.
+			r := string(reply)
+			go sc.s.eng.bus.Publish(r, "", nil, nil)
+			return
+		}
+		if v := proto.HeaderValue(hdr, jsapi.HeaderLastConsumer); len(v) > 0 {
+			n, _ := strconv.ParseUint(string(v), 10, 64)
+			sc.mu.Lock()
+			gap := n != sc.dseq
+			sc.mu.Unlock()
+			if gap {
+				sc.askRetry()
+			}
+		}
+		if v := proto.HeaderValue(hdr, jsapi.HeaderConsumerStalled); len(v) > 0 {
+			r := string(v)
+			go sc.s.eng.bus.Publish(r, "", nil, nil)
+		}
+		return
+	}
+	cname, dc, sseq, dseq, pending, ok := parseAckReply(string(reply))
+	if !ok || dc > 1 {
+		return
+	}
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	if sc.stopped || cname != sc.cname {
+		return
+	}
+	sc.last.Store(time.Now().UnixNano())
+	switch {
+	case dseq != sc.dseq+1:
+		// A delivery was lost: start again after what is stored.
+		sc.askRetry()
+		return
+	case sseq <= sc.sseq:
+		sc.dseq = dseq // already stored (a resend after a recreate)
+		return
+	}
+	var apiErr *jsapi.APIError
+	if sc.mirror {
+		apiErr = sc.storeMirrored(sseq, string(subjB), hdr, data)
+	} else {
+		apiErr = sc.storeSourced(sseq, string(subjB), hdr, data)
+	}
+	if apiErr != nil {
+		sc.err = apiErr
+		sc.s.eng.log.Warn("jetstream: store sourced message", "stream", sc.s.name, "origin", sc.cfg.Name, "seq", sseq, "err", apiErr)
+		sc.askRetry()
+		return
+	}
+	sc.dseq, sc.sseq = dseq, sseq
+	if pending > 0 {
+		pending--
+	}
+	sc.lag = pending
+}
+
+// parseAckReply reads the consumer name, delivery count, stream and
+// consumer sequences and pending count from a v1 or v2 $JS.ACK subject.
+func parseAckReply(r string) (cname string, dc, sseq, dseq, pending uint64, ok bool) {
+	t := strings.Split(r, ".")
+	off := 0
+	switch {
+	case len(t) == 9:
+	case len(t) >= 11:
+		off = 2
+	default:
+		return "", 0, 0, 0, 0, false
+	}
+	if t[0] != "$JS" || t[1] != "ACK" {
+		return "", 0, 0, 0, 0, false
+	}
+	var err error
+	num := func(i int) uint64 {
+		n, e := strconv.ParseUint(t[i+off], 10, 64)
+		if e != nil {
+			err = e
+		}
+		return n
+	}
+	dc, sseq, dseq, pending = num(4), num(5), num(6), num(8)
+	return t[3+off], dc, sseq, dseq, pending, err == nil
+}
+
+// stripSourceHeaders drops what must not travel with a copied message:
+// an earlier Nats-Stream-Source, expectations and batch markers.
+func stripSourceHeaders(hdr []byte) []byte {
+	if len(hdr) == 0 {
+		return nil
+	}
+	return proto.DeleteHeaders(bytesClone(hdr), func(name []byte) bool {
+		return proto.HeaderNameIs(name, jsapi.HeaderStreamSource) ||
+			proto.HeaderNameHasPrefix(name, "Nats-Expected-") || proto.HeaderNameHasPrefix(name, "Nats-Batch-")
+	})
+}
+
+func bytesClone(b []byte) []byte { return append([]byte(nil), b...) }
+
+// storeSourced stores a source's message with its Nats-Stream-Source
+// header, transformed as configured. Caller holds sc.mu.
+func (sc *sourcer) storeSourced(sseq uint64, subj string, hdr, data []byte) *jsapi.APIError {
+	h := stripSourceHeaders(hdr)
+	val := sc.ident + " " + strconv.FormatUint(sseq, 10) + " " + sc.filter + " " + sc.dest + " " + subj
+	h = proto.AppendHeader(nil, h, jsapi.HeaderStreamSource, val)
+	for _, tr := range sc.trs {
+		if out, ok := tr.apply(subj); ok {
+			subj = out
+			break
+		}
+	}
+	s := sc.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return jsapi.NewStreamCreateError(ErrClosed)
+	}
+	_, apiErr := s.storeLocked(subj, h, data)
+	return apiErr
+}
+
+// storeMirrored stores a mirror's message at the origin's sequence,
+// leaving deleted sequences between as gaps. Caller holds sc.mu.
+func (sc *sourcer) storeMirrored(sseq uint64, subj string, hdr, data []byte) *jsapi.APIError {
+	s := sc.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return jsapi.NewStreamCreateError(ErrClosed)
+	}
+	st := s.store.State()
+	if sseq <= st.LastSeq {
+		return nil
+	}
+	if sseq > st.LastSeq+1 {
+		if st.Msgs == 0 {
+			if _, err := s.store.Purge(store.PurgeOptions{Sequence: sseq}); err != nil {
+				return jsapi.StoreError(err)
+			}
+		} else {
+			for seq := st.LastSeq + 1; seq < sseq; seq++ {
+				n, _, err := s.store.Store("_mirror_gap_", nil, nil, 0)
+				if err != nil {
+					return jsapi.StoreError(err)
+				}
+				if _, err := s.store.Remove(n, false); err != nil {
+					return jsapi.StoreError(err)
+				}
+			}
+		}
+		s.resyncConsumersLocked(true)
+	}
+	res, apiErr := s.storeLocked(subj, stripSourceHeaders(hdr), data)
+	if apiErr != nil {
+		return apiErr
+	}
+	if res.seq != sseq {
+		s.eng.log.Warn("jetstream: mirror sequence drift", "stream", s.name, "origin", sseq, "stored", res.seq)
+	}
+	return nil
+}
+
+// sourceInfos reports the mirror and sources for stream info.
+func (s *stream) sourceInfos() (*jsapi.StreamSourceInfo, []*jsapi.StreamSourceInfo) {
+	s.srcs.mu.Lock()
+	list := append([]*sourcer(nil), s.srcs.list...)
+	s.srcs.mu.Unlock()
+	var mirror *jsapi.StreamSourceInfo
+	var out []*jsapi.StreamSourceInfo
+	for _, sc := range list {
+		sc.mu.Lock()
+		si := &jsapi.StreamSourceInfo{Name: sc.cfg.Name, Lag: sc.lag, Error: sc.err, FilterSubject: sc.cfg.FilterSubject, Active: -1}
+		sc.mu.Unlock()
+		if l := sc.last.Load(); l != 0 {
+			si.Active = time.Since(time.Unix(0, l))
+		}
+		if ext := sc.cfg.External; ext != nil {
+			si.External = &jsapi.ExternalStream{APIPrefix: ext.APIPrefix, DeliverPrefix: ext.DeliverPrefix}
+		}
+		si.SubjectTransforms = append(si.SubjectTransforms, sc.cfg.SubjectTransforms...)
+		if sc.mirror {
+			mirror = si
+		} else {
+			out = append(out, si)
+		}
+	}
+	return mirror, out
+}
+
+// srcTransform rewrites a subject matching src into dst, where dst may
+// name src's wildcards as $n or {{wildcard(n)}} and end with '>' for
+// the tail src's '>' matched.
+type srcTransform struct {
+	src []string
+	dst []string
+}
+
+// newSrcTransform parses a source transform; an empty dst keeps the
+// subject (filter only).
+func newSrcTransform(src, dst string) (*srcTransform, error) {
+	t := &srcTransform{src: strings.Split(src, ".")}
+	if dst == "" || dst == ">" {
+		return t, nil
+	}
+	t.dst = strings.Split(dst, ".")
+	for _, tok := range t.dst {
+		if n, isRef := wildcardRef(tok); isRef && (n < 1 || n > countWildcards(t.src)) {
+			return nil, errors.New("jetstream: source transform " + dst + ": wildcard index out of range")
+		}
+	}
+	return t, nil
+}
+
+func countWildcards(toks []string) int {
+	n := 0
+	for _, t := range toks {
+		if t == "*" || t == ">" {
+			n++
+		}
+	}
+	return n
+}
+
+// wildcardRef reads "$n" or "{{wildcard(n)}}".
+func wildcardRef(tok string) (int, bool) {
+	if strings.HasPrefix(tok, "$") {
+		n, err := strconv.Atoi(tok[1:])
+		return n, err == nil
+	}
+	if strings.HasPrefix(tok, "{{") && strings.HasSuffix(tok, "}}") {
+		in := strings.TrimSpace(tok[2 : len(tok)-2])
+		if low := strings.ToLower(in); strings.HasPrefix(low, "wildcard(") && strings.HasSuffix(low, ")") {
+			n, err := strconv.Atoi(strings.TrimSpace(in[len("wildcard(") : len(in)-1]))
+			return n, err == nil
+		}
+	}
+	return 0, false
+}
+
+// apply returns the transformed subject when subj matches src.
+func (t *srcTransform) apply(subj string) (string, bool) {
+	toks := strings.Split(subj, ".")
+	var wild []string
+	var tail string
+	for i, p := range t.src {
+		switch {
+		case p == ">":
+			if i >= len(toks) {
+				return "", false
+			}
+			tail = strings.Join(toks[i:], ".")
+			wild = append(wild, tail)
+		case i >= len(toks):
+			return "", false
+		case p == "*":
+			wild = append(wild, toks[i])
+		case p != toks[i]:
+			return "", false
+		}
+		if p == ">" {
+			break
+		}
+		if i == len(t.src)-1 && len(toks) != len(t.src) {
+			return "", false
+		}
+	}
+	if t.dst == nil {
+		return subj, true
+	}
+	out := make([]string, 0, len(t.dst))
+	for _, d := range t.dst {
+		if d == ">" {
+			out = append(out, tail)
+			continue
+		}
+		if n, ok := wildcardRef(d); ok {
+			out = append(out, wild[n-1])
+			continue
+		}
+		out = append(out, d)
+	}
+	res := strings.Join(out, ".")
+	if !subject.ValidLiteral(res) {
+		return "", false
+	}
+	return res, true
+}
+
+// jsonSame reports whether a and b encode to the same JSON.
+func jsonSame(a, b any) bool {
+	x, _ := json.Marshal(a)
+	y, _ := json.Marshal(b)
+	return string(x) == string(y)
+}
