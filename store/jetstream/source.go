@@ -397,7 +397,7 @@ func (sc *sourcer) connect() *jsapi.APIError {
 	sc.last.Store(time.Now().UnixNano())
 	sc.mu.Lock()
 	sc.err = nil
-	if r.ConsumerInfo != nil && sc.mirror {
+	if r.ConsumerInfo != nil && sc.dseq == 0 {
 		// Lag until the first delivery: what the origin holds past us.
 		sc.lag = r.NumPending
 	}
@@ -581,6 +581,12 @@ func (sc *sourcer) storeMirrored(sseq uint64, subj string, hdr, data []byte) *js
 			}
 		}
 		s.resyncConsumersLocked(true)
+	}
+	for _, tr := range sc.trs {
+		if out, ok := tr.apply(subj); ok {
+			subj = out
+			break
+		}
 	}
 	res, apiErr := s.storeLocked(subj, stripSourceHeaders(hdr), data)
 	if apiErr != nil {
