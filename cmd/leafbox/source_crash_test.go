@@ -100,7 +100,7 @@ func TestSourceMirrorKill9Resume(t *testing.T) {
 		}
 		for msg := range batch.Messages() {
 			h := strings.Fields(msg.Headers().Get("Nats-Stream-Source"))
-			if len(h) != 5 || h[0] != "O" || h[1] != strconv.Itoa(want) || string(msg.Data()) != strconv.Itoa(want) {
+			if len(h) != 6 || h[0] != "O" || h[1] != strconv.Itoa(want) || string(msg.Data()) != strconv.Itoa(want) {
 				t.Fatalf("AGG message %d: header %q data %q", want, h, msg.Data())
 			}
 			want++

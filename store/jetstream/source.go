@@ -72,6 +72,11 @@ type sourcer struct {
 	cname   string
 	deliver string
 	unsub   func()
+	// origin is the origin's identity (nats-server's Nats-Stream-Identity,
+	// a hash of its creation time), stored as the sixth field of the
+	// Nats-Stream-Source header; a different one means the origin was
+	// recreated and copying starts over.
+	origin string
 }
 
 // newSourcer prepares the sourcer of one origin.
@@ -203,29 +208,43 @@ func (s *stream) resumePoints(list []*sourcer) {
 		if err != nil {
 			continue
 		}
-		iname, oseq, ok := parseSourceHeader(proto.HeaderValue(m.Header, jsapi.HeaderStreamSource))
+		iname, oseq, ident, ok := parseSourceHeader(proto.HeaderValue(m.Header, jsapi.HeaderStreamSource))
 		if !ok {
 			continue
 		}
 		if sc := want[iname]; sc != nil {
-			sc.sseq = oseq
+			sc.sseq, sc.origin = oseq, ident
 			delete(want, iname)
 		}
 	}
 }
 
-// parseSourceHeader reads "<ident> <seq> <filter> <dest> <subject>" and
-// returns the index name and the origin sequence.
-func parseSourceHeader(v []byte) (string, uint64, bool) {
+// parseSourceHeader reads "<name> <seq> <filter> <dest> <subject>
+// [<identity>]" and returns the index name, the origin sequence and the
+// origin's identity.
+func parseSourceHeader(v []byte) (iname string, seq uint64, ident string, ok bool) {
 	f := strings.Split(string(v), " ")
 	if len(f) < 4 {
-		return "", 0, false
+		return "", 0, "", false
 	}
 	seq, err := strconv.ParseUint(f[1], 10, 64)
 	if err != nil {
-		return "", 0, false
+		return "", 0, "", false
 	}
-	return f[0] + " " + f[2] + " " + f[3], seq, true
+	if len(f) >= 6 {
+		ident = f[5]
+	}
+	return f[0] + " " + f[2] + " " + f[3], seq, ident, true
+}
+
+// headerStreamIdentity carries a stream's identity in consumer create
+// responses (nats-server's Nats-Stream-Identity).
+const headerStreamIdentity = "Nats-Stream-Identity"
+
+// streamIdentity is nats-server's identity of a stream: the hash of its
+// creation time.
+func streamIdentity(created time.Time) string {
+	return apiHash(created.UTC().Format(time.RFC3339Nano))
 }
 
 // stop ends the sourcer and deletes its origin consumer (best effort).
@@ -364,11 +383,12 @@ func (sc *sourcer) connect() *jsapi.APIError {
 	sc.unsub, sc.cname, sc.deliver = unsub, name, deliver
 	sc.mu.Unlock()
 
-	resp := make(chan []byte, 1)
+	type reply struct{ ident, data []byte }
+	resp := make(chan reply, 1)
 	inbox := "_INBOX.jssrc." + randToken(12)
-	unsubReply, err := bus.Subscribe(inbox, "", func(_, _, _, data []byte) {
+	unsubReply, err := bus.Subscribe(inbox, "", func(_, _, hdr, data []byte) {
 		select {
-		case resp <- append([]byte(nil), data...):
+		case resp <- reply{bytesClone(proto.HeaderValue(hdr, headerStreamIdentity)), bytesClone(data)}:
 		default:
 		}
 	})
@@ -376,27 +396,53 @@ func (sc *sourcer) connect() *jsapi.APIError {
 		return jsapi.NewStreamCreateError(err)
 	}
 	defer unsubReply()
-	// Mark contact now so the stale check gives the first deliveries a
-	// full window.
+	// A local origin's identity is known before its first delivery; a
+	// remote one's comes with the create response.
+	var localIdent string
+	if sc.cfg.External == nil {
+		if o := sc.s.eng.lookup(sc.cfg.Name); o != nil {
+			localIdent = streamIdentity(o.created)
+			sc.mu.Lock()
+			if sc.origin == "" || sc.sseq == 0 {
+				sc.origin = localIdent
+			}
+			sc.mu.Unlock()
+		}
+	}
 	bus.Publish(sc.api+".CONSUMER.CREATE."+sc.cfg.Name+"."+name, inbox, nil, body)
-	var data []byte
+	var rep reply
 	select {
-	case data = <-resp:
+	case rep = <-resp:
 	case <-time.After(sourceRequestTimeout):
 		return jsapi.NewStreamCreateError(errors.New("consumer create for " + sc.cfg.Name + " timed out"))
 	case <-sc.done:
 		return jsapi.NewStreamCreateError(errSourceClosed)
 	}
 	var r jsapi.ConsumerCreateResponse
-	if err := json.Unmarshal(data, &r); err != nil {
+	if err := json.Unmarshal(rep.data, &r); err != nil {
 		return jsapi.NewStreamCreateError(err)
 	}
 	if r.Error != nil {
 		return r.Error
 	}
+	ident := string(rep.ident)
+	if ident == "" {
+		ident = localIdent
+	}
 	sc.last.Store(time.Now().UnixNano())
 	sc.mu.Lock()
 	sc.err = nil
+	if !sc.mirror && ident != "" && sc.origin != "" && ident != sc.origin && sc.sseq > 0 {
+		// The origin was recreated: what is stored came from its
+		// predecessor, so copy the new one from its start.
+		sc.s.eng.log.Warn("jetstream: source origin recreated, copying from its start", "stream", sc.s.name, "origin", sc.cfg.Name)
+		sc.sseq, sc.cname = 0, ""
+		sc.origin = ident
+		sc.mu.Unlock()
+		sc.askRetry()
+		return nil
+	}
+	sc.origin = ident
 	if r.ConsumerInfo != nil && sc.dseq == 0 {
 		// Lag until the first delivery: what the origin holds past us.
 		sc.lag = r.NumPending
@@ -534,6 +580,9 @@ func bytesClone(b []byte) []byte { return append([]byte(nil), b...) }
 func (sc *sourcer) storeSourced(sseq uint64, subj string, hdr, data []byte) *jsapi.APIError {
 	h := stripSourceHeaders(hdr)
 	val := sc.ident + " " + strconv.FormatUint(sseq, 10) + " " + sc.filter + " " + sc.dest + " " + subj
+	if sc.origin != "" {
+		val += " " + sc.origin
+	}
 	h = proto.AppendHeader(nil, h, jsapi.HeaderStreamSource, val)
 	for _, tr := range sc.trs {
 		if out, ok := tr.apply(subj); ok {
@@ -607,7 +656,7 @@ func (s *stream) sourceInfos() (*jsapi.StreamSourceInfo, []*jsapi.StreamSourceIn
 	var out []*jsapi.StreamSourceInfo
 	for _, sc := range list {
 		sc.mu.Lock()
-		si := &jsapi.StreamSourceInfo{Name: sc.cfg.Name, Lag: sc.lag, Error: sc.err, FilterSubject: sc.cfg.FilterSubject, Active: -1}
+		si := &jsapi.StreamSourceInfo{Name: sc.cfg.Name, Lag: sc.lag, Seq: sc.sseq, Error: sc.err, FilterSubject: sc.cfg.FilterSubject, Active: -1}
 		sc.mu.Unlock()
 		if l := sc.last.Load(); l != 0 {
 			si.Active = time.Since(time.Unix(0, l))
@@ -617,6 +666,7 @@ func (s *stream) sourceInfos() (*jsapi.StreamSourceInfo, []*jsapi.StreamSourceIn
 		}
 		si.SubjectTransforms = append(si.SubjectTransforms, sc.cfg.SubjectTransforms...)
 		if sc.mirror {
+			si.Seq = 0 // nats-server reports seq for sources only
 			mirror = si
 		} else {
 			out = append(out, si)

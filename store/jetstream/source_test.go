@@ -2,16 +2,20 @@ package jetstream
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	njs "github.com/nats-io/nats.go/jetstream"
 
 	"github.com/leafbox/leafbox/core/require"
+	"github.com/leafbox/leafbox/leaf/leaftest"
 )
 
 // srcPublish publishes n messages subj.<i> (i from first) and waits for
@@ -87,7 +91,7 @@ func checkSourced(t *testing.T, msgs []njs.Msg) map[string]int {
 	for _, m := range msgs {
 		h := m.Headers().Get("Nats-Stream-Source")
 		f := strings.Split(h, " ")
-		if len(f) != 5 {
+		if len(f) != 6 {
 			t.Fatalf("%s: Nats-Stream-Source %q", m.Subject(), h)
 		}
 		seq, err := strconv.ParseUint(f[1], 10, 64)
@@ -223,4 +227,82 @@ func TestMirrorKeepsSequences(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, got.Subject, "o.14")
 	require.Equal(t, string(got.Data), fmt.Sprint(14))
+}
+
+// TestSourceInfoVsNatsServer runs one scenario on leafbox and on a real
+// nats-server: an origin, a filtered and transformed source and a
+// mirror. The stream infos' sources[] and mirror carry the same fields
+// and values (active aside), and the stored Nats-Stream-Source headers
+// are the same.
+func TestSourceInfoVsNatsServer(t *testing.T) {
+	t.Parallel()
+	hub := leaftest.StartHub(t, leaftest.HubOptions{Config: fmt.Sprintf("jetstream { store_dir: %q }", filepath.Join(t.TempDir(), "js"))})
+	hnc, err := nats.Connect(hub.ClientURL())
+	require.NoError(t, err)
+	t.Cleanup(hnc.Close)
+	hjs, err := njs.New(hnc)
+	require.NoError(t, err)
+	env := newTestEnv(t, Config{})
+
+	type result struct {
+		agg, mir map[string]any
+		header   string
+	}
+	run := func(nc *nats.Conn, js njs.JetStream) result {
+		ctx := testCtx(t)
+		_, err := js.CreateStream(ctx, njs.StreamConfig{Name: "A", Subjects: []string{"a.>"}, Storage: njs.MemoryStorage})
+		require.NoError(t, err)
+		srcPublish(t, ctx, js, "a.x", 1, 6)
+		_, err = js.CreateStream(ctx, njs.StreamConfig{Name: "AGG", Storage: njs.MemoryStorage, Sources: []*njs.StreamSource{
+			{Name: "A", SubjectTransforms: []njs.SubjectTransformConfig{{Source: "a.*.*", Destination: "agg.$2"}}},
+		}})
+		require.NoError(t, err)
+		_, err = js.CreateStream(ctx, njs.StreamConfig{Name: "MIR", Storage: njs.MemoryStorage, Mirror: &njs.StreamSource{Name: "A", OptStartSeq: 2}})
+		require.NoError(t, err)
+		srcWaitMsgs(t, ctx, js, "AGG", 6)
+		srcWaitMsgs(t, ctx, js, "MIR", 5)
+		info := func(name string) map[string]any {
+			for {
+				m, err := nc.Request("$JS.API.STREAM.INFO."+name, nil, 2*time.Second)
+				require.NoError(t, err)
+				var v map[string]any
+				require.NoError(t, json.Unmarshal(m.Data, &v))
+				if src, ok := v["sources"].([]any); ok && src[0].(map[string]any)["lag"] != 0.0 {
+					continue // not caught up yet
+				}
+				return v
+			}
+		}
+		s, err := js.Stream(ctx, "AGG")
+		require.NoError(t, err)
+		m, err := s.GetMsg(ctx, 3)
+		require.NoError(t, err)
+		return result{agg: info("AGG"), mir: info("MIR"), header: m.Header.Get("Nats-Stream-Source")}
+	}
+	want, got := run(hnc, hjs), run(env.nc, env.js)
+	// The sixth field is the origin's identity, a hash of its creation
+	// time: the same length, a different value.
+	gf, wf := strings.Fields(got.header), strings.Fields(want.header)
+	if len(gf) != 6 || len(wf) != 6 || len(gf[5]) != len(wf[5]) || strings.Join(gf[:5], " ") != strings.Join(wf[:5], " ") {
+		t.Fatalf("Nats-Stream-Source %q, nats-server %q", got.header, want.header)
+	}
+	shape := func(v any) string {
+		m := v.(map[string]any)
+		delete(m, "active")
+		b, _ := json.Marshal(m)
+		return string(b)
+	}
+	require.Equal(t, shape(got.agg["sources"].([]any)[0]), shape(want.agg["sources"].([]any)[0]))
+	require.Equal(t, shape(got.mir["mirror"]), shape(want.mir["mirror"]))
+	cfg := func(v map[string]any, key string) string {
+		b, _ := json.Marshal(v["config"].(map[string]any)[key])
+		return string(b)
+	}
+	require.Equal(t, cfg(got.agg, "sources"), cfg(want.agg, "sources"))
+	require.Equal(t, cfg(got.mir, "mirror"), cfg(want.mir, "mirror"))
+	st := func(v map[string]any) string {
+		b, _ := json.Marshal(v["state"].(map[string]any)["first_seq"])
+		return string(b)
+	}
+	require.Equal(t, st(got.mir), st(want.mir))
 }

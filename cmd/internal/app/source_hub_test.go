@@ -85,7 +85,7 @@ func TestSourceMirrorFromHubAcrossHubRestart(t *testing.T) {
 		require.NoError(t, err)
 		for m := range batch.Messages() {
 			h := strings.Fields(m.Headers().Get("Nats-Stream-Source"))
-			if len(h) != 5 || !strings.HasPrefix(h[0], "HUBS:") || h[1] != strconv.Itoa(want) || string(m.Data()) != strconv.Itoa(want) {
+			if len(h) != 6 || !strings.HasPrefix(h[0], "HUBS:") || h[1] != strconv.Itoa(want) || string(m.Data()) != strconv.Itoa(want) {
 				t.Fatalf("AGG message %d: header %q data %q subject %s", want, h, m.Data(), m.Subject())
 			}
 			if m.Subject() != "hubs."+strconv.Itoa(want%5) {
