@@ -103,7 +103,8 @@
 //
 // # Not implemented
 //
-// Mirrors, sources, subject transforms and republish (refused at create);
+// Subject transforms and republish (refused at create; sources and
+// mirrors are in source.go);
 // replay_policy original and rate_limit_bps (accepted, delivery is
 // instant); priority groups; the clustered advisories (leader elected,
 // quorum lost) and the ack-sampling metrics ($JS.EVENT.METRIC.>);

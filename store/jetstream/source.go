@@ -263,7 +263,9 @@ func (sc *sourcer) stop() {
 		unsub()
 	}
 	if cname != "" {
-		sc.s.eng.bus.Publish(sc.api+".CONSUMER.DELETE."+sc.cfg.Name+"."+cname, "", nil, nil)
+		// Off the caller's goroutine: stop runs under engine and stream
+		// locks that a local origin's API handler takes.
+		go sc.s.eng.bus.Publish(sc.api+".CONSUMER.DELETE."+sc.cfg.Name+"."+cname, "", nil, nil)
 	}
 }
 

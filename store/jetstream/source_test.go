@@ -306,3 +306,84 @@ func TestSourceInfoVsNatsServer(t *testing.T) {
 	}
 	require.Equal(t, st(got.mir), st(want.mir))
 }
+
+// TestSourceDeleteWhileCopying deletes a sourcing stream and a mirror's
+// origin while they copy: nothing hangs, the mirror reports the missing
+// origin in its info, and a recreated origin is mirrored again.
+func TestSourceDeleteWhileCopying(t *testing.T) {
+	t.Parallel()
+	env := newTestEnv(t, Config{})
+	ctx := testCtx(t)
+	js := env.js
+	_, err := js.CreateStream(ctx, njs.StreamConfig{Name: "O", Subjects: []string{"o.>"}, Storage: njs.MemoryStorage})
+	require.NoError(t, err)
+	srcPublish(t, ctx, js, "o", 0, 200)
+	_, err = js.CreateStream(ctx, njs.StreamConfig{Name: "AGG", Storage: njs.MemoryStorage, Sources: []*njs.StreamSource{{Name: "O"}}})
+	require.NoError(t, err)
+	_, err = js.CreateStream(ctx, njs.StreamConfig{Name: "M", Storage: njs.MemoryStorage, Mirror: &njs.StreamSource{Name: "O"}})
+	require.NoError(t, err)
+	require.NoError(t, js.DeleteStream(ctx, "AGG"))
+	srcWaitMsgs(t, ctx, js, "M", 200)
+	require.NoError(t, js.DeleteStream(ctx, "O"))
+	m, err := js.Stream(ctx, "M")
+	require.NoError(t, err)
+	for {
+		info, err := m.Info(ctx)
+		require.NoError(t, err)
+		if info.Mirror != nil && info.Mirror.Error != nil {
+			require.Equal(t, info.Mirror.Error.ErrorCode, njs.ErrorCode(10059)) // stream not found
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("mirror info shows no error for a deleted origin: %+v", info.Mirror)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// FuzzSourceHeader feeds Nats-Stream-Source values and $JS.ACK replies to
+// their parsers: no panic, and a parsed header round-trips its fields.
+func FuzzSourceHeader(f *testing.F) {
+	for _, s := range []string{
+		"A 3 a.*.* agg.$2 a.x.3 Lqee9cpk", "HUBS:BtmuKjqK 1 > > hubs.1", "A 1", "", " ", "A x > >",
+		"$JS.ACK.O.JS_SRC_x.1.5.5.1700000000000000000.0", "$JS.ACK.hub.acc.O.c.1.2.3.4.5.r", "$JS.ACK.O.c.1.-1.2.3.4",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		if iname, seq, ident, ok := parseSourceHeader([]byte(v)); ok {
+			f := strings.Split(v, " ")
+			if n, err := strconv.ParseUint(f[1], 10, 64); err != nil || n != seq || iname != f[0]+" "+f[2]+" "+f[3] {
+				t.Fatalf("%q parsed as %q seq %d", v, iname, seq)
+			}
+			if len(f) >= 6 && ident != f[5] {
+				t.Fatalf("%q: identity %q", v, ident)
+			}
+		}
+		parseAckReply(v)
+		if tr, err := newSrcTransform(v, "x.>"); err == nil {
+			tr.apply(v)
+		}
+	})
+}
+
+func TestSourceTransform(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ src, dst, in, want string }{
+		{"a.*.*", "agg.$2.{{wildcard(1)}}", "a.x.1", "agg.1.x"},
+		{"a.>", "b.>", "a.x.y", "b.x.y"},
+		{"a.*", "", "a.q", "a.q"},
+		{"a.*", "z.{{ Wildcard( 1 ) }}", "a.q", "z.q"},
+		{"a.*", "z.$1", "a.q.r", ""},
+		{">", "", "any.thing", "any.thing"},
+	} {
+		tr, err := newSrcTransform(c.src, c.dst)
+		require.NoError(t, err)
+		got, _ := tr.apply(c.in)
+		require.Equal(t, got, c.want)
+	}
+	if _, err := newSrcTransform("a.*", "b.$2"); err == nil {
+		t.Fatal("out-of-range wildcard accepted")
+	}
+}
