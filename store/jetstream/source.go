@@ -38,6 +38,8 @@ const (
 	sourceRequestTimeout = 2 * time.Second
 	// sourceRetryMax caps the backoff between failed creates.
 	sourceRetryMax = 2 * time.Second
+	// sourceRetryMin is the least time between two creates.
+	sourceRetryMin = 250 * time.Millisecond
 )
 
 // sourceSet is the running sourcers of a stream.
@@ -77,6 +79,9 @@ type sourcer struct {
 	// Nats-Stream-Source header; a different one means the origin was
 	// recreated and copying starts over.
 	origin string
+	// awaiting holds deliveries in queue until the create response.
+	awaiting bool
+	queue    []queuedMsg
 }
 
 // newSourcer prepares the sourcer of one origin.
@@ -275,7 +280,18 @@ func (sc *sourcer) run() {
 	backoff := 100 * time.Millisecond
 	tick := time.NewTicker(sourceHeartbeat / 2)
 	defer tick.Stop()
+	var lastTry time.Time
 	for {
+		// Recreates are throttled, as nats-server's are: a message the
+		// stream keeps refusing must not spin consumer creates.
+		if wait := sourceRetryMin - time.Since(lastTry); !lastTry.IsZero() && wait > 0 {
+			select {
+			case <-sc.done:
+				return
+			case <-time.After(wait):
+			}
+		}
+		lastTry = time.Now()
 		if err := sc.connect(); err != nil {
 			sc.mu.Lock()
 			if sc.stopped {
@@ -383,7 +399,14 @@ func (sc *sourcer) connect() *jsapi.APIError {
 		return jsapi.NewStreamCreateError(errSourceClosed)
 	}
 	sc.unsub, sc.cname, sc.deliver = unsub, name, deliver
+	sc.awaiting, sc.queue = true, nil
 	sc.mu.Unlock()
+	ok := false
+	defer func() {
+		if !ok {
+			sc.drain(true)
+		}
+	}()
 
 	type reply struct{ ident, data []byte }
 	resp := make(chan reply, 1)
@@ -445,6 +468,10 @@ func (sc *sourcer) connect() *jsapi.APIError {
 		return nil
 	}
 	sc.origin = ident
+	sc.mu.Unlock()
+	ok = true
+	sc.drain(false)
+	sc.mu.Lock()
 	if r.ConsumerInfo != nil && sc.dseq == 0 {
 		// Lag until the first delivery: what the origin holds past us.
 		sc.lag = r.NumPending
@@ -498,7 +525,46 @@ func (sc *sourcer) handleMsg(subjB, reply, hdr, data []byte) {
 		}
 		return
 	}
-	cname, dc, sseq, dseq, pending, ok := parseAckReply(string(reply))
+	sc.mu.Lock()
+	if sc.awaiting {
+		// Deliveries can overtake the create response, which carries the
+		// origin's identity their headers need: hold them until it comes.
+		sc.queue = append(sc.queue, queuedMsg{string(subjB), string(reply), bytesClone(hdr), bytesClone(data)})
+		sc.mu.Unlock()
+		return
+	}
+	sc.mu.Unlock()
+	sc.deliver1(string(subjB), string(reply), hdr, data)
+}
+
+// queuedMsg is a delivery held while the create response is awaited.
+type queuedMsg struct {
+	subj, reply string
+	hdr, data   []byte
+}
+
+// drain stores the deliveries held while the create response was
+// awaited, then lets new ones through; with drop it discards them.
+func (sc *sourcer) drain(drop bool) {
+	for {
+		sc.mu.Lock()
+		q := sc.queue
+		sc.queue = nil
+		if len(q) == 0 || drop {
+			sc.awaiting = false
+			sc.mu.Unlock()
+			return
+		}
+		sc.mu.Unlock()
+		for _, m := range q {
+			sc.deliver1(m.subj, m.reply, m.hdr, m.data)
+		}
+	}
+}
+
+// deliver1 stores one delivery of the current consumer in order.
+func (sc *sourcer) deliver1(subj, reply string, hdr, data []byte) {
+	cname, dc, sseq, dseq, pending, ok := parseAckReply(reply)
 	if !ok || dc > 1 {
 		return
 	}
@@ -519,9 +585,9 @@ func (sc *sourcer) handleMsg(subjB, reply, hdr, data []byte) {
 	}
 	var apiErr *jsapi.APIError
 	if sc.mirror {
-		apiErr = sc.storeMirrored(sseq, string(subjB), hdr, data)
+		apiErr = sc.storeMirrored(sseq, subj, hdr, data)
 	} else {
-		apiErr = sc.storeSourced(sseq, string(subjB), hdr, data)
+		apiErr = sc.storeSourced(sseq, subj, hdr, data)
 	}
 	if apiErr != nil {
 		sc.err = apiErr
