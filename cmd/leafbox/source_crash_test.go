@@ -68,8 +68,17 @@ func TestSourceMirrorKill9Resume(t *testing.T) {
 			t.Logf("kill -9 with AGG at %d, M at %d of %d", a.CachedInfo().State.Msgs, m.CachedInfo().State.Msgs, origin)
 			break
 		}
-		if ctx.Err() != nil {
-			t.Fatal(ctx.Err())
+		select {
+		case <-ctx.Done():
+			var ai, mi any
+			if errA == nil {
+				ai = a.CachedInfo()
+			}
+			if errM == nil {
+				mi = m.CachedInfo()
+			}
+			t.Fatalf("copies did not start: %v %v / %+v %+v; log:\n%s", errA, errM, ai, mi, p.log())
+		case <-time.After(5 * time.Millisecond):
 		}
 	}
 	if err := p.cmd.Process.Kill(); err != nil {

@@ -165,11 +165,15 @@ func (s *stream) startSources() {
 		}
 		list = append(list, sc)
 	}
-	s.resumePoints(list)
 	s.srcs.list = list
-	for _, sc := range list {
-		go sc.run()
-	}
+	// The resume scan takes s.mu: not on the caller's goroutine, which
+	// may hold the engine's lock.
+	go func() {
+		s.resumePoints(list)
+		for _, sc := range list {
+			go sc.run()
+		}
+	}()
 }
 
 // stopSources stops every sourcer; none stores anything once it returns.
@@ -199,7 +203,9 @@ func (s *stream) resumePoints(list []*sourcer) {
 	want := map[string]*sourcer{}
 	for _, sc := range list {
 		if sc.mirror {
+			sc.mu.Lock()
 			sc.sseq = st.LastSeq
+			sc.mu.Unlock()
 			continue
 		}
 		want[sc.iname] = sc
@@ -218,7 +224,9 @@ func (s *stream) resumePoints(list []*sourcer) {
 			continue
 		}
 		if sc := want[iname]; sc != nil {
+			sc.mu.Lock()
 			sc.sseq, sc.origin = oseq, ident
+			sc.mu.Unlock()
 			delete(want, iname)
 		}
 	}

@@ -54,6 +54,10 @@ type stream struct {
 
 	// srcs runs the mirror or sources (source.go).
 	srcs sourceSet
+	// cfgSnap is cfg as last set, read by config without s.mu: the
+	// engine reads configs under e.mu, which the store path (s.mu, then
+	// e.mu for the account usage) takes after s.mu.
+	cfgSnap atomic.Pointer[jsapi.StreamConfig]
 }
 
 // setConsumer adds (c != nil) or removes the named consumer and refreshes
@@ -88,6 +92,7 @@ func (e *Engine) newStream(cfg jsapi.StreamConfig, created time.Time, restoring 
 	}
 	s.dedupe.window = cfg.DuplicateWindow
 	s.policy.Store(uint32(cfg.Retention))
+	s.cfgSnap.Store(&cfg)
 	if cfg.Storage == jsapi.FileStorage {
 		if e.cfg.StoreDir == "" {
 			return nil, errors.New("jetstream: file storage is not configured")
@@ -182,9 +187,7 @@ func (s *stream) snapshot() (jsapi.StreamConfig, store.State, int) {
 
 // config returns a copy of the configuration.
 func (s *stream) config() jsapi.StreamConfig {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.cfg
+	return *s.cfgSnap.Load()
 }
 
 // info builds the stream info; subjectsFilter fills state.subjects.
@@ -301,6 +304,7 @@ func (s *stream) update(ncfg jsapi.StreamConfig) error {
 		}
 	}
 	s.cfg = ncfg
+	s.cfgSnap.Store(&ncfg)
 	s.dedupe.window = ncfg.DuplicateWindow
 	s.policy.Store(uint32(ncfg.Retention))
 	s.mu.Unlock()
