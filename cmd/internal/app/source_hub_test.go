@@ -67,11 +67,12 @@ func TestSourceMirrorFromHubAcrossHubRestart(t *testing.T) {
 			if err == nil {
 				break
 			}
-			if ctx.Err() != nil {
-				t.Fatalf("publish %d: %v", i, err)
-			}
 			// The hub's JetStream may still be recovering.
-			time.Sleep(50 * time.Millisecond)
+			select {
+			case <-ctx.Done():
+				t.Fatalf("publish %d: %v", i, err)
+			case <-time.After(50 * time.Millisecond):
+			}
 		}
 	}
 	const total = before + after
