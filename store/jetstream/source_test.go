@@ -387,3 +387,33 @@ func TestSourceTransform(t *testing.T) {
 		t.Fatal("out-of-range wildcard accepted")
 	}
 }
+
+// TestMirrorRefusals: a mirror takes no subjects (so nothing can be
+// published to it directly) and no sources, with nats-server's errors;
+// a stream cannot become a mirror by update.
+func TestMirrorRefusals(t *testing.T) {
+	t.Parallel()
+	env := newTestEnv(t, Config{})
+	ctx := testCtx(t)
+	for _, c := range []struct {
+		cfg  njs.StreamConfig
+		code njs.ErrorCode
+	}{
+		{njs.StreamConfig{Name: "M1", Subjects: []string{"m.>"}, Mirror: &njs.StreamSource{Name: "O"}}, 10034},
+		{njs.StreamConfig{Name: "M2", Mirror: &njs.StreamSource{Name: "O"}, Sources: []*njs.StreamSource{{Name: "P"}}}, 10031},
+	} {
+		c.cfg.Storage = njs.MemoryStorage
+		_, err := env.js.CreateStream(ctx, c.cfg)
+		var apiErr *njs.APIError
+		if !errors.As(err, &apiErr) || apiErr.ErrorCode != c.code {
+			t.Fatalf("create %s: %v, want %d", c.cfg.Name, err, c.code)
+		}
+	}
+	_, err := env.js.CreateStream(ctx, njs.StreamConfig{Name: "S", Storage: njs.MemoryStorage, Subjects: []string{"s"}})
+	require.NoError(t, err)
+	_, err = env.js.UpdateStream(ctx, njs.StreamConfig{Name: "S", Storage: njs.MemoryStorage, Mirror: &njs.StreamSource{Name: "O"}})
+	var apiErr *njs.APIError
+	if !errors.As(err, &apiErr) || apiErr.ErrorCode != 10055 {
+		t.Fatalf("update into a mirror: %v, want 10055", err)
+	}
+}
