@@ -1,6 +1,8 @@
 package mqtt_test
 
 import (
+	"io"
+	"net"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -76,5 +78,36 @@ func benchPublishTo(b *testing.B, qos byte) {
 	}
 	if qos > 0 {
 		<-acks
+	}
+}
+
+// BenchmarkConnect measures a 3.1.1 client's TCP connect, CONNECT and
+// CONNACK, and its close (client and listener in one process: allocs/op
+// counts both ends).
+func BenchmarkConnect(b *testing.B) {
+	env := newTestEnv(b, nil, nil)
+	b.ReportAllocs()
+	var ack [4]byte
+	// CONNECT, clean session, keep alive 30, client id "c" and 8 digits:
+	// a new one each time.
+	pkt := []byte{0x10, 20, 0, 4, 'M', 'Q', 'T', 'T', 4, 0x02, 0, 30, 0, 8}
+	pkt = append(pkt, "c0000000"...)
+	n := 0
+	for b.Loop() {
+		n++
+		for i, v := len(pkt)-1, n; i > len(pkt)-8; i, v = i-1, v/10 {
+			pkt[i] = byte('0' + v%10)
+		}
+		c, err := net.Dial("tcp", env.addr)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := c.Write(pkt); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := io.ReadFull(c, ack[:]); err != nil || ack[0] != 0x20 {
+			b.Fatalf("CONNACK % x: %v", ack, err)
+		}
+		_ = c.Close()
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,41 +17,57 @@ import (
 	"github.com/leafbox/leafbox/core/subject"
 )
 
-// conn is one client network connection. readLoop is the only code that
-// reads nc and handles the client's packets; writeLoop is the only code
-// that writes nc, taking whatever out holds in one write.
+// conn is one client network connection. It holds no goroutine of its
+// own while idle: a reader goroutine runs while the client sends (the
+// only code that reads nc and handles the client's packets) and, on a
+// parkable connection, ends after Config.ParkAfter without a byte,
+// leaving the socket in the Server's poller, which starts a new reader
+// when bytes arrive; a writer goroutine runs while out holds bytes (the
+// only code that writes nc, taking whatever out holds in one write). The
+// connection ends (finish) once it is closing and neither runs.
 type conn struct {
-	srv   *Server
-	nc    net.Conn
-	id    uint64
-	start time.Time
+	srv *Server
+	// nc is the connection. A parked connection with no writer lets it
+	// go (detach): the Go runtime's descriptor, buffers and poller entry
+	// are freed, fd keeps the socket, and a reader or a writer that
+	// needs it makes a new one from fd (attach). Written under mu, by the
+	// reader or the writer, never while the other uses it.
+	nc     net.Conn
+	remote netip.AddrPort // the client's address, when TCP
+	id     uint64
+	start  int64 // unix nanoseconds
 
-	// Set by readLoop during CONNECT, read-only after (info reads them
+	// Set by the reader during CONNECT, read-only after (info reads them
 	// under mu once connected is set).
+	clientID  string
+	ident     *auth.Identity
+	sess      *session
+	will      *will
+	aliases   map[uint16]string
+	keepAlive time.Duration
+	rs        *readState // the running reader's buffers; nil while parked
+
+	clientMaxPacket  uint32
+	clientReceiveMax uint16
 	version          byte
-	clientID         string
-	ident            *auth.Identity
-	sess             *session
-	keepAlive        time.Duration
-	clientReceiveMax int
-	clientMaxPacket  int
-	will             *will
-	aliases          map[uint16]string
-	subjBuf          []byte
-	hdrBuf           []byte
 	problemInfo      bool
+	fd               int32       // a descriptor of the socket of its own, for the poller; -1: not parkable
+	detachDue        atomic.Bool // parked, attached, no writer: the sweeper detaches it
 
 	lastActivity      atomic.Int64
 	inMsgs, inBytes   atomic.Int64
 	outMsgs, outBytes atomic.Int64
-	graceful          bool // DISCONNECT 0x00 received: no will
-	mu                sync.Mutex
-	connected         bool
-	out               []byte
-	closing           bool
-	wake              chan struct{}
-	done              chan struct{} // closed when closing starts
-	writerDone        chan struct{}
+
+	mu         sync.Mutex
+	out        *writeBuf // bytes waiting for the writer; nil when none
+	connected  bool
+	closing    bool
+	reading    bool // a reader goroutine runs
+	writing    bool // a writer goroutine runs
+	parked     bool // no reader: the poller waits for bytes
+	registered bool // fd is in the poller's set
+	finished   bool
+	graceful   bool // DISCONNECT 0x00 received: no will (set by the reader)
 }
 
 // will is a connection's last will.
@@ -64,15 +81,53 @@ type will struct {
 	delay   uint32
 }
 
-func newConn(srv *Server, nc net.Conn, id uint64) *conn {
-	c := &conn{
-		srv: srv, nc: nc, id: id, start: time.Now(),
-		clientReceiveMax: 65535,
-		wake:             make(chan struct{}, 1),
-		done:             make(chan struct{}),
-		writerDone:       make(chan struct{}),
+// writeBuf is a pooled buffer of bytes waiting to be written.
+type writeBuf struct{ b []byte }
+
+// readState is a running reader's pooled buffers: what it has read and
+// not yet handled, and scratch space for a publish's subject and header.
+type readState struct {
+	buf, subj, hdr []byte
+}
+
+// Sizes of a connection's buffers.
+const (
+	readBufferIdle = 512      // readBufferIdle is the size a read buffer starts at.
+	readBufferBusy = 4096     // readBufferBusy is the most reads that fill it grow it to; a larger packet grows it further, until it is handled.
+	maxPooledBuf   = 64 << 10 // maxPooledBuf is the largest buffer put back in a pool.
+)
+
+var (
+	writeBufs  = sync.Pool{New: func() any { return &writeBuf{b: make([]byte, 0, 512)} }}
+	readStates = sync.Pool{New: func() any { return &readState{buf: make([]byte, 0, readBufferIdle)} }}
+)
+
+func getReadState() *readState { return readStates.Get().(*readState) }
+
+func putReadState(rs *readState) {
+	if cap(rs.buf) > readBufferBusy {
+		rs.buf = make([]byte, 0, readBufferIdle)
 	}
-	c.lastActivity.Store(c.start.UnixNano())
+	if cap(rs.subj) > maxPooledBuf {
+		rs.subj = nil
+	}
+	if cap(rs.hdr) > maxPooledBuf {
+		rs.hdr = nil
+	}
+	rs.buf = rs.buf[:0]
+	readStates.Put(rs)
+}
+
+func newConn(srv *Server, nc net.Conn, id uint64) *conn {
+	now := time.Now().UnixNano()
+	c := &conn{srv: srv, nc: nc, id: id, start: now, clientReceiveMax: 65535, fd: -1, reading: true}
+	if ta, ok := nc.RemoteAddr().(*net.TCPAddr); ok {
+		c.remote = ta.AddrPort()
+	}
+	if srv.poller != nil {
+		c.fd = dupFD(nc)
+	}
+	c.lastActivity.Store(now)
 	return c
 }
 
@@ -83,26 +138,52 @@ func (c *conn) send(p packets.Packet) bool {
 		c.mu.Unlock()
 		return false
 	}
-	c.out = appendPacket(c.out, p, c.version)
-	slow := len(c.out) > c.srv.cfg.MaxPending
+	if c.out == nil {
+		c.out = writeBufs.Get().(*writeBuf)
+	}
+	c.out.b = appendPacket(c.out.b, p, c.version)
+	slow := len(c.out.b) > c.srv.cfg.MaxPending
+	start := !c.writing
+	c.writing = true
 	c.mu.Unlock()
-	c.signal()
+	if start {
+		go c.writeLoop()
+	}
 	if slow {
 		c.srv.st.slow.Add(1)
 		c.srv.log.Warn("mqtt slow consumer cut off", "client_id", c.clientID, "pending", c.srv.cfg.MaxPending)
 		c.closeWith(codeQuotaExceeded, "slow consumer", false)
 		// Its writer is stuck in a write that the client does not read:
-		// closing the socket ends it now rather than at the deadline.
-		_ = c.nc.Close()
+		// closing the connection ends it now rather than at the deadline.
+		c.mu.Lock()
+		nc := c.nc
+		c.mu.Unlock()
+		if nc != nil {
+			_ = nc.Close()
+		}
 		return false
 	}
 	return true
 }
 
-func (c *conn) signal() {
-	select {
-	case c.wake <- struct{}{}:
-	default:
+// sendInline queues p like send and, when no writer runs, writes it on
+// the caller's goroutine (the reader's) rather than starting one: the
+// CONNACK, to a socket that has had nothing written to it yet.
+func (c *conn) sendInline(p packets.Packet) {
+	c.mu.Lock()
+	if c.closing {
+		c.mu.Unlock()
+		return
+	}
+	if c.out == nil {
+		c.out = writeBufs.Get().(*writeBuf)
+	}
+	c.out.b = appendPacket(c.out.b, p, c.version)
+	start := !c.writing
+	c.writing = true
+	c.mu.Unlock()
+	if start {
+		c.writeLoop()
 	}
 }
 
@@ -147,7 +228,7 @@ func (c *conn) sendMsg(p *packets.Publish) bool {
 	if c.clientMaxPacket > 0 {
 		// [MQTT-3.1.2-24]: never send a packet above the client's maximum.
 		size := len(appendPacket(nil, p, c.version))
-		if size > c.clientMaxPacket {
+		if size > int(c.clientMaxPacket) {
 			c.srv.st.dropped.Add(1)
 			return false
 		}
@@ -165,7 +246,8 @@ func (c *conn) sendMsg(p *packets.Publish) bool {
 // closeWith closes the connection: an MQTT 5 client that completed
 // CONNECT is sent DISCONNECT with code and reason first (server-sent
 // DISCONNECT, §3.14), a 3.1.1 client is just closed. countErr counts it
-// as a protocol error.
+// as a protocol error. The writer flushes what is queued and closes nc;
+// a parked connection leaves the poller first.
 func (c *conn) closeWith(code byte, reason string, countErr bool) {
 	c.mu.Lock()
 	if c.closing {
@@ -177,67 +259,232 @@ func (c *conn) closeWith(code byte, reason string, countErr bool) {
 		if c.problemInfo && reason != "" {
 			d.Properties.ReasonString = reason
 		}
-		c.out = appendPacket(c.out, d, c.version)
+		if c.out == nil {
+			c.out = writeBufs.Get().(*writeBuf)
+		}
+		c.out.b = appendPacket(c.out.b, d, c.version)
 	}
 	c.closing = true
-	close(c.done)
+	if c.registered {
+		// Before nc closes: its descriptor may be reused at once.
+		c.srv.poller.remove(c)
+		if c.parked {
+			c.srv.st.parked.Add(-1)
+		}
+		c.registered, c.parked = false, false
+	}
+	start := !c.writing
+	c.writing = true
 	c.mu.Unlock()
+	if start {
+		go c.writeLoop()
+	}
 	if countErr {
 		c.srv.st.protoErrs.Add(1)
 	}
 	c.srv.log.Debug("mqtt connection closed", "client_id", c.clientID, "code", code, "reason", reason)
 }
 
-// writeLoop writes what send queued until the connection closes, then
-// flushes the rest (a final DISCONNECT) and closes nc.
+// writeLoop writes what send queued until there is nothing left; once the
+// connection is closing it flushes the rest (a final DISCONNECT), closes
+// nc and, when no reader runs, finishes the connection.
 func (c *conn) writeLoop() {
-	defer c.srv.wg.Done()
-	defer close(c.writerDone)
-	var buf []byte
 	for {
-		select {
-		case <-c.wake:
-		case <-c.done:
-		}
 		c.mu.Lock()
-		buf, c.out = c.out, buf[:0]
+		w := c.out
+		c.out = nil
 		closing := c.closing
+		if w == nil && !closing {
+			c.writing = false
+			if c.parked && c.nc != nil {
+				// The sweeper detaches it later: a subscriber whose
+				// socket fills up again at once keeps its connection.
+				c.detachDue.Store(true)
+			}
+			c.mu.Unlock()
+			return
+		}
+		nc := c.nc
 		c.mu.Unlock()
-		if len(buf) > 0 {
+		if w == nil {
+			break
+		}
+		b := w.b
+		if nc == nil && len(b) > 0 {
+			// Detached: what the socket takes now needs no connection.
+			b = writeFD(c.fd, b)
+			if len(b) > 0 {
+				var err error
+				if nc, err = c.attach(); err != nil {
+					c.closeWith(codeUnspecified, "write: "+err.Error(), false)
+					b = nil
+				}
+			}
+		}
+		if len(b) > 0 {
 			deadline := c.srv.cfg.WriteDeadline
 			if closing {
 				deadline = min(deadline, time.Second)
 			}
-			_ = c.nc.SetWriteDeadline(time.Now().Add(deadline))
-			if _, err := c.nc.Write(buf); err != nil {
+			_ = nc.SetWriteDeadline(time.Now().Add(deadline))
+			if _, err := nc.Write(b); err != nil {
 				c.closeWith(codeUnspecified, "write: "+err.Error(), false)
-				closing = true
 			}
 		}
-		if closing {
-			_ = c.nc.Close()
-			return
+		if cap(w.b) > maxPooledBuf {
+			w.b = make([]byte, 0, 512)
 		}
+		w.b = w.b[:0]
+		writeBufs.Put(w)
+	}
+	c.mu.Lock()
+	if c.nc != nil {
+		_ = c.nc.Close()
+	}
+	if c.fd >= 0 {
+		closeFD(c.fd) // out of the poller already (closeWith)
+	}
+	c.writing = false
+	fin := !c.reading && !c.finished
+	c.finished = c.finished || fin
+	c.mu.Unlock()
+	if fin {
+		c.finish()
 	}
 }
 
-// Sizes of a connection's read buffer.
-const (
-	readBufferIdle = 512  // readBufferIdle is the size it starts at.
-	readBufferBusy = 4096 // readBufferBusy is the most reads that fill it grow it to; a larger packet grows it further, until it is handled.
-)
-
-// readLoop reads and handles packets until the connection ends, then
-// detaches the session and publishes the will if it must.
+// readLoop runs the connection's reader: it reads and handles packets
+// until the connection closes or, on a parkable connection, until it has
+// been idle for Config.ParkAfter, when it parks the connection in the
+// poller and ends, its buffers back in their pool.
 func (c *conn) readLoop() {
-	defer c.srv.wg.Done()
-	defer c.cleanup()
-	// An idle connection holds its read buffer while it waits, so it
-	// starts small; a read that fills it doubles it, up to
-	// readBufferBusy for a client that streams packets.
-	buf := make([]byte, 0, readBufferIdle)
+	if _, err := c.attach(); err != nil {
+		c.closeWith(codeUnspecified, "read: "+err.Error(), false)
+		c.readerDone()
+		return
+	}
+	for {
+		rs := getReadState()
+		c.rs = rs
+		park := c.readPackets(rs)
+		c.rs = nil
+		putReadState(rs)
+		if !park {
+			break
+		}
+		if c.park() {
+			return
+		}
+	}
+	c.readerDone()
+}
+
+// readerDone ends the reader of a closing connection, finishing it when
+// the writer is done too.
+func (c *conn) readerDone() {
+	c.mu.Lock()
+	c.reading = false
+	fin := c.closing && !c.writing && !c.finished
+	c.finished = c.finished || fin
+	c.mu.Unlock()
+	if fin {
+		c.finish()
+	}
+}
+
+// attach returns the connection, made again from fd when detached.
+func (c *conn) attach() (net.Conn, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.nc != nil {
+		return c.nc, nil
+	}
+	if c.closing || c.fd < 0 {
+		return nil, net.ErrClosed
+	}
+	nc, err := connFromFD(c.fd)
+	if err != nil {
+		return nil, err
+	}
+	c.nc = nc
+	return nc, nil
+}
+
+// detachLocked lets a parked connection with no writer go, keeping fd;
+// c.mu is held.
+func (c *conn) detachLocked() {
+	if c.nc == nil || c.writing || c.reading || c.closing || c.fd < 0 {
+		return
+	}
+	_ = c.nc.Close()
+	c.nc = nil
+}
+
+// park hands the idle connection to the poller; it reports false when
+// the connection is closing or the poller refuses it (the reader then
+// goes on reading).
+func (c *conn) park() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closing {
+		return false
+	}
+	if err := c.srv.poller.arm(c, !c.registered); err != nil {
+		c.srv.log.Debug("mqtt connection not parked", "client_id", c.clientID, "err", err)
+		return false
+	}
+	c.registered, c.parked, c.reading = true, true, false
+	c.srv.st.parks.Add(1)
+	c.srv.st.parked.Add(1)
+	c.detachLocked()
+	return true
+}
+
+// wakeRead starts a reader for a parked connection that has bytes to
+// read (or was closed by the client); the poller calls it.
+func (c *conn) wakeRead() {
+	c.mu.Lock()
+	if !c.parked || c.closing {
+		c.mu.Unlock()
+		return
+	}
+	c.parked, c.reading = false, true
+	c.mu.Unlock()
+	c.srv.st.parked.Add(-1)
+	go c.readLoop()
+}
+
+// readDeadline returns the next read's deadline: the connect timeout
+// before CONNECT; after it, 1.5 times the keep alive from the last
+// activity [MQTT-3.1.2-24] and, on a parkable connection, ParkAfter from
+// now, whichever is first (zero: none).
+func (c *conn) readDeadline(now time.Time) time.Time {
+	if !c.connected {
+		return time.Unix(0, c.start).Add(c.srv.cfg.ConnectTimeout)
+	}
+	var d time.Time
+	if c.keepAlive > 0 {
+		d = time.Unix(0, c.lastActivity.Load()).Add(c.keepAlive * 3 / 2)
+	}
+	if c.fd >= 0 {
+		if p := now.Add(c.srv.cfg.ParkAfter); d.IsZero() || p.Before(d) {
+			d = p
+		}
+	}
+	return d
+}
+
+// readPackets reads and handles packets until the connection closes
+// (false) or is idle with nothing half read on a parkable connection
+// (true).
+func (c *conn) readPackets(rs *readState) (park bool) {
+	// An idle connection's reader parks, releasing its buffer; a busy
+	// one's buffer starts small and a read that fills it doubles it, up
+	// to readBufferBusy for a client that streams packets.
+	buf := rs.buf[:0]
+	defer func() { rs.buf = buf }()
 	full := false // full is whether the last read filled the buffer.
-	_ = c.nc.SetReadDeadline(time.Now().Add(c.srv.cfg.ConnectTimeout))
+	_ = c.nc.SetReadDeadline(c.readDeadline(time.Now()))
 	for {
 		if len(buf) == cap(buf) || (full && cap(buf) < readBufferBusy) {
 			nb := make([]byte, len(buf), 2*cap(buf))
@@ -248,10 +495,10 @@ func (c *conn) readLoop() {
 		full = n > 0 && len(buf)+n == cap(buf)
 		buf = buf[:len(buf)+n]
 		if n > 0 {
-			c.lastActivity.Store(time.Now().UnixNano())
-			if c.keepAlive > 0 {
-				// [MQTT-3.1.2-24]: 1.5 times the keep alive.
-				_ = c.nc.SetReadDeadline(time.Now().Add(c.keepAlive * 3 / 2))
+			now := time.Now()
+			c.lastActivity.Store(now.UnixNano())
+			if c.connected {
+				_ = c.nc.SetReadDeadline(c.readDeadline(now))
 			}
 		}
 		used, perr := c.process(buf)
@@ -263,28 +510,35 @@ func (c *conn) readLoop() {
 			} else {
 				c.closeWith(codeUnspecified, perr.Error(), false)
 			}
-			return
+			return false
 		}
 		buf = buf[:copy(buf, buf[used:])]
-		if cap(buf) > 64<<10 && len(buf) < readBufferBusy {
+		if cap(buf) > maxPooledBuf && len(buf) < readBufferBusy {
 			buf = append(make([]byte, 0, readBufferBusy), buf...)
 		}
 		if err != nil {
 			var ne net.Error
 			switch {
 			case errors.As(err, &ne) && ne.Timeout() && c.connected:
-				c.closeWith(codeKeepAliveTimeout, "keep alive timeout", false)
+				now := time.Now()
+				if c.keepAlive > 0 && now.Sub(time.Unix(0, c.lastActivity.Load())) >= c.keepAlive*3/2 {
+					c.closeWith(codeKeepAliveTimeout, "keep alive timeout", false)
+					return false
+				}
+				if c.fd >= 0 && len(buf) == 0 && !c.isClosing() {
+					return true
+				}
+				_ = c.nc.SetReadDeadline(c.readDeadline(now))
+				continue
 			case errors.Is(err, io.EOF):
 				c.closeWith(codeUnspecified, "", false)
 			default:
 				c.closeWith(codeUnspecified, err.Error(), false)
 			}
-			return
+			return false
 		}
-		select {
-		case <-c.done:
-			return
-		default:
+		if c.isClosing() {
+			return false
 		}
 	}
 }
@@ -315,10 +569,8 @@ func (c *conn) process(b []byte) (int, error) {
 		if err := c.handle(p); err != nil {
 			return used, err
 		}
-		select {
-		case <-c.done:
+		if c.isClosing() {
 			return used, nil
-		default:
 		}
 	}
 }
@@ -357,6 +609,10 @@ func (c *conn) handle(p packets.Packet) error {
 	return nil
 }
 
+// anonymous is the identity of every client when there is no
+// authenticator; it is never changed.
+var anonymous = auth.Identity{Account: auth.GlobalAccount}
+
 func randomClientID() string {
 	var b [12]byte
 	_, _ = rand.Read(b[:])
@@ -394,7 +650,7 @@ func (c *conn) handleConnect(p *packets.Connect) error {
 		// A token is sent as the password without a user name.
 		creds = auth.Credentials{Token: string(p.Password)}
 	}
-	ident := &auth.Identity{Account: auth.GlobalAccount}
+	ident := &anonymous
 	if a := c.srv.auth.Load().a; a != nil {
 		id, err := a.Authenticate(creds, "")
 		if err != nil && p.Username != "" && len(p.Password) > 0 {
@@ -430,6 +686,11 @@ func (c *conn) handleConnect(p *packets.Connect) error {
 		ka = serverKA
 	}
 	c.keepAlive = ka
+	if tc, ok := c.nc.(*net.TCPConn); ok && ka == 0 {
+		// No MQTT keep alive: TCP's finds a dead client (Listen leaves it
+		// off for the others).
+		_ = tc.SetKeepAliveConfig(net.KeepAliveConfig{Enable: true})
+	}
 
 	expiry := uint32(0)
 	if c.version == version311 {
@@ -444,13 +705,13 @@ func (c *conn) handleConnect(p *packets.Connect) error {
 			if *props.ReceiveMaximum == 0 {
 				return protocolErr("receive maximum 0") // [MQTT-3.1.2-?] §3.1.2.11.3
 			}
-			c.clientReceiveMax = int(*props.ReceiveMaximum)
+			c.clientReceiveMax = *props.ReceiveMaximum
 		}
 		if props.MaximumPacketSize != nil {
 			if *props.MaximumPacketSize == 0 {
 				return protocolErr("maximum packet size 0") // §3.1.2.11.4
 			}
-			c.clientMaxPacket = int(*props.MaximumPacketSize)
+			c.clientMaxPacket = *props.MaximumPacketSize
 		}
 	}
 
@@ -490,12 +751,8 @@ func (c *conn) handleConnect(p *packets.Connect) error {
 	c.mu.Lock()
 	c.connected = true
 	c.mu.Unlock()
-	c.send(ack)
-	if c.keepAlive > 0 {
-		_ = c.nc.SetReadDeadline(time.Now().Add(c.keepAlive * 3 / 2))
-	} else {
-		_ = c.nc.SetReadDeadline(time.Time{})
-	}
+	c.sendInline(ack)
+	_ = c.nc.SetReadDeadline(c.readDeadline(time.Now()))
 	sess.attachConn(c)
 	return nil
 }
@@ -541,12 +798,13 @@ func (c *conn) handlePublish(p *packets.Publish) error {
 		}
 	}
 	var err error
-	c.subjBuf, err = subject.AppendSubjectFromTopic(c.subjBuf[:0], p.Topic)
+	rs := c.rs
+	rs.subj, err = subject.AppendSubjectFromTopic(rs.subj[:0], p.Topic)
 	if err != nil {
 		// [MQTT-3.3.2-2]: no wildcards in a topic name.
 		return &ProtocolError{Code: codeTopicNameInvalid, Reason: err.Error()}
 	}
-	subj := c.subjBuf
+	subj := rs.subj
 	c.inMsgs.Add(1)
 	c.inBytes.Add(int64(len(p.Payload)))
 	c.srv.st.inMsgs.Add(1)
@@ -594,6 +852,9 @@ func (c *conn) handlePublish(p *packets.Publish) error {
 	case 2:
 		if ackCode == codeSuccess {
 			sess.mu.Lock()
+			if sess.incoming == nil {
+				sess.incoming = map[uint16]bool{}
+			}
 			sess.incoming[p.PacketID] = true
 			durable := sess.durable
 			sess.mu.Unlock()
@@ -624,8 +885,9 @@ func (c *conn) route(p *packets.Publish, subj []byte) error {
 		}
 		reply = r
 	}
-	c.hdrBuf = appendPublishHeader(c.hdrBuf[:0], p, p.Properties.ResponseTopic)
-	hdr := c.hdrBuf
+	rs := c.rs
+	rs.hdr = appendPublishHeader(rs.hdr[:0], p, p.Properties.ResponseTopic)
+	hdr := rs.hdr
 	if p.Retain {
 		if err := c.srv.setRetained(c.ident.Account, p, hdr); err != nil {
 			return err
@@ -758,10 +1020,11 @@ func (c *conn) handleDisconnect(p *packets.Disconnect) error {
 	return nil
 }
 
-// cleanup runs when readLoop ends.
-func (c *conn) cleanup() {
-	c.closeWith(codeUnspecified, "", false)
-	<-c.writerDone
+// finish runs once the connection is closing and neither its reader nor
+// its writer runs: it detaches the session and publishes the will if it
+// must.
+func (c *conn) finish() {
+	defer c.srv.wg.Done()
 	c.srv.removeConn(c)
 	if c.sess == nil {
 		return
@@ -807,19 +1070,28 @@ func (c *conn) info() (ConnInfo, bool) {
 		return ConnInfo{}, false
 	}
 	i := ConnInfo{
-		ID: c.id, ClientID: c.clientID, Version: c.version, Remote: c.nc.RemoteAddr(), Start: c.start,
+		ID: c.id, ClientID: c.clientID, Version: c.version, Start: time.Unix(0, c.start),
 		LastActivity: time.Unix(0, c.lastActivity.Load()), User: c.ident.User, Account: c.ident.Account,
 		InMsgs: c.inMsgs.Load(), OutMsgs: c.outMsgs.Load(), InBytes: c.inBytes.Load(), OutBytes: c.outBytes.Load(),
 	}
 	c.mu.Lock()
-	i.Pending = len(c.out)
+	if c.out != nil {
+		i.Pending = len(c.out.b)
+	}
+	i.Parked = c.parked
+	nc := c.nc
 	c.mu.Unlock()
+	if c.remote.IsValid() {
+		i.Remote = net.TCPAddrFromAddrPort(c.remote)
+	} else if nc != nil {
+		i.Remote = nc.RemoteAddr()
+	}
 	if s := c.sess; s != nil {
 		s.mu.Lock()
 		i.Subs = len(s.subs)
 		s.mu.Unlock()
 	}
-	if tc, ok := c.nc.(*tls.Conn); ok {
+	if tc, ok := nc.(*tls.Conn); ok {
 		i.TLSVersion = tc.ConnectionState().Version
 	}
 	return i, true

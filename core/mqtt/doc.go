@@ -50,13 +50,29 @@
 //
 // # Concurrency
 //
-// Each connection has a read goroutine (the only reader of the socket;
-// it handles the client's packets in order) and a write goroutine (the
-// only writer; it writes whatever the connection's buffer holds in one
-// write). Broker deliveries run on the publisher's goroutine and never
-// block: QoS 0 is appended to the connection's buffer (a client past
+// A connection has at most a read goroutine (the only reader of the
+// socket; it handles the client's packets in order) and a write goroutine
+// (the only writer; it writes whatever the connection's buffer holds in
+// one write), each running only while it has work: the writer ends once
+// the buffer is empty, and the reader, on Linux and plain TCP, parks the
+// connection once it has had no byte for Config.ParkAfter. A parked
+// connection holds no goroutine and no buffer, and with no writer running
+// lets its Go net.Conn go too (detach), keeping a descriptor of the
+// socket of its own in the Server's epoll set (poll_linux.go, armed
+// EPOLLONESHOT); when bytes arrive the poller starts a reader, which
+// makes a net.Conn from the descriptor again (attach). A writer for a
+// detached connection writes to the socket directly and attaches only
+// when the socket does not take everything at once. A sweeper closes
+// parked connections past 1.5 times their keep alive; a running reader
+// enforces it with its read deadline. Elsewhere (TLS, other systems)
+// each connection keeps its reader, as goroutine per connection.
+//
+// Broker deliveries run on the publisher's goroutine and never block:
+// QoS 0 is appended to the connection's buffer (a client past
 // Config.MaxPending is cut off alone), QoS 1 and 2 go to the session's
-// worker goroutine, which writes them to State and sends what the
-// in-flight window allows. Lock order: Server.mu → session.mu → conn.mu;
-// State is called without session.mu held.
+// worker goroutine, started while deliveries wait for it, which writes
+// them to State and sends what the in-flight window allows. A session
+// makes its broker connections on its first subscription or publish.
+// Lock order: Server.mu → session.mu → conn.mu → poller.mu; State is
+// called without session.mu held.
 package mqtt

@@ -62,60 +62,73 @@ type request struct {
 // no lock held; deliver takes session.mu and may take conn.mu (to queue
 // a packet). Calls into State happen without session.mu, except where
 // noted, so a slow store never stalls publishers.
+//
+// An idle session holds no goroutine and, until it needs them, no maps
+// and no broker connections: its worker runs while deliveries wait to be
+// queued, its broker connections are made on its first subscription or
+// publish, its maps on their first entry.
 type session struct {
 	srv      *Server
 	clientID string
 	account  string
 	user     string
 	perms    *auth.Perms
-	token    string // random, for the reply subjects
 	// localData marks the payload being published by this session, for
 	// no-local: a delivery whose Data is it came from this session.
 	localData unsafe.Pointer
-	empty     [1]byte
-
-	bus    *server.Conn // combined: plain subscriptions, publishes
-	shared *server.Conn // queue-group subscriptions of $share filters
 
 	mu       sync.Mutex
-	version  byte
-	expiry   uint32
-	durable  bool // queue and session kept in State
-	conn     *conn
+	bus      *server.Conn             // combined: plain subscriptions, publishes; nil until needed
+	shared   *server.Conn             // queue-group subscriptions of $share filters; nil until needed
+	conn     *conn                    // nil while disconnected
 	subs     map[string]*subscription // by filter as subscribed ($share/... included)
 	queue    []*outMsg                // in seq order
 	inflight map[uint16]*outMsg
-	localSeq uint64
 	incoming map[uint16]bool
-	requests map[string]*request
-	inboxSub *server.Subscription
-	nextReq  uint64
+	inbox    []*outMsg // from deliveries, to be enqueued by the worker
+	req      *requests // MQTT 5 requests; nil until the first
+	localSeq uint64
 	expiryT  *time.Timer
 	willT    *time.Timer
+	discAt   int64 // unix nanoseconds; 0 while connected
+	expiry   uint32
+	version  byte
+	durable  bool // queue and session kept in State
 	ended    bool
-	wake     chan struct{}
-	quit     chan struct{}
-	inbox    []*outMsg // from deliveries, to be enqueued by the worker
-	discAt   time.Time
+	stopped  bool // broker connections closed: no more made
+	working  bool // the worker runs
+	empty    [1]byte
+}
+
+// requests are a session's MQTT 5 requests awaiting replies.
+type requests struct {
+	token string // random, for the reply subjects
+	sub   *server.Subscription
+	next  uint64
+	byKey map[string]*request
 }
 
 func newSession(srv *Server, clientID, account, user string, perms *auth.Perms) *session {
-	var tok [10]byte
-	_, _ = rand.Read(tok[:])
-	s := &session{
-		srv: srv, clientID: clientID, account: account, user: user, perms: perms,
-		token:    base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(tok[:]),
-		subs:     map[string]*subscription{},
-		inflight: map[uint16]*outMsg{},
-		incoming: map[uint16]bool{},
-		requests: map[string]*request{},
-		wake:     make(chan struct{}, 1),
-		quit:     make(chan struct{}),
+	return &session{srv: srv, clientID: clientID, account: account, user: user, perms: perms}
+}
+
+// broker returns the session's combined broker connection (shared
+// false) or that of its shared subscriptions, made on first use; nil
+// once the session has stopped. s.mu is held.
+func (s *session) broker(shared bool) *server.Conn {
+	if s.stopped {
+		return nil
 	}
-	s.bus = srv.cfg.Broker.InProcessCombined(account, func(m server.Msg, plain bool, _ []string) { s.deliver(m, nil) })
-	s.shared = srv.cfg.Broker.InProcess(account)
-	go s.worker()
-	return s
+	if shared {
+		if s.shared == nil {
+			s.shared = s.srv.cfg.Broker.InProcess(s.account)
+		}
+		return s.shared
+	}
+	if s.bus == nil {
+		s.bus = s.srv.cfg.Broker.InProcessCombined(s.account, func(m server.Msg, plain bool, _ []string) { s.deliver(m, nil) })
+	}
+	return s.bus
 }
 
 // restore rebuilds a stored session at startup.
@@ -123,9 +136,10 @@ func (srv *Server) restore(ss Session) error {
 	// No permissions until the client reconnects and authenticates again:
 	// the stored subscriptions were checked when they were made.
 	s := newSession(srv, ss.ClientID, ss.Account, ss.User, nil)
-	s.version, s.expiry, s.durable, s.discAt = ss.Version, ss.ExpiryInterval, true, ss.DisconnectedAt
-	if s.discAt.IsZero() {
-		s.discAt = time.Now()
+	s.version, s.expiry, s.durable = ss.Version, ss.ExpiryInterval, true
+	s.discAt = ss.DisconnectedAt.UnixNano()
+	if ss.DisconnectedAt.IsZero() {
+		s.discAt = time.Now().UnixNano()
 	}
 	for _, sub := range ss.Subs {
 		full := sub.Filter
@@ -148,6 +162,9 @@ func (srv *Server) restore(ss Session) error {
 		return err
 	}
 	for _, id := range ids {
+		if s.incoming == nil {
+			s.incoming = map[uint16]bool{}
+		}
 		s.incoming[id] = true
 	}
 	srv.mu.Lock()
@@ -161,7 +178,10 @@ func (srv *Server) restore(ss Session) error {
 
 // record returns the session as State keeps it; s.mu is held.
 func (s *session) record() Session {
-	ss := Session{ClientID: s.clientID, Version: s.version, ExpiryInterval: s.expiry, DisconnectedAt: s.discAt, Account: s.account, User: s.user}
+	ss := Session{ClientID: s.clientID, Version: s.version, ExpiryInterval: s.expiry, Account: s.account, User: s.user}
+	if s.discAt != 0 {
+		ss.DisconnectedAt = time.Unix(0, s.discAt)
+	}
 	keys := make([]string, 0, len(s.subs))
 	for k := range s.subs {
 		keys = append(keys, k)
@@ -204,12 +224,18 @@ func (s *session) addSub(filter string, opts Sub) error {
 	if parent != "" {
 		subjects = append(subjects, parent)
 	}
+	s.mu.Lock()
+	bc := s.broker(group != "")
+	s.mu.Unlock()
+	if bc == nil {
+		return server.ErrServerClosed
+	}
 	for _, sj := range subjects {
 		var ns *server.Subscription
 		if group != "" {
-			ns, err = s.shared.Subscribe(sj, group, func(m server.Msg) { s.deliver(m, sub) })
+			ns, err = bc.Subscribe(sj, group, func(m server.Msg) { s.deliver(m, sub) })
 		} else {
-			ns, err = s.bus.Subscribe(sj, "", nil)
+			ns, err = bc.Subscribe(sj, "", nil)
 		}
 		if err != nil {
 			for _, x := range sub.subs {
@@ -221,6 +247,9 @@ func (s *session) addSub(filter string, opts Sub) error {
 	}
 	s.mu.Lock()
 	old := s.subs[filter]
+	if s.subs == nil {
+		s.subs = map[string]*subscription{}
+	}
 	s.subs[filter] = sub
 	s.mu.Unlock()
 	if old != nil {
@@ -326,9 +355,9 @@ func (s *session) queueLocked(msg Msg, ids []int) {
 		return
 	}
 	s.inbox = append(s.inbox, &outMsg{QueuedMsg: QueuedMsg{Msg: msg}, subIDs: ids})
-	select {
-	case s.wake <- struct{}{}:
-	default:
+	if !s.working {
+		s.working = true
+		go s.worker()
 	}
 }
 
@@ -350,18 +379,18 @@ func hasResponseTopic(hdr []byte) bool {
 
 // worker stores the QoS 1 and 2 messages deliver handed over (State is
 // not called on publishers' goroutines) and sends what the in-flight
-// window allows.
+// window allows; it ends once no delivery waits, or the session stops.
 func (s *session) worker() {
 	for {
-		select {
-		case <-s.wake:
-		case <-s.quit:
-			return
-		}
 		s.mu.Lock()
 		batch := s.inbox
 		s.inbox = nil
 		durable := s.durable
+		if len(batch) == 0 || s.stopped {
+			s.working = false
+			s.mu.Unlock()
+			return
+		}
 		s.mu.Unlock()
 		for _, m := range batch {
 			if durable {
@@ -398,7 +427,7 @@ func (s *session) pump() {
 		s.mu.Unlock()
 		return
 	}
-	limit := min(s.srv.cfg.MaxInflight, c.clientReceiveMax)
+	limit := min(s.srv.cfg.MaxInflight, int(c.clientReceiveMax))
 	for i := 0; i < len(s.queue) && len(s.inflight) < limit; i++ {
 		m := s.queue[i]
 		pid := packetID(m.Seq)
@@ -407,6 +436,9 @@ func (s *session) pump() {
 				continue
 			}
 			break // an older message still holds the id
+		}
+		if s.inflight == nil {
+			s.inflight = map[uint16]*outMsg{}
 		}
 		if m.Pubrec {
 			s.inflight[pid] = m
@@ -482,8 +514,8 @@ func (s *session) pubrec(pid uint16) bool {
 func (s *session) attachConn(c *conn) {
 	s.mu.Lock()
 	s.conn = c
-	s.inflight = map[uint16]*outMsg{}
-	s.discAt = time.Time{}
+	s.inflight = nil
+	s.discAt = 0
 	if s.expiryT != nil {
 		s.expiryT.Stop()
 		s.expiryT = nil
@@ -505,7 +537,7 @@ func (s *session) detachConn(c *conn) (still bool) {
 		return false
 	}
 	s.conn = nil
-	s.discAt = time.Now()
+	s.discAt = time.Now().UnixNano()
 	expiry := s.expiry
 	s.mu.Unlock()
 	if expiry == 0 {
@@ -525,7 +557,7 @@ func (s *session) armExpiry() {
 	if s.expiry == neverExpires || s.conn != nil || s.ended {
 		return
 	}
-	left := time.Duration(s.expiry)*time.Second - time.Since(s.discAt)
+	left := time.Duration(s.expiry)*time.Second - time.Since(time.Unix(0, s.discAt))
 	s.expiryT = time.AfterFunc(max(left, 0), func() {
 		s.mu.Lock()
 		live := s.conn != nil
@@ -565,13 +597,12 @@ func (s *session) end() {
 // stop ends the session's broker connections and worker, leaving State.
 func (s *session) stop() {
 	s.mu.Lock()
-	select {
-	case <-s.quit:
+	if s.stopped {
 		s.mu.Unlock()
 		return
-	default:
 	}
-	close(s.quit)
+	s.stopped = true
+	bus, shared := s.bus, s.shared
 	// No expiry after the stop: the listener is closing (State may be
 	// closed too) or the session has ended. A delayed will still goes
 	// out: the session's end is one of its triggers (§3.1.2.5).
@@ -579,8 +610,12 @@ func (s *session) stop() {
 		s.expiryT.Stop()
 	}
 	s.mu.Unlock()
-	s.bus.Close()
-	s.shared.Close()
+	if bus != nil {
+		bus.Close()
+	}
+	if shared != nil {
+		shared.Close()
+	}
 }
 
 // publish routes a client's message; local marks its payload for
@@ -590,9 +625,14 @@ func (s *session) publish(subj []byte, reply string, hdr, data []byte) {
 		data = s.empty[:0]
 	}
 	s.mu.Lock()
+	bus := s.broker(false)
+	if bus == nil {
+		s.mu.Unlock()
+		return
+	}
 	s.localData = unsafe.Pointer(unsafe.SliceData(data))
 	s.mu.Unlock()
-	s.bus.PublishBytes(subj, subj, unsafe.Slice(unsafe.StringData(reply), len(reply)), hdr, data)
+	bus.PublishBytes(subj, subj, unsafe.Slice(unsafe.StringData(reply), len(reply)), hdr, data)
 	s.mu.Lock()
 	s.localData = nil
 	s.mu.Unlock()
@@ -604,25 +644,34 @@ func (s *session) publish(subj []byte, reply string, hdr, data []byte) {
 func (s *session) requestReply(topic string, correlation []byte) (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.inboxSub == nil {
-		sub, err := s.bus.Subscribe(inboxPrefix+s.token+".*", "", nil)
+	rq := s.req
+	if rq == nil {
+		bus := s.broker(false)
+		if bus == nil {
+			return "", server.ErrServerClosed
+		}
+		var tok [10]byte
+		_, _ = rand.Read(tok[:])
+		rq = &requests{token: base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(tok[:]), byKey: map[string]*request{}}
+		sub, err := bus.Subscribe(inboxPrefix+rq.token+".*", "", nil)
 		if err != nil {
 			return "", err
 		}
-		s.inboxSub = sub
+		rq.sub = sub
+		s.req = rq
 	}
 	now := time.Now()
-	if len(s.requests) >= maxRequests {
-		for k, r := range s.requests {
-			if now.After(r.expires) || len(s.requests) >= maxRequests {
-				delete(s.requests, k)
+	if len(rq.byKey) >= maxRequests {
+		for k, r := range rq.byKey {
+			if now.After(r.expires) || len(rq.byKey) >= maxRequests {
+				delete(rq.byKey, k)
 			}
 		}
 	}
-	s.nextReq++
-	key := strconv.FormatUint(s.nextReq, 36)
-	s.requests[key] = &request{topic: topic, correlation: slices.Clone(correlation), expires: now.Add(requestTTL)}
-	return inboxPrefix + s.token + "." + key, nil
+	rq.next++
+	key := strconv.FormatUint(rq.next, 36)
+	rq.byKey[key] = &request{topic: topic, correlation: slices.Clone(correlation), expires: now.Add(requestTTL)}
+	return inboxPrefix + rq.token + "." + key, nil
 }
 
 // reply delivers a reply to one of the session's requests.
@@ -631,7 +680,10 @@ func (s *session) reply(m server.Msg) {
 	key := subj[strings.LastIndexByte(subj, '.')+1:]
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r := s.requests[key]
+	var r *request
+	if s.req != nil {
+		r = s.req.byKey[key]
+	}
 	if r == nil || time.Now().After(r.expires) || s.conn == nil {
 		return
 	}

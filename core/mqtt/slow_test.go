@@ -11,13 +11,22 @@ import (
 // A subscriber that stops reading is cut off alone once its pending bytes
 // pass MaxPending; a subscriber that keeps up gets every message.
 func TestSlowSubscriberCutOffAlone(t *testing.T) {
-	e := newTestEnv(t, nil, func(c *mqtt.Config) { c.MaxPending = 1 << 20 })
+	slowSubscriberCutOffAlone(t, func(c *mqtt.Config) { c.MaxPending = 1 << 20 }, nil)
+}
+
+// slowSubscriberCutOffAlone runs the slow subscriber scenario on a
+// listener configured by edit; before, when set, runs before the flood.
+func slowSubscriberCutOffAlone(t *testing.T, edit func(*mqtt.Config), before func(*testEnv)) {
+	e := newTestEnv(t, nil, edit)
 	fast, _ := e.v5Client(t, "fast", nil)
 	fast.sub(t, "flood/#", 0)
 	slow := e.raw(t)
 	slow.connect5("slow")
 	slow.write(&packets.Subscribe{PacketID: 1, Subscriptions: []packets.SubOptions{{Topic: "flood/#"}}, Properties: &packets.Properties{}})
 	require.Equal(t, slow.read().Type, packets.SUBACK)
+	if before != nil {
+		before(e)
+	}
 	// slow reads nothing from now on.
 	nc := e.natsConn(t)
 	payload := make([]byte, 16<<10)
@@ -32,4 +41,7 @@ func TestSlowSubscriberCutOffAlone(t *testing.T) {
 		}
 	}
 	require.Equal(t, e.mqtt.Stats().SlowConsumers, int64(1))
+	// The fast one is still connected and receiving.
+	require.NoError(t, nc.Publish("flood.after", []byte("still here")))
+	require.Equal(t, string(fast.next(t).Payload), "still here")
 }

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/leafbox/leafbox/core/auth"
@@ -71,7 +72,11 @@ type client struct {
 	cond          *sync.Cond
 	out           []byte        // pending outbound bytes
 	spare         []byte        // buffer reused after a write
-	inFlight      int           // bytes being written by writeLoop
+	inFlight      int           // bytes being written
+	writing       bool          // a goroutine is writing conn (writeLoop or flushInlineLocked)
+	lastWrite     time.Duration // when the last write ended, since start
+	lastWriteDur  time.Duration // how long it took
+	wakePending   bool          // writeLoop was woken for what is in out (flushInProcessLocked)
 	stall         chan struct{} // closed when a backlog drains; see stalledWait
 	closing       bool          // no more output accepted
 	flushAndClose bool          // writeLoop writes what is pending, then closes
@@ -95,6 +100,14 @@ type client struct {
 	echo, headers, noResponders, verbose, pedantic bool
 
 	stats clientStats
+
+	// Inline writes (see flushInlineLocked): raw is nil when the
+	// connection cannot be written that way. rawWrite, rawBuf and rawN
+	// belong to the goroutine that set writing.
+	raw      syscall.RawConn
+	rawWrite func(fd uintptr) bool
+	rawBuf   []byte
+	rawN     int
 }
 
 // clientStats are per-connection counters, read by monitoring.
@@ -181,6 +194,9 @@ func (s *Server) serveConn(conn net.Conn) {
 		})
 	}
 	c.pingTimer = time.AfterFunc(opts.PingInterval, c.pingTick)
+	c.mu.Lock()
+	c.initRawLocked()
+	c.mu.Unlock()
 
 	writerDone := make(chan struct{})
 	go func() {
@@ -229,6 +245,7 @@ func (c *client) upgradeTLS(opts Options) bool {
 	_ = tc.SetDeadline(time.Time{})
 	c.mu.Lock()
 	c.conn, c.tlsConn = tc, tc
+	c.raw = nil
 	c.mu.Unlock()
 	return true
 }
@@ -487,11 +504,27 @@ func (c *client) pingTick() {
 	c.mu.Unlock()
 }
 
-// flushPending wakes the writers of every connection this read batch wrote
-// to: one wake-up per batch, not per message.
+// flushPending flushes every connection this read batch wrote to, once
+// per batch, not per message. When the batch wrote to one other
+// connection (one subscriber, a reply), it writes the pending bytes
+// itself where nothing else is writing them (flushInlineLocked), as that
+// costs less than waking a writer on another thread. A fan-out wakes the
+// writers, which write in parallel while this loop goes on reading: on the
+// read loop the writes would add up, and it is the one serial stage.
 func (c *client) flushPending() {
+	others := len(c.flushes)
+	if _, self := c.flushes[c]; self {
+		others--
+	}
+	inline := others <= 1
 	for t := range c.flushes {
-		t.cond.Signal()
+		t.mu.Lock()
+		if inline {
+			t.flushInlineLocked()
+		} else {
+			t.cond.Signal()
+		}
+		t.mu.Unlock()
 		delete(c.flushes, t)
 	}
 	if b := c.batch; b != (batchStats{}) {
@@ -511,7 +544,9 @@ func (c *client) writeLoop() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for {
-		for len(c.out) == 0 && !c.closing {
+		// An inline writer in progress (writing) wakes this loop when it
+		// leaves bytes behind or sees the connection closing.
+		for (!c.closing && (len(c.out) == 0 || c.writing)) || (c.closing && c.flushAndClose && c.writing) {
 			c.cond.Wait()
 		}
 		if c.closing && (!c.flushAndClose || len(c.out) == 0) {
@@ -538,13 +573,18 @@ func (c *client) writeDirect() error {
 	c.out = c.spare[:0]
 	c.spare = nil
 	c.inFlight = len(buf)
+	c.writing = true
+	c.wakePending = false
 	conn := c.conn
 	deadline := c.writeDeadline
 	c.mu.Unlock()
-	_ = conn.SetWriteDeadline(time.Now().Add(deadline))
+	start := time.Now()
+	_ = conn.SetWriteDeadline(start.Add(deadline))
 	_, err := conn.Write(buf)
 	c.mu.Lock()
 	c.inFlight = 0
+	c.writing = false
+	c.noteWriteLocked(start)
 	if c.stall != nil && int64(len(c.out)) < c.stallAt {
 		close(c.stall)
 		c.stall = nil

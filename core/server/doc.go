@@ -6,11 +6,21 @@
 //
 // Each client connection has two goroutines. readLoop is the only code that
 // reads the net.Conn: it hands bytes to a proto.Parser and processes each
-// operation. writeLoop is the only code that writes it: it takes whatever
-// the connection's outbound buffer holds and writes it in one call, so many
-// messages share a write. Producers append to a target's outbound buffer
-// under the target's lock and, once per read batch, wake the writers of all
-// connections they touched (flushing), never once per message.
+// operation. writeLoop writes it: it takes whatever the connection's
+// outbound buffer holds and writes it in one call, so many messages share a
+// write. Producers append to a target's outbound buffer under the target's
+// lock and, once per read batch, flush all connections they touched, never
+// once per message. When a read batch wrote to one other connection
+// (a subscriber, a reply), flushing writes its pending bytes on the
+// producer's own goroutine if no other goroutine is writing to it, with
+// one non-blocking write (a fan-out wakes the writers, which write in
+// parallel), and wakes the target's writeLoop for what the
+// socket did not take (or when the connection is not plain TCP); an
+// in-process publisher does the same per message unless messages come in a
+// burst, which writeLoop batches. Waking a writer on another thread costs
+// more than a small write, and one writer at a time keeps each
+// connection's bytes in order; a slow consumer never blocks a producer,
+// since only writeLoop waits on the socket (see inline.go).
 //
 // # Routing
 //

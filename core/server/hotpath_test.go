@@ -180,3 +180,35 @@ func TestInProcessPublishBytesAllocs(t *testing.T) {
 		t.Fatalf("%d deliveries, want %d", got, want)
 	}
 }
+
+// TestInProcessToClientAllocs requires an in-process publish to a network
+// subscriber (as a bridge or a JetStream delivery makes, written inline or
+// by the writer) to allocate nothing once warm.
+func TestInProcessToClientAllocs(t *testing.T) {
+	s := servertest.Start(t, server.Options{})
+	const subj, size = "bridge.x", 16
+	_, received := rawPair(t, s, subj)
+	ic := s.InProcess("")
+	data := make([]byte, size)
+	per := msgBytes(subj, size)
+	var sent int64
+	publish := func() {
+		if ic.Publish(subj, "", nil, data) != 1 {
+			t.Fatal("not delivered")
+		}
+		sent += per
+	}
+	for i := 0; i < 1000; i++ {
+		publish()
+	}
+	if n := testing.AllocsPerRun(5000, publish); n != 0 {
+		t.Fatalf("in-process publish to a client allocates %.1f times", n)
+	}
+	deadline := time.Now().Add(servertest.Timeout)
+	for received() < sent {
+		if time.Now().After(deadline) {
+			t.Fatalf("received %d of %d bytes", received(), sent)
+		}
+		runtime.Gosched()
+	}
+}

@@ -310,6 +310,11 @@ func (c *client) deliver(from *client, sub *subscription, subj, reply, hdr, data
 		delete(c.subs, sub.sid)
 	}
 	acc := c.acc
+	if from == nil {
+		// An in-process publisher has no read batch to flush after: it
+		// writes the message now if it can, or wakes the writer.
+		c.flushInProcessLocked()
+	}
 	c.mu.Unlock()
 	size := int64(len(hdr) + len(data))
 	c.stats.outMsgs.Add(1)
@@ -325,10 +330,9 @@ func (c *client) deliver(from *client, sub *subscription, subj, reply, hdr, data
 	if autoUnsub && acc != nil {
 		acc.removeSub(sub)
 	}
-	if from != nil && from != c {
+	if from != nil {
+		// The publisher's read loop flushes c at the end of its batch.
 		from.flushes[c] = struct{}{}
-	} else {
-		c.cond.Signal()
 	}
 	return true
 }

@@ -264,6 +264,24 @@ func (c *ConsumerStore) append(frame []byte) error {
 	return nil
 }
 
+// Sync returns once every update written before the call is durable. With
+// SyncInterval ≤ 0 every Update already synced and Sync does nothing.
+func (c *ConsumerStore) Sync() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return store.ErrClosed
+	}
+	if !c.unsynced {
+		return nil
+	}
+	if err := c.f.Sync(); err != nil {
+		return consumerIOError("sync", err)
+	}
+	c.unsynced = false
+	return nil
+}
+
 // consumerIOError wraps an I/O error on the log; a full disk also wraps
 // store.ErrStoreFull.
 func consumerIOError(op string, err error) error {

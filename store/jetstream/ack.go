@@ -103,10 +103,51 @@ func (e *Engine) handleAck(subj, reply, _, data []byte) {
 	if answer && rep != "" {
 		// A double-ack (AckSync) is answered only once the acknowledgement
 		// is on disk, so a client that saw the answer never sees the
-		// message again after a crash.
-		c.flushStateNow()
+		// message again after a crash. One that cannot be made durable is
+		// not answered: the client's AckSync times out and it may retry.
+		if err := c.syncState(); err != nil {
+			e.log.Warn("jetstream: ack not made durable, not answered", "stream", c.s.name, "consumer", c.name, "err", err)
+			return
+		}
 		e.bus.Publish(rep, "", nil, nil)
 	}
+}
+
+// stateSyncer is a consumer store that can make its written updates
+// durable on demand (filestore's, when it syncs on an interval).
+type stateSyncer interface{ Sync() error }
+
+// syncState writes the consumer's current state and returns once it is
+// durable, whatever the sync interval: the newest snapshot is written
+// (unless a newer one already was) and the store synced.
+func (c *consumer) syncState() error {
+	c.mu.Lock()
+	if c.cstore == nil {
+		c.mu.Unlock()
+		return nil
+	}
+	st := c.snapshotLocked()
+	c.stateGen++
+	gen := c.stateGen
+	c.stateDirty = false
+	c.stateFlushedAt = time.Now()
+	c.mu.Unlock()
+	c.stateWriteMu.Lock()
+	defer c.stateWriteMu.Unlock()
+	if gen > c.stateWritten {
+		if err := c.cstore.Update(st); err != nil {
+			c.mu.Lock()
+			c.stateDirty = true
+			c.mu.Unlock()
+			c.kick()
+			return err
+		}
+		c.stateWritten = gen
+	}
+	if sy, ok := c.cstore.(stateSyncer); ok {
+		return sy.Sync()
+	}
+	return nil
 }
 
 // ack acknowledges a delivery (term: and never redeliver it). It reports

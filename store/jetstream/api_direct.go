@@ -2,6 +2,7 @@ package jetstream
 
 import (
 	"encoding/json"
+	"slices"
 	"strconv"
 	"time"
 
@@ -24,7 +25,12 @@ var noResponders = []byte("NATS/1.0 503\r\n\r\n")
 // lastBySubject, DIRECT.GET.<stream>.<subject> (last message on subject).
 // Answers are raw messages, not JSON.
 func (e *Engine) apiDirectGet(name, last string, lastBySubject bool, reply string, data []byte) {
-	send := func(hdr, body []byte) { e.bus.Publish(reply, "", hdr, body) }
+	e.directGet(name, last, lastBySubject, data, func(hdr, body []byte) { e.bus.Publish(reply, "", hdr, body) })
+}
+
+// directGet computes the answers of a direct get and hands each to send,
+// in order.
+func (e *Engine) directGet(name, last string, lastBySubject bool, data []byte, send func(hdr, body []byte)) {
 	s := e.lookup(name)
 	if s == nil || !s.config().AllowDirect {
 		send(noResponders, nil)
@@ -55,13 +61,19 @@ func (e *Engine) apiDirectGet(name, last string, lastBySubject bool, reply strin
 			send(statusHeader(408, jsapi.StatusEmptyRequest), nil)
 			return
 		}
-		if !validMsgGet(&req) || len(req.MultiLastFor) > 0 {
+		if !validMsgGet(&req) {
 			send(statusHeader(408, jsapi.StatusBadRequest), nil)
 			return
 		}
 	}
 	e.apiTotal.Add(1)
-	if req.Batch > 0 {
+	if len(req.MultiLastFor) > 0 {
+		s.directMultiLast(&req, send)
+		return
+	}
+	if req.Batch != 0 {
+		// A negative batch is a batch of none, answered by its EOB, as
+		// in nats-server.
 		s.directBatch(&req, send)
 		return
 	}
@@ -78,7 +90,11 @@ func (e *Engine) apiDirectGet(name, last string, lastBySubject bool, reply strin
 }
 
 // directBatch answers a batch direct get: each message with
-// Nats-Num-Pending and Nats-Last-Sequence, then a 204 EOB status.
+// Nats-Num-Pending (messages after it matching the request) and
+// Nats-Last-Sequence (the previous answer's sequence, 0 on the first),
+// then a 204 EOB with both. As in nats-server, up_to_seq and up_to_time
+// apply to multi_last only, and with no_hdr the EOB's count is the one
+// taken at the start unless the stream grew meanwhile.
 func (s *stream) directBatch(req *jsapi.MsgGetRequest, send func(hdr, body []byte)) {
 	seq := req.Seq
 	if req.StartTime != nil {
@@ -86,6 +102,7 @@ func (s *stream) directBatch(req *jsapi.MsgGetRequest, send func(hdr, body []byt
 	}
 	seq = max(seq, 1)
 	filter := req.NextFor
+	lastAtStart := s.store.State().LastSeq
 	pending := s.store.FilteredState(filter, seq).Msgs
 	maxBytes := req.MaxBytes
 	if maxBytes <= 0 {
@@ -95,8 +112,7 @@ func (s *stream) directBatch(req *jsapi.MsgGetRequest, send func(hdr, body []byt
 	sent := 0
 	for i := 0; i < req.Batch; i++ {
 		m, err := s.store.LoadNext(filter, seq, nil)
-		if err != nil || req.UpToSeq > 0 && m.Seq > req.UpToSeq ||
-			req.UpToTime != nil && m.Time > req.UpToTime.UnixNano() {
+		if err != nil {
 			if i == 0 {
 				send(statusHeader(404, jsapi.StatusMessageNotFound), nil)
 				return
@@ -104,11 +120,11 @@ func (s *stream) directBatch(req *jsapi.MsgGetRequest, send func(hdr, body []byt
 			break
 		}
 		seq = m.Seq + 1
-		if pending > 0 {
-			pending--
-		}
 		var hdr []byte
 		if !req.NoHeaders {
+			if pending > 0 {
+				pending--
+			}
 			hdr = directHeader(m.Header, s.name, m)
 			hdr = proto.AppendHeader(nil, hdr, jsapi.HeaderNumPending, strconv.FormatUint(pending, 10))
 			hdr = proto.AppendHeader(nil, hdr, jsapi.HeaderLastSequence, strconv.FormatUint(lastSeq, 10))
@@ -119,14 +135,126 @@ func (s *stream) directBatch(req *jsapi.MsgGetRequest, send func(hdr, body []byt
 			break
 		}
 	}
-	kv := []string{
+	if s.store.State().LastSeq > lastAtStart {
+		pending = s.store.FilteredState(filter, seq).Msgs
+	}
+	send(statusHeader(204, jsapi.StatusEOB,
+		jsapi.HeaderNumPending, strconv.FormatUint(pending, 10),
+		jsapi.HeaderLastSequence, strconv.FormatUint(lastSeq, 10)), nil)
+}
+
+// directMultiMax is how many subjects a multi_last request may match, as
+// in nats-server; above it the answer is 413 Too Many Results.
+const directMultiMax = 1024
+
+// Statuses of a multi_last direct get that selects nothing or too much.
+const (
+	statusNoResults      = "No Results"
+	statusTooManyResults = "Too Many Results"
+)
+
+// directMultiLast answers a multi_last direct get: the last message at or
+// below the request's upper bound (up_to_seq, or the message before
+// up_to_time, else the stream's last) of every subject matching one of
+// the filters, in stream order, each with Nats-Num-Pending (answers still
+// to come) and Nats-Last-Sequence (the previous answer's sequence), then
+// a 204 EOB carrying Nats-UpTo-Sequence. Subjects whose message is below
+// seq are counted but not sent; batch and max_bytes cut the answers
+// short.
+func (s *stream) directMultiLast(req *jsapi.MsgGetRequest, send func(hdr, body []byte)) {
+	upTo := req.UpToSeq
+	if req.UpToTime != nil {
+		upTo = s.seqFromTime(req.UpToTime.UnixNano())
+		if upTo <= s.store.State().FirstSeq {
+			send(statusHeader(404, statusNoResults), nil)
+			return
+		}
+		upTo--
+	}
+	if upTo == 0 {
+		upTo = s.store.State().LastSeq
+	}
+	seqs, ok := s.multiLastSeqs(req.MultiLastFor, upTo)
+	if !ok {
+		send(statusHeader(413, statusTooManyResults), nil)
+		return
+	}
+	if len(seqs) == 0 {
+		send(statusHeader(404, statusNoResults), nil)
+		return
+	}
+	maxBytes := req.MaxBytes
+	if maxBytes <= 0 {
+		maxBytes = directMaxBytes
+	}
+	pending := uint64(len(seqs))
+	var lastSeq uint64
+	var sentBytes, sent int
+	for _, seq := range seqs {
+		pending--
+		if seq < req.Seq {
+			continue
+		}
+		m, err := s.store.Load(seq, nil)
+		if err != nil {
+			send(statusHeader(404, jsapi.StatusMessageNotFound), nil)
+			return
+		}
+		hdr := directHeader(m.Header, s.name, m)
+		hdr = proto.AppendHeader(nil, hdr, jsapi.HeaderNumPending, strconv.FormatUint(pending, 10))
+		hdr = proto.AppendHeader(nil, hdr, jsapi.HeaderLastSequence, strconv.FormatUint(lastSeq, 10))
+		lastSeq = m.Seq
+		send(hdr, m.Data)
+		if sentBytes += len(m.Subject) + len(m.Header) + len(m.Data); sentBytes >= maxBytes {
+			break
+		}
+		if sent++; req.Batch > 0 && sent >= req.Batch {
+			break
+		}
+	}
+	send(statusHeader(204, jsapi.StatusEOB,
 		jsapi.HeaderNumPending, strconv.FormatUint(pending, 10),
 		jsapi.HeaderLastSequence, strconv.FormatUint(lastSeq, 10),
+		jsapi.HeaderUpToSequence, strconv.FormatUint(upTo, 10)), nil)
+}
+
+// multiLastSeqs returns, sorted, the sequence of the last message at or
+// below upTo of each subject matching one of filters; false when they
+// match more than directMultiMax subjects.
+func (s *stream) multiLastSeqs(filters []string, upTo uint64) ([]uint64, bool) {
+	seen := map[uint64]bool{}
+	var seqs []uint64
+	var sm store.Msg
+	for _, filter := range filters {
+		for subj, n := range s.store.SubjectsState(filter) {
+			m, err := s.store.LoadLast(subj, &sm)
+			if err != nil {
+				continue
+			}
+			seq := m.Seq
+			if seq > upTo {
+				// The subject's last is past the bound: walk its
+				// messages for the last one within it.
+				seq = 0
+				for next := uint64(1); n > 1; {
+					m, err := s.store.LoadNext(subj, next, &sm)
+					if err != nil || m.Seq > upTo {
+						break
+					}
+					seq, next = m.Seq, m.Seq+1
+				}
+			}
+			if seq != 0 && !seen[seq] {
+				seen[seq] = true
+				seqs = append(seqs, seq)
+			}
+		}
+		if len(seqs) > directMultiMax {
+			return nil, false
+		}
 	}
-	if req.UpToSeq > 0 {
-		kv = append(kv, jsapi.HeaderUpToSequence, strconv.FormatUint(req.UpToSeq, 10))
-	}
-	send(statusHeader(204, jsapi.StatusEOB, kv...), nil)
+	slices.Sort(seqs)
+	return seqs, true
 }
 
 // directHeader returns a copy of the stored header plus Nats-Stream,

@@ -343,8 +343,8 @@ func (e *Engine) apiStreamRestore(name, reply string, data []byte) {
 		e.respondError(reply, typ, err)
 		return
 	}
-	if cfg.Mirror != nil || len(cfg.Sources) > 0 || cfg.SubjectTransform != nil || cfg.RePublish != nil {
-		e.respondError(reply, typ, jsapi.NewStreamRestoreError(errors.New("mirrors, sources, subject transforms and republish are not supported")))
+	if cfg.Mirror != nil || len(cfg.Sources) > 0 {
+		e.respondError(reply, typ, jsapi.NewStreamRestoreError(errors.New("mirrors and sources are not supported")))
 		return
 	}
 	if cfg.Storage != jsapi.FileStorage || e.cfg.StoreDir == "" {

@@ -59,9 +59,6 @@ func checkSupported(cfg *jsapi.StreamConfig) *jsapi.APIError {
 // createStream creates the stream cfg describes (normalized), or returns
 // the existing one when its configuration is the same.
 func (e *Engine) createStream(cfg jsapi.StreamConfig) (*stream, bool, *jsapi.APIError) {
-	if cfg.SubjectTransform != nil || cfg.RePublish != nil {
-		return nil, false, jsapi.NewStreamCreateError(errors.New("subject transforms and republish are not supported"))
-	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
@@ -155,9 +152,6 @@ func (e *Engine) apiStreamUpdate(name, reply string, data []byte) {
 
 // updateStream applies a normalized configuration to an existing stream.
 func (e *Engine) updateStream(cfg jsapi.StreamConfig) (*stream, *jsapi.APIError) {
-	if cfg.SubjectTransform != nil || cfg.RePublish != nil {
-		return nil, jsapi.NewStreamUpdateError(errors.New("transforms and republish are not supported"))
-	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	s := e.streams[cfg.Name]

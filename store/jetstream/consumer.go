@@ -88,6 +88,8 @@ type consumer struct {
 	stateWriteMu    sync.Mutex // orders writes of snapshots
 	stateWritten    uint64     // the newest snapshot written, guarded by stateWriteMu
 	stateFlushedAt  time.Time
+	// pace is the replay original and rate limit state (pacing.go).
+	pace pacing
 }
 
 // pendingMsg is a delivered, unacknowledged message.
@@ -215,6 +217,7 @@ func (s *stream) newConsumer(cfg jsapi.ConsumerConfig, created time.Time) *consu
 		lastActivity:    time.Now(),
 		advSubjects:     newAdvisorySubjects(s.name, name),
 		pauseEnd:        cfg.PauseUntil != nil && time.Now().Before(*cfg.PauseUntil),
+		pace:            newPacing(s.cfg.MaxMsgSize),
 	}
 	if s.dir != "" && !cfg.MemoryStorage {
 		c.dir = filepath.Join(s.dir, "obs", name)

@@ -67,8 +67,15 @@
 // share fsyncs. A positive interval acks at once and bounds the loss window
 // of a power cut. Consumer state (delivered, ack floor, pending,
 // redelivery counts) is written to the consumer's ConsumerStore at most
-// every 200ms and on Close, so a crash may redeliver acks from that window
-// (at-least-once), never lose messages.
+// every 200ms and on Close. The bound on an ack: it is on disk within
+// 200ms with SyncInterval "always" (each write is fsynced), within 200ms
+// plus SyncInterval otherwise (the consumer store fsyncs on that
+// interval); a crash may redeliver acks from that window (at-least-once),
+// never lose messages. An AckSync (an ack with a reply subject, nats.go's
+// DoubleAck) is answered only once the consumer's state including it is
+// written and fsynced, at any SyncInterval, so after a crash or power cut
+// nothing acknowledged that way is redelivered; if the write or fsync
+// fails the ack is applied but not answered (acksync_test.go).
 //
 // # On disk
 //
@@ -103,12 +110,9 @@
 //
 // # Not implemented
 //
-// Subject transforms and republish (refused at create; sources and
-// mirrors are in source.go);
-// replay_policy original and rate_limit_bps (accepted, delivery is
-// instant); priority groups; the clustered advisories (leader elected,
+// Priority groups (sources and mirrors are in source.go); the clustered advisories (leader elected,
 // quorum lost) and the ack-sampling metrics ($JS.EVENT.METRIC.>);
-// multi_last direct gets; snapshots and restores.
+// snapshots and restores.
 //
 // # Advisories
 //

@@ -59,6 +59,9 @@ func (s *stream) processPublish(dst []byte, subj string, hdr, data []byte) ([]by
 	res, apiErr := s.storeLocked(subj, hdr, data)
 	s.mu.Unlock()
 	stored := apiErr == nil && !res.duplicate
+	if stored && res.rp.dest != "" {
+		s.republish(&res.rp, hdr, data)
+	}
 	if noAck {
 		return nil, stored
 	}
@@ -79,6 +82,9 @@ var fastBatchSuffix = []byte(".$FI")
 type publishResult struct {
 	seq       uint64
 	duplicate bool
+	// rp is the republish to run once s.mu is released (rp.dest "" for
+	// none).
+	rp republishing
 }
 
 // appendPubAck appends the success PubAck JSON, in nats-server's field
@@ -104,6 +110,10 @@ func (s *stream) storeLocked(subj string, hdr, data []byte) (publishResult, *jsa
 	cfg := &s.cfg
 	if cfg.Sealed {
 		return publishResult{}, jsapi.NewStreamSealedError()
+	}
+	subj, terr := s.xf.ingest(&s.subjects, subj)
+	if terr != nil {
+		return publishResult{}, terr
 	}
 	if cfg.MaxMsgSize > 0 && len(hdr)+len(data) > int(cfg.MaxMsgSize) {
 		return publishResult{}, jsapi.NewMessageExceedsMaximumError()
@@ -204,10 +214,16 @@ func (s *stream) storeLocked(subj string, hdr, data []byte) (publishResult, *jsa
 		}
 	}
 
-	seq, _, err := s.store.Store(subj, hdr, data, ttl)
+	var rp republishing
+	if rp.dest = s.xf.republishSubject(subj, hdr); rp.dest != "" {
+		rp.subj, rp.headersOnly = subj, s.xf.headersOnly
+		rp.last = s.store.FilteredState(subj, 0).Last
+	}
+	seq, ts, err := s.store.Store(subj, hdr, data, ttl)
 	if err != nil {
 		return publishResult{}, jsapi.StoreError(err)
 	}
+	rp.seq, rp.ts = seq, ts
 	if msgID != "" {
 		s.dedupe.add(msgID, seq, now)
 	}
@@ -241,7 +257,7 @@ func (s *stream) storeLocked(subj string, hdr, data []byte) (publishResult, *jsa
 		// drops it at once, keeping the sequence.
 		s.removeLocked(seq)
 	}
-	return publishResult{seq: seq}, nil
+	return publishResult{seq: seq, rp: rp}, nil
 }
 
 // removeLocked deletes one message the engine decided to remove

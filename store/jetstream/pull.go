@@ -147,6 +147,12 @@ func (c *consumer) stepPull(now time.Time, paused bool, st *step) {
 		n, err := c.getNext()
 		if err != nil {
 			eos = errors.Is(err, store.ErrNotFound)
+			c.pace.caughtUp = c.pace.caughtUp || eos
+			break
+		}
+		if at := c.replayHold(n.msg.Time); !at.IsZero() && now.Before(at) {
+			c.putBack(n)
+			st.wake = earliest(st.wake, at)
 			break
 		}
 		reply := c.ackReply(n.dc, n.msg.Seq, c.dseq, n.msg.Time, c.numPending)
@@ -156,6 +162,7 @@ func (c *consumer) stepPull(now time.Time, paused bool, st *step) {
 			c.putBack(n)
 			break
 		}
+		c.paced(n.msg.Time, now)
 		c.deliverTo(n, wr.reply, reply, now, &st.out)
 		delivered++
 		wr.batch--

@@ -2,9 +2,11 @@ package jetstream
 
 import (
 	"crypto/rand"
+	"errors"
 	"strings"
 	"time"
 
+	"github.com/leafbox/leafbox/store"
 	"github.com/leafbox/leafbox/store/jsapi"
 )
 
@@ -49,9 +51,23 @@ func (c *consumer) stepPush(now time.Time, paused bool, st *step) {
 		}
 		n, err := c.getNext()
 		if err != nil {
+			if errors.Is(err, store.ErrNotFound) {
+				c.pace.caughtUp = true // replay original is over
+			}
+			break
+		}
+		if at := c.replayHold(n.msg.Time); !at.IsZero() && now.Before(at) {
+			c.putBack(n)
+			st.wake = earliest(st.wake, at)
 			break
 		}
 		reply := c.ackReply(n.dc, n.msg.Seq, c.dseq, n.msg.Time, c.numPending)
+		if at := c.rateHold(len(n.msg.Subject)+len(reply)+len(n.msg.Header)+len(n.msg.Data), now); !at.IsZero() {
+			c.putBack(n)
+			st.wake = earliest(st.wake, at)
+			break
+		}
+		c.paced(n.msg.Time, now)
 		size := c.deliverTo(n, cfg.DeliverSubject, reply, now, &st.out)
 		delivered++
 		if cfg.FlowControl {

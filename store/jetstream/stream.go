@@ -44,6 +44,8 @@ type stream struct {
 	closed   bool
 	// commit sends PubAcks after fsync in sync-always mode; nil otherwise.
 	commit *committer
+	// xf holds the compiled subject_transform and republish (transform.go).
+	xf streamTransforms
 
 	// consMu guards consumers; taken after mu when both are needed.
 	consMu    sync.RWMutex
@@ -93,6 +95,9 @@ func (e *Engine) newStream(cfg jsapi.StreamConfig, created time.Time, restoring 
 	s.dedupe.window = cfg.DuplicateWindow
 	s.policy.Store(uint32(cfg.Retention))
 	s.cfgSnap.Store(&cfg)
+	if err := s.xf.set(&cfg); err != nil {
+		return nil, err
+	}
 	if cfg.Storage == jsapi.FileStorage {
 		if e.cfg.StoreDir == "" {
 			return nil, errors.New("jetstream: file storage is not configured")
@@ -290,6 +295,11 @@ func (s *stream) update(ncfg jsapi.StreamConfig) error {
 		s.mu.Unlock()
 		return ErrClosed
 	}
+	var xf streamTransforms
+	if err := xf.set(&ncfg); err != nil {
+		s.mu.Unlock()
+		return err
+	}
 	if err := s.store.UpdateConfig(ncfg.StoreConfig()); err != nil {
 		s.mu.Unlock()
 		return err
@@ -305,6 +315,7 @@ func (s *stream) update(ncfg jsapi.StreamConfig) error {
 	}
 	s.cfg = ncfg
 	s.cfgSnap.Store(&ncfg)
+	s.xf.in, s.xf.rp, s.xf.headersOnly = xf.in, xf.rp, xf.headersOnly
 	s.dedupe.window = ncfg.DuplicateWindow
 	s.policy.Store(uint32(ncfg.Retention))
 	s.mu.Unlock()

@@ -12,8 +12,8 @@ import (
 
 // This file checks subject-transform destinations the way nats-server
 // does when it validates stream, mirror, source and republish transforms
-// (ValidateMapping and NewSubjectTransform). It only validates; applying
-// a transform is the engine's business.
+// (ValidateMapping and NewSubjectTransform), and compiles them
+// (CompileTransform in transform_apply.go).
 
 // Transform errors, with nats-server's texts since they reach clients
 // inside 10146, 10154 and 10156 descriptions.
@@ -51,7 +51,12 @@ const (
 	fnNone = iota
 	fnWildcard
 	fnPartition
-	fnIndexInt // splitFromLeft/Right, sliceFromLeft/Right, left, right
+	fnSplitFromLeft
+	fnSplitFromRight
+	fnSliceFromLeft
+	fnSliceFromRight
+	fnRight
+	fnLeft
 	fnSplit
 	fnRandom
 )
@@ -64,12 +69,12 @@ var (
 	}{
 		{regexp.MustCompile(`{{\s*[wW]ildcard\s*\((.*)\)\s*}}`), fnWildcard},
 		{regexp.MustCompile(`{{\s*[pP]artition\s*\((.*)\)\s*}}`), fnPartition},
-		{regexp.MustCompile(`{{\s*[sS]plit[fF]rom[lL]eft\s*\((.*)\)\s*}}`), fnIndexInt},
-		{regexp.MustCompile(`{{\s*[sS]plit[fF]rom[rR]ight\s*\((.*)\)\s*}}`), fnIndexInt},
-		{regexp.MustCompile(`{{\s*[sS]lice[fF]rom[lL]eft\s*\((.*)\)\s*}}`), fnIndexInt},
-		{regexp.MustCompile(`{{\s*[sS]lice[fF]rom[rR]ight\s*\((.*)\)\s*}}`), fnIndexInt},
-		{regexp.MustCompile(`{{\s*[rR]ight\s*\((.*)\)\s*}}`), fnIndexInt},
-		{regexp.MustCompile(`{{\s*[lL]eft\s*\((.*)\)\s*}}`), fnIndexInt},
+		{regexp.MustCompile(`{{\s*[sS]plit[fF]rom[lL]eft\s*\((.*)\)\s*}}`), fnSplitFromLeft},
+		{regexp.MustCompile(`{{\s*[sS]plit[fF]rom[rR]ight\s*\((.*)\)\s*}}`), fnSplitFromRight},
+		{regexp.MustCompile(`{{\s*[sS]lice[fF]rom[lL]eft\s*\((.*)\)\s*}}`), fnSliceFromLeft},
+		{regexp.MustCompile(`{{\s*[sS]lice[fF]rom[rR]ight\s*\((.*)\)\s*}}`), fnSliceFromRight},
+		{regexp.MustCompile(`{{\s*[rR]ight\s*\((.*)\)\s*}}`), fnRight},
+		{regexp.MustCompile(`{{\s*[lL]eft\s*\((.*)\)\s*}}`), fnLeft},
 		{regexp.MustCompile(`{{\s*[sS]plit\s*\((.*)\)\s*}}`), fnSplit},
 		{regexp.MustCompile(`{{\s*[rR]andom\s*\((.*)\)\s*}}`), fnRandom},
 	}
@@ -169,18 +174,36 @@ func checkTransform(src, dest string) error {
 	return nil
 }
 
+// destToken is one parsed destination token: its mapping function kind,
+// the wildcard indexes it refers to (1-based, as written), its integer
+// argument (partitions, position, size, length, random ceiling) and its
+// string argument (the split delimiter).
+type destToken struct {
+	kind    int
+	indexes []int
+	n       int32
+	delim   string
+}
+
 // placeholders parses one destination token: its mapping function kind
 // and the wildcard indexes it refers to.
 func placeholders(t string) (kind int, indexes []int, err error) {
+	d, err := parseDestToken(t)
+	return d.kind, d.indexes, err
+}
+
+// parseDestToken parses one destination token as nats-server's
+// indexPlaceHolders does.
+func parseDestToken(t string) (destToken, error) {
 	if len(t) > 1 && t[0] == '$' {
 		// Legacy "$1" form; other $ tokens are literals.
 		if n, err := strconv.Atoi(t[1:]); err == nil {
-			return fnWildcard, []int{n}, nil
+			return destToken{kind: fnWildcard, indexes: []int{n}}, nil
 		}
-		return fnNone, nil, nil
+		return destToken{}, nil
 	}
 	if !isFuncToken(t) {
-		return fnNone, nil, nil
+		return destToken{}, nil
 	}
 	for _, f := range mappingFuncs {
 		m := f.re.FindStringSubmatch(t)
@@ -189,7 +212,7 @@ func placeholders(t string) (kind int, indexes []int, err error) {
 		}
 		return parseFuncArgs(t, f.kind, argSeparator.Split(m[1], -1))
 	}
-	return fnNone, nil, &mappingError{t, errMappingUnknownFunc}
+	return destToken{}, &mappingError{t, errMappingUnknownFunc}
 }
 
 func atoiArg(s string) (int, bool) {
@@ -197,8 +220,8 @@ func atoiArg(s string) (int, bool) {
 	return n, err == nil
 }
 
-func parseFuncArgs(t string, kind int, args []string) (int, []int, error) {
-	bad := func(e error) (int, []int, error) { return kind, nil, &mappingError{t, e} }
+func parseFuncArgs(t string, kind int, args []string) (destToken, error) {
+	bad := func(e error) (destToken, error) { return destToken{kind: kind}, &mappingError{t, e} }
 	switch kind {
 	case fnWildcard:
 		switch {
@@ -211,7 +234,7 @@ func parseFuncArgs(t string, kind int, args []string) (int, []int, error) {
 		if !ok {
 			return bad(errMappingInvalidArg)
 		}
-		return kind, []int{i}, nil
+		return destToken{kind: kind, indexes: []int{i}}, nil
 	case fnPartition:
 		n, ok := atoiArg(args[0])
 		if !ok || n > math.MaxInt32 {
@@ -225,8 +248,29 @@ func parseFuncArgs(t string, kind int, args []string) (int, []int, error) {
 			}
 			idx = append(idx, i)
 		}
-		return kind, idx, nil
-	case fnIndexInt, fnSplit:
+		return destToken{kind: kind, indexes: idx, n: int32(n)}, nil
+	case fnSplit:
+		switch {
+		case len(args) < 2:
+			return bad(errMappingNotEnoughArgs)
+		case len(args) > 2:
+			return bad(errMappingTooManyArgs)
+		}
+		i, ok := atoiArg(args[0])
+		if !ok || strings.ContainsAny(args[1], " .") {
+			return bad(errMappingInvalidArg)
+		}
+		return destToken{kind: kind, indexes: []int{i}, delim: args[1]}, nil
+	case fnRandom:
+		if len(args) != 1 {
+			return bad(errMappingNotEnoughArgs)
+		}
+		n, ok := atoiArg(args[0])
+		if !ok || n > math.MaxInt32 {
+			return bad(errMappingInvalidArg)
+		}
+		return destToken{kind: kind, n: int32(n)}, nil
+	default: // splitFromLeft/Right, sliceFromLeft/Right, left, right
 		switch {
 		case len(args) < 2:
 			return bad(errMappingNotEnoughArgs)
@@ -237,21 +281,10 @@ func parseFuncArgs(t string, kind int, args []string) (int, []int, error) {
 		if !ok {
 			return bad(errMappingInvalidArg)
 		}
-		if kind == fnSplit {
-			if strings.ContainsAny(args[1], " .") {
-				return bad(errMappingInvalidArg)
-			}
-		} else if _, err := strconv.ParseInt(strings.Trim(args[1], " "), 10, 32); err != nil {
+		n, err := strconv.ParseInt(strings.Trim(args[1], " "), 10, 32)
+		if err != nil {
 			return bad(errMappingInvalidArg)
 		}
-		return kind, []int{i}, nil
-	default: // fnRandom
-		if len(args) != 1 {
-			return bad(errMappingNotEnoughArgs)
-		}
-		if n, ok := atoiArg(args[0]); !ok || n > math.MaxInt32 {
-			return bad(errMappingInvalidArg)
-		}
-		return kind, nil, nil
+		return destToken{kind: kind, indexes: []int{i}, n: int32(n)}, nil
 	}
 }

@@ -103,7 +103,7 @@ func startMQTT(cfg *config.Config, srv *server.Server, brk *broker, js *jetstrea
 	if err != nil {
 		return fail(err)
 	}
-	ln, err := net.Listen("tcp", cfg.MQTTListenAddr())
+	ln, err := mqtt.Listen(cfg.MQTTListenAddr())
 	if err != nil {
 		return fail(fmt.Errorf("mqtt: %w", err))
 	}
@@ -273,6 +273,7 @@ func (m appMonitor) writeMQTTMetrics(mw *monitor.MetricWriter) {
 	st := l.srv.Stats()
 	mw.Gauge("leafbox_mqtt_connections", "Open MQTT connections.", float64(st.Connections))
 	mw.Gauge("leafbox_mqtt_sessions", "MQTT sessions held, connected or not.", float64(st.Sessions))
+	mw.Gauge("leafbox_mqtt_parked_connections", "MQTT connections parked: idle, with no goroutine and no buffer.", float64(st.Parked))
 	mw.Counter("leafbox_mqtt_connections_total", "MQTT connections accepted.", float64(st.TotalConns))
 	mw.Counter("leafbox_mqtt_in_msgs_total", "Messages received from MQTT clients.", float64(st.InMsgs))
 	mw.Counter("leafbox_mqtt_out_msgs_total", "Messages sent to MQTT clients.", float64(st.OutMsgs))

@@ -60,6 +60,6 @@ func newRootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newRunCmd(), newConfigCmd(), newUplinkCmd(), newBridgeCmd(), newUpgradeCmd(), newFleetCmd(), newStoreCmd(), newVersionCmd())
+	root.AddCommand(newRunCmd(), newConfigCmd(), newUplinkCmd(), newBridgeCmd(), newMQTTCmd(), newUpgradeCmd(), newFleetCmd(), newStoreCmd(), newVersionCmd())
 	return root
 }
