@@ -751,103 +751,37 @@ func (s *stream) sourceInfos() (*jsapi.StreamSourceInfo, []*jsapi.StreamSourceIn
 	return mirror, out
 }
 
-// srcTransform rewrites a subject matching src into dst, where dst may
-// name src's wildcards as $n or {{wildcard(n)}} and end with '>' for
-// the tail src's '>' matched.
+// srcTransform is one of a source's subject transforms: a filter and,
+// unless the destination is empty, the compiled rewrite (jsapi's
+// Transform, nats-server's mapping functions included).
 type srcTransform struct {
-	src []string
-	dst []string
+	src string
+	t   *jsapi.Transform
 }
 
-// newSrcTransform parses a source transform; an empty dst keeps the
+// newSrcTransform compiles a source transform; an empty dst keeps the
 // subject (filter only).
 func newSrcTransform(src, dst string) (*srcTransform, error) {
-	t := &srcTransform{src: strings.Split(src, ".")}
-	if dst == "" || dst == ">" {
-		return t, nil
+	if src == "" {
+		src = ">"
 	}
-	t.dst = strings.Split(dst, ".")
-	for _, tok := range t.dst {
-		if n, isRef := wildcardRef(tok); isRef && (n < 1 || n > countWildcards(t.src)) {
-			return nil, errors.New("jetstream: source transform " + dst + ": wildcard index out of range")
-		}
+	t, err := jsapi.CompileTransform(src, dst)
+	if err != nil {
+		return nil, err
 	}
-	return t, nil
+	return &srcTransform{src: src, t: t}, nil
 }
 
-func countWildcards(toks []string) int {
-	n := 0
-	for _, t := range toks {
-		if t == "*" || t == ">" {
-			n++
-		}
-	}
-	return n
-}
-
-// wildcardRef reads "$n" or "{{wildcard(n)}}".
-func wildcardRef(tok string) (int, bool) {
-	if strings.HasPrefix(tok, "$") {
-		n, err := strconv.Atoi(tok[1:])
-		return n, err == nil
-	}
-	if strings.HasPrefix(tok, "{{") && strings.HasSuffix(tok, "}}") {
-		in := strings.TrimSpace(tok[2 : len(tok)-2])
-		if low := strings.ToLower(in); strings.HasPrefix(low, "wildcard(") && strings.HasSuffix(low, ")") {
-			n, err := strconv.Atoi(strings.TrimSpace(in[len("wildcard(") : len(in)-1]))
-			return n, err == nil
-		}
-	}
-	return 0, false
-}
-
-// apply returns the transformed subject when subj matches src.
+// apply returns the transformed subject when subj matches the filter.
 func (t *srcTransform) apply(subj string) (string, bool) {
-	toks := strings.Split(subj, ".")
-	var wild []string
-	var tail string
-	for i, p := range t.src {
-		switch {
-		case p == ">":
-			if i >= len(toks) {
-				return "", false
-			}
-			tail = strings.Join(toks[i:], ".")
-			wild = append(wild, tail)
-		case i >= len(toks):
-			return "", false
-		case p == "*":
-			wild = append(wild, toks[i])
-		case p != toks[i]:
-			return "", false
-		}
-		if p == ">" {
-			break
-		}
-		if i == len(t.src)-1 && len(toks) != len(t.src) {
-			return "", false
-		}
-	}
-	if t.dst == nil {
-		return subj, true
-	}
-	out := make([]string, 0, len(t.dst))
-	for _, d := range t.dst {
-		if d == ">" {
-			out = append(out, tail)
-			continue
-		}
-		if n, ok := wildcardRef(d); ok {
-			out = append(out, wild[n-1])
-			continue
-		}
-		out = append(out, d)
-	}
-	res := strings.Join(out, ".")
-	if !subject.ValidLiteral(res) {
+	if !subject.ValidLiteral(subj) {
 		return "", false
 	}
-	return res, true
+	if t.t == nil {
+		return subj, subject.Match(t.src, subj)
+	}
+	b, ok := t.t.Append(nil, subj)
+	return string(b), ok
 }
 
 // jsonSame reports whether a and b encode to the same JSON.
