@@ -59,9 +59,6 @@ func checkSupported(cfg *jsapi.StreamConfig) *jsapi.APIError {
 // createStream creates the stream cfg describes (normalized), or returns
 // the existing one when its configuration is the same.
 func (e *Engine) createStream(cfg jsapi.StreamConfig) (*stream, bool, *jsapi.APIError) {
-	if cfg.Mirror != nil || len(cfg.Sources) > 0 {
-		return nil, false, jsapi.NewStreamCreateError(errors.New("mirrors and sources are not supported"))
-	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
@@ -91,6 +88,7 @@ func (e *Engine) createStream(cfg jsapi.StreamConfig) (*stream, bool, *jsapi.API
 		return nil, false, jsapi.NewStreamCreateError(err)
 	}
 	e.streams[cfg.Name] = s
+	s.startSources()
 	return s, true, nil
 }
 
@@ -154,9 +152,6 @@ func (e *Engine) apiStreamUpdate(name, reply string, data []byte) {
 
 // updateStream applies a normalized configuration to an existing stream.
 func (e *Engine) updateStream(cfg jsapi.StreamConfig) (*stream, *jsapi.APIError) {
-	if cfg.Mirror != nil || len(cfg.Sources) > 0 {
-		return nil, jsapi.NewStreamUpdateError(errors.New("mirrors and sources are not supported"))
-	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	s := e.streams[cfg.Name]
@@ -177,6 +172,9 @@ func (e *Engine) updateStream(cfg jsapi.StreamConfig) (*stream, *jsapi.APIError)
 	}
 	if err := s.update(cfg); err != nil {
 		return nil, jsapi.NewStreamUpdateError(err)
+	}
+	if !jsonSame(old.Sources, cfg.Sources) {
+		s.restartSources()
 	}
 	return s, nil
 }

@@ -110,7 +110,7 @@
 //
 // # Not implemented
 //
-// Mirrors and sources (refused at create); priority groups; the clustered advisories (leader elected,
+// Priority groups (sources and mirrors are in source.go); the clustered advisories (leader elected,
 // quorum lost) and the ack-sampling metrics ($JS.EVENT.METRIC.>);
 // snapshots and restores.
 //

@@ -174,6 +174,9 @@ func (e *Engine) Start() error {
 		e.unsubs = append(e.unsubs, unsub)
 		e.mu.Unlock()
 	}
+	for _, s := range e.sortedStreams() {
+		s.startSources()
+	}
 	return nil
 }
 

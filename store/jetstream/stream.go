@@ -53,6 +53,13 @@ type stream struct {
 	// consSnap is an immutable copy of the consumers for the publish
 	// path, replaced whenever the map changes.
 	consSnap atomic.Pointer[[]*consumer]
+
+	// srcs runs the mirror or sources (source.go).
+	srcs sourceSet
+	// cfgSnap is cfg as last set, read by config without s.mu: the
+	// engine reads configs under e.mu, which the store path (s.mu, then
+	// e.mu for the account usage) takes after s.mu.
+	cfgSnap atomic.Pointer[jsapi.StreamConfig]
 }
 
 // setConsumer adds (c != nil) or removes the named consumer and refreshes
@@ -87,6 +94,7 @@ func (e *Engine) newStream(cfg jsapi.StreamConfig, created time.Time, restoring 
 	}
 	s.dedupe.window = cfg.DuplicateWindow
 	s.policy.Store(uint32(cfg.Retention))
+	s.cfgSnap.Store(&cfg)
 	if err := s.xf.set(&cfg); err != nil {
 		return nil, err
 	}
@@ -184,9 +192,7 @@ func (s *stream) snapshot() (jsapi.StreamConfig, store.State, int) {
 
 // config returns a copy of the configuration.
 func (s *stream) config() jsapi.StreamConfig {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.cfg
+	return *s.cfgSnap.Load()
 }
 
 // info builds the stream info; subjectsFilter fills state.subjects.
@@ -217,6 +223,7 @@ func (s *stream) info(deletedDetails bool, subjectsFilter string) *jsapi.StreamI
 	info.State.Consumers = nc
 	info.State.Subjects = subjects
 	info.State.Deleted = deleted
+	info.Mirror, info.Sources = s.sourceInfos()
 	return info
 }
 
@@ -307,6 +314,7 @@ func (s *stream) update(ncfg jsapi.StreamConfig) error {
 		}
 	}
 	s.cfg = ncfg
+	s.cfgSnap.Store(&ncfg)
 	s.xf.in, s.xf.rp, s.xf.headersOnly = xf.in, xf.rp, xf.headersOnly
 	s.dedupe.window = ncfg.DuplicateWindow
 	s.policy.Store(uint32(ncfg.Retention))
@@ -328,6 +336,7 @@ func (s *stream) update(ncfg jsapi.StreamConfig) error {
 // close stops the consumers and closes (or, with remove, deletes) the
 // store.
 func (s *stream) close(remove bool) error {
+	s.stopSources()
 	s.unsubscribe()
 	s.mu.Lock()
 	if s.closed {
