@@ -110,9 +110,11 @@
 //
 // # Not implemented
 //
-// Priority groups (sources and mirrors are in source.go); the clustered advisories (leader elected,
-// quorum lost) and the ack-sampling metrics ($JS.EVENT.METRIC.>);
-// snapshots and restores.
+// Consumer priority groups (pinned and overflow); the clustered
+// advisories (leader elected, quorum lost) and the ack-sampling metrics
+// ($JS.EVENT.METRIC.>); restoring a stream that has sources or a mirror.
+// Sources and mirrors are in source.go, snapshots and restores in
+// api_snapshot.go.
 //
 // # Advisories
 //
