@@ -26,6 +26,8 @@ func TestRunFeedsTheHardwareWatchdog(t *testing.T) {
 	}
 	p := startEnv(t, []string{"LEAFBOX_CONFIG=" + conf, "GOMEMLIMIT="}, "run")
 	p.waitLog("ready for clients")
+	// The watchdog's first line can follow "ready for clients".
+	p.waitLog("feeding the hardware watchdog")
 	requireLogContains(t, p, "memory limit", "limit=200MiB", "feeding the hardware watchdog", "interval=50ms")
 
 	deadline := time.After(waitTimeout)
