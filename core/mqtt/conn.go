@@ -1057,7 +1057,11 @@ func (c *conn) finish() {
 	}
 	w, account := c.will, c.ident.Account
 	sess.mu.Lock()
-	sess.willT = time.AfterFunc(time.Duration(delay)*time.Second, func() { c.srv.publishWill(account, w) })
+	// A new connection that took the session over since the detach came
+	// back within the delay: no will (attachConn ran before this timer).
+	if sess.conn == nil {
+		sess.willT = time.AfterFunc(time.Duration(delay)*time.Second, func() { c.srv.publishWill(account, w) })
+	}
 	sess.mu.Unlock()
 }
 
