@@ -8,29 +8,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/leafbox/leafbox/core/tooltest"
 	"github.com/leafbox/leafbox/leaf/leaftest"
 )
-
-// natsCLIPath finds the pinned nats CLI that scripts/test installs.
-func natsCLIPath(t *testing.T) string {
-	t.Helper()
-	_, file, _, _ := runtime.Caller(0)
-	pinned := filepath.Join(filepath.Dir(file), "..", "..", ".tools", "bin", "nats")
-	if _, err := os.Stat(pinned); err == nil {
-		return pinned
-	}
-	if p, err := exec.LookPath("nats"); err == nil {
-		return p
-	}
-	t.Fatal("the nats CLI is not installed: run scripts/test, which installs the pinned natscli")
-	return ""
-}
 
 // The README's fleet steps, as written: leafbox fleet bundle on the
 // hub's side, nats request to the gateway's subject, the answer, /varz,
@@ -80,7 +65,7 @@ func TestFleetBundleWithNatsCLI(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			cmd := exec.Command(natsCLIPath(t), "--server", hub.ClientURL(), "--no-context", "request", subj, "--force-stdin", "--raw", "--timeout", "20s")
+			cmd := exec.Command(tooltest.NatsCLI(t), "--server", hub.ClientURL(), "--no-context", "request", subj, "--force-stdin", "--raw", "--timeout", "20s")
 			cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+t.TempDir())
 			cmd.Stdin = in
 			out, err := cmd.CombinedOutput()

@@ -5,8 +5,6 @@ import (
 	"context"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -15,27 +13,13 @@ import (
 	"github.com/leafbox/leafbox/core/require"
 	"github.com/leafbox/leafbox/core/server"
 	"github.com/leafbox/leafbox/core/server/servertest"
+	"github.com/leafbox/leafbox/core/tooltest"
 )
-
-// natsCLI finds the pinned nats CLI that scripts/test installs.
-func natsCLI(t *testing.T) string {
-	t.Helper()
-	_, file, _, _ := runtime.Caller(0)
-	pinned := filepath.Join(filepath.Dir(file), "..", "..", ".tools", "bin", "nats")
-	if _, err := os.Stat(pinned); err == nil {
-		return pinned
-	}
-	if p, err := exec.LookPath("nats"); err == nil {
-		return p
-	}
-	t.Fatal("the nats CLI is not installed: run scripts/test, which installs the pinned natscli")
-	return ""
-}
 
 // runCLI runs the nats CLI against s and returns its combined output.
 func runCLI(ctx context.Context, t *testing.T, s *server.Server, args ...string) *exec.Cmd {
 	t.Helper()
-	cmd := exec.CommandContext(ctx, natsCLI(t), append([]string{"--server", s.ClientURL(), "--no-context"}, args...)...)
+	cmd := exec.CommandContext(ctx, tooltest.NatsCLI(t), append([]string{"--server", s.ClientURL(), "--no-context"}, args...)...)
 	cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+t.TempDir())
 	return cmd
 }

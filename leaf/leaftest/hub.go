@@ -25,6 +25,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/leafbox/leafbox/core/tooltest"
 )
 
 // Timeout bounds every wait in this package.
@@ -79,25 +81,7 @@ func (h *Hub) LeafURLWithUser(userinfo string) string {
 // PATH. It fails the test if there is none.
 func Binary(t testing.TB) string {
 	t.Helper()
-	if dir, err := os.Getwd(); err == nil {
-		for d := dir; ; d = filepath.Dir(d) {
-			if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
-				bin := filepath.Join(d, ".tools", "bin", "nats-server")
-				if _, err := os.Stat(bin); err == nil {
-					return bin
-				}
-				break
-			}
-			if filepath.Dir(d) == d {
-				break
-			}
-		}
-	}
-	if bin, err := exec.LookPath("nats-server"); err == nil {
-		return bin
-	}
-	t.Fatal("leaftest: nats-server not found in .tools/bin or PATH: run scripts/test to install it")
-	return ""
+	return tooltest.NatsServer(t)
 }
 
 // StartHub starts a nats-server hub on 127.0.0.1 with random client and

@@ -6,28 +6,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/leafbox/leafbox/core/tooltest"
 	"github.com/leafbox/leafbox/leaf/leaftest"
 )
-
-// pinnedNatsCLI finds the pinned nats CLI that scripts/test installs.
-func pinnedNatsCLI(t *testing.T) string {
-	t.Helper()
-	_, file, _, _ := runtime.Caller(0)
-	pinned := filepath.Join(filepath.Dir(file), "..", "..", ".tools", "bin", "nats")
-	if _, err := os.Stat(pinned); err == nil {
-		return pinned
-	}
-	if p, err := exec.LookPath("nats"); err == nil {
-		return p
-	}
-	t.Fatal("the nats CLI is not installed: run scripts/test, which installs the pinned natscli")
-	return ""
-}
 
 // readmeDeadLetterSteps returns the commands of the README's dead-letter
 // example, as written.
@@ -70,7 +55,7 @@ func readmeDeadLetterSteps(t *testing.T) []string {
 func TestDeadLetterREADME(t *testing.T) {
 	t.Parallel()
 	steps := readmeDeadLetterSteps(t)
-	cli := pinnedNatsCLI(t)
+	cli := tooltest.NatsCLI(t)
 	env := newTestEnv(t, Config{})
 	hub := leaftest.StartHub(t, leaftest.HubOptions{Config: "jetstream {\n  store_dir: \"" + t.TempDir() + "\"\n}"})
 	for name, url := range map[string]string{"leafbox": env.srv.ClientURL(), "nats-server": hub.ClientURL()} {

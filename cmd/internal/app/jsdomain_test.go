@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -17,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/leafbox/leafbox/core/require"
+	"github.com/leafbox/leafbox/core/tooltest"
 	"github.com/leafbox/leafbox/leaf"
 	"github.com/leafbox/leafbox/leaf/leaftest"
 )
@@ -196,7 +196,7 @@ func testHubUsesGatewayJetStream(t *testing.T, p *jsDomainPair) {
 // standard output.
 func runNatsCLI(t *testing.T, url string, args ...string) []byte {
 	t.Helper()
-	bin := filepath.Join(filepath.Dir(leaftest.Binary(t)), "nats")
+	bin := tooltest.NatsCLI(t)
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, append([]string{"--server", url, "--no-context"}, args...)...)
