@@ -72,6 +72,13 @@ type consumer struct {
 
 	// Pull requests waiting for messages (pull.go).
 	waiting []*pullRequest
+	// Priority group pin (priority.go): the pinned client's ID, when it
+	// was pinned and when the pin runs out without a request from it;
+	// pinEvents are the pin changes still to advise.
+	pinID      string
+	pinnedAt   time.Time
+	pinExpires time.Time
+	pinEvents  []pinEvent
 
 	// Push state (push.go).
 	active          bool
@@ -467,6 +474,9 @@ func (c *consumer) updateConfig(ncfg *jsapi.ConsumerConfig) *jsapi.APIError {
 	nfilters := consumerFilters(ncfg)
 	refilter := !equalStrings(nfilters, c.filters)
 	ncfg.PauseUntil = c.cfg.PauseUntil
+	if ncfg.PriorityPolicy != jsapi.PriorityPinnedClient || !equalStrings(ncfg.PriorityGroups, c.cfg.PriorityGroups) {
+		c.unassignPin()
+	}
 	c.cfg = *ncfg
 	c.filters = nfilters
 	if refilter {
@@ -513,6 +523,7 @@ func (c *consumer) infoLocked(now time.Time) *jsapi.ConsumerInfo {
 		NumWaiting:     len(c.waiting),
 		NumPending:     c.numPending,
 		TimeStamp:      now.UTC(),
+		PriorityGroups: c.priorityInfo(),
 	}
 	if !c.lastDelivered.IsZero() {
 		t := c.lastDelivered.UTC()
