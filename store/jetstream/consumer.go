@@ -477,7 +477,9 @@ func (c *consumer) updateConfig(ncfg *jsapi.ConsumerConfig) *jsapi.APIError {
 	if ncfg.PriorityPolicy != jsapi.PriorityPinnedClient || !equalStrings(ncfg.PriorityGroups, c.cfg.PriorityGroups) {
 		c.unassignPin()
 	}
+	c.unwatchPush()
 	c.cfg = *ncfg
+	c.watchPush()
 	c.filters = nfilters
 	if refilter {
 		c.numPending = c.countPending()
@@ -545,8 +547,12 @@ func (c *consumer) infoLocked(now time.Time) *jsapi.ConsumerInfo {
 	return info
 }
 
-// start launches the pump.
+// start launches the pump, after registering a push consumer for the
+// interest events of its deliver subject.
 func (c *consumer) start() {
+	c.mu.Lock()
+	c.watchPush()
+	c.mu.Unlock()
 	go c.pump()
 }
 
@@ -559,6 +565,7 @@ func (c *consumer) stop(deleted, removeState bool) error {
 		return nil
 	}
 	c.closed = true
+	c.unwatchPush()
 	waiting := c.waiting
 	c.waiting = nil
 	cs := c.cstore
