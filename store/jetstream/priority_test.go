@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -519,5 +521,51 @@ func TestPriorityErrorsVsNatsServer(t *testing.T) {
 			continue
 		}
 		require.Equal(t, strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestPriorityCLIVsNatsServer drives a pinned_client consumer with the
+// nats CLI, on leafbox and on nats-server: `nats consumer info` shows the
+// client a fetch pinned, and `nats consumer unpin` removes the pin. The
+// consumer is made with nats.go: `nats consumer add --pinned-groups`
+// (natscli v0.5.0) asks for API level 2, which leafbox does not claim
+// (nats-server needs level 1 for priority groups; level 2 is counters and
+// batch publishing).
+func TestPriorityCLIVsNatsServer(t *testing.T) {
+	t.Parallel()
+	cli := pinnedNatsCLI(t)
+	for _, srv := range priorityServers(t) {
+		ctx := testCtx(t)
+		_, js := connectJS(t, srv.url)
+		home := t.TempDir()
+		nats := func(args ...string) string {
+			t.Helper()
+			cmd := exec.Command(cli, append([]string{"--server", srv.url}, args...)...)
+			cmd.Env = append(os.Environ(), "HOME="+home)
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("%s: nats %v: %v\n%s", srv.name, args, err, out)
+			}
+			return string(out)
+		}
+		nats("stream", "add", "CLI", "--subjects", "cli.>", "--storage", "memory", "--defaults")
+		c, err := js.CreateOrUpdateConsumer(ctx, "CLI", njs.ConsumerConfig{Durable: "W", AckPolicy: njs.AckExplicitPolicy,
+			PriorityPolicy: njs.PriorityPolicyPinned, PriorityGroups: []string{"jobs"}, PinnedTTL: time.Minute})
+		require.NoError(t, err)
+		cfg := c.CachedInfo().Config
+		if cfg.PriorityPolicy != njs.PriorityPolicyPinned || fmt.Sprint(cfg.PriorityGroups) != "[jobs]" || cfg.PinnedTTL != time.Minute {
+			t.Fatalf("%s: created %+v", srv.name, cfg)
+		}
+		publishN(t, js, "cli.x", 1)
+		seq, pin := fetchOne(t, c, 5*time.Second, njs.FetchPriorityGroup("jobs"))
+		require.Equal(t, seq, uint64(1))
+		if out := nats("consumer", "info", "CLI", "W"); !strings.Contains(out, "jobs: pinned "+pin+" at ") {
+			t.Errorf("%s: consumer info does not show pin %s:\n%s", srv.name, pin, out)
+		}
+		out := nats("consumer", "unpin", "CLI", "W", "jobs", "--force")
+		require.Equal(t, strings.TrimSpace(out), "Unpinned client "+pin+" from Priority Group CLI > W > jobs")
+		if out := nats("consumer", "info", "CLI", "W"); !strings.Contains(out, "jobs: No client") {
+			t.Errorf("%s: consumer info after unpin:\n%s", srv.name, out)
+		}
 	}
 }
