@@ -461,6 +461,18 @@ func priorityErrorsScenario(t *testing.T, url string) []string {
 		t.Fatalf("%s: pinning fetch got %d", url, seq)
 	}
 	pull("EP", `{"batch":1,"group":"g","id":"bogus","expires":1000000000}`)
+	// A request pinned for a message it cannot take gives the pin back.
+	_, err = s.CreateOrUpdateConsumer(ctx, njs.ConsumerConfig{Durable: "EB", AckPolicy: njs.AckExplicitPolicy,
+		PriorityPolicy: njs.PriorityPolicyPinned, PriorityGroups: []string{"g"}})
+	require.NoError(t, err)
+	pull("EB", `{"batch":1,"group":"g","max_bytes":5,"expires":5000000000}`)
+	m, err := nc.Request("$JS.API.CONSUMER.INFO.PE.EB", nil, 5*time.Second)
+	require.NoError(t, err)
+	var pinInfo struct {
+		PriorityGroups json.RawMessage `json:"priority_groups"`
+	}
+	require.NoError(t, json.Unmarshal(m.Data, &pinInfo))
+	out = append(out, fmt.Sprintf("after max_bytes: priority_groups %s", pinInfo.PriorityGroups))
 
 	api := func(subj, body string) {
 		t.Helper()
@@ -491,7 +503,7 @@ func priorityErrorsScenario(t *testing.T, url string) []string {
 		api("CONSUMER.CREATE.PE.X", `{"stream_name":"PE","config":`+cfg+`}`)
 	}
 
-	m, err := nc.Request("$JS.API.CONSUMER.INFO.PE.EO", nil, 5*time.Second)
+	m, err = nc.Request("$JS.API.CONSUMER.INFO.PE.EO", nil, 5*time.Second)
 	require.NoError(t, err)
 	var info struct {
 		Config struct {
