@@ -1,11 +1,14 @@
 package jetstream
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -579,5 +582,110 @@ func TestPriorityCLIVsNatsServer(t *testing.T) {
 		if out := nats("consumer", "info", "CLI", "W"); !strings.Contains(out, "jobs: No client") {
 			t.Errorf("%s: consumer info after unpin:\n%s", srv.name, out)
 		}
+	}
+}
+
+// overflowConsumeScenario: nats.go Consume on overflow consumers. A
+// standby with PullMinPending(5) takes messages only while 5 or more are
+// pending (counting the one placed), then leaves the rest to a primary
+// without a minimum; a standby with PullMinAckPending(2) takes messages
+// only while the primary holds 2 unacknowledged. It returns who got
+// each message, by consumer sequence, per consumer.
+func overflowConsumeScenario(t *testing.T, url string) []string {
+	ctx := testCtx(t)
+	_, js := connectJS(t, url)
+	s, err := js.CreateStream(ctx, njs.StreamConfig{Name: "OC", Subjects: []string{"oc.>"}, Storage: njs.MemoryStorage})
+	require.NoError(t, err)
+	var out []string
+	for _, tc := range []struct {
+		name    string
+		standby njs.PullConsumeOpt
+		ack     bool // the primary acks
+	}{
+		{"min_pending", njs.PullMinPending(5), true},
+		{"min_ack_pending", njs.PullMinAckPending(2), false},
+	} {
+		subj := "oc." + tc.name
+		c, err := s.CreateOrUpdateConsumer(ctx, njs.ConsumerConfig{
+			Durable: strings.ReplaceAll(tc.name, "_", "-"), FilterSubject: subj, AckPolicy: njs.AckExplicitPolicy,
+			PriorityPolicy: njs.PriorityPolicyOverflow, PriorityGroups: []string{"g"},
+		})
+		require.NoError(t, err)
+		var mu sync.Mutex
+		var got []string
+		arrived := make(chan struct{}, 16)
+		consume := func(who string, ack bool, opts ...njs.PullConsumeOpt) {
+			_, cjs := connectJS(t, url)
+			cc, err := cjs.Consumer(ctx, "OC", c.CachedInfo().Name)
+			require.NoError(t, err)
+			ctx, err := cc.Consume(func(m njs.Msg) {
+				meta, err := m.Metadata()
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if ack {
+					_ = m.Ack()
+				}
+				mu.Lock()
+				got = append(got, fmt.Sprintf("%s%d", who, meta.Sequence.Consumer))
+				mu.Unlock()
+				arrived <- struct{}{}
+			}, append(opts, njs.PullPriorityGroup("g"))...)
+			require.NoError(t, err)
+			t.Cleanup(ctx.Stop)
+		}
+		await := func(n int) {
+			t.Helper()
+			for range n {
+				select {
+				case <-arrived:
+				case <-ctx.Done():
+					t.Fatalf("%s %s: waiting for %d deliveries, have %v", url, tc.name, n, got)
+				}
+			}
+		}
+		if tc.name == "min_pending" {
+			// All stored before the standby asks, so the count it
+			// sees does not depend on when the publishes arrive.
+			publishN(t, js, subj, 6)
+			consume("S", true, tc.standby)
+			await(2) // 6, then 5 pending
+			awaitInfo(t, c, "the standby's request", func(i *njs.ConsumerInfo) bool { return i.NumWaiting == 1 })
+			consume("P", tc.ack)
+			await(4)
+		} else {
+			consume("S", true, tc.standby)
+			awaitInfo(t, c, "the standby's request", func(i *njs.ConsumerInfo) bool { return i.NumWaiting == 1 })
+			consume("P", tc.ack)
+			awaitInfo(t, c, "the primary's request", func(i *njs.ConsumerInfo) bool { return i.NumWaiting == 2 })
+			publishN(t, js, subj, 6)
+			await(6)
+		}
+		mu.Lock()
+		// By sequence: the two clients' arrivals interleave freely.
+		slices.SortFunc(got, func(a, b string) int {
+			return cmp.Compare(seqOf(a), seqOf(b))
+		})
+		out = append(out, tc.name+": "+strings.Join(got, " "))
+		mu.Unlock()
+	}
+	return out
+}
+
+// seqOf is the sequence of a delivery noted as "<who><seq>".
+func seqOf(d string) int {
+	n, _ := strconv.Atoi(d[1:])
+	return n
+}
+
+// TestPriorityOverflowConsumeVsNatsServer runs overflowConsumeScenario
+// on leafbox and nats-server.
+func TestPriorityOverflowConsumeVsNatsServer(t *testing.T) {
+	t.Parallel()
+	for _, srv := range priorityServers(t) {
+		got := overflowConsumeScenario(t, srv.url)
+		t.Logf("%s: %q", srv.name, got)
+		require.Equal(t, strings.Join(got, "\n"), "min_pending: S1 S2 P3 P4 P5 P6\nmin_ack_pending: P1 P2 S3 P4 S5 P6")
 	}
 }
