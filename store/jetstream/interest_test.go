@@ -70,16 +70,15 @@ func TestPushInterestEventDriven(t *testing.T) {
 
 	// A wildcard covering the deliver subject is interest too.
 	nc, _ := env.newClient()
+	subscribed := time.Now()
 	sub, err := nc.SubscribeSync("idle.*")
 	require.NoError(t, err)
-	require.NoError(t, nc.Flush())
-	subscribed := time.Now()
 	for i := range 3 {
 		m, err := sub.NextMsg(10 * time.Second)
 		require.NoError(t, err)
 		require.Equal(t, string(m.Data), string(rune('0'+i)))
 	}
-	t.Logf("first delivery %v after the subscription", time.Since(subscribed))
+	t.Logf("three deliveries %v after subscribing", time.Since(subscribed))
 	require.NoError(t, sub.Unsubscribe())
 	require.NoError(t, nc.Flush())
 	awaitConsumer(t, env, "S", "IDLE", "the unsubscribe to be noticed", noInterest)
