@@ -451,7 +451,8 @@ func priorityErrorsScenario(t *testing.T, url string) []string {
 		t.Helper()
 		m, err := nc.Request("$JS.API.CONSUMER.MSG.NEXT.PE."+consumer, []byte(body), 5*time.Second)
 		require.NoError(t, err)
-		out = append(out, fmt.Sprintf("pull %s %s: %s %s", consumer, body, m.Header.Get("Status"), m.Header.Get("Description")))
+		out = append(out, fmt.Sprintf("pull %s %s: %s %s %s", consumer, body, m.Header.Get("Status"), m.Header.Get("Description"),
+			m.Header.Get("Nats-Pending-Messages")))
 	}
 	pull("EP", `{"batch":1,"group":"x"}`)
 	pull("EP", `{"batch":1}`)
@@ -495,6 +496,10 @@ func priorityErrorsScenario(t *testing.T, url string) []string {
 	api("CONSUMER.UNPIN.NOPE.EP", `{"group":"g"}`)
 	api("CONSUMER.UNPIN.PE.EP", `{"group":"g"}`)
 	api("CONSUMER.UNPIN.PE.EO", `{"group":"g"}`)
+	// Nothing is pinned now: a request still carrying the old pin is
+	// ended when a message comes.
+	publishN(t, js, "pe", 1)
+	pull("EP", `{"batch":2,"group":"g","id":"old","no_wait":true}`)
 	for _, cfg := range []string{
 		`{"durable_name":"X","ack_policy":"explicit","deliver_subject":"d","priority_policy":"overflow","priority_groups":["g"]}`,
 		`{"durable_name":"X","ack_policy":"explicit","priority_policy":"pinned_client"}`,
