@@ -104,23 +104,30 @@ func (s *Server) WatchInterest(account string, fn func(InterestEvent)) (existing
 	if account == "" {
 		account = auth.GlobalAccount
 	}
-	acc := s.lookupAccount(account)
+	return s.lookupAccount(account).watch(fn, true)
+}
+
+// watch registers fn as a watcher of the account and, with snapshot,
+// returns the subscriptions that exist when watching starts.
+func (a *account) watch(fn func(InterestEvent), snapshot bool) (existing []InterestEvent, cancel func()) {
 	w := &interestWatch{fn: fn}
-	acc.watchMu.Lock()
-	if acc.watchers == nil {
-		acc.watchers = make(map[*interestWatch]struct{})
+	a.watchMu.Lock()
+	if a.watchers == nil {
+		a.watchers = make(map[*interestWatch]struct{})
 	}
-	acc.watchers[w] = struct{}{}
+	a.watchers[w] = struct{}{}
 	// Taking the snapshot under watchMu orders it against notify: a change
 	// is either in the snapshot or reported afterwards.
-	acc.sl.Walk(func(subject, queue string, sub *subscription) bool {
-		existing = append(existing, InterestEvent{Subject: subject, Queue: queue, Added: true, Origin: sub.conn})
-		return true
-	})
-	acc.watchMu.Unlock()
+	if snapshot {
+		a.sl.Walk(func(subject, queue string, sub *subscription) bool {
+			existing = append(existing, InterestEvent{Subject: subject, Queue: queue, Added: true, Origin: sub.conn})
+			return true
+		})
+	}
+	a.watchMu.Unlock()
 	return existing, func() {
-		acc.watchMu.Lock()
-		delete(acc.watchers, w)
-		acc.watchMu.Unlock()
+		a.watchMu.Lock()
+		delete(a.watchers, w)
+		a.watchMu.Unlock()
 	}
 }

@@ -213,6 +213,16 @@ func (ic *Conn) HasExactInterest(subj string) bool {
 	return false
 }
 
+// WatchInterest calls fn for every subscription added to or removed from
+// the connection's account from now on, until cancel, as
+// Server.WatchInterest does but without a snapshot of the existing ones.
+// fn runs with server locks held: it must not block or call back into
+// the server.
+func (ic *Conn) WatchInterest(fn func(InterestEvent)) (cancel func()) {
+	_, cancel = ic.acc.watch(fn, false)
+	return cancel
+}
+
 // Close removes every subscription of the connection.
 func (ic *Conn) Close() {
 	ic.mu.Lock()

@@ -30,6 +30,8 @@ const (
 	advMaxDeliver
 	advNak
 	advTerminated
+	advGroupPinned
+	advGroupUnpinned
 	numAdvisoryKinds
 )
 
@@ -42,6 +44,8 @@ var advisoryTypes = [numAdvisoryKinds]string{
 	advMaxDeliver:     jsapi.AdvisoryTypeMaxDeliver,
 	advNak:            jsapi.AdvisoryTypeNak,
 	advTerminated:     jsapi.AdvisoryTypeTerminated,
+	advGroupPinned:    jsapi.AdvisoryTypeGroupPinned,
+	advGroupUnpinned:  jsapi.AdvisoryTypeGroupUnpinned,
 }
 
 // AdvisoryCount is how many advisories of one type were published.

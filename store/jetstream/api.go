@@ -159,6 +159,10 @@ func (e *Engine) dispatch(subj, reply string, hdr, data []byte) {
 			if n == 6 {
 				e.apiConsumerPause(tok(4), tok(5), reply, data)
 			}
+		case "UNPIN":
+			if n == 6 && e.levelSupported(hdr, reply, jsapi.ConsumerUnpinResponseType) {
+				e.apiConsumerUnpin(tok(4), tok(5), reply, data)
+			}
 		}
 	}
 }

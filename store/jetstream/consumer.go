@@ -72,6 +72,13 @@ type consumer struct {
 
 	// Pull requests waiting for messages (pull.go).
 	waiting []*pullRequest
+	// Priority group pin (priority.go): the pinned client's ID, when it
+	// was pinned and when the pin runs out without a request from it;
+	// pinEvents are the pin changes still to advise.
+	pinID      string
+	pinnedAt   time.Time
+	pinExpires time.Time
+	pinEvents  []pinEvent
 
 	// Push state (push.go).
 	active          bool
@@ -467,7 +474,12 @@ func (c *consumer) updateConfig(ncfg *jsapi.ConsumerConfig) *jsapi.APIError {
 	nfilters := consumerFilters(ncfg)
 	refilter := !equalStrings(nfilters, c.filters)
 	ncfg.PauseUntil = c.cfg.PauseUntil
+	if ncfg.PriorityPolicy != jsapi.PriorityPinnedClient || !equalStrings(ncfg.PriorityGroups, c.cfg.PriorityGroups) {
+		c.unassignPin()
+	}
+	c.unwatchPush()
 	c.cfg = *ncfg
+	c.watchPush()
 	c.filters = nfilters
 	if refilter {
 		c.numPending = c.countPending()
@@ -513,6 +525,7 @@ func (c *consumer) infoLocked(now time.Time) *jsapi.ConsumerInfo {
 		NumWaiting:     len(c.waiting),
 		NumPending:     c.numPending,
 		TimeStamp:      now.UTC(),
+		PriorityGroups: c.priorityInfo(),
 	}
 	if !c.lastDelivered.IsZero() {
 		t := c.lastDelivered.UTC()
@@ -534,8 +547,12 @@ func (c *consumer) infoLocked(now time.Time) *jsapi.ConsumerInfo {
 	return info
 }
 
-// start launches the pump.
+// start launches the pump, after registering a push consumer for the
+// interest events of its deliver subject.
 func (c *consumer) start() {
+	c.mu.Lock()
+	c.watchPush()
+	c.mu.Unlock()
 	go c.pump()
 }
 
@@ -548,6 +565,7 @@ func (c *consumer) stop(deleted, removeState bool) error {
 		return nil
 	}
 	c.closed = true
+	c.unwatchPush()
 	waiting := c.waiting
 	c.waiting = nil
 	cs := c.cstore

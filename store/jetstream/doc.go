@@ -48,7 +48,9 @@
 //	Engine.mu → stream.mu → stream.consMu → consumer.mu
 //
 // The capture index behind CapturingStream (a core/sublist trie of the
-// streams' subjects) has its own locks, taken last, and so do the
+// streams' subjects) has its own locks, taken last, as does the push
+// index (interest.go), whose lock is also taken under the broker's
+// subscription locks when the Bus reports a change, and so do the
 // broker's subscriptions behind Bus.HasInterest, which the engine asks
 // with its locks held (a bound push consumer, an advisory's listener).
 //
@@ -108,11 +110,33 @@
 // tokens) are accepted. Flow-control requests carry
 // $JS.FC.<stream>.<consumer>.<id>.
 //
+// # Priority groups
+//
+// Pull consumers take nats-server's priority_policy (overflow,
+// pinned_client, prioritized), priority_groups and priority_timeout;
+// pull requests their group, min_pending, min_ack_pending, pin id and
+// priority. A pinned_client consumer's deliveries carry Nats-Pin-Id,
+// requests with a stale pin are answered 423, the pin ends after
+// priority_timeout without a request from its client or on
+// $JS.API.CONSUMER.UNPIN.<stream>.<consumer>, with the
+// CONSUMER.PINNED and CONSUMER.UNPINNED advisories; consumer info shows
+// the pin in priority_groups. The rules are in priority.go.
+//
+// # Push interest
+//
+// A push consumer delivers while its deliver subject has interest
+// (Bus.HasInterest: a client, a queue group member, a leaf link's
+// subscription). When the Bus is an InterestWatcher the engine learns of
+// every subscription added or removed and kicks the push consumers whose
+// deliver subject it may match (interest.go), so a consumer without
+// interest sets no timer and starts delivering as soon as someone
+// subscribes; on another Bus it looks again every 20 to 250 ms.
+//
 // # Not implemented
 //
-// Consumer priority groups (pinned and overflow); the clustered
-// advisories (leader elected, quorum lost) and the ack-sampling metrics
-// ($JS.EVENT.METRIC.>); restoring a stream that has sources or a mirror.
+// The clustered advisories (leader elected, quorum lost) and the
+// ack-sampling metrics ($JS.EVENT.METRIC.>); restoring a stream that has
+// sources or a mirror.
 // Sources and mirrors are in source.go, snapshots and restores in
 // api_snapshot.go.
 //
@@ -120,7 +144,8 @@
 //
 // advisory.go publishes nats-server's advisories on $JS.EVENT.ADVISORY.>
 // (stream and consumer actions, consumer pause, NAK, TERM, max
-// deliveries, API audit; shapes in store/jsapi/advisory.go). Each is
+// deliveries, priority group pinned and unpinned, API audit; shapes in
+// store/jsapi/advisory.go). Each is
 // built only when its subject has interest, and none is published with a
 // lock held: max-deliveries events are noted under consumer.mu and
 // published by the pump after the step's deliveries.

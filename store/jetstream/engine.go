@@ -111,6 +111,9 @@ type Engine struct {
 	// nobody listens.
 	audit    audits
 	auditing atomic.Int64
+	// pushes indexes the push consumers by deliver subject for the Bus's
+	// interest events (interest.go).
+	pushes pushIndex
 }
 
 // New returns an engine that is not yet started.
@@ -128,7 +131,9 @@ func New(cfg Config, bus Bus) (*Engine, error) {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	return &Engine{cfg: cfg, bus: bus, log: log, fs: vfs.OS, streams: make(map[string]*stream)}, nil
+	e := &Engine{cfg: cfg, bus: bus, log: log, fs: vfs.OS, streams: make(map[string]*stream)}
+	_, e.pushes.watching = bus.(InterestWatcher)
+	return e, nil
 }
 
 // Start restores file streams and their consumers from StoreDir, then
@@ -145,6 +150,10 @@ func (e *Engine) Start() error {
 		return ErrStarted
 	}
 	e.started = true
+	if w, ok := e.bus.(InterestWatcher); ok {
+		// Before any consumer exists, so none misses a change.
+		e.unsubs = append(e.unsubs, w.WatchInterest(e.pushes.changed))
+	}
 	e.mu.Unlock()
 
 	if err := e.restore(); err != nil {

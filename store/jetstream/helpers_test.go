@@ -36,6 +36,10 @@ func (b testBus) HasInterest(subj string) bool { return b.c.HasInterest(subj) }
 
 func (b testBus) HasExactInterest(subj string) bool { return b.c.HasExactInterest(subj) }
 
+func (b testBus) WatchInterest(fn func(subject, queue string)) func() {
+	return b.c.WatchInterest(func(ev server.InterestEvent) { fn(ev.Subject, ev.Queue) })
+}
+
 // testEnv is a server with a JetStream engine and a client.
 type testEnv struct {
 	t   testing.TB

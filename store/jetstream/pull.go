@@ -22,6 +22,10 @@ type pullRequest struct {
 	expires   time.Time // zero: never
 	hb        time.Duration
 	hbNext    time.Time
+	// hasPG marks a JSON request, whose priority-group fields pg holds
+	// (nats-server has none for an empty or bare-number body).
+	hasPG bool
+	pg    jsapi.PriorityGroup
 }
 
 // statusHeader builds a header-only status message.
@@ -82,6 +86,26 @@ func (c *consumer) handleNext(reply string, body []byte) {
 		return
 	}
 	now := time.Now()
+	hasPG := isJSONRequest(body)
+	if hasPG {
+		if ok, status := cfg.PriorityGroupAllowed(&req.PriorityGroup); !ok {
+			c.mu.Unlock()
+			send(statusHeader(400, status))
+			return
+		}
+		if cfg.PriorityPolicy != jsapi.PriorityNone && c.pinID != "" {
+			switch req.ID {
+			case c.pinID:
+				// The pinned client is still there: its pin lasts.
+				c.pinExpires = now.Add(cfg.PinnedTTL)
+			case "":
+			default:
+				c.mu.Unlock()
+				send(statusHeader(423, jsapi.StatusPinIDMismatch))
+				return
+			}
+		}
+	}
 	c.lastActivity = now
 	if req.NoWait {
 		avail := c.numPending + uint64(len(c.redeliverQueue))
@@ -122,6 +146,8 @@ func (c *consumer) handleNext(reply string, body []byte) {
 		bytesLeft: req.MaxBytes,
 		noWait:    req.NoWait,
 		hb:        req.Heartbeat,
+		hasPG:     hasPG,
+		pg:        req.PriorityGroup,
 	}
 	if req.Expires > 0 {
 		wr.expires = now.Add(req.Expires)
@@ -129,9 +155,21 @@ func (c *consumer) handleNext(reply string, body []byte) {
 	if wr.hb > 0 {
 		wr.hbNext = now.Add(wr.hb)
 	}
-	c.waiting = append(c.waiting, wr)
+	c.enqueue(wr)
 	c.mu.Unlock()
 	c.kick()
+}
+
+// isJSONRequest reports whether a pull request's body is JSON.
+func isJSONRequest(body []byte) bool {
+	for _, b := range body {
+		switch b {
+		case ' ', '\t', '\r', '\n':
+			continue
+		}
+		return b == '{'
+	}
+	return false
 }
 
 // stepPull serves waiting pull requests. Caller holds c.mu.
@@ -157,13 +195,14 @@ func (c *consumer) stepPull(now time.Time, paused bool, st *step) {
 		}
 		reply := c.ackReply(n.dc, n.msg.Seq, c.dseq, n.msg.Time, c.numPending)
 		size := len(n.msg.Subject) + len(reply) + len(n.msg.Header) + len(n.msg.Data)
-		wr := c.nextWaiting(size, st)
+		wr := c.nextWaiting(size, now, st)
 		if wr == nil {
 			c.putBack(n)
 			break
 		}
 		c.paced(n.msg.Time, now)
 		c.deliverTo(n, wr.reply, reply, now, &st.out)
+		c.withPin(&st.out[len(st.out)-1])
 		delivered++
 		wr.batch--
 		wr.delivered++
@@ -176,8 +215,9 @@ func (c *consumer) stepPull(now time.Time, paused bool, st *step) {
 		if wr.hb > 0 {
 			wr.hbNext = now.Add(wr.hb)
 		}
-		// Round robin: a request with room goes to the back.
-		c.waiting = append(c.waiting, wr)
+		// Round robin: a request with room goes to the back (of its
+		// priority, for the prioritized policy).
+		c.enqueue(wr)
 	}
 	if delivered == deliverBatch {
 		st.more = true
@@ -199,15 +239,48 @@ func (c *consumer) stepPull(now time.Time, paused bool, st *step) {
 }
 
 // nextWaiting pops the request that gets a message of size bytes, ending
-// requests whose max_bytes it would overflow. Caller holds c.mu.
-func (c *consumer) nextWaiting(size int, st *step) *pullRequest {
+// requests whose max_bytes it would overflow and, for a pinned_client
+// consumer, requests carrying a stale pin ID (423). Requests the priority
+// policy passes over (unpinned ones while a client is pinned, overflow
+// ones below their minimums) move to the back; once all were passed over
+// it returns nil. Caller holds c.mu.
+func (c *consumer) nextWaiting(size int, now time.Time, st *step) *pullRequest {
+	policy := c.cfg.PriorityPolicy
+	needPin := policy == jsapi.PriorityPinnedClient && c.pinID == ""
+	cycled := 0
 	for len(c.waiting) > 0 {
 		wr := c.waiting[0]
-		c.waiting[0] = nil
-		c.waiting = c.waiting[1:]
+		assigned := false
+		switch {
+		case needPin && wr.pg.ID != "":
+			c.wrongPin(st)
+			continue
+		case needPin:
+			assigned = c.assignPin(wr, now)
+			needPin = !assigned
+		case c.pinID != "" && wr.pg.ID == "":
+			if c.passOver(&cycled) {
+				return nil
+			}
+			continue
+		case c.pinID != "" && wr.pg.ID != c.pinID:
+			c.wrongPin(st)
+			continue
+		}
+		if policy == jsapi.PriorityOverflow && wr.hasPG && c.overflowHeld(wr) {
+			if c.passOver(&cycled) {
+				return nil
+			}
+			continue
+		}
 		if wr.maxBytes > 0 {
 			if size > wr.bytesLeft {
 				st.out = append(st.out, outMsg{route: wr.reply, hdr: pendingHeader(409, jsapi.StatusMessageSizeExceedsMaxBytes, wr)})
+				if assigned {
+					c.unassignPin()
+					needPin = true
+				}
+				c.dropHead()
 				continue
 			}
 			wr.bytesLeft -= size
@@ -215,6 +288,7 @@ func (c *consumer) nextWaiting(size int, st *step) *pullRequest {
 				wr.batch = 1
 			}
 		}
+		c.dropHead()
 		return wr
 	}
 	return nil

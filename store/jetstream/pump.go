@@ -44,6 +44,8 @@ type step struct {
 	// pauseEnded is the end of a pause that just ran out, for its
 	// advisory.
 	pauseEnded *time.Time
+	// pins are the priority-group pin changes, for their advisories.
+	pins []pinEvent
 }
 
 // pump is the consumer's goroutine: it runs steps and publishes their
@@ -64,6 +66,9 @@ func (c *consumer) pump() {
 		}
 		if len(st.dropped) > 0 {
 			c.adviseDropped(st.dropped)
+		}
+		if len(st.pins) > 0 {
+			c.advisePins(st.pins)
 		}
 		if st.pauseEnded != nil {
 			c.eng.advisePause(c.s.name, c.name, st.pauseEnded)
@@ -124,6 +129,7 @@ func (c *consumer) step(now time.Time) step {
 	if c.cfg.DeliverSubject != "" {
 		c.stepPush(now, paused, &st)
 	} else {
+		c.expirePin(now, &st)
 		c.stepPull(now, paused, &st)
 	}
 	if paused {
@@ -147,6 +153,9 @@ func (c *consumer) step(now time.Time) step {
 	}
 	if len(c.dropped) > 0 {
 		st.dropped, c.dropped = c.dropped, nil
+	}
+	if len(c.pinEvents) > 0 {
+		st.pins, c.pinEvents = c.pinEvents, nil
 	}
 	if c.inactive(now, &st) {
 		st.remove = true

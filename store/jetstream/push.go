@@ -16,13 +16,18 @@ const (
 	// doubles with each flow-control reply, as in nats-server.
 	flowControlMaxPending = 32 << 20
 	// interestPollMin and interestPollMax bound how often a push consumer
-	// without interest on its deliver subject looks again.
+	// without interest on its deliver subject looks again, on a Bus that
+	// is no InterestWatcher; otherwise it sleeps until a subscription
+	// change wakes it (interest.go).
 	interestPollMin = 20 * time.Millisecond
 	interestPollMax = 250 * time.Millisecond
 )
 
 // stepPush delivers to the deliver subject while it has interest and flow
-// control allows, and sends idle heartbeats. Caller holds c.mu.
+// control allows, and sends idle heartbeats. Without interest it sets no
+// wake time of its own when the Bus reports subscription changes: the
+// next one that may match the deliver subject kicks the pump. Caller
+// holds c.mu.
 func (c *consumer) stepPush(now time.Time, paused bool, st *step) {
 	cfg := &c.cfg
 	active := c.eng.bus.HasInterest(cfg.DeliverSubject)
@@ -40,8 +45,10 @@ func (c *consumer) stepPush(now time.Time, paused bool, st *step) {
 		if c.inactiveSince.IsZero() {
 			c.inactiveSince = now
 		}
-		c.interestBackoff = min(max(c.interestBackoff*2, interestPollMin), interestPollMax)
-		st.wake = earliest(st.wake, now.Add(c.interestBackoff))
+		if !c.eng.pushes.watching {
+			c.interestBackoff = min(max(c.interestBackoff*2, interestPollMin), interestPollMax)
+			st.wake = earliest(st.wake, now.Add(c.interestBackoff))
+		}
 		return
 	}
 	delivered := 0

@@ -36,6 +36,12 @@ const (
 	// AdvisoryMsgTerminated carries a TerminatedAdvisory
 	// (.<stream>.<consumer>).
 	AdvisoryMsgTerminated = "$JS.EVENT.ADVISORY.CONSUMER.MSG_TERMINATED"
+	// AdvisoryConsumerPinned carries a ConsumerGroupPinnedAdvisory when a
+	// pinned_client group pins a new client (.<stream>.<consumer>).
+	AdvisoryConsumerPinned = "$JS.EVENT.ADVISORY.CONSUMER.PINNED"
+	// AdvisoryConsumerUnpinned carries a ConsumerGroupUnpinnedAdvisory
+	// when a pin ends (.<stream>.<consumer>).
+	AdvisoryConsumerUnpinned = "$JS.EVENT.ADVISORY.CONSUMER.UNPINNED"
 )
 
 // Advisory type strings, the "type" field of each advisory.
@@ -47,6 +53,17 @@ const (
 	AdvisoryTypeMaxDeliver     = "io.nats.jetstream.advisory.v1.max_deliver"
 	AdvisoryTypeNak            = "io.nats.jetstream.advisory.v1.nak"
 	AdvisoryTypeTerminated     = "io.nats.jetstream.advisory.v1.terminated"
+	AdvisoryTypeGroupPinned    = "io.nats.jetstream.advisory.v1.consumer_group_pinned"
+	AdvisoryTypeGroupUnpinned  = "io.nats.jetstream.advisory.v1.consumer_group_unpinned"
+)
+
+// Reasons of a ConsumerGroupUnpinnedAdvisory, nats-server's.
+const (
+	// UnpinReasonAdmin: the pin was removed through CONSUMER.UNPIN.
+	UnpinReasonAdmin = "admin"
+	// UnpinReasonTimeout: the pinned client sent no pull request for the
+	// consumer's priority_timeout.
+	UnpinReasonTimeout = "timeout"
 )
 
 // AdvisoryAction is what happened to a stream or consumer.
@@ -149,4 +166,29 @@ type TerminatedAdvisory struct {
 	Deliveries  uint64 `json:"deliveries"`
 	Reason      string `json:"reason,omitempty"`
 	Domain      string `json:"domain,omitempty"`
+}
+
+// ConsumerGroupPinnedAdvisory reports that priority group Group of a
+// pinned_client consumer pinned a new client, known by PinnedClientID
+// (the Nats-Pin-Id its deliveries carry).
+type ConsumerGroupPinnedAdvisory struct {
+	TypedEvent
+	Account        string `json:"account,omitempty"`
+	Stream         string `json:"stream"`
+	Consumer       string `json:"consumer"`
+	Domain         string `json:"domain,omitempty"`
+	Group          string `json:"group"`
+	PinnedClientID string `json:"pinned_id"`
+}
+
+// ConsumerGroupUnpinnedAdvisory reports that the pin of priority group
+// Group ended, for Reason (UnpinReasonAdmin or UnpinReasonTimeout).
+type ConsumerGroupUnpinnedAdvisory struct {
+	TypedEvent
+	Account  string `json:"account,omitempty"`
+	Stream   string `json:"stream"`
+	Consumer string `json:"consumer"`
+	Domain   string `json:"domain,omitempty"`
+	Group    string `json:"group"`
+	Reason   string `json:"reason"`
 }

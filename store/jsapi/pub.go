@@ -153,4 +153,10 @@ const (
 	StatusMalformedRequest = "Malformed Request"
 	// StatusEOB (204) ends a batch direct get.
 	StatusEOB = "EOB"
+	// StatusWrongPinID ends a waiting pull request whose pin ID is no
+	// longer the pinned one (423).
+	StatusWrongPinID = "Nats-Wrong-Pin-Id"
+	// StatusPinIDMismatch refuses a pull request carrying another pin ID
+	// than the pinned one (423).
+	StatusPinIDMismatch = "Nats-Pin-Id mismatch"
 )

@@ -508,16 +508,14 @@ func SameConsumerConfig(a, b *ConsumerConfig) bool {
 }
 
 // CheckSupported refuses consumer features leafbox does not implement:
-// the flow_control ack policy (10181), priority groups and nats-server's
-// sourcing consumers (10012). Direct consumers, which a nats-server hub
-// creates to source or mirror one of our streams, are served as plain
-// ephemeral push consumers: every leafbox consumer is local.
+// the flow_control ack policy (10181) and nats-server's sourcing
+// consumers (10012). Direct consumers, which a nats-server hub creates to
+// source or mirror one of our streams, are served as plain ephemeral push
+// consumers: every leafbox consumer is local. Priority groups (overflow,
+// pinned_client, prioritized) are served; Normalize checks them.
 func (c *ConsumerConfig) CheckSupported() *APIError {
 	if c.AckPolicy == AckFlowControl {
 		return NewConsumerAckPolicyInvalidError()
-	}
-	if c.PriorityPolicy != PriorityNone || len(c.PriorityGroups) > 0 {
-		return NewConsumerCreateError(errors.New("priority groups are not supported"))
 	}
 	if c.Sourcing {
 		return NewConsumerCreateError(errors.New("sourcing consumers are not supported"))
@@ -558,4 +556,26 @@ func (c *ConsumerConfig) PriorityGroupAllowed(pg *PriorityGroup) (ok bool, statu
 		}
 	}
 	return true, ""
+}
+
+// Check checks a CONSUMER.UNPIN request as nats-server does before it
+// looks the consumer up: the group must be given (10025 "consumer group
+// not specified") and be a valid group name (10162).
+func (r *ConsumerUnpinRequest) Check() *APIError {
+	switch {
+	case r.Group == "":
+		return NewInvalidJSONError(errors.New("consumer group not specified"))
+	case !validGroupName.MatchString(r.Group):
+		return NewConsumerInvalidGroupNameError()
+	}
+	return nil
+}
+
+// CheckUnpin checks an unpin of group against the consumer's
+// configuration: it must be one of its priority groups (10160).
+func (c *ConsumerConfig) CheckUnpin(group string) *APIError {
+	if !slices.Contains(c.PriorityGroups, group) {
+		return NewConsumerInvalidPriorityGroupError()
+	}
+	return nil
 }

@@ -307,7 +307,7 @@ func TestConsumerHelpers(t *testing.T) {
 	}
 
 	requireErrCode(t, (&ConsumerConfig{AckPolicy: AckFlowControl}).CheckSupported(), ErrConsumerAckPolicyInvalid)
-	requireErrCode(t, (&ConsumerConfig{PriorityGroups: []string{"g"}}).CheckSupported(), ErrConsumerCreate)
+	requireErrCode(t, (&ConsumerConfig{PriorityPolicy: PriorityPinnedClient, PriorityGroups: []string{"g"}}).CheckSupported(), nil)
 	requireErrCode(t, (&ConsumerConfig{Sourcing: true}).CheckSupported(), ErrConsumerCreate)
 	requireErrCode(t, (&ConsumerConfig{AckPolicy: AckExplicit}).CheckSupported(), nil)
 }
@@ -531,4 +531,19 @@ func TestTransformChecks(t *testing.T) {
 			t.Errorf("validateMapping(%q, %q) = %q, want %q", tc.src, tc.dest, got, tc.want)
 		}
 	}
+}
+
+func TestCheckUnpin(t *testing.T) {
+	requireErrCode(t, (&ConsumerUnpinRequest{Group: "g"}).Check(), nil)
+	err := (&ConsumerUnpinRequest{}).Check()
+	requireErrCode(t, err, ErrInvalidJSON)
+	if err.Description != "invalid JSON: consumer group not specified" {
+		t.Fatalf("description %q", err.Description)
+	}
+	requireErrCode(t, (&ConsumerUnpinRequest{Group: "a.b"}).Check(), ErrConsumerInvalidGroupName)
+	requireErrCode(t, (&ConsumerUnpinRequest{Group: "seventeen-chars-x"}).Check(), ErrConsumerInvalidGroupName)
+	cfg := &ConsumerConfig{PriorityPolicy: PriorityPinnedClient, PriorityGroups: []string{"g"}}
+	requireErrCode(t, cfg.CheckUnpin("g"), nil)
+	requireErrCode(t, cfg.CheckUnpin("other"), ErrConsumerInvalidPriorityGroup)
+	requireErrCode(t, (&ConsumerConfig{}).CheckUnpin("g"), ErrConsumerInvalidPriorityGroup)
 }

@@ -14,7 +14,10 @@ import (
 // Bus: the engine declares what it needs and never imports core/server.
 type busConn struct{ conn *server.Conn }
 
-var _ jetstream.Bus = busConn{}
+var (
+	_ jetstream.Bus             = busConn{}
+	_ jetstream.InterestWatcher = busConn{}
+)
 
 // Subscribe implements jetstream.Bus.
 func (b busConn) Subscribe(subject, queue string, h func(subject, reply, hdr, data []byte)) (func(), error) {
@@ -41,6 +44,12 @@ func (b busConn) HasInterest(subject string) bool { return b.conn.HasInterest(su
 // HasExactInterest implements the engine's optional exact-interest check
 // (snapshots wait for the receiver's own subscription).
 func (b busConn) HasExactInterest(subject string) bool { return b.conn.HasExactInterest(subject) }
+
+// WatchInterest implements jetstream.InterestWatcher: push consumers
+// wake on subscription changes instead of polling for interest.
+func (b busConn) WatchInterest(fn func(subject, queue string)) func() {
+	return b.conn.WatchInterest(func(ev server.InterestEvent) { fn(ev.Subject, ev.Queue) })
+}
 
 // keyFailure returns the first restore failure caused by the encryption
 // key (a wrong key, or an encrypted store and no key), naming its stream
