@@ -18,6 +18,7 @@ import (
 	njs "github.com/nats-io/nats.go/jetstream"
 
 	"github.com/leafbox/leafbox/core/require"
+	"github.com/leafbox/leafbox/core/tooltest"
 	"github.com/leafbox/leafbox/leaf/leaftest"
 )
 
@@ -553,7 +554,7 @@ func TestPriorityErrorsVsNatsServer(t *testing.T) {
 // batch publishing).
 func TestPriorityCLIVsNatsServer(t *testing.T) {
 	t.Parallel()
-	cli := pinnedNatsCLI(t)
+	cli := tooltest.NatsCLI(t)
 	for _, srv := range priorityServers(t) {
 		ctx := testCtx(t)
 		_, js := connectJS(t, srv.url)
