@@ -16,6 +16,7 @@ import (
 
 	"github.com/leafbox/leafbox/core/auth"
 	"github.com/leafbox/leafbox/core/proto"
+	"github.com/leafbox/leafbox/core/sublist"
 )
 
 // Read buffer sizes: a connection starts small and grows while its reads
@@ -59,10 +60,11 @@ type client struct {
 	// Fields written by readLoop only (before or during CONNECT); read
 	// elsewhere under mu.
 	parser     *proto.Parser
-	flushes    map[*client]struct{} // clients this read batch wrote to
-	stallTotal time.Duration        // time this read batch waited on consumers
-	stallTimer *time.Timer          // reused by stalledWait
-	batch      batchStats           // counters of this read batch
+	flushes    map[*client]struct{}        // clients this read batch wrote to
+	stallTotal time.Duration               // time this read batch waited on consumers
+	stallTimer *time.Timer                 // reused by stalledWait
+	batch      batchStats                  // counters of this read batch
+	memo       sublist.Memo[*subscription] // the last PUB subject's match
 
 	connected    atomic.Bool                   // CONNECT accepted
 	ident        atomic.Pointer[auth.Identity] // who the connection is
@@ -537,6 +539,7 @@ func (c *client) flushPending() {
 		st.outBytes.Add(b.outBytes)
 		c.batch = batchStats{}
 	}
+	c.memo.FlushStats()
 }
 
 // writeLoop writes pending output until the connection closes.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -290,4 +291,43 @@ func TestUnsubMax(t *testing.T) {
 	// The subscription is gone: a later publish reaches nobody.
 	raw.Send("UNSUB 1\r\nPUB m 1\r\nx\r\nPING\r\n")
 	raw.Expect("PONG")
+}
+
+// TestRepeatedSubjectSeesNewInterest publishes one subject over and over
+// (so the publisher's match memo holds "no interest"), then subscribes on
+// another connection: the first PUB sent after the SUB's PONG must be
+// delivered, and after an UNSUB's PONG the next must not. The same for a
+// wildcard, and for a subscriber on the publisher's own connection.
+func TestRepeatedSubjectSeesNewInterest(t *testing.T) {
+	s := servertest.Start(t, server.Options{})
+	pub := servertest.Dial(t, s)
+	pub.Connect(`{"verbose":false}`)
+	sub := servertest.Dial(t, s)
+	sub.Connect(`{"verbose":false}`)
+	flood := func(payload string) {
+		t.Helper()
+		msg := "PUB sensors.temp " + strconv.Itoa(len(payload)) + "\r\n" + payload + "\r\n"
+		pub.Send(strings.Repeat("PUB sensors.temp 4\r\nwarm\r\n", 100) + msg + "PING\r\n")
+		pub.Expect("PONG")
+	}
+	for i, pattern := range []string{"sensors.temp", "sensors.*", ">"} {
+		flood("before")
+		sid := strconv.Itoa(i + 1)
+		sub.Send("SUB " + pattern + " " + sid + "\r\nPING\r\n")
+		sub.Expect("PONG")
+		pub.Send("PUB sensors.temp 5\r\nafter\r\nPING\r\n")
+		pub.Expect("PONG")
+		sub.Expect("MSG sensors.temp " + sid + " 5")
+		require.Equal(t, sub.ReadLine(), "after")
+		sub.Send("UNSUB " + sid + "\r\nPING\r\n")
+		sub.Expect("PONG")
+		flood("gone")
+		sub.Send("PING\r\n")
+		sub.Expect("PONG") // no MSG came before it
+	}
+	// A subscription made by the publisher itself, in the same read.
+	pub.Send("PUB sensors.temp 4\r\nwarm\r\nSUB sensors.temp 9\r\nPUB sensors.temp 4\r\nself\r\nPING\r\n")
+	pub.Expect("MSG sensors.temp 9 4")
+	require.Equal(t, pub.ReadLine(), "self")
+	pub.Expect("PONG")
 }

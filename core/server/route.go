@@ -158,7 +158,9 @@ func (c *client) processPub(op *proto.Op) {
 		c.ackVerbose()
 	}
 	hdr, data := splitPayload(op)
-	res := c.acc.sl.MatchBytes(op.Subject)
+	// A publisher usually repeats its subject: the memo answers a repeat
+	// without the sublist's locks while no subscription changed.
+	res := c.acc.sl.MatchBytesMemo(op.Subject, &c.memo)
 	if deliverResult(c, nil, res, op.Subject, op.Subject, op.Reply, hdr, data) == 0 &&
 		len(op.Reply) > 0 && c.noResponders {
 		c.sendNoResponders(c.acc, op.Subject, op.Reply)
