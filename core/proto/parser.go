@@ -673,7 +673,16 @@ func (p *Parser) pubFast(buf []byte) (*Op, int, bool) {
 	if end+2 > len(buf) || buf[end] != '\r' || buf[end+1] != '\n' {
 		return nil, 0, false
 	}
-	p.op = Op{Kind: OpPub, Subject: line[:sp1], Reply: reply, HeaderLen: -1, Payload: buf[start:end:end]}
+	if p.op.Kind != OpPub {
+		// The fields a PUB does not use still hold the last op's; after
+		// a PUB (either path) they are already zero.
+		p.op = Op{}
+	}
+	p.op.Kind = OpPub
+	p.op.Subject = line[:sp1]
+	p.op.Reply = reply
+	p.op.HeaderLen = -1
+	p.op.Payload = buf[start:end:end]
 	p.header = false
 	p.size = size
 	op, n, _ := p.complete(end + 2)

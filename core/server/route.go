@@ -161,6 +161,9 @@ func (c *client) processPub(op *proto.Op) {
 	// A publisher usually repeats its subject: the memo answers a repeat
 	// without the sublist's locks while no subscription changed.
 	res := c.acc.sl.MatchBytesMemo(op.Subject, &c.memo)
+	if len(res.Plain) == 0 && len(res.Queues) == 0 && len(op.Reply) == 0 {
+		return // no interest, nothing to answer
+	}
 	if deliverResult(c, nil, res, op.Subject, op.Subject, op.Reply, hdr, data) == 0 &&
 		len(op.Reply) > 0 && c.noResponders {
 		c.sendNoResponders(c.acc, op.Subject, op.Reply)
