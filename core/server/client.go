@@ -64,7 +64,7 @@ type client struct {
 	stallTotal time.Duration               // time this read batch waited on consumers
 	stallTimer *time.Timer                 // reused by stalledWait
 	batch      batchStats                  // counters of this read batch
-	memo       sublist.Memo[*subscription] // the last PUB subject's match
+	memo       sublist.Memo[*subscription] // the last PUB subject's match, this read batch
 
 	connected    atomic.Bool                   // CONNECT accepted
 	ident        atomic.Pointer[auth.Identity] // who the connection is
@@ -539,7 +539,9 @@ func (c *client) flushPending() {
 		st.outBytes.Add(b.outBytes)
 		c.batch = batchStats{}
 	}
-	c.memo.FlushStats()
+	// The memo lives for one read batch: a publisher that goes quiet
+	// pins no subscriber that has gone since.
+	c.memo.Forget()
 }
 
 // writeLoop writes pending output until the connection closes.

@@ -297,7 +297,9 @@ func TestUnsubMax(t *testing.T) {
 // (so the publisher's match memo holds "no interest"), then subscribes on
 // another connection: the first PUB sent after the SUB's PONG must be
 // delivered, and after an UNSUB's PONG the next must not. The same for a
-// wildcard, and for a subscriber on the publisher's own connection.
+// wildcard, and for a subscriber on the publisher's own connection, whose
+// SUB lands between two PUBs of one read (the memo lives for one read
+// batch, so this is where a stale one would show).
 func TestRepeatedSubjectSeesNewInterest(t *testing.T) {
 	s := servertest.Start(t, server.Options{})
 	pub := servertest.Dial(t, s)

@@ -69,7 +69,8 @@
 // mu.Lock after changing the trie and the cache, and a Memo's result
 // counts only while the counter has not moved since the Memo matched, so
 // a match that begins after a change returned always sees it. Memo hits
-// reach Stats as cache hits when the caller flushes them (FlushStats).
+// reach Stats as cache hits when the caller flushes them (FlushStats, or
+// Forget, which also drops the result so that an idle caller pins nothing).
 //
 // # Locking
 //

@@ -42,6 +42,9 @@ func (s *Sublist[T]) MatchBytesMemo(subj []byte, m *Memo[T]) *Result[T] {
 	return r
 }
 
+// maxMemoSubject is the longest subject buffer Forget keeps for reuse.
+const maxMemoSubject = 256
+
 // FlushStats adds the matches m answered since the last call to its
 // Sublist's statistics (Stats counts them as cache hits). Callers on a hot
 // path call it once per batch of messages, not per message.
@@ -50,4 +53,15 @@ func (m *Memo[T]) FlushStats() {
 		m.sl.cacheHits.Add(m.hits)
 	}
 	m.hits = 0
+}
+
+// Forget flushes m's statistics and drops its result, so that m pins no
+// value (a closed subscriber's connection, say) while its owner is idle;
+// the next match starts afresh. Call it at the end of a batch.
+func (m *Memo[T]) Forget() {
+	m.FlushStats()
+	m.sl, m.r = nil, nil
+	if cap(m.subj) > maxMemoSubject {
+		m.subj = nil
+	}
 }

@@ -35,6 +35,13 @@ func TestMemoFollowsChanges(t *testing.T) {
 	require.Equal(t, canon(t, s.MatchBytesMemo([]byte("sensors.temp"), &memo)), "[4]")
 	require.Equal(t, canon(t, s.MatchBytesMemo(subj, &memo)), "[]")
 
+	// Forget drops the result; the next match is a fresh one.
+	memo.Forget()
+	if memo.r != nil || memo.sl != nil {
+		t.Fatal("Forget kept the result")
+	}
+	require.Equal(t, canon(t, s.MatchBytesMemo([]byte("sensors.temp"), &memo)), "[4]")
+
 	// Another Sublist through the same memo.
 	other := New[int]()
 	require.NoError(t, other.Insert("sensors.temp", "", 5))
