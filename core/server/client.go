@@ -61,6 +61,7 @@ type client struct {
 	// elsewhere under mu.
 	parser     *proto.Parser
 	flushes    map[*client]struct{}        // clients this read batch wrote to
+	lastFlush  *client                     // the last client added to flushes
 	stallTotal time.Duration               // time this read batch waited on consumers
 	stallTimer *time.Timer                 // reused by stalledWait
 	batch      batchStats                  // counters of this read batch
@@ -102,6 +103,9 @@ type client struct {
 	echo, headers, noResponders, verbose, pedantic bool
 
 	stats clientStats
+	// Messages and bytes delivered to this client, counted by deliver,
+	// which holds mu anyway (the in counters are batched per read).
+	outMsgs, outBytes int64
 
 	// Inline writes (see flushInlineLocked): raw is nil when the
 	// connection cannot be written that way. rawWrite, rawBuf and rawN
@@ -114,8 +118,8 @@ type client struct {
 
 // clientStats are per-connection counters, read by monitoring.
 type clientStats struct {
-	inMsgs, inBytes, outMsgs, outBytes atomic.Int64
-	stalls                             atomic.Int64
+	inMsgs, inBytes atomic.Int64
+	stalls          atomic.Int64
 }
 
 // batchStats are counted by the read loop without atomics and added to
@@ -514,6 +518,18 @@ func (c *client) pingTick() {
 // writers, which write in parallel while this loop goes on reading: on the
 // read loop the writes would add up, and it is the one serial stage.
 func (c *client) flushPending() {
+	// Counters first, so that a client answered by this flush (a PONG)
+	// sees them in /varz and /connz.
+	if b := c.batch; b != (batchStats{}) {
+		c.stats.inMsgs.Add(b.inMsgs)
+		c.stats.inBytes.Add(b.inBytes)
+		st := &c.srv.stats
+		st.inMsgs.Add(b.inMsgs)
+		st.inBytes.Add(b.inBytes)
+		st.outMsgs.Add(b.outMsgs)
+		st.outBytes.Add(b.outBytes)
+		c.batch = batchStats{}
+	}
 	others := len(c.flushes)
 	if _, self := c.flushes[c]; self {
 		others--
@@ -529,16 +545,7 @@ func (c *client) flushPending() {
 		t.mu.Unlock()
 		delete(c.flushes, t)
 	}
-	if b := c.batch; b != (batchStats{}) {
-		c.stats.inMsgs.Add(b.inMsgs)
-		c.stats.inBytes.Add(b.inBytes)
-		st := &c.srv.stats
-		st.inMsgs.Add(b.inMsgs)
-		st.inBytes.Add(b.inBytes)
-		st.outMsgs.Add(b.outMsgs)
-		st.outBytes.Add(b.outBytes)
-		c.batch = batchStats{}
-	}
+	c.lastFlush = nil
 	// The memo lives for one read batch: a publisher that goes quiet
 	// pins no subscriber that has gone since.
 	c.memo.Forget()

@@ -6,9 +6,21 @@ import (
 	"io"
 	"net"
 	"os"
+	"runtime"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/leafbox/leafbox/core/auth"
 )
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
 
 // natsBenchPub16 is a recording of what `nats bench pub bench.core --size
 // 16` (natscli v0.5.0, nats.go v1.53.1) sends: its CONNECT and PING, then
@@ -81,17 +93,55 @@ func (r *replayConn) CloseWrite() error                { return nil }
 
 var _ net.Conn = (*replayConn)(nil)
 
+// sinkConn is a subscriber's net.Conn: its reader yields script once, then
+// blocks until Close; what the server writes is counted and discarded.
+type sinkConn struct {
+	replayConn
+	script  []byte
+	closed  chan struct{}
+	once    sync.Once
+	written atomic.Int64
+}
+
+func newSinkConn(script string) *sinkConn {
+	return &sinkConn{script: []byte(script), closed: make(chan struct{})}
+}
+
+func (k *sinkConn) Read(b []byte) (int, error) {
+	if len(k.script) > 0 {
+		n := copy(b, k.script)
+		k.script = k.script[n:]
+		return n, nil
+	}
+	<-k.closed
+	return 0, io.EOF
+}
+
+func (k *sinkConn) Write(b []byte) (int, error) {
+	k.written.Add(int64(len(b)))
+	return len(b), nil
+}
+
+func (k *sinkConn) Close() error {
+	k.once.Do(func() { close(k.closed) })
+	return nil
+}
+
 // BenchmarkPublishOnly feeds the recorded `nats bench pub` stream of 16 B
 // PUBs through one client connection's read path (read loop, parser,
 // routing, counters) with no subscriber on the subject, as the
 // publish-only row of scripts/bench does over TCP; ns/op is the server's
 // cost of one PUB. "others" adds subscriptions on other subjects (as
-// JetStream's and the monitor's are), so the account is not empty.
+// JetStream's and the monitor's are), so the account is not empty; "sub1"
+// and "sub4" add one and four subscriber connections on the subject
+// (writing to a discarding net.Conn, so through their writers, not
+// inline), timed until each has been written every message.
 func BenchmarkPublishOnly(b *testing.B) {
 	for _, tc := range []struct {
 		name   string
 		others bool
-	}{{"empty", false}, {"others", true}} {
+		subs   int
+	}{{"empty", false, 0}, {"others", true, 0}, {"sub1", true, 1}, {"sub4", true, 4}} {
 		b.Run(tc.name, func(b *testing.B) {
 			s, err := New(Options{Host: "127.0.0.1", Port: RandomPort})
 			if err != nil {
@@ -109,13 +159,34 @@ func BenchmarkPublishOnly(b *testing.B) {
 					}
 				}
 			}
+			var sinks []*sinkConn
+			for range tc.subs {
+				k := newSinkConn("CONNECT {\"verbose\":false}\r\nSUB bench.core 1\r\n")
+				sinks = append(sinks, k)
+				s.connsDone.Add(1)
+				go s.serveConn(k)
+			}
+			acc := s.lookupAccount(auth.GlobalAccount)
+			for acc.sl.Count() < tc.subs+4*boolInt(tc.others) {
+				runtime.Gosched()
+			}
 			conn := newReplayConn(b, natsBenchPub16, b.N, 32<<10)
 			b.ReportAllocs()
 			b.SetBytes(16)
 			b.ResetTimer()
 			s.connsDone.Add(1)
 			s.serveConn(conn)
+			// Each subscriber has received everything (MSG bench.core 1
+			// 16 and the payload: 39 bytes) when the publisher is done.
+			for _, k := range sinks {
+				for k.written.Load() < int64(b.N)*39 {
+					runtime.Gosched()
+				}
+			}
 			b.StopTimer()
+			for _, k := range sinks {
+				_ = k.Close()
+			}
 			if got := s.stats.inMsgs.Load(); got != int64(b.N) {
 				b.Fatalf("server counted %d messages, want %d", got, b.N)
 			}
