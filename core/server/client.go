@@ -510,11 +510,21 @@ func (c *client) pingTick() {
 	c.mu.Unlock()
 }
 
+// maxInlineFanout is the most other connections one read batch writes to
+// itself (see flushPending). On a 2-core machine, 1 publisher → 4
+// subscribers (nats bench, 16 B) took half the server CPU and ran about
+// 1.3× faster with the batch's four writes inline than with four writers
+// woken per batch (each wake is a futex call and a context switch on
+// both sides, about what a write of one batch costs).
+const maxInlineFanout = 4
+
 // flushPending flushes every connection this read batch wrote to, once
-// per batch, not per message. When the batch wrote to one other
-// connection (one subscriber, a reply), it writes the pending bytes
-// itself where nothing else is writing them (flushInlineLocked), as that
-// costs less than waking a writer on another thread. A fan-out wakes the
+// per batch, not per message. When the batch wrote to a few other
+// connections (a subscriber, a reply, a small fan-out: up to
+// maxInlineFanout), it writes the pending bytes itself where nothing else
+// is writing them (flushInlineLocked), as that costs less than waking a
+// writer on another thread; each such write is one non-blocking write,
+// so a slow consumer never holds the loop up. A larger fan-out wakes the
 // writers, which write in parallel while this loop goes on reading: on the
 // read loop the writes would add up, and it is the one serial stage.
 func (c *client) flushPending() {
@@ -534,7 +544,7 @@ func (c *client) flushPending() {
 	if _, self := c.flushes[c]; self {
 		others--
 	}
-	inline := others <= 1
+	inline := others <= maxInlineFanout
 	for t := range c.flushes {
 		t.mu.Lock()
 		if inline {
