@@ -1,6 +1,10 @@
 package proto
 
-import "bytes"
+import (
+	"bytes"
+	"encoding/binary"
+	"math/bits"
+)
 
 // Default limits, as in nats-server.
 const (
@@ -211,6 +215,11 @@ func (p *Parser) Next(buf []byte) (op *Op, n int, err error) {
 		b := buf[i]
 		switch p.state {
 		case stateStart:
+			if b == 'P' {
+				if op, n, ok := p.pubFast(buf[i:]); ok {
+					return op, i + n, nil
+				}
+			}
 			switch lower(b) {
 			case 'p':
 				p.state = stateP
@@ -619,13 +628,127 @@ func (p *Parser) Next(buf []byte) (op *Op, n int, err error) {
 	return nil, len(buf), nil
 }
 
+// pubFast parses the common form of PUB in one step: "PUB <subject>
+// [reply] <size>\r\n" with single spaces, all of it and its body in buf.
+// It reports false, having changed nothing, for anything else (another
+// verb, lower case, tabs or repeated blanks, a bad size, a limit exceeded,
+// a body that goes on in a later buffer, a missing CRLF), which the state
+// machine then parses from the same place, errors included. The state
+// machine takes each byte through a state; this finds the line end with
+// one IndexByte and splits the line in one pass.
+func (p *Parser) pubFast(buf []byte) (*Op, int, bool) {
+	if len(buf) < 8 || buf[1] != 'U' || buf[2] != 'B' || buf[3] != ' ' || !p.allowed.Has(OpPub) {
+		return nil, 0, false
+	}
+	j := bytes.IndexByte(buf[4:], '\n')
+	if j < 0 {
+		return nil, 0, false
+	}
+	line := buf[4 : 4+j]
+	if j > 0 && line[j-1] == '\r' {
+		line = line[:j-1]
+	}
+	if len(line) > p.maxControlLine {
+		return nil, 0, false
+	}
+	sp1, sp2, ok := twoSpaces(line)
+	if !ok {
+		return nil, 0, false
+	}
+	if sp1 <= 0 || sp2 == sp1+1 {
+		return nil, 0, false
+	}
+	var reply, sizeArg []byte
+	if sp2 < 0 {
+		sizeArg = line[sp1+1:]
+	} else {
+		reply, sizeArg = line[sp1+1:sp2], line[sp2+1:]
+	}
+	size := parseSize(sizeArg)
+	if size < 0 || (p.maxPayload >= 0 && size > p.maxPayload) {
+		return nil, 0, false
+	}
+	start := 4 + j + 1
+	end := start + size
+	if end+2 > len(buf) || buf[end] != '\r' || buf[end+1] != '\n' {
+		return nil, 0, false
+	}
+	if p.op.Kind != OpPub {
+		// The fields a PUB does not use still hold the last op's; after
+		// a PUB (either path) they are already zero.
+		p.op = Op{}
+	}
+	p.op.Kind = OpPub
+	p.op.Subject = line[:sp1]
+	p.op.Reply = reply
+	p.op.HeaderLen = -1
+	p.op.Payload = buf[start:end:end]
+	p.header = false
+	p.size = size
+	op, n, _ := p.complete(end + 2)
+	return op, n, true
+}
+
+// SWAR constants: one byte value repeated in every byte of a word.
+const (
+	bytes01 = 0x0101010101010101
+	bytes7f = 0x7f7f7f7f7f7f7f7f
+)
+
+// zeroBytes returns a word with the high bit of each byte of x that is
+// zero set, and no other bit (exact, unlike the borrow-based test).
+func zeroBytes(x uint64) uint64 {
+	return ^((x&bytes7f + bytes7f) | x | bytes7f)
+}
+
+// twoSpaces finds the first two spaces of line, eight bytes at a time. It
+// reports false if line holds a tab or more than two spaces; sp2 is -1
+// when there is one space, and both are -1 when there is none.
+func twoSpaces(line []byte) (sp1, sp2 int, ok bool) {
+	sp1, sp2 = -1, -1
+	k := 0
+	for ; k+8 <= len(line); k += 8 {
+		x := binary.LittleEndian.Uint64(line[k:])
+		if zeroBytes(x^(bytes01*'\t')) != 0 {
+			return -1, -1, false
+		}
+		for m := zeroBytes(x ^ (bytes01 * ' ')); m != 0; m &= m - 1 {
+			at := k + bits.TrailingZeros64(m)/8
+			switch {
+			case sp1 < 0:
+				sp1 = at
+			case sp2 < 0:
+				sp2 = at
+			default:
+				return -1, -1, false
+			}
+		}
+	}
+	for ; k < len(line); k++ {
+		switch line[k] {
+		case ' ':
+			switch {
+			case sp1 < 0:
+				sp1 = k
+			case sp2 < 0:
+				sp2 = k
+			default:
+				return -1, -1, false
+			}
+		case '\t':
+			return -1, -1, false
+		}
+	}
+	return sp1, sp2, true
+}
+
 // verb records that the verb of an operation of kind k has been read and
 // moves to state next. It reports false if k is not allowed.
 func (p *Parser) verb(k Kind, header bool, next parserState) bool {
 	if !p.allowed.Has(k) {
 		return false
 	}
-	p.op.Kind = k
+	p.op = Op{Kind: k, HeaderLen: -1} // the previous op's fields go here
 	p.header = header
 	p.state = next
 	return true
@@ -647,7 +770,7 @@ func (p *Parser) complete(n int) (*Op, int, error) {
 // startOp clears the per-operation state before a new operation begins.
 func (p *Parser) startOp() {
 	p.done = false
-	p.op = Op{HeaderLen: -1}
+	// p.op is cleared when the next verb is known (verb, pubFast).
 	p.header = false
 	p.size = 0
 	p.line = nil

@@ -20,6 +20,12 @@ func BenchmarkParsePub(b *testing.B) {
 	}
 }
 
+// BenchmarkParseNatsBenchPub parses the PUB that `nats bench pub --size
+// 16` sends.
+func BenchmarkParseNatsBenchPub(b *testing.B) {
+	benchParse(b, ClientOps, "PUB bench.core 16\r\n"+strings.Repeat("\x00", 16)+"\r\n")
+}
+
 func BenchmarkParseHPub(b *testing.B) {
 	body := hdrKV + strings.Repeat("x", 128)
 	benchParse(b, ClientOps, fmt.Sprintf("HPUB foo.bar.baz 18 %d\r\n%s\r\n", len(body), body))

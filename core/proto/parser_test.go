@@ -312,3 +312,64 @@ func TestLargeSplitBodyReleased(t *testing.T) {
 		t.Fatalf("body buffer of %d bytes retained", cap(p.body))
 	}
 }
+
+// TestPubFastPath checks the one-step PUB parse (pubFast) against the
+// state machine, which parses input fed one byte at a time: the same ops
+// and the same error, whether the fast path takes the PUB or leaves it to
+// the state machine, and no field of an earlier op left in a later one.
+func TestPubFastPath(t *testing.T) {
+	small := Limits{MaxControlLine: 24, MaxPayload: 40}
+	cases := []struct {
+		name string
+		in   string
+		lim  Limits
+		want []rec // nil: only compared with the state machine
+	}{
+		{name: "plain", in: "PUB a.b 3\r\nabc\r\n",
+			want: []rec{{Kind: OpPub, Subject: "a.b", HeaderLen: -1, Payload: "abc"}}},
+		{name: "reply", in: "PUB a.b _INBOX.1 0\r\n\r\n",
+			want: []rec{{Kind: OpPub, Subject: "a.b", Reply: "_INBOX.1", HeaderLen: -1}}},
+		{name: "after sub and unsub", in: "SUB a q 7\r\nUNSUB 7 5\r\nPUB a 1\r\nx\r\nPING\r\n",
+			want: []rec{{Kind: OpSub, Subject: "a", Queue: "q", Sid: "7", HeaderLen: -1},
+				{Kind: OpUnsub, Sid: "7", Max: 5, HeaderLen: -1},
+				{Kind: OpPub, Subject: "a", HeaderLen: -1, Payload: "x"},
+				{Kind: OpPing, HeaderLen: -1}}},
+		{name: "tab is a blank", in: "PUB a\tb 1\r\nx\r\n",
+			want: []rec{{Kind: OpPub, Subject: "a", Reply: "b", HeaderLen: -1, Payload: "x"}}},
+		{name: "tab in a long line", in: "PUB abcdefghijkl\tmnopqrstu 1\r\nx\r\n"},
+		{name: "double space", in: "PUB a  b 1\r\nx\r\n"},
+		{name: "lead blanks", in: "PUB   a 1\r\nx\r\n"},
+		{name: "trailing blank", in: "PUB a 1 \r\nx\r\n"},
+		{name: "LF only", in: "PUB a 1\nx\r\n"},
+		{name: "lower case", in: "pub a 1\r\nx\r\n"},
+		{name: "too many args", in: "PUB a b c 1\r\nx\r\n"},
+		{name: "spaces in a long line", in: "PUB abcdefgh ijklmnop qrstuvwx 1\r\nx\r\n"},
+		{name: "no size", in: "PUB a\r\nx\r\n"},
+		{name: "bad size", in: "PUB a 1x\r\nx\r\n"},
+		{name: "negative size", in: "PUB a -1\r\nx\r\n"},
+		{name: "missing CR", in: "PUB a 1\r\nxy\r\n"},
+		{name: "missing LF", in: "PUB a 1\r\nx\rPING\r\n"},
+		{name: "over max payload", in: "PUB a 41\r\n" + strings.Repeat("x", 41) + "\r\n", lim: small},
+		{name: "at max payload", in: "PUB a 40\r\n" + strings.Repeat("x", 40) + "\r\n", lim: small},
+		{name: "over max control line", in: "PUB " + strings.Repeat("a", 23) + " 1\r\nx\r\n", lim: small},
+		{name: "at max control line", in: "PUB " + strings.Repeat("a", 22) + " 1\r\nx\r\n", lim: small},
+		{name: "HPUB", in: "HPUB a 12 13\r\n" + hdrBlock + "x\r\n"},
+		{name: "many", in: strings.Repeat("PUB sensors.temp 2\r\nhi\r\nPUB sensors.temp r.1 0\r\n\r\n", 20)},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			whole, wholeErr := feed(t, NewParser(ClientOps, tc.lim), []byte(tc.in))
+			var chunks [][]byte
+			for i := range len(tc.in) {
+				chunks = append(chunks, []byte(tc.in[i:i+1]))
+			}
+			slow, slowErr := feed(t, NewParser(ClientOps, tc.lim), chunks...)
+			if wholeErr != slowErr || !reflect.DeepEqual(whole, slow) {
+				t.Fatalf("whole:\n%+v, %v\nbyte at a time:\n%+v, %v", whole, wholeErr, slow, slowErr)
+			}
+			if tc.want != nil && (wholeErr != nil || !reflect.DeepEqual(whole, tc.want)) {
+				t.Fatalf("got %+v, %v\nwant %+v", whole, wholeErr, tc.want)
+			}
+		})
+	}
+}

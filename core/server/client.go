@@ -16,6 +16,7 @@ import (
 
 	"github.com/leafbox/leafbox/core/auth"
 	"github.com/leafbox/leafbox/core/proto"
+	"github.com/leafbox/leafbox/core/sublist"
 )
 
 // Read buffer sizes: a connection starts small and grows while its reads
@@ -59,10 +60,12 @@ type client struct {
 	// Fields written by readLoop only (before or during CONNECT); read
 	// elsewhere under mu.
 	parser     *proto.Parser
-	flushes    map[*client]struct{} // clients this read batch wrote to
-	stallTotal time.Duration        // time this read batch waited on consumers
-	stallTimer *time.Timer          // reused by stalledWait
-	batch      batchStats           // counters of this read batch
+	flushes    map[*client]struct{}        // clients this read batch wrote to
+	lastFlush  *client                     // the last client added to flushes
+	stallTotal time.Duration               // time this read batch waited on consumers
+	stallTimer *time.Timer                 // reused by stalledWait
+	batch      batchStats                  // counters of this read batch
+	memo       sublist.Memo[*subscription] // the last PUB subject's match, this read batch
 
 	connected    atomic.Bool                   // CONNECT accepted
 	ident        atomic.Pointer[auth.Identity] // who the connection is
@@ -100,6 +103,9 @@ type client struct {
 	echo, headers, noResponders, verbose, pedantic bool
 
 	stats clientStats
+	// Messages and bytes delivered to this client, counted by deliver,
+	// which holds mu anyway (the in counters are batched per read).
+	outMsgs, outBytes int64
 
 	// Inline writes (see flushInlineLocked): raw is nil when the
 	// connection cannot be written that way. rawWrite, rawBuf and rawN
@@ -112,8 +118,8 @@ type client struct {
 
 // clientStats are per-connection counters, read by monitoring.
 type clientStats struct {
-	inMsgs, inBytes, outMsgs, outBytes atomic.Int64
-	stalls                             atomic.Int64
+	inMsgs, inBytes atomic.Int64
+	stalls          atomic.Int64
 }
 
 // batchStats are counted by the read loop without atomics and added to
@@ -504,29 +510,26 @@ func (c *client) pingTick() {
 	c.mu.Unlock()
 }
 
+// maxInlineFanout is the most other connections one read batch writes to
+// itself (see flushPending). On a 2-core machine, 1 publisher → 4
+// subscribers (nats bench, 16 B) took half the server CPU and ran about
+// 1.3× faster with the batch's four writes inline than with four writers
+// woken per batch (each wake is a futex call and a context switch on
+// both sides, about what a write of one batch costs).
+const maxInlineFanout = 4
+
 // flushPending flushes every connection this read batch wrote to, once
-// per batch, not per message. When the batch wrote to one other
-// connection (one subscriber, a reply), it writes the pending bytes
-// itself where nothing else is writing them (flushInlineLocked), as that
-// costs less than waking a writer on another thread. A fan-out wakes the
+// per batch, not per message. When the batch wrote to a few other
+// connections (a subscriber, a reply, a small fan-out: up to
+// maxInlineFanout), it writes the pending bytes itself where nothing else
+// is writing them (flushInlineLocked), as that costs less than waking a
+// writer on another thread; each such write is one non-blocking write,
+// so a slow consumer never holds the loop up. A larger fan-out wakes the
 // writers, which write in parallel while this loop goes on reading: on the
 // read loop the writes would add up, and it is the one serial stage.
 func (c *client) flushPending() {
-	others := len(c.flushes)
-	if _, self := c.flushes[c]; self {
-		others--
-	}
-	inline := others <= 1
-	for t := range c.flushes {
-		t.mu.Lock()
-		if inline {
-			t.flushInlineLocked()
-		} else {
-			t.cond.Signal()
-		}
-		t.mu.Unlock()
-		delete(c.flushes, t)
-	}
+	// Counters first, so that a client answered by this flush (a PONG)
+	// sees them in /varz and /connz.
 	if b := c.batch; b != (batchStats{}) {
 		c.stats.inMsgs.Add(b.inMsgs)
 		c.stats.inBytes.Add(b.inBytes)
@@ -537,6 +540,25 @@ func (c *client) flushPending() {
 		st.outBytes.Add(b.outBytes)
 		c.batch = batchStats{}
 	}
+	others := len(c.flushes)
+	if _, self := c.flushes[c]; self {
+		others--
+	}
+	inline := others <= maxInlineFanout
+	for t := range c.flushes {
+		t.mu.Lock()
+		if inline {
+			t.flushInlineLocked()
+		} else {
+			t.cond.Signal()
+		}
+		t.mu.Unlock()
+		delete(c.flushes, t)
+	}
+	c.lastFlush = nil
+	// The memo lives for one read batch: a publisher that goes quiet
+	// pins no subscriber that has gone since.
+	c.memo.Forget()
 }
 
 // writeLoop writes pending output until the connection closes.

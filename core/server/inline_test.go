@@ -318,3 +318,53 @@ func TestOrderingInlineWriteLeftover(t *testing.T) {
 		}
 	}
 }
+
+// TestInlineFanoutStuckSubscriber publishes over a network connection to
+// four subscribers, one of which never reads: the read loop writes a
+// small fan-out itself (maxInlineFanout), with one non-blocking write per
+// subscriber, so the stuck one must not hold up the publisher or the
+// other three, which receive every message in order, and the stuck one is
+// cut off as a slow consumer once its backlog passes MaxPending.
+func TestInlineFanoutStuckSubscriber(t *testing.T) {
+	s := servertest.Start(t, server.Options{MaxPending: 2 << 20})
+	stuck := servertest.Dial(t, s)
+	stuck.Connect(`{"verbose":false}`)
+	stuck.Send("SUB fan 1\r\nPING\r\n")
+	stuck.Expect("PONG")
+	const msgs = 20000 // 20 MB: far beyond the stuck one's socket buffers and MaxPending
+	payload := strings.Repeat("x", 1000)
+	var wg sync.WaitGroup
+	for range 3 {
+		sub := servertest.Dial(t, s)
+		sub.Connect(`{"verbose":false}`)
+		sub.Send("SUB fan 1\r\nPING\r\n")
+		sub.Expect("PONG")
+		wg.Go(func() {
+			for i := range msgs {
+				if f := strings.Fields(sub.ReadLine()); len(f) != 4 || f[0] != "MSG" {
+					t.Errorf("message %d: bad line %q", i, f)
+					return
+				}
+				if seq, _, _ := strings.Cut(sub.ReadLine(), " "); seq != strconv.Itoa(i) {
+					t.Errorf("got message %.20q, want %d", seq, i)
+					return
+				}
+			}
+		})
+	}
+	pub := servertest.Dial(t, s)
+	pub.Connect(`{"verbose":false}`)
+	var batch strings.Builder
+	for i := range msgs {
+		body := strconv.Itoa(i) + " " + payload
+		fmt.Fprintf(&batch, "PUB fan %d\r\n%s\r\n", len(body), body)
+		if i%100 == 99 {
+			pub.Send(batch.String())
+			batch.Reset()
+		}
+	}
+	pub.Send("PING\r\n")
+	pub.Expect("PONG")
+	wg.Wait()
+	stuck.ExpectClosed()
+}

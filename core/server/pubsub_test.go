@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/leafbox/leafbox/core/monitor"
 	"github.com/leafbox/leafbox/core/require"
 	"github.com/leafbox/leafbox/core/server"
 	"github.com/leafbox/leafbox/core/server/servertest"
@@ -290,4 +292,82 @@ func TestUnsubMax(t *testing.T) {
 	// The subscription is gone: a later publish reaches nobody.
 	raw.Send("UNSUB 1\r\nPUB m 1\r\nx\r\nPING\r\n")
 	raw.Expect("PONG")
+}
+
+// TestRepeatedSubjectSeesNewInterest publishes one subject over and over
+// (so the publisher's match memo holds "no interest"), then subscribes on
+// another connection: the first PUB sent after the SUB's PONG must be
+// delivered, and after an UNSUB's PONG the next must not. The same for a
+// wildcard, and for a subscriber on the publisher's own connection, whose
+// SUB lands between two PUBs of one read (the memo lives for one read
+// batch, so this is where a stale one would show).
+func TestRepeatedSubjectSeesNewInterest(t *testing.T) {
+	s := servertest.Start(t, server.Options{})
+	pub := servertest.Dial(t, s)
+	pub.Connect(`{"verbose":false}`)
+	sub := servertest.Dial(t, s)
+	sub.Connect(`{"verbose":false}`)
+	flood := func(payload string) {
+		t.Helper()
+		msg := "PUB sensors.temp " + strconv.Itoa(len(payload)) + "\r\n" + payload + "\r\n"
+		pub.Send(strings.Repeat("PUB sensors.temp 4\r\nwarm\r\n", 100) + msg + "PING\r\n")
+		pub.Expect("PONG")
+	}
+	for i, pattern := range []string{"sensors.temp", "sensors.*", ">"} {
+		flood("before")
+		sid := strconv.Itoa(i + 1)
+		sub.Send("SUB " + pattern + " " + sid + "\r\nPING\r\n")
+		sub.Expect("PONG")
+		pub.Send("PUB sensors.temp 5\r\nafter\r\nPING\r\n")
+		pub.Expect("PONG")
+		sub.Expect("MSG sensors.temp " + sid + " 5")
+		require.Equal(t, sub.ReadLine(), "after")
+		sub.Send("UNSUB " + sid + "\r\nPING\r\n")
+		sub.Expect("PONG")
+		flood("gone")
+		sub.Send("PING\r\n")
+		sub.Expect("PONG") // no MSG came before it
+	}
+	// A subscription made by the publisher itself, in the same read.
+	pub.Send("PUB sensors.temp 4\r\nwarm\r\nSUB sensors.temp 9\r\nPUB sensors.temp 4\r\nself\r\nPING\r\n")
+	pub.Expect("MSG sensors.temp 9 4")
+	require.Equal(t, pub.ReadLine(), "self")
+	pub.Expect("PONG")
+}
+
+// TestMessageCounters checks the per-connection and server counters of
+// /connz and /varz after PUBs in one read and in several: the in counters
+// are added once per read batch, the out ones per delivery under the
+// receiver's lock.
+func TestMessageCounters(t *testing.T) {
+	s := servertest.Start(t, server.Options{})
+	sub := servertest.Dial(t, s)
+	sub.Connect(`{"verbose":false}`)
+	sub.Send("SUB c.* 1\r\nSUB c.a 2\r\nPING\r\n")
+	sub.Expect("PONG")
+	pub := servertest.Dial(t, s)
+	pub.Connect(`{"verbose":false,"name":"pub"}`)
+	pub.Send("PUB c.a 3\r\nabc\r\nPUB c.b 2\r\nde\r\nPUB x 1\r\nf\r\nPING\r\n")
+	pub.Expect("PONG")
+	pub.Send("PUB c.a 0\r\n\r\nPING\r\n")
+	pub.Expect("PONG")
+	for range 5 { // c.a twice (3 B, 0 B) to sids 1 and 2, c.b once (2 B) to sid 1
+		sub.Expect("MSG ")
+		sub.ReadLine()
+	}
+	var in, out *monitor.ConnSnapshot
+	for _, c := range s.Connections(monitor.ConnOpen, false) {
+		if c.Name == "pub" {
+			in = &c
+		} else {
+			out = &c
+		}
+	}
+	if in == nil || out == nil {
+		t.Fatal("connections not found")
+	}
+	require.Equal(t, [2]int64{in.InMsgs, in.InBytes}, [2]int64{4, 6})
+	require.Equal(t, [2]int64{out.OutMsgs, out.OutBytes}, [2]int64{5, 3 + 3 + 2})
+	v := s.Varz()
+	require.Equal(t, [4]int64{v.InMsgs, v.InBytes, v.OutMsgs, v.OutBytes}, [4]int64{4, 6, 5, 8})
 }

@@ -158,7 +158,12 @@ func (c *client) processPub(op *proto.Op) {
 		c.ackVerbose()
 	}
 	hdr, data := splitPayload(op)
-	res := c.acc.sl.MatchBytes(op.Subject)
+	// A publisher usually repeats its subject: the memo answers a repeat
+	// without the sublist's locks while no subscription changed.
+	res := c.acc.sl.MatchBytesMemo(op.Subject, &c.memo)
+	if len(res.Plain) == 0 && len(res.Queues) == 0 && len(op.Reply) == 0 {
+		return // no interest, nothing to answer
+	}
 	if deliverResult(c, nil, res, op.Subject, op.Subject, op.Reply, hdr, data) == 0 &&
 		len(op.Reply) > 0 && c.noResponders {
 		c.sendNoResponders(c.acc, op.Subject, op.Reply)
@@ -309,6 +314,9 @@ func (c *client) deliver(from *client, sub *subscription, subj, reply, hdr, data
 	if autoUnsub {
 		delete(c.subs, sub.sid)
 	}
+	size := int64(len(hdr) + len(data))
+	c.outMsgs++ // under mu, which is held anyway: no atomic per delivery
+	c.outBytes += size
 	acc := c.acc
 	if from == nil {
 		// An in-process publisher has no read batch to flush after: it
@@ -316,9 +324,6 @@ func (c *client) deliver(from *client, sub *subscription, subj, reply, hdr, data
 		c.flushInProcessLocked()
 	}
 	c.mu.Unlock()
-	size := int64(len(hdr) + len(data))
-	c.stats.outMsgs.Add(1)
-	c.stats.outBytes.Add(size)
 	if from != nil {
 		// The publisher adds its batch to the server totals once.
 		from.batch.outMsgs++
@@ -330,9 +335,11 @@ func (c *client) deliver(from *client, sub *subscription, subj, reply, hdr, data
 	if autoUnsub && acc != nil {
 		acc.removeSub(sub)
 	}
-	if from != nil {
-		// The publisher's read loop flushes c at the end of its batch.
+	if from != nil && from.lastFlush != c {
+		// The publisher's read loop flushes c at the end of its batch;
+		// a run of messages to one client costs one map insert.
 		from.flushes[c] = struct{}{}
+		from.lastFlush = c
 	}
 	return true
 }

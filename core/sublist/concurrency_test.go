@@ -65,6 +65,7 @@ func TestConcurrent(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(w), 7))
 			type live struct{ index, value int }
 			var pending []live
+			var memo Memo[int] // warm on the probes, so a stale one fails
 			for i := range iterations {
 				if t.Failed() {
 					return
@@ -78,6 +79,10 @@ func TestConcurrent(t *testing.T) {
 				}
 				if !contains(s.MatchBytes([]byte(probe[index])), e.queue, v) {
 					t.Errorf("Match(%q) misses %d just inserted under %q", probe[index], v, e.subject)
+					return
+				}
+				if !contains(s.MatchBytesMemo([]byte(probe[index]), &memo), e.queue, v) {
+					t.Errorf("MatchBytesMemo(%q) misses %d just inserted under %q", probe[index], v, e.subject)
 					return
 				}
 				pending = append(pending, live{index, v})
@@ -95,6 +100,10 @@ func TestConcurrent(t *testing.T) {
 					t.Errorf("Match(%q) has %d just removed from %q", probe[old.index], old.value, e.subject)
 					return
 				}
+				if contains(s.MatchBytesMemo([]byte(probe[old.index]), &memo), e.queue, old.value) {
+					t.Errorf("MatchBytesMemo(%q) has %d just removed from %q", probe[old.index], old.value, e.subject)
+					return
+				}
 			}
 			for _, p := range pending {
 				e := churn[p.index]
@@ -108,11 +117,17 @@ func TestConcurrent(t *testing.T) {
 		readersWG.Go(func() {
 			rng := rand.New(rand.NewPCG(uint64(r), 11))
 			isStable := func(v int) bool { return v < churnBase }
+			var memo Memo[int]
 			for !done.Load() && !t.Failed() {
 				subj := subjects[rng.IntN(len(subjects))]
-				res := s.Match(subj)
-				if rng.IntN(2) == 0 {
+				var res *Result[int]
+				switch rng.IntN(4) {
+				case 0:
+					res = s.Match(subj)
+				case 1:
 					res = s.MatchBytes([]byte(subj))
+				default: // often the memo's own subject again
+					res = s.MatchBytesMemo([]byte(subj), &memo)
 				}
 				got, err := render(res, isStable)
 				if err != nil {

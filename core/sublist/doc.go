@@ -59,6 +59,19 @@
 //     subscriber or a cache miss waits for at most one such hold per
 //     closing batch, never for a rewrite of every cached result per entry.
 //
+// # Memo
+//
+// A caller that matches the same subject many times in a row (a
+// publisher's read loop) can keep a Memo and call MatchBytesMemo: a repeat
+// is answered from the Memo with one atomic load of a generation counter
+// and one subject comparison, without the locks, the hash or the shared
+// hit counter. Insert, Remove and RemoveBatch bump the counter under
+// mu.Lock after changing the trie and the cache, and a Memo's result
+// counts only while the counter has not moved since the Memo matched, so
+// a match that begins after a change returned always sees it. Memo hits
+// reach Stats as cache hits when the caller flushes them (FlushStats, or
+// Forget, which also drops the result so that an idle caller pins nothing).
+//
 // # Locking
 //
 // A Sublist is safe for concurrent use. It has two locks, always taken in

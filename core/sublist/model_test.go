@@ -69,7 +69,16 @@ func (r *opReader) pattern() string {
 func runOps(t testing.TB, data []byte) {
 	s, m := New[int](), &model{}
 	r := &opReader{data: data}
+	// The memo keeps the last matched subject across every operation, so
+	// each Insert, Remove and RemoveBatch must invalidate it.
+	var memo Memo[int]
+	memoSubj := ""
 	for ops := 0; len(r.data) > 0; ops++ {
+		if memoSubj != "" {
+			if got, want := canon(t, s.MatchBytesMemo([]byte(memoSubj), &memo)), canon(t, m.match(memoSubj)); got != want {
+				t.Fatalf("MatchBytesMemo(%q) = %s, want %s", memoSubj, got, want)
+			}
+		}
 		op := r.next()
 		if op >= batchOp {
 			removeBatch(t, s, m, r)
@@ -100,7 +109,11 @@ func runOps(t testing.TB, data []byte) {
 				if got := canon(t, s.MatchBytes([]byte(subj))); got != want {
 					t.Fatalf("MatchBytes(%q) = %s, want %s", subj, got, want)
 				}
+				if got := canon(t, s.MatchBytesMemo([]byte(subj), &memo)); got != want {
+					t.Fatalf("MatchBytesMemo(%q) = %s, want %s", subj, got, want)
+				}
 			}
+			memoSubj = subj
 		}
 		if ops%32 == 31 {
 			checkAgainst(t, s, m, publishSubjects)

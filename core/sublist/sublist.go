@@ -49,6 +49,11 @@ type Sublist[T comparable] struct {
 
 	empty Result[T] // the shared result of every subject with no interest
 
+	// gen counts the changes to the entries; Memo compares it to tell
+	// whether a result it holds is still current. It is bumped under
+	// mu, after the trie and the cache were changed.
+	gen atomic.Uint64
+
 	inserts, removes atomic.Uint64
 	cacheHits        atomic.Uint64
 	cacheMisses      atomic.Uint64
@@ -76,6 +81,7 @@ func (s *Sublist[T]) Insert(subj, queue string, v T) error {
 	s.count++
 	s.inserts.Add(1)
 	s.refreshCache(subj, func(r *Result[T]) *Result[T] { return r.with(queue, v) })
+	s.gen.Add(1)
 	return nil
 }
 
@@ -99,6 +105,7 @@ func (s *Sublist[T]) Remove(subj, queue string, v T) error {
 	s.cacheMu.Lock()
 	s.dropCachedLocked(subj)
 	s.cacheMu.Unlock()
+	s.gen.Add(1)
 	return nil
 }
 
@@ -130,8 +137,14 @@ func (s *Sublist[T]) RemoveBatch(batch []Entry[T]) []Entry[T] {
 			wildcards++
 		}
 	}
+	if len(removed) == 0 {
+		return removed
+	}
 	s.cacheMu.Lock()
 	defer s.cacheMu.Unlock()
+	// Deferred calls run last in first out: the bump follows the cache
+	// work, as in Remove.
+	defer s.gen.Add(1)
 	if wildcards*len(s.cache) > sweepBudget {
 		// Sweeping would cost more subject matches than rebuilding the
 		// cache on demand costs publishers: start afresh.
