@@ -76,7 +76,7 @@ func (c *pahoClient) loop(ctx context.Context) {
 			}
 		}
 		wait = true
-		cli, lost, err := c.connect(ctx, first)
+		cli, loss, err := c.connect(ctx, first)
 		if ctx.Err() != nil {
 			if cli != nil {
 				c.disconnect(cli)
@@ -97,7 +97,7 @@ func (c *pahoClient) loop(ctx context.Context) {
 		c.subscribe(ctx, cli, first)
 		first = false
 		select {
-		case <-lost:
+		case <-loss.ch:
 		case <-ctx.Done():
 			c.disconnect(cli)
 			return
@@ -106,7 +106,7 @@ func (c *pahoClient) loop(ctx context.Context) {
 		c.mu.Lock()
 		c.cli = nil
 		c.mu.Unlock()
-		c.ev.down(errors.New("mqtt: connection lost"))
+		c.ev.down(loss.err)
 		wait = false
 	}
 }
@@ -140,9 +140,24 @@ func (c *pahoClient) refusal(err error) *RefusedError {
 	return nil
 }
 
-// connect makes one attempt: dial, CONNECT, CONNACK. lost is closed when
-// the connection fails afterwards.
-func (c *pahoClient) connect(ctx context.Context, first bool) (cli *paho.Client, lost <-chan struct{}, err error) {
+// loss is the end of a connection: ch is closed when paho reports it,
+// err says why.
+type loss struct {
+	ch   chan struct{}
+	once sync.Once
+	err  error // set before ch is closed
+}
+
+func (l *loss) signal(err error) {
+	l.once.Do(func() {
+		l.err = err
+		close(l.ch)
+	})
+}
+
+// connect makes one attempt: dial, CONNECT, CONNACK. The loss reports the
+// connection's failure afterwards.
+func (c *pahoClient) connect(ctx context.Context, first bool) (cli *paho.Client, lost *loss, err error) {
 	u, err := ServerURL(c.cfg.Server)
 	if err != nil {
 		return nil, nil, err
@@ -166,9 +181,7 @@ func (c *pahoClient) connect(ctx context.Context, first bool) (cli *paho.Client,
 	}
 	sc := newInboundConn(under, c.ev.inline)
 
-	lostCh := make(chan struct{})
-	var once sync.Once
-	signal := func() { once.Do(func() { close(lostCh) }) }
+	lost = &loss{ch: make(chan struct{})}
 	cli = paho.NewClient(paho.ClientConfig{
 		ClientID:                   c.cfg.ClientID,
 		Conn:                       sc,
@@ -176,8 +189,10 @@ func (c *pahoClient) connect(ctx context.Context, first bool) (cli *paho.Client,
 		EnableManualAcknowledgment: c.manual,
 		SendAcksInterval:           5 * time.Millisecond,
 		OnPublishReceived:          []func(paho.PublishReceived) (bool, error){c.received},
-		OnClientError:              func(error) { signal() },
-		OnServerDisconnect:         func(*paho.Disconnect) { signal() },
+		OnClientError:              func(err error) { lost.signal(fmt.Errorf("mqtt: connection lost: %w", err)) },
+		OnServerDisconnect: func(d *paho.Disconnect) {
+			lost.signal(fmt.Errorf("mqtt: the broker closed the connection (reason %#x)", d.ReasonCode))
+		},
 	})
 	cp := &paho.Connect{
 		KeepAlive: uint16(c.cfg.KeepAlive / time.Second),
@@ -218,7 +233,7 @@ func (c *pahoClient) connect(ctx context.Context, first bool) (cli *paho.Client,
 		}
 		return nil, nil, fmt.Errorf("mqtt: failed to connect to %s: %w", u, err)
 	}
-	return cli, lostCh, nil
+	return cli, lost, nil
 }
 
 // subscribe subscribes cli to the bridge's filters, then reports the
@@ -301,12 +316,26 @@ func (c *pahoClient) publish(ctx context.Context, p *packet) error {
 	}
 	resp, err := cli.Publish(ctx, pb)
 	if err != nil {
+		if connectionLost(cli, err) {
+			return errNotConnected
+		}
 		return fmt.Errorf("mqtt: publish %q: %w", p.topic, err)
 	}
 	if resp != nil && resp.ReasonCode >= 0x80 {
 		return &PublishRefusedError{Topic: p.topic, Code: resp.ReasonCode}
 	}
 	return nil
+}
+
+// connectionLost reports whether the publish that failed with err failed because
+// cli's connection went down under it.
+func connectionLost(cli *paho.Client, err error) bool {
+	select {
+	case <-cli.Done():
+		return true
+	default:
+	}
+	return errors.Is(err, paho.ErrConnectionLost) || errors.Is(err, paho.ErrNetworkErrorAfterStored)
 }
 
 func (c *pahoClient) close(ctx context.Context) {
