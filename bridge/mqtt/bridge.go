@@ -89,7 +89,7 @@ type run struct {
 // Run connects to the broker and moves messages until ctx ends (it
 // returns nil) or the broker refuses the connection (it returns a
 // *RefusedError). Lost connections are re-established by the client
-// library meanwhile, and reported in env.Status.
+// meanwhile, and reported in env.Status.
 func (b *Bridge) Run(ctx context.Context, env bridge.Env) error {
 	env.Status.SetState(bridge.StateStarting)
 	ctx, cancel := context.WithCancel(ctx)

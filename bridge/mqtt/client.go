@@ -14,12 +14,12 @@ type subscription struct {
 }
 
 // events is what a client reports to the bridge. The functions run on
-// the library's goroutines.
+// the client's and paho's goroutines.
 type events struct {
 	// up: a connection is established and subscribed (first is true
 	// once).
 	up func(first bool)
-	// down: the connection was lost (err says why; the library
+	// down: the connection was lost (err says why; the client
 	// reconnects).
 	down func(err error)
 	// connectError: one connection attempt failed.
@@ -35,7 +35,7 @@ type events struct {
 	inline inlineFunc
 }
 
-// client is a connection to the broker through one of the libraries,
+// client is a connection to the broker (pahoClient),
 // reconnecting by itself until close.
 type client interface {
 	// publish sends p and, at QoS 1/2, waits for the broker's

@@ -4,11 +4,12 @@
 //
 // # Clients
 //
-// MQTT 5 (the default) goes through paho.golang's autopaho, MQTT 3.1.1
-// through paho.mqtt.golang; Config.Version chooses. Both reconnect by
-// themselves after a lost connection (every reconnect is counted in the
-// Status, the state follows the connection), so Run returns only when its
-// context ends or when the broker refuses the connection itself (a CONNACK
+// Both versions go through paho.golang's paho package (MQTT 5, the
+// default, as it is; MQTT 3.1.1 through v311Conn, which rewrites the
+// packets between the versions under paho); Config.Version chooses. The
+// client's own loop reconnects after a lost connection (every reconnect
+// is counted in the Status, the state follows the connection), so Run
+// returns only when its context ends or when the broker refuses the connection itself (a CONNACK
 // with an error code: unsupported protocol version, bad credentials, a
 // refused client id). Retrying cannot fix those, so Run returns the error
 // and the bridge.Runner backs off before the next Run; for a version the
@@ -28,8 +29,8 @@
 //
 // Inbound QoS 1 and 2 messages of a route with store: true are
 // acknowledged to the broker (PUBACK, PUBREC) only after bridge.Store
-// returned the local stream's PubAck (manual acknowledgement in both
-// libraries), so a crash between the two loses nothing: the broker
+// returned the local stream's PubAck (paho's manual
+// acknowledgement), so a crash between the two loses nothing: the broker
 // redelivers what was not acknowledged, in its session (clean_start false
 // and a session expiry, the defaults). Each such message carries a
 // Nats-Msg-Id made of the bridge's name, the packet id and a hash of the
