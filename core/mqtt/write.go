@@ -1,0 +1,229 @@
+package mqtt
+
+import (
+	"sync"
+	"time"
+
+	"github.com/eclipse/paho.golang/packets"
+)
+
+// writeBuf is a pooled buffer of bytes waiting to be written.
+type writeBuf struct{ b []byte }
+
+var writeBufs = sync.Pool{New: func() any { return &writeBuf{b: make([]byte, 0, 512)} }}
+
+// send queues a packet; it reports false once the connection is closing.
+func (c *conn) send(p packets.Packet) bool {
+	c.mu.Lock()
+	if c.closing {
+		c.mu.Unlock()
+		return false
+	}
+	if c.out == nil {
+		c.out = writeBufs.Get().(*writeBuf)
+	}
+	c.out.b = appendPacket(c.out.b, p, c.version)
+	slow := len(c.out.b) > c.srv.cfg.MaxPending
+	start := !c.writing
+	c.writing = true
+	c.mu.Unlock()
+	if start {
+		go c.writeLoop()
+	}
+	if slow {
+		c.srv.st.slow.Add(1)
+		c.srv.log.Warn("mqtt slow consumer cut off", "client_id", c.clientID, "pending", c.srv.cfg.MaxPending)
+		c.closeWith(codeQuotaExceeded, "slow consumer", false)
+		// Its writer is stuck in a write that the client does not read:
+		// closing the connection ends it now rather than at the deadline.
+		c.mu.Lock()
+		nc := c.nc
+		c.mu.Unlock()
+		if nc != nil {
+			_ = nc.Close()
+		}
+		return false
+	}
+	return true
+}
+
+// sendInline queues p like send and, when no writer runs, writes it on
+// the caller's goroutine (the reader's) rather than starting one: the
+// CONNACK, to a socket that has had nothing written to it yet.
+func (c *conn) sendInline(p packets.Packet) {
+	c.mu.Lock()
+	if c.closing {
+		c.mu.Unlock()
+		return
+	}
+	if c.out == nil {
+		c.out = writeBufs.Get().(*writeBuf)
+	}
+	c.out.b = appendPacket(c.out.b, p, c.version)
+	start := !c.writing
+	c.writing = true
+	c.mu.Unlock()
+	if start {
+		c.writeLoop()
+	}
+}
+
+// sendPublish sends m with packet id pid (0 for QoS 0). It reports false
+// when the message is not sent: expired, larger than the client's
+// maximum packet size, or the connection closing.
+func (c *conn) sendPublish(m *outMsg, pid uint16, dup bool) bool {
+	p := &packets.Publish{Topic: m.Topic, Payload: m.Payload, QoS: m.QoS, Retain: m.Retain, PacketID: pid, Duplicate: dup && m.QoS > 0, Properties: &packets.Properties{}}
+	if c.version == version5 {
+		if outProps(p.Properties, m.Header, "", m.Time, time.Now()) {
+			c.srv.st.dropped.Add(1)
+			return false
+		}
+		ids := m.subIDs
+		if ids == nil && c.sess != nil {
+			ids = c.sess.matchIDs(m.Topic)
+		}
+		if len(ids) > 0 {
+			// paho encodes one identifier; the first matching one is sent.
+			id := ids[0]
+			p.Properties.SubscriptionIdentifier = &id
+		}
+	}
+	return c.sendMsg(p)
+}
+
+// sendReply sends a reply to an MQTT 5 request on its response topic.
+func (c *conn) sendReply(m *outMsg, correlation []byte) {
+	p := &packets.Publish{Topic: m.Topic, Payload: m.Payload, Properties: &packets.Properties{}}
+	outProps(p.Properties, m.Header, "", m.Time, time.Now())
+	p.Properties.CorrelationData = correlation
+	c.sendMsg(p)
+}
+
+func (c *conn) sendMsg(p *packets.Publish) bool {
+	if c.clientMaxPacket > 0 {
+		// [MQTT-3.1.2-24]: never send a packet above the client's maximum.
+		size := len(appendPacket(nil, p, c.version))
+		if size > int(c.clientMaxPacket) {
+			c.srv.st.dropped.Add(1)
+			return false
+		}
+	}
+	if !c.send(p) {
+		return false
+	}
+	c.outMsgs.Add(1)
+	c.outBytes.Add(int64(len(p.Payload)))
+	c.srv.st.outMsgs.Add(1)
+	c.srv.st.outBytes.Add(int64(len(p.Payload)))
+	return true
+}
+
+// closeWith closes the connection: an MQTT 5 client that completed
+// CONNECT is sent DISCONNECT with code and reason first (server-sent
+// DISCONNECT, §3.14), a 3.1.1 client is just closed. countErr counts it
+// as a protocol error. The writer flushes what is queued and closes nc;
+// a parked connection leaves the poller first.
+func (c *conn) closeWith(code byte, reason string, countErr bool) {
+	c.mu.Lock()
+	if c.closing {
+		c.mu.Unlock()
+		return
+	}
+	if c.connected && c.version == version5 {
+		d := &packets.Disconnect{ReasonCode: code, Properties: &packets.Properties{}}
+		if c.problemInfo && reason != "" {
+			d.Properties.ReasonString = reason
+		}
+		if c.out == nil {
+			c.out = writeBufs.Get().(*writeBuf)
+		}
+		c.out.b = appendPacket(c.out.b, d, c.version)
+	}
+	c.closing = true
+	if c.registered {
+		// Before nc closes: its descriptor may be reused at once.
+		c.srv.poller.remove(c)
+		if c.parked {
+			c.srv.st.parked.Add(-1)
+		}
+		c.registered, c.parked = false, false
+	}
+	start := !c.writing
+	c.writing = true
+	c.mu.Unlock()
+	if start {
+		go c.writeLoop()
+	}
+	if countErr {
+		c.srv.st.protoErrs.Add(1)
+	}
+	c.srv.log.Debug("mqtt connection closed", "client_id", c.clientID, "code", code, "reason", reason)
+}
+
+// writeLoop writes what send queued until there is nothing left; once the
+// connection is closing it flushes the rest (a final DISCONNECT), closes
+// nc and, when no reader runs, finishes the connection.
+func (c *conn) writeLoop() {
+	for {
+		c.mu.Lock()
+		w := c.out
+		c.out = nil
+		closing := c.closing
+		if w == nil && !closing {
+			c.writing = false
+			if c.parked && c.nc != nil {
+				// The sweeper detaches it later: a subscriber whose
+				// socket fills up again at once keeps its connection.
+				c.detachDue.Store(true)
+			}
+			c.mu.Unlock()
+			return
+		}
+		nc := c.nc
+		c.mu.Unlock()
+		if w == nil {
+			break
+		}
+		b := w.b
+		if nc == nil && len(b) > 0 {
+			// Detached: what the socket takes now needs no connection.
+			b = writeFD(c.fd, b)
+			if len(b) > 0 {
+				var err error
+				if nc, err = c.attach(); err != nil {
+					c.closeWith(codeUnspecified, "write: "+err.Error(), false)
+					b = nil
+				}
+			}
+		}
+		if len(b) > 0 {
+			deadline := c.srv.cfg.WriteDeadline
+			if closing {
+				deadline = min(deadline, time.Second)
+			}
+			_ = nc.SetWriteDeadline(time.Now().Add(deadline))
+			if _, err := nc.Write(b); err != nil {
+				c.closeWith(codeUnspecified, "write: "+err.Error(), false)
+			}
+		}
+		if cap(w.b) > maxPooledBuf {
+			w.b = make([]byte, 0, 512)
+		}
+		w.b = w.b[:0]
+		writeBufs.Put(w)
+	}
+	c.mu.Lock()
+	if c.nc != nil {
+		_ = c.nc.Close()
+	}
+	if c.fd >= 0 {
+		closeFD(c.fd) // out of the poller already (closeWith)
+	}
+	c.writing = false
+	fin := !c.reading && !c.finished
+	c.finished = c.finished || fin
+	c.mu.Unlock()
+	if fin {
+		c.finish()
+	}
+}
