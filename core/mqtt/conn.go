@@ -3,7 +3,6 @@ package mqtt
 import (
 	"crypto/tls"
 	"net"
-	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -25,51 +24,104 @@ type conn struct {
 	// go (detach): the Go runtime's descriptor, buffers and poller entry
 	// are freed, fd keeps the socket, and a reader or a writer that
 	// needs it makes a new one from fd (attach). Written under mu, by the
-	// reader or the writer, never while the other uses it.
-	nc     net.Conn
-	remote netip.AddrPort // the client's address, when TCP
-	id     uint64
-	start  int64 // unix nanoseconds
+	// reader or the writer, never while the other uses it. A TLS
+	// connection's is never let go: it holds the TLS state.
+	nc    net.Conn
+	id    uint64
+	start int64 // unix nanoseconds
 
 	// Set by the reader during CONNECT, read-only after (info reads them
-	// under mu once connected is set).
+	// under mu once connected is set), except x's aliases, which only the
+	// reader uses.
 	clientID  string
 	ident     *auth.Identity
 	sess      *session
-	will      *will
-	aliases   map[uint16]string
+	x         *connMore // nil for a client with no will, no topic alias and no limits of its own
 	keepAlive time.Duration
-	rs        *readState // the running reader's buffers; nil while parked
 
-	clientMaxPacket  uint32
+	lastActivity atomic.Int64
+	ctr          atomic.Pointer[connCounters] // nil until the first message
+
+	mu  sync.Mutex
+	out *writeBuf // bytes waiting for the writer; nil when none
+
+	fd          int32 // a descriptor of the socket of its own, for the poller; -1: not parkable
+	idx         int32 // the connection's place in Server.conns (under Server.mu)
+	version     byte
+	problemInfo bool
+	// Under mu.
+	connected   bool
+	closing     bool
+	reading     bool // a reader goroutine runs
+	writing     bool // a writer goroutine runs
+	parked      bool // no reader: the poller waits for bytes
+	registered  bool // fd is in the poller's set
+	finished    bool
+	graceful    bool // DISCONNECT 0x00 received: no will (set by the reader)
+	detachQueue bool // in the poller's list of connections to detach
+}
+
+// connMore is what few idle connections need: set during CONNECT (for an
+// MQTT 5 client always, so that its reader can add topic aliases).
+type connMore struct {
+	will             *will
+	aliases          map[uint16]string
+	clientMaxPacket  uint32 // 0: none
 	clientReceiveMax uint16
-	version          byte
-	problemInfo      bool
-	fd               int32       // a descriptor of the socket of its own, for the poller; -1: not parkable
-	detachDue        atomic.Bool // parked, attached, no writer: the sweeper detaches it
+}
 
-	lastActivity      atomic.Int64
+// connCounters are a connection's message counters, made on its first
+// message.
+type connCounters struct {
 	inMsgs, inBytes   atomic.Int64
 	outMsgs, outBytes atomic.Int64
+}
 
-	mu         sync.Mutex
-	out        *writeBuf // bytes waiting for the writer; nil when none
-	connected  bool
-	closing    bool
-	reading    bool // a reader goroutine runs
-	writing    bool // a writer goroutine runs
-	parked     bool // no reader: the poller waits for bytes
-	registered bool // fd is in the poller's set
-	finished   bool
-	graceful   bool // DISCONNECT 0x00 received: no will (set by the reader)
+// counters returns the connection's counters, made on first use.
+func (c *conn) counters() *connCounters {
+	if p := c.ctr.Load(); p != nil {
+		return p
+	}
+	c.ctr.CompareAndSwap(nil, &connCounters{})
+	return c.ctr.Load()
+}
+
+// more returns the connection's connMore, made on first use; only the
+// reader calls it, during CONNECT.
+func (c *conn) more() *connMore {
+	if c.x == nil {
+		c.x = &connMore{clientReceiveMax: 65535}
+	}
+	return c.x
+}
+
+// receiveMax is the client's receive maximum.
+func (c *conn) receiveMax() uint16 {
+	if c.x == nil {
+		return 65535
+	}
+	return c.x.clientReceiveMax
+}
+
+// maxPacket is the client's maximum packet size (0: none).
+func (c *conn) maxPacket() uint32 {
+	if c.x == nil {
+		return 0
+	}
+	return c.x.clientMaxPacket
+}
+
+// will is the connection's will, nil when none.
+func (c *conn) will() *will {
+	if c.x == nil {
+		return nil
+	}
+	return c.x.will
 }
 
 func newConn(srv *Server, nc net.Conn, id uint64) *conn {
 	now := time.Now().UnixNano()
-	c := &conn{srv: srv, nc: nc, id: id, start: now, clientReceiveMax: 65535, fd: -1, reading: true}
-	if ta, ok := nc.RemoteAddr().(*net.TCPAddr); ok {
-		c.remote = ta.AddrPort()
-	}
+	c := &conn{srv: srv, nc: nc, id: id, start: now, fd: -1, reading: true}
 	if srv.poller != nil {
 		c.fd = dupFD(nc)
 	}
@@ -94,7 +146,9 @@ func (c *conn) info() (ConnInfo, bool) {
 	i := ConnInfo{
 		ID: c.id, ClientID: c.clientID, Version: c.version, Start: time.Unix(0, c.start),
 		LastActivity: time.Unix(0, c.lastActivity.Load()), User: c.ident.User, Account: c.ident.Account,
-		InMsgs: c.inMsgs.Load(), OutMsgs: c.outMsgs.Load(), InBytes: c.inBytes.Load(), OutBytes: c.outBytes.Load(),
+	}
+	if ctr := c.ctr.Load(); ctr != nil {
+		i.InMsgs, i.OutMsgs, i.InBytes, i.OutBytes = ctr.inMsgs.Load(), ctr.outMsgs.Load(), ctr.inBytes.Load(), ctr.outBytes.Load()
 	}
 	c.mu.Lock()
 	if c.out != nil {
@@ -102,11 +156,12 @@ func (c *conn) info() (ConnInfo, bool) {
 	}
 	i.Parked = c.parked
 	nc := c.nc
+	i.Attached = nc != nil
 	c.mu.Unlock()
-	if c.remote.IsValid() {
-		i.Remote = net.TCPAddrFromAddrPort(c.remote)
-	} else if nc != nil {
+	if nc != nil {
 		i.Remote = nc.RemoteAddr()
+	} else {
+		i.Remote = peerAddr(c.fd)
 	}
 	if s := c.sess; s != nil {
 		s.mu.Lock()

@@ -32,6 +32,9 @@ func (c *conn) connackFail(code byte, reason string) error {
 
 func (c *conn) handleConnect(p *packets.Connect) error {
 	c.version = p.ProtocolVersion
+	if c.version == version5 {
+		c.more() // topic aliases and the client's limits live there
+	}
 	props := p.Properties
 	c.problemInfo = c.version == version5 && (props.RequestProblemInfo == nil || *props.RequestProblemInfo == 1)
 	clean := p.CleanStart
@@ -106,13 +109,13 @@ func (c *conn) handleConnect(p *packets.Connect) error {
 			if *props.ReceiveMaximum == 0 {
 				return protocolErr("receive maximum 0") // [MQTT-3.1.2-?] §3.1.2.11.3
 			}
-			c.clientReceiveMax = *props.ReceiveMaximum
+			c.more().clientReceiveMax = *props.ReceiveMaximum
 		}
 		if props.MaximumPacketSize != nil {
 			if *props.MaximumPacketSize == 0 {
 				return protocolErr("maximum packet size 0") // §3.1.2.11.4
 			}
-			c.clientMaxPacket = *props.MaximumPacketSize
+			c.more().clientMaxPacket = *props.MaximumPacketSize
 		}
 	}
 
@@ -124,7 +127,7 @@ func (c *conn) handleConnect(p *packets.Connect) error {
 		if ident.Perms != nil && !ident.Perms.CanPublish(w.subj) {
 			return c.connackFail(codeNotAuthorized, "will topic not allowed")
 		}
-		c.will = w
+		c.more().will = w
 	}
 
 	sess, present := c.srv.attach(c, ident, clean, expiry, c.version)
@@ -149,11 +152,15 @@ func (c *conn) handleConnect(p *packets.Connect) error {
 			ap.ServerKeepAlive = &k
 		}
 	}
-	c.mu.Lock()
-	c.connected = true
-	c.mu.Unlock()
-	c.sendInline(ack)
-	_ = c.nc.SetReadDeadline(c.readDeadline(time.Now()))
+	// The CONNACK is queued before the session is this connection's (a
+	// takeover from now on closes it) and written with what the session
+	// sends at once, on this goroutine: it is the first packet the client
+	// gets, and the client has it only once the session is attached.
+	start := c.queueFirst(ack)
 	sess.attachConn(c)
+	if start {
+		c.writeLoop()
+	}
+	_ = c.nc.SetReadDeadline(c.readDeadline(time.Now()))
 	return nil
 }

@@ -25,7 +25,7 @@ func (c *conn) attach() (net.Conn, error) {
 // detachLocked lets a parked connection with no writer go, keeping fd;
 // c.mu is held.
 func (c *conn) detachLocked() {
-	if c.nc == nil || c.writing || c.reading || c.closing || c.fd < 0 {
+	if c.nc == nil || c.writing || c.reading || c.closing || c.fd < 0 || !detachable(c.nc) {
 		return
 	}
 	_ = c.nc.Close()
@@ -48,8 +48,20 @@ func (c *conn) park() bool {
 	c.registered, c.parked, c.reading = true, true, false
 	c.srv.st.parks.Add(1)
 	c.srv.st.parked.Add(1)
+	c.srv.poller.keepAliveDue(c)
 	c.detachLocked()
 	return true
+}
+
+// detachable reports whether a parked connection may let nc go: a plain
+// TCP connection may, a TLS one keeps its state in nc and parks attached.
+// A TLS connection parks safely all the same: its reader parks only after
+// a read timed out, and a TLS read that needs the socket has nothing
+// decrypted left and at most part of a record buffered, so the rest of it
+// wakes the poller.
+func detachable(nc net.Conn) bool {
+	_, ok := nc.(*net.TCPConn)
+	return ok
 }
 
 // wakeRead starts a reader for a parked connection that has bytes to

@@ -6,44 +6,45 @@ import (
 )
 
 // handlePublish routes a client's PUBLISH and acknowledges it.
-func (c *conn) handlePublish(p *packets.Publish) error {
+func (c *conn) handlePublish(p *packets.Publish, rs *readState) error {
 	if c.version == version5 {
 		if a := p.Properties.TopicAlias; a != nil {
 			// §3.3.2.3.4
 			if *a == 0 || *a > DefaultTopicAliasMax {
 				return &ProtocolError{Code: codeTopicAliasInvalid, Reason: "topic alias out of range"}
 			}
-			if c.aliases == nil {
-				c.aliases = map[uint16]string{}
+			x := c.x // made during CONNECT for an MQTT 5 client
+			if x.aliases == nil {
+				x.aliases = map[uint16]string{}
 			}
 			if p.Topic == "" {
-				t, ok := c.aliases[*a]
+				t, ok := x.aliases[*a]
 				if !ok {
 					return protocolErr("unknown topic alias %d", *a)
 				}
 				p.Topic = t
 			} else {
-				c.aliases[*a] = p.Topic
+				x.aliases[*a] = p.Topic
 			}
 		}
 	}
 	var err error
-	rs := c.rs
 	rs.subj, err = subject.AppendSubjectFromTopic(rs.subj[:0], p.Topic)
 	if err != nil {
 		// [MQTT-3.3.2-2]: no wildcards in a topic name.
 		return &ProtocolError{Code: codeTopicNameInvalid, Reason: err.Error()}
 	}
 	subj := rs.subj
-	c.inMsgs.Add(1)
-	c.inBytes.Add(int64(len(p.Payload)))
+	ctr := c.counters()
+	ctr.inMsgs.Add(1)
+	ctr.inBytes.Add(int64(len(p.Payload)))
 	c.srv.st.inMsgs.Add(1)
 	c.srv.st.inBytes.Add(int64(len(p.Payload)))
 	sess := c.sess
 	if p.QoS == 2 {
 		sess.mu.Lock()
-		dup := sess.incoming[p.PacketID]
-		n := len(sess.incoming)
+		dup := sess.peek().incoming[p.PacketID]
+		n := len(sess.peek().incoming)
 		sess.mu.Unlock()
 		if dup {
 			// Already delivered: PUBREC again, no second delivery (§4.3.3).
@@ -59,7 +60,7 @@ func (c *conn) handlePublish(p *packets.Publish) error {
 	if perms := c.ident.Perms; perms != nil && !perms.CanPublish(string(subj)) {
 		ackCode = codeNotAuthorized
 		c.srv.log.Debug("mqtt publish not allowed", "client_id", c.clientID, "subject", string(subj))
-	} else if err := c.route(p, subj); err != nil {
+	} else if err := c.route(p, subj, rs); err != nil {
 		if c.version == version311 {
 			// No negative acknowledgement in 3.1.1: close, and the client
 			// sends the message again on its next connection.
@@ -82,10 +83,11 @@ func (c *conn) handlePublish(p *packets.Publish) error {
 	case 2:
 		if ackCode == codeSuccess {
 			sess.mu.Lock()
-			if sess.incoming == nil {
-				sess.incoming = map[uint16]bool{}
+			x := sess.more()
+			if x.incoming == nil {
+				x.incoming = map[uint16]bool{}
 			}
-			sess.incoming[p.PacketID] = true
+			x.incoming[p.PacketID] = true
 			durable := sess.durable
 			sess.mu.Unlock()
 			if durable {
@@ -101,7 +103,7 @@ func (c *conn) handlePublish(p *packets.Publish) error {
 
 // route publishes a client's message to the broker, and stores it as
 // retained when flagged.
-func (c *conn) route(p *packets.Publish, subj []byte) error {
+func (c *conn) route(p *packets.Publish, subj []byte, rs *readState) error {
 	sess := c.sess
 	reply := ""
 	if rt := p.Properties.ResponseTopic; rt != "" {
@@ -115,7 +117,6 @@ func (c *conn) route(p *packets.Publish, subj []byte) error {
 		}
 		reply = r
 	}
-	rs := c.rs
 	rs.hdr = appendPublishHeader(rs.hdr[:0], p, p.Properties.ResponseTopic)
 	hdr := rs.hdr
 	if p.Retain {
@@ -133,8 +134,10 @@ func (c *conn) route(p *packets.Publish, subj []byte) error {
 func (c *conn) handlePubrel(p *packets.Pubrel) error {
 	sess := c.sess
 	sess.mu.Lock()
-	known := sess.incoming[p.PacketID]
-	delete(sess.incoming, p.PacketID)
+	known := sess.peek().incoming[p.PacketID]
+	if known {
+		delete(sess.x.incoming, p.PacketID)
+	}
 	durable := sess.durable
 	sess.mu.Unlock()
 	if durable && known {

@@ -53,9 +53,7 @@ func (c *conn) readLoop() {
 	}
 	for {
 		rs := getReadState()
-		c.rs = rs
 		park := c.readPackets(rs)
-		c.rs = nil
 		putReadState(rs)
 		if !park {
 			break
@@ -127,7 +125,7 @@ func (c *conn) readPackets(rs *readState) (park bool) {
 				_ = c.nc.SetReadDeadline(c.readDeadline(now))
 			}
 		}
-		used, perr := c.process(buf)
+		used, perr := c.process(buf, rs)
 		if perr != nil {
 			var pe *ProtocolError
 			if errors.As(perr, &pe) {
@@ -170,7 +168,7 @@ func (c *conn) readPackets(rs *readState) (park bool) {
 }
 
 // process handles every complete packet in b and returns the bytes used.
-func (c *conn) process(b []byte) (int, error) {
+func (c *conn) process(b []byte, rs *readState) (int, error) {
 	used := 0
 	for {
 		header, body, n, err := splitPacket(b[used:], c.srv.cfg.MaxPacketSize)
@@ -192,7 +190,7 @@ func (c *conn) process(b []byte) (int, error) {
 			}
 			return used, err
 		}
-		if err := c.handle(p); err != nil {
+		if err := c.handle(p, rs); err != nil {
 			return used, err
 		}
 		if c.isClosing() {
@@ -202,12 +200,12 @@ func (c *conn) process(b []byte) (int, error) {
 }
 
 // handle dispatches one decoded packet.
-func (c *conn) handle(p packets.Packet) error {
+func (c *conn) handle(p packets.Packet, rs *readState) error {
 	switch p := p.(type) {
 	case *packets.Connect:
 		return c.handleConnect(p)
 	case *packets.Publish:
-		return c.handlePublish(p)
+		return c.handlePublish(p, rs)
 	case *packets.Puback:
 		if !c.sess.ack(p.PacketID) {
 			c.srv.log.Debug("mqtt PUBACK for an unknown packet id", "client_id", c.clientID, "pid", p.PacketID)

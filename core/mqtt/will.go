@@ -70,38 +70,38 @@ func (c *conn) finish() {
 	if c.sess == nil {
 		return
 	}
-	sess := c.sess
+	sess, w := c.sess, c.will()
 	if !sess.detachConn(c) {
 		// Taken over: the new connection owns the session now. The will
 		// goes out unless the session lives on and the will had a delay,
 		// which the new connection came back within (§3.1.2.5).
-		if c.will != nil && !c.graceful {
+		if w != nil && !c.graceful {
 			sess.mu.Lock()
 			resumed := !sess.ended && sess.conn != nil
 			sess.mu.Unlock()
-			if !resumed || c.will.delay == 0 {
-				c.srv.publishWill(c.ident.Account, c.will)
+			if !resumed || w.delay == 0 {
+				c.srv.publishWill(c.ident.Account, w)
 			}
 		}
 		return
 	}
-	if c.will == nil || c.graceful {
+	if w == nil || c.graceful {
 		return
 	}
 	sess.mu.Lock()
-	delay := min(c.will.delay, sess.expiry)
+	delay := min(w.delay, sess.expiry)
 	ended := sess.ended
 	sess.mu.Unlock()
 	if delay == 0 || ended {
-		c.srv.publishWill(c.ident.Account, c.will)
+		c.srv.publishWill(c.ident.Account, w)
 		return
 	}
-	w, account := c.will, c.ident.Account
+	account := c.ident.Account
 	sess.mu.Lock()
 	// A new connection that took the session over since the detach came
 	// back within the delay: no will (attachConn ran before this timer).
 	if sess.conn == nil {
-		sess.willT = time.AfterFunc(time.Duration(delay)*time.Second, func() { c.srv.publishWill(account, w) })
+		sess.more().willT = time.AfterFunc(time.Duration(delay)*time.Second, func() { c.srv.publishWill(account, w) })
 	}
 	sess.mu.Unlock()
 }

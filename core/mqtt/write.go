@@ -47,25 +47,24 @@ func (c *conn) send(p packets.Packet) bool {
 	return true
 }
 
-// sendInline queues p like send and, when no writer runs, writes it on
-// the caller's goroutine (the reader's) rather than starting one: the
-// CONNACK, to a socket that has had nothing written to it yet.
-func (c *conn) sendInline(p packets.Packet) {
+// queueFirst marks the connection connected and queues p, the CONNACK,
+// keeping the writer for the caller: when it reports true, no writer runs
+// and the caller (the reader) runs writeLoop itself once the session has
+// queued what it sends at once, rather than starting a goroutine.
+func (c *conn) queueFirst(p packets.Packet) (start bool) {
 	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.connected = true
 	if c.closing {
-		c.mu.Unlock()
-		return
+		return false
 	}
 	if c.out == nil {
 		c.out = writeBufs.Get().(*writeBuf)
 	}
 	c.out.b = appendPacket(c.out.b, p, c.version)
-	start := !c.writing
+	start = !c.writing
 	c.writing = true
-	c.mu.Unlock()
-	if start {
-		c.writeLoop()
-	}
+	return start
 }
 
 // sendPublish sends m with packet id pid (0 for QoS 0). It reports false
@@ -100,10 +99,10 @@ func (c *conn) sendReply(m *outMsg, correlation []byte) {
 }
 
 func (c *conn) sendMsg(p *packets.Publish) bool {
-	if c.clientMaxPacket > 0 {
+	if mp := c.maxPacket(); mp > 0 {
 		// [MQTT-3.1.2-24]: never send a packet above the client's maximum.
 		size := len(appendPacket(nil, p, c.version))
-		if size > int(c.clientMaxPacket) {
+		if size > int(mp) {
 			c.srv.st.dropped.Add(1)
 			return false
 		}
@@ -111,8 +110,9 @@ func (c *conn) sendMsg(p *packets.Publish) bool {
 	if !c.send(p) {
 		return false
 	}
-	c.outMsgs.Add(1)
-	c.outBytes.Add(int64(len(p.Payload)))
+	ctr := c.counters()
+	ctr.outMsgs.Add(1)
+	ctr.outBytes.Add(int64(len(p.Payload)))
 	c.srv.st.outMsgs.Add(1)
 	c.srv.st.outBytes.Add(int64(len(p.Payload)))
 	return true
@@ -171,10 +171,11 @@ func (c *conn) writeLoop() {
 		closing := c.closing
 		if w == nil && !closing {
 			c.writing = false
-			if c.parked && c.nc != nil {
+			if c.parked && c.nc != nil && !c.detachQueue && detachable(c.nc) {
 				// The sweeper detaches it later: a subscriber whose
 				// socket fills up again at once keeps its connection.
-				c.detachDue.Store(true)
+				c.detachQueue = true
+				c.srv.poller.queueDetach(c)
 			}
 			c.mu.Unlock()
 			return
