@@ -1,6 +1,9 @@
 package mqtt
 
 import (
+	"slices"
+	"strings"
+
 	"github.com/eclipse/paho.golang/packets"
 	"github.com/leafbox/leafbox/core/subject"
 )
@@ -68,6 +71,9 @@ func (c *conn) handlePublish(p *packets.Publish, rs *readState) error {
 		}
 		ackCode = codeUnspecified
 	}
+	if p.QoS == 0 {
+		return nil
+	}
 	ackProps := &packets.Properties{}
 	if ackCode != codeSuccess && c.problemInfo {
 		// A reason string on a failed acknowledgement (§3.4.2.2.2).
@@ -119,6 +125,10 @@ func (c *conn) route(p *packets.Publish, subj []byte, rs *readState) error {
 	}
 	rs.hdr = appendPublishHeader(rs.hdr[:0], p, p.Properties.ResponseTopic)
 	hdr := rs.hdr
+	if p == &rs.pub && (p.Retain || (p.QoS > 0 && c.srv.cfg.Durable != nil)) {
+		// Decoded in place: what is stored gets a copy of its own.
+		p.Topic, p.Payload = strings.Clone(p.Topic), slices.Clone(p.Payload)
+	}
 	if p.Retain {
 		if err := c.srv.setRetained(c.ident.Account, p, hdr); err != nil {
 			return err

@@ -14,6 +14,9 @@ import (
 // not yet handled, and scratch space for a publish's subject and header.
 type readState struct {
 	buf, subj, hdr []byte
+	// pub is the 3.1.1 PUBLISH being handled, decoded in place
+	// (decodePublish311).
+	pub packets.Publish
 }
 
 // Sizes of a connection's buffers.
@@ -176,7 +179,16 @@ func (c *conn) process(b []byte, rs *readState) (int, error) {
 			return used, err
 		}
 		used += n
-		p, err := decodePacket(header, body, c.version)
+		var p packets.Packet
+		if c.version == version311 && header>>4 == packets.PUBLISH {
+			// The hot path: decoded into the reader's Publish, no copy.
+			if err = checkFlags(header); err == nil {
+				err = decodePublish311(&rs.pub, header, body)
+			}
+			p = &rs.pub
+		} else {
+			p, err = decodePacket(header, body, c.version)
+		}
 		if err != nil {
 			if pe, ok := err.(*ProtocolError); ok && !c.connected && (pe.Code == codeUnsupportedVersion || pe.Code == codeBadAuthMethod) {
 				// [MQTT-3.1.2-2]: CONNACK 0x01 (3.1.1) / 0x84, then close;

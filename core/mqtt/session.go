@@ -318,7 +318,11 @@ func (s *session) deliver(m server.Msg, shared *subscription) {
 		s.reply(m)
 		return
 	}
-	topic := subject.TopicFromSubject(subj)
+	// The topic, in a buffer on the stack: a view, copied only when a
+	// message that keeps it is made.
+	var tb [128]byte
+	tbuf := subject.AppendTopicFromSubject(tb[:0], subj)
+	topic := unsafe.String(unsafe.SliceData(tbuf), len(tbuf))
 	qos := pubQoS(m.Header)
 	lp := s.localPtr()
 	local := lp != nil && unsafe.Pointer(unsafe.SliceData(m.Data)) == lp
@@ -355,7 +359,14 @@ func (s *session) deliver(m server.Msg, shared *subscription) {
 		s.mu.Unlock()
 		return
 	}
-	msg := Msg{Topic: topic, Payload: slices.Clone(m.Data), QoS: grant, Retain: rap && retain, Time: time.Now()}
+	if c := s.conn; grant == 0 && c != nil && c.version == version311 {
+		// QoS 0 to a 3.1.1 client: encoded straight into its write
+		// buffer, nothing made (3.1.1 carries no header or expiry).
+		c.sendPublish311(topic, m.Data, rap && retain)
+		s.mu.Unlock()
+		return
+	}
+	msg := Msg{Topic: strings.Clone(topic), Payload: slices.Clone(m.Data), QoS: grant, Retain: rap && retain, Time: time.Now()}
 	if len(m.Header) > 0 || len(m.Reply) > 0 {
 		msg.Header = slices.Clone(m.Header)
 		if len(m.Reply) > 0 && !hasResponseTopic(m.Header) {

@@ -23,6 +23,40 @@ func (c *conn) send(p packets.Packet) bool {
 		c.out = writeBufs.Get().(*writeBuf)
 	}
 	c.out.b = appendPacket(c.out.b, p, c.version)
+	return c.queuedLocked()
+}
+
+// sendPublish311 sends a QoS 0 PUBLISH to a 3.1.1 client, encoded
+// straight into the write buffer: the delivery hot path, allocating
+// nothing. It reports false once the connection is closing.
+func (c *conn) sendPublish311(topic string, payload []byte, retain bool) bool {
+	h := byte(packets.PUBLISH << 4)
+	if retain {
+		h |= 0x01
+	}
+	c.mu.Lock()
+	if c.closing {
+		c.mu.Unlock()
+		return false
+	}
+	if c.out == nil {
+		c.out = writeBufs.Get().(*writeBuf)
+	}
+	c.out.b = appendPublish311(c.out.b, h, topic, 0, payload)
+	if !c.queuedLocked() {
+		return false
+	}
+	ctr := c.counters()
+	ctr.outMsgs.Add(1)
+	ctr.outBytes.Add(int64(len(payload)))
+	c.srv.st.outMsgs.Add(1)
+	c.srv.st.outBytes.Add(int64(len(payload)))
+	return true
+}
+
+// queuedLocked starts the writer for what was just queued, or cuts the
+// client off as a slow consumer; c.mu is held and released.
+func (c *conn) queuedLocked() bool {
 	slow := len(c.out.b) > c.srv.cfg.MaxPending
 	start := !c.writing
 	c.writing = true
