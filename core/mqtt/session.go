@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -78,7 +79,7 @@ type session struct {
 	ident *auth.Identity
 	// localData marks the payload being published by this session, for
 	// no-local: a delivery whose Data is it came from this session.
-	localData unsafe.Pointer
+	localData atomic.Pointer[byte]
 
 	mu      sync.Mutex
 	bus     *server.Conn             // combined: plain subscriptions, publishes; nil until needed
@@ -324,8 +325,8 @@ func (s *session) deliver(m server.Msg, shared *subscription) {
 	tbuf := subject.AppendTopicFromSubject(tb[:0], subj)
 	topic := unsafe.String(unsafe.SliceData(tbuf), len(tbuf))
 	qos := pubQoS(m.Header)
-	lp := s.localPtr()
-	local := lp != nil && unsafe.Pointer(unsafe.SliceData(m.Data)) == lp
+	lp := s.localData.Load()
+	local := lp != nil && unsafe.SliceData(m.Data) == lp
 	retain := headerHasRetain(m.Header)
 	var grant byte
 	var ids []int
@@ -375,14 +376,6 @@ func (s *session) deliver(m server.Msg, shared *subscription) {
 	}
 	s.queueLocked(msg, ids)
 	s.mu.Unlock()
-}
-
-// localPtr returns the marker of the payload this session is publishing.
-func (s *session) localPtr() unsafe.Pointer {
-	s.mu.Lock()
-	p := s.localData
-	s.mu.Unlock()
-	return p
 }
 
 // queueLocked sends a QoS 0 message now (dropping it without a
@@ -683,12 +676,10 @@ func (s *session) publish(subj []byte, reply string, hdr, data []byte) {
 		s.mu.Unlock()
 		return
 	}
-	s.localData = unsafe.Pointer(unsafe.SliceData(data))
 	s.mu.Unlock()
+	s.localData.Store(unsafe.SliceData(data))
 	bus.PublishBytes(subj, subj, unsafe.Slice(unsafe.StringData(reply), len(reply)), hdr, data)
-	s.mu.Lock()
-	s.localData = nil
-	s.mu.Unlock()
+	s.localData.Store(nil)
 }
 
 // requestReply returns the reply subject for an MQTT 5 request with a

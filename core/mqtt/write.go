@@ -61,8 +61,11 @@ func (c *conn) queuedLocked() bool {
 	start := !c.writing
 	c.writing = true
 	c.mu.Unlock()
-	if start {
-		go c.writeLoop()
+	switch {
+	case start && slow:
+		go c.writeLoop() // closeWith below finds it running
+	case start:
+		c.writeNow()
 	}
 	if slow {
 		c.srv.st.slow.Add(1)
@@ -194,6 +197,68 @@ func (c *conn) closeWith(code byte, reason string, countErr bool) {
 	c.srv.log.Debug("mqtt connection closed", "client_id", c.clientID, "code", code, "reason", reason)
 }
 
+// writeNow is the writer of what was just queued when none ran (the
+// caller set c.writing): on a plain TCP socket it writes what the socket
+// takes at once with one non-blocking write on the caller's goroutine, so
+// a client that keeps up costs no writer goroutine per packet; what is
+// left, and a TLS connection's bytes, go to a writer goroutine.
+func (c *conn) writeNow() {
+	c.mu.Lock()
+	w := c.out
+	inline := w != nil && c.fd >= 0 && !c.closing && (c.nc == nil || detachable(c.nc))
+	if inline {
+		c.out = nil
+	}
+	c.mu.Unlock()
+	if !inline {
+		go c.writeLoop()
+		return
+	}
+	rest := writeFD(c.fd, w.b) // the writer's own: fd stays open while it runs
+	c.mu.Lock()
+	if len(rest) > 0 {
+		// What the socket did not take goes first, then what came since.
+		w.b = w.b[:copy(w.b, rest)]
+		if c.out != nil {
+			w.b = append(w.b, c.out.b...)
+			putWriteBuf(c.out)
+		}
+		c.out = w
+		c.mu.Unlock()
+		go c.writeLoop()
+		return
+	}
+	putWriteBuf(w)
+	if c.out != nil || c.closing {
+		c.mu.Unlock()
+		go c.writeLoop()
+		return
+	}
+	c.writing = false
+	c.queueDetachLocked()
+	c.mu.Unlock()
+}
+
+// putWriteBuf puts w back in its pool.
+func putWriteBuf(w *writeBuf) {
+	if cap(w.b) > maxPooledBuf {
+		w.b = make([]byte, 0, 512)
+	}
+	w.b = w.b[:0]
+	writeBufs.Put(w)
+}
+
+// queueDetachLocked has the sweeper detach a parked connection whose
+// writer just ended still attached; c.mu is held.
+func (c *conn) queueDetachLocked() {
+	if c.parked && c.nc != nil && !c.detachQueue && detachable(c.nc) {
+		// The sweeper detaches it later: a subscriber whose socket fills
+		// up again at once keeps its connection.
+		c.detachQueue = true
+		c.srv.poller.queueDetach(c)
+	}
+}
+
 // writeLoop writes what send queued until there is nothing left; once the
 // connection is closing it flushes the rest (a final DISCONNECT), closes
 // nc and, when no reader runs, finishes the connection.
@@ -205,12 +270,7 @@ func (c *conn) writeLoop() {
 		closing := c.closing
 		if w == nil && !closing {
 			c.writing = false
-			if c.parked && c.nc != nil && !c.detachQueue && detachable(c.nc) {
-				// The sweeper detaches it later: a subscriber whose
-				// socket fills up again at once keeps its connection.
-				c.detachQueue = true
-				c.srv.poller.queueDetach(c)
-			}
+			c.queueDetachLocked()
 			c.mu.Unlock()
 			return
 		}
@@ -241,11 +301,7 @@ func (c *conn) writeLoop() {
 				c.closeWith(codeUnspecified, "write: "+err.Error(), false)
 			}
 		}
-		if cap(w.b) > maxPooledBuf {
-			w.b = make([]byte, 0, 512)
-		}
-		w.b = w.b[:0]
-		writeBufs.Put(w)
+		putWriteBuf(w)
 	}
 	c.mu.Lock()
 	if c.nc != nil {
