@@ -2,6 +2,7 @@ package mqtt
 
 import (
 	"encoding/binary"
+	"unsafe"
 
 	"github.com/eclipse/paho.golang/packets"
 )
@@ -62,6 +63,66 @@ func (r *reader311) byte() byte {
 	v := r.b[0]
 	r.b = r.b[1:]
 	return v
+}
+
+// appendPublish311 appends a 3.1.1 PUBLISH with fixed header byte h
+// (its QoS says whether pid is written).
+func appendPublish311(dst []byte, h byte, topic string, pid uint16, payload []byte) []byte {
+	qos := (h >> 1) & 3
+	n := 2 + len(topic) + len(payload)
+	if qos > 0 {
+		n += 2
+	}
+	dst = append(dst, h)
+	dst = appendVarint(dst, n)
+	dst = append(dst, byte(len(topic)>>8), byte(len(topic)))
+	dst = append(dst, topic...)
+	if qos > 0 {
+		dst = append(dst, byte(pid>>8), byte(pid))
+	}
+	return append(dst, payload...)
+}
+
+// decodePublish311 decodes a 3.1.1 PUBLISH (header checked) into p,
+// reusing p and its Properties: its Topic and Payload are views of body,
+// valid only until the reader's buffer is reused, so what keeps them
+// copies them (conn.route). It allocates nothing.
+func decodePublish311(p *packets.Publish, header byte, body []byte) error {
+	props := p.Properties
+	if props == nil {
+		props = &packets.Properties{}
+	} else {
+		*props = packets.Properties{}
+	}
+	*p = packets.Publish{Properties: props, QoS: (header >> 1) & 3, Duplicate: header&0x08 != 0, Retain: header&0x01 != 0}
+	r := reader311{b: body}
+	n := int(r.uint16())
+	if r.err != nil {
+		return r.err
+	}
+	if len(r.b) < n {
+		return malformed("field of %d bytes, %d left", n, len(r.b))
+	}
+	if n > 0 {
+		p.Topic = unsafe.String(&r.b[0], n)
+	}
+	r.b = r.b[n:]
+	if p.QoS > 0 {
+		id := r.uint16()
+		switch {
+		case r.err != nil:
+			return r.err
+		case id == 0:
+			// §2.3.1: a packet identifier is non-zero.
+			return malformed("PUBLISH with packet id 0")
+		}
+		p.PacketID = id
+	}
+	p.Payload = r.b
+	if p.Payload == nil {
+		p.Payload = []byte{}
+	}
+	return nil
 }
 
 // decodeConnect311 decodes a 3.1.1 CONNECT from its keep alive field on
@@ -246,18 +307,7 @@ func append311(dst []byte, p packets.Packet) []byte {
 		if p.Retain {
 			h |= 0x01
 		}
-		n := 2 + len(p.Topic) + len(p.Payload)
-		if p.QoS > 0 {
-			n += 2
-		}
-		dst = append(dst, h)
-		dst = appendVarint(dst, n)
-		dst = append(dst, byte(len(p.Topic)>>8), byte(len(p.Topic)))
-		dst = append(dst, p.Topic...)
-		if p.QoS > 0 {
-			dst = append(dst, byte(p.PacketID>>8), byte(p.PacketID))
-		}
-		return append(dst, p.Payload...)
+		return appendPublish311(dst, h, p.Topic, p.PacketID, p.Payload)
 	case *packets.Puback:
 		return ack(packets.PUBACK<<4, p.PacketID)
 	case *packets.Pubrec:

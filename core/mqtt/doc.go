@@ -51,21 +51,32 @@
 // # Concurrency
 //
 // A connection has at most a read goroutine (the only reader of the
-// socket; it handles the client's packets in order) and a write goroutine
-// (the only writer; it writes whatever the connection's buffer holds in
-// one write), each running only while it has work: the writer ends once
-// the buffer is empty, and the reader, on Linux and plain TCP, parks the
-// connection once it has had no byte for Config.ParkAfter. A parked
-// connection holds no goroutine and no buffer, and with no writer running
-// lets its Go net.Conn go too (detach), keeping a descriptor of the
-// socket of its own in the Server's epoll set (poll_linux.go, armed
-// EPOLLONESHOT); when bytes arrive the poller starts a reader, which
-// makes a net.Conn from the descriptor again (attach). A writer for a
-// detached connection writes to the socket directly and attaches only
-// when the socket does not take everything at once. A sweeper closes
-// parked connections past 1.5 times their keep alive; a running reader
-// enforces it with its read deadline. Elsewhere (TLS, other systems)
-// each connection keeps its reader, as goroutine per connection.
+// socket; it handles the client's packets in order) and a writer (the
+// only writer; it writes whatever the connection's buffer holds in one
+// write), each running only while it has work. The writer of a packet
+// queued while none runs is first the sender's own goroutine, with one
+// non-blocking write on a plain TCP socket (write.go); what the socket
+// does not take, and TLS connections' bytes, go to a writer goroutine,
+// which ends once the buffer is empty. The reader, on Linux, parks the
+// connection once it has had no byte for Config.ParkAfter (park.go). A
+// parked connection holds no goroutine and no buffer, keeping a
+// descriptor of the socket of its own in the Server's epoll set
+// (poll_linux.go, armed EPOLLONESHOT); when bytes arrive the poller
+// starts a reader. A plain TCP one with no writer running lets its Go
+// net.Conn go too (detach), and its reader makes one from the descriptor
+// again (attach); a writer for a detached connection writes to the
+// socket directly and attaches only when the socket does not take
+// everything at once. A TLS one stays attached (the TLS state lives in
+// its net.Conn): its reader parks only after a read timed out, when the
+// TLS connection holds at most part of a record, whose rest wakes the
+// poller. A sweeper (poll.go) closes parked connections past 1.5 times
+// their keep alive, waking when the earliest deadline comes rather than
+// on a tick; a running reader enforces it with its read deadline. On
+// other systems each connection keeps its reader.
+//
+// An idle connection is small: its conn and session keep what few
+// clients use (a will, topic aliases, queues, QoS state, timers) in
+// records made on first use (connMore, sessionMore).
 //
 // Broker deliveries run on the publisher's goroutine and never block:
 // QoS 0 is appended to the connection's buffer (a client past

@@ -3,6 +3,7 @@
 package mqtt
 
 import (
+	"crypto/tls"
 	"errors"
 	"net"
 	"os"
@@ -19,8 +20,9 @@ type poller struct {
 	epfd  int
 	efd   int // an eventfd that ends run
 	mu    sync.Mutex
-	conns map[int32]*conn // by socket: registered connections
+	conns []*conn // by socket (fd): registered connections, nil where none
 	quit  chan struct{}
+	sweepState
 
 	runDone, sweepDone chan struct{}
 }
@@ -42,17 +44,21 @@ func newPoller(srv *Server) (*poller, error) {
 		unix.Close(epfd)
 		return nil, err
 	}
-	p := &poller{srv: srv, epfd: epfd, efd: efd, conns: map[int32]*conn{}, quit: make(chan struct{}),
+	p := &poller{srv: srv, epfd: epfd, efd: efd, quit: make(chan struct{}),
 		runDone: make(chan struct{}), sweepDone: make(chan struct{})}
+	p.kick = make(chan struct{}, 1)
 	go p.run()
 	go p.sweeper()
 	return p, nil
 }
 
-// dupFD returns a descriptor of nc's socket of its own when nc is a plain
-// TCP connection, else -1. It keeps the socket open when nc closes (a
-// detached connection), and the poller waits on it.
+// dupFD returns a descriptor of nc's socket of its own when nc is a TCP
+// connection, plain or under TLS, else -1. It keeps the socket open when
+// nc closes (a detached connection), and the poller waits on it.
 func dupFD(nc net.Conn) int32 {
+	if tc, ok := nc.(*tls.Conn); ok {
+		nc = tc.NetConn()
+	}
 	tc, ok := nc.(*net.TCPConn)
 	if !ok {
 		return -1
@@ -98,6 +104,25 @@ func writeFD(fd int32, b []byte) []byte {
 	return b
 }
 
+// peerAddr returns the address of the peer of the socket fd, nil when
+// unknown.
+func peerAddr(fd int32) net.Addr {
+	if fd < 0 {
+		return nil
+	}
+	sa, err := unix.Getpeername(int(fd))
+	if err != nil {
+		return nil
+	}
+	switch sa := sa.(type) {
+	case *unix.SockaddrInet4:
+		return &net.TCPAddr{IP: net.IP(sa.Addr[:]).To16(), Port: sa.Port}
+	case *unix.SockaddrInet6:
+		return &net.TCPAddr{IP: net.IP(sa.Addr[:]), Port: sa.Port}
+	}
+	return nil
+}
+
 // closeFD closes a descriptor of dupFD.
 func closeFD(fd int32) { _ = unix.Close(int(fd)) }
 
@@ -109,6 +134,9 @@ func (p *poller) arm(c *conn, add bool) error {
 		return unix.EpollCtl(p.epfd, unix.EPOLL_CTL_MOD, int(c.fd), &ev)
 	}
 	p.mu.Lock()
+	if n := int(c.fd) + 1; n > len(p.conns) {
+		p.conns = append(p.conns, make([]*conn, n-len(p.conns))...)
+	}
 	p.conns[c.fd] = c
 	p.mu.Unlock()
 	if err := unix.EpollCtl(p.epfd, unix.EPOLL_CTL_ADD, int(c.fd), &ev); err != nil {
@@ -126,8 +154,8 @@ func (p *poller) remove(c *conn) {
 
 func (p *poller) forget(c *conn) {
 	p.mu.Lock()
-	if p.conns[c.fd] == c {
-		delete(p.conns, c.fd)
+	if int(c.fd) < len(p.conns) && p.conns[c.fd] == c {
+		p.conns[c.fd] = nil
 	}
 	p.mu.Unlock()
 }
@@ -151,8 +179,11 @@ func (p *poller) run() {
 			if ev.Fd == int32(p.efd) {
 				return
 			}
+			var c *conn
 			p.mu.Lock()
-			c := p.conns[ev.Fd]
+			if int(ev.Fd) < len(p.conns) {
+				c = p.conns[ev.Fd]
+			}
 			p.mu.Unlock()
 			if c != nil && uint32(c.id) == uint32(ev.Pad) {
 				c.wakeRead()

@@ -12,9 +12,10 @@ import (
 // keeps its reader goroutine, as before parking existed.
 type poller struct {
 	mu        sync.Mutex
-	conns     map[int32]*conn
+	conns     []*conn
 	quit      chan struct{}
 	sweepDone chan struct{}
+	sweepState
 }
 
 func newPoller(*Server) (*poller, error) {
@@ -28,6 +29,8 @@ func connFromFD(int32) (net.Conn, error) { return nil, errors.New("parking needs
 func writeFD(_ int32, b []byte) []byte { return b }
 
 func closeFD(int32) {}
+
+func peerAddr(int32) net.Addr { return nil }
 
 func (p *poller) arm(*conn, bool) error { return errors.New("parking needs epoll (Linux)") }
 

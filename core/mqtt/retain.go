@@ -80,7 +80,7 @@ func (srv *Server) attach(c *conn, ident *auth.Identity, clean bool, expiry uint
 		old.mu.Lock()
 		oc := old.conn
 		old.conn = nil // its cleanup sees the takeover and leaves the session
-		sameAccount := old.account == ident.Account
+		sameAccount := old.ident.Account == ident.Account
 		ended := old.ended
 		old.mu.Unlock()
 		if oc != nil {
@@ -96,13 +96,13 @@ func (srv *Server) attach(c *conn, ident *auth.Identity, clean bool, expiry uint
 	present := old != nil
 	s := old
 	if s == nil {
-		s = newSession(srv, c.clientID, ident.Account, ident.User, ident.Perms)
+		s = newSession(srv, c.clientID, ident)
 		srv.mu.Lock()
 		srv.sessions[c.clientID] = s
 		srv.mu.Unlock()
 	}
 	s.mu.Lock()
-	s.perms, s.user = ident.Perms, ident.User
+	s.ident = ident
 	s.version, s.expiry = version, expiry
 	wasDurable := s.durable
 	s.durable = wasDurable || expiry != 0

@@ -93,8 +93,9 @@ type Config struct {
 	// it parks the connection (default 50ms; negative: never): a parked
 	// connection holds no goroutine and no buffer, an epoll set waits for
 	// its bytes and a sweeper enforces its keep alive. Parking needs Linux
-	// and a plain TCP connection; elsewhere, and for TLS, each connection
-	// keeps its reader.
+	// (elsewhere each connection keeps its reader); a plain TCP connection
+	// also lets its Go net.Conn go while parked, a TLS one keeps it (and
+	// its TLS state) but not its reader.
 	ParkAfter time.Duration
 	// Logger receives the listener's logs; nil discards them.
 	Logger *slog.Logger
@@ -172,7 +173,7 @@ type Server struct {
 	mu       sync.Mutex
 	ln       net.Listener
 	sessions map[string]*session
-	conns    map[*conn]struct{}
+	conns    []*conn // open connections; each knows its index (conn.idx)
 	nextID   uint64
 	closed   bool
 	wg       sync.WaitGroup
@@ -188,7 +189,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, errors.New("mqtt: no broker")
 	}
 	cfg.setDefaults()
-	s := &Server{cfg: cfg, log: cfg.Logger, sessions: map[string]*session{}, conns: map[*conn]struct{}{}}
+	s := &Server{cfg: cfg, log: cfg.Logger, sessions: map[string]*session{}}
 	s.auth.Store(&authHolder{cfg.Auth})
 	stored, err := cfg.State.LoadSessions()
 	if err != nil {
@@ -218,7 +219,7 @@ func (s *Server) Serve(ln net.Listener) error {
 		ln = tls.NewListener(ln, s.cfg.TLS)
 	}
 	s.ln = ln
-	if s.poller == nil && s.cfg.ParkAfter > 0 && s.cfg.TLS == nil {
+	if s.poller == nil && s.cfg.ParkAfter > 0 {
 		p, err := newPoller(s)
 		if err != nil {
 			s.log.Info("mqtt connections do not park", "err", err)
@@ -280,7 +281,8 @@ func (s *Server) accept(nc net.Conn) {
 	}
 	s.nextID++
 	c := newConn(s, nc, s.nextID)
-	s.conns[c] = struct{}{}
+	c.idx = int32(len(s.conns))
+	s.conns = append(s.conns, c)
 	s.wg.Add(1) // done when the connection finishes
 	s.mu.Unlock()
 	s.st.conns.Add(1)
@@ -290,9 +292,17 @@ func (s *Server) accept(nc net.Conn) {
 
 func (s *Server) removeConn(c *conn) {
 	s.mu.Lock()
-	if _, ok := s.conns[c]; ok {
-		delete(s.conns, c)
+	if i := int(c.idx); i >= 0 && i < len(s.conns) && s.conns[i] == c {
+		last := len(s.conns) - 1
+		s.conns[i] = s.conns[last]
+		s.conns[i].idx = int32(i)
+		s.conns[last] = nil
+		s.conns = s.conns[:last]
+		c.idx = -1
 		s.st.conns.Add(-1)
+		if cap(s.conns) > 64 && len(s.conns) < cap(s.conns)/4 {
+			s.conns = append([]*conn(nil), s.conns...) // give back what a past peak grew
+		}
 	}
 	s.mu.Unlock()
 }
@@ -308,10 +318,7 @@ func (s *Server) Close(ctx context.Context) error {
 	}
 	s.closed = true
 	ln, p := s.ln, s.poller
-	conns := make([]*conn, 0, len(s.conns))
-	for c := range s.conns {
-		conns = append(conns, c)
-	}
+	conns := append([]*conn(nil), s.conns...)
 	s.mu.Unlock()
 	if ln != nil {
 		_ = ln.Close()
@@ -370,15 +377,13 @@ type ConnInfo struct {
 	Pending           int
 	TLSVersion        uint16
 	Parked            bool // no reader: waiting in the poller for bytes
+	Attached          bool // holds a Go net.Conn (a parked one lets it go once its writer is done)
 }
 
 // Conns returns the open connections that have completed CONNECT.
 func (s *Server) Conns() []ConnInfo {
 	s.mu.Lock()
-	conns := make([]*conn, 0, len(s.conns))
-	for c := range s.conns {
-		conns = append(conns, c)
-	}
+	conns := append([]*conn(nil), s.conns...)
 	s.mu.Unlock()
 	out := make([]ConnInfo, 0, len(conns))
 	for _, c := range conns {

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -66,38 +67,69 @@ type request struct {
 // An idle session holds no goroutine and, until it needs them, no maps
 // and no broker connections: its worker runs while deliveries wait to be
 // queued, its broker connections are made on its first subscription or
-// publish, its maps on their first entry.
+// publish, its maps on their first entry, and the rest of its state (its
+// queues, QoS state, requests and timers: sessionMore) on first use, so a
+// session without subscriptions or pending state is a small record.
 type session struct {
 	srv      *Server
 	clientID string
-	account  string
-	user     string
-	perms    *auth.Perms
+	// ident is the identity of the session's client (its account never
+	// changes; user and permissions are the latest connection's). A
+	// restored session's has no permissions until the client is back.
+	ident *auth.Identity
 	// localData marks the payload being published by this session, for
 	// no-local: a delivery whose Data is it came from this session.
-	localData unsafe.Pointer
+	localData atomic.Pointer[byte]
 
-	mu       sync.Mutex
-	bus      *server.Conn             // combined: plain subscriptions, publishes; nil until needed
-	shared   *server.Conn             // queue-group subscriptions of $share filters; nil until needed
-	conn     *conn                    // nil while disconnected
-	subs     map[string]*subscription // by filter as subscribed ($share/... included)
-	queue    []*outMsg                // in seq order
+	mu      sync.Mutex
+	bus     *server.Conn             // combined: plain subscriptions, publishes; nil until needed
+	conn    *conn                    // nil while disconnected
+	subs    map[string]*subscription // by filter as subscribed ($share/... included)
+	x       *sessionMore             // nil until needed
+	expiry  uint32
+	version byte
+	durable bool // queue and session kept in State
+	ended   bool
+	stopped bool // broker connections closed: no more made
+	working bool // the worker runs
+	empty   [1]byte
+}
+
+// sessionMore is the state of a session that few idle sessions have:
+// made by more on first use, under session.mu like the rest.
+type sessionMore struct {
+	shared   *server.Conn // queue-group subscriptions of $share filters; nil until needed
+	queue    []*outMsg    // in seq order
 	inflight map[uint16]*outMsg
 	incoming map[uint16]bool
 	inbox    []*outMsg // from deliveries, to be enqueued by the worker
 	req      *requests // MQTT 5 requests; nil until the first
 	localSeq uint64
+	discAt   int64 // unix nanoseconds; 0 while connected
 	expiryT  *time.Timer
 	willT    *time.Timer
-	discAt   int64 // unix nanoseconds; 0 while connected
-	expiry   uint32
-	version  byte
-	durable  bool // queue and session kept in State
-	ended    bool
-	stopped  bool // broker connections closed: no more made
-	working  bool // the worker runs
-	empty    [1]byte
+}
+
+// noMore is what a session without sessionMore reads: empty, never
+// written.
+var noMore sessionMore
+
+// more returns the session's sessionMore, made on first use; s.mu is
+// held.
+func (s *session) more() *sessionMore {
+	if s.x == nil {
+		s.x = &sessionMore{}
+	}
+	return s.x
+}
+
+// peek returns the session's sessionMore for reading, noMore when it has
+// none; s.mu is held.
+func (s *session) peek() *sessionMore {
+	if s.x == nil {
+		return &noMore
+	}
+	return s.x
 }
 
 // requests are a session's MQTT 5 requests awaiting replies.
@@ -108,8 +140,8 @@ type requests struct {
 	byKey map[string]*request
 }
 
-func newSession(srv *Server, clientID, account, user string, perms *auth.Perms) *session {
-	return &session{srv: srv, clientID: clientID, account: account, user: user, perms: perms}
+func newSession(srv *Server, clientID string, ident *auth.Identity) *session {
+	return &session{srv: srv, clientID: clientID, ident: ident}
 }
 
 // broker returns the session's combined broker connection (shared
@@ -120,13 +152,14 @@ func (s *session) broker(shared bool) *server.Conn {
 		return nil
 	}
 	if shared {
-		if s.shared == nil {
-			s.shared = s.srv.cfg.Broker.InProcess(s.account)
+		x := s.more()
+		if x.shared == nil {
+			x.shared = s.srv.cfg.Broker.InProcess(s.ident.Account)
 		}
-		return s.shared
+		return x.shared
 	}
 	if s.bus == nil {
-		s.bus = s.srv.cfg.Broker.InProcessCombined(s.account, func(m server.Msg, plain bool, _ []string) { s.deliver(m, nil) })
+		s.bus = s.srv.cfg.Broker.InProcessCombined(s.ident.Account, func(m server.Msg, plain bool, _ []string) { s.deliver(m, nil) })
 	}
 	return s.bus
 }
@@ -135,11 +168,11 @@ func (s *session) broker(shared bool) *server.Conn {
 func (srv *Server) restore(ss Session) error {
 	// No permissions until the client reconnects and authenticates again:
 	// the stored subscriptions were checked when they were made.
-	s := newSession(srv, ss.ClientID, ss.Account, ss.User, nil)
+	s := newSession(srv, ss.ClientID, &auth.Identity{Account: ss.Account, User: ss.User})
 	s.version, s.expiry, s.durable = ss.Version, ss.ExpiryInterval, true
-	s.discAt = ss.DisconnectedAt.UnixNano()
+	s.more().discAt = ss.DisconnectedAt.UnixNano()
 	if ss.DisconnectedAt.IsZero() {
-		s.discAt = time.Now().UnixNano()
+		s.more().discAt = time.Now().UnixNano()
 	}
 	for _, sub := range ss.Subs {
 		full := sub.Filter
@@ -155,17 +188,18 @@ func (srv *Server) restore(ss Session) error {
 		return err
 	}
 	for _, m := range q {
-		s.queue = append(s.queue, &outMsg{QueuedMsg: m, sent: true})
+		s.more().queue = append(s.more().queue, &outMsg{QueuedMsg: m, sent: true})
 	}
 	ids, err := srv.cfg.State.IncomingQoS2(ss.ClientID)
 	if err != nil {
 		return err
 	}
 	for _, id := range ids {
-		if s.incoming == nil {
-			s.incoming = map[uint16]bool{}
+		x := s.more()
+		if x.incoming == nil {
+			x.incoming = map[uint16]bool{}
 		}
-		s.incoming[id] = true
+		x.incoming[id] = true
 	}
 	srv.mu.Lock()
 	srv.sessions[ss.ClientID] = s
@@ -178,9 +212,9 @@ func (srv *Server) restore(ss Session) error {
 
 // record returns the session as State keeps it; s.mu is held.
 func (s *session) record() Session {
-	ss := Session{ClientID: s.clientID, Version: s.version, ExpiryInterval: s.expiry, Account: s.account, User: s.user}
-	if s.discAt != 0 {
-		ss.DisconnectedAt = time.Unix(0, s.discAt)
+	ss := Session{ClientID: s.clientID, Version: s.version, ExpiryInterval: s.expiry, Account: s.ident.Account, User: s.ident.User}
+	if at := s.peek().discAt; at != 0 {
+		ss.DisconnectedAt = time.Unix(0, at)
 	}
 	keys := make([]string, 0, len(s.subs))
 	for k := range s.subs {
@@ -285,10 +319,14 @@ func (s *session) deliver(m server.Msg, shared *subscription) {
 		s.reply(m)
 		return
 	}
-	topic := subject.TopicFromSubject(subj)
+	// The topic, in a buffer on the stack: a view, copied only when a
+	// message that keeps it is made.
+	var tb [128]byte
+	tbuf := subject.AppendTopicFromSubject(tb[:0], subj)
+	topic := unsafe.String(unsafe.SliceData(tbuf), len(tbuf))
 	qos := pubQoS(m.Header)
-	lp := s.localPtr()
-	local := lp != nil && unsafe.Pointer(unsafe.SliceData(m.Data)) == lp
+	lp := s.localData.Load()
+	local := lp != nil && unsafe.SliceData(m.Data) == lp
 	retain := headerHasRetain(m.Header)
 	var grant byte
 	var ids []int
@@ -322,7 +360,14 @@ func (s *session) deliver(m server.Msg, shared *subscription) {
 		s.mu.Unlock()
 		return
 	}
-	msg := Msg{Topic: topic, Payload: slices.Clone(m.Data), QoS: grant, Retain: rap && retain, Time: time.Now()}
+	if c := s.conn; grant == 0 && c != nil && c.version == version311 {
+		// QoS 0 to a 3.1.1 client: encoded straight into its write
+		// buffer, nothing made (3.1.1 carries no header or expiry).
+		c.sendPublish311(topic, m.Data, rap && retain)
+		s.mu.Unlock()
+		return
+	}
+	msg := Msg{Topic: strings.Clone(topic), Payload: slices.Clone(m.Data), QoS: grant, Retain: rap && retain, Time: time.Now()}
 	if len(m.Header) > 0 || len(m.Reply) > 0 {
 		msg.Header = slices.Clone(m.Header)
 		if len(m.Reply) > 0 && !hasResponseTopic(m.Header) {
@@ -331,14 +376,6 @@ func (s *session) deliver(m server.Msg, shared *subscription) {
 	}
 	s.queueLocked(msg, ids)
 	s.mu.Unlock()
-}
-
-// localPtr returns the marker of the payload this session is publishing.
-func (s *session) localPtr() unsafe.Pointer {
-	s.mu.Lock()
-	p := s.localData
-	s.mu.Unlock()
-	return p
 }
 
 // queueLocked sends a QoS 0 message now (dropping it without a
@@ -350,11 +387,12 @@ func (s *session) queueLocked(msg Msg, ids []int) {
 		}
 		return
 	}
-	if len(s.inbox)+len(s.queue) >= s.srv.cfg.MaxQueue {
+	x := s.more()
+	if len(x.inbox)+len(x.queue) >= s.srv.cfg.MaxQueue {
 		s.srv.st.dropped.Add(1)
 		return
 	}
-	s.inbox = append(s.inbox, &outMsg{QueuedMsg: QueuedMsg{Msg: msg}, subIDs: ids})
+	x.inbox = append(x.inbox, &outMsg{QueuedMsg: QueuedMsg{Msg: msg}, subIDs: ids})
 	if !s.working {
 		s.working = true
 		go s.worker()
@@ -383,8 +421,11 @@ func hasResponseTopic(hdr []byte) bool {
 func (s *session) worker() {
 	for {
 		s.mu.Lock()
-		batch := s.inbox
-		s.inbox = nil
+		x := s.peek()
+		batch := x.inbox
+		if len(batch) > 0 {
+			x.inbox = nil
+		}
 		durable := s.durable
 		if len(batch) == 0 || s.stopped {
 			s.working = false
@@ -403,11 +444,12 @@ func (s *session) worker() {
 				m.Seq = seq
 			}
 			s.mu.Lock()
+			x := s.more()
 			if !durable {
-				s.localSeq++
-				m.Seq = s.localSeq
+				x.localSeq++
+				m.Seq = x.localSeq
 			}
-			s.queue = append(s.queue, m)
+			x.queue = append(x.queue, m)
 			s.mu.Unlock()
 		}
 		s.pump()
@@ -422,26 +464,26 @@ func packetID(seq uint64) uint16 { return uint16((seq-1)%65535 + 1) }
 func (s *session) pump() {
 	var expired []uint64
 	s.mu.Lock()
-	c := s.conn
-	if c == nil {
+	c, x := s.conn, s.x
+	if c == nil || x == nil {
 		s.mu.Unlock()
 		return
 	}
-	limit := min(s.srv.cfg.MaxInflight, int(c.clientReceiveMax))
-	for i := 0; i < len(s.queue) && len(s.inflight) < limit; i++ {
-		m := s.queue[i]
+	limit := min(s.srv.cfg.MaxInflight, int(c.receiveMax()))
+	for i := 0; i < len(x.queue) && len(x.inflight) < limit; i++ {
+		m := x.queue[i]
 		pid := packetID(m.Seq)
-		if cur := s.inflight[pid]; cur != nil {
+		if cur := x.inflight[pid]; cur != nil {
 			if cur == m {
 				continue
 			}
 			break // an older message still holds the id
 		}
-		if s.inflight == nil {
-			s.inflight = map[uint16]*outMsg{}
+		if x.inflight == nil {
+			x.inflight = map[uint16]*outMsg{}
 		}
 		if m.Pubrec {
-			s.inflight[pid] = m
+			x.inflight[pid] = m
 			c.send(&packets.Pubrel{PacketID: pid, Properties: &packets.Properties{}})
 			continue
 		}
@@ -451,12 +493,12 @@ func (s *session) pump() {
 			}
 			// Too large for the client, or expired: dropped.
 			expired = append(expired, m.Seq)
-			s.queue = slices.Delete(s.queue, i, i+1)
+			x.queue = slices.Delete(x.queue, i, i+1)
 			i--
 			continue
 		}
 		m.sent = true
-		s.inflight[pid] = m
+		x.inflight[pid] = m
 	}
 	durable := s.durable
 	s.mu.Unlock()
@@ -470,13 +512,14 @@ func (s *session) pump() {
 // ack handles PUBACK (qos 1) and PUBCOMP (qos 2) from the client.
 func (s *session) ack(pid uint16) bool {
 	s.mu.Lock()
-	m := s.inflight[pid]
+	x := s.peek()
+	m := x.inflight[pid]
 	if m == nil {
 		s.mu.Unlock()
 		return false
 	}
-	delete(s.inflight, pid)
-	s.queue = removeQueued(s.queue, m)
+	delete(x.inflight, pid)
+	x.queue = removeQueued(x.queue, m)
 	durable := s.durable
 	s.mu.Unlock()
 	if durable {
@@ -492,7 +535,8 @@ func (s *session) ack(pid uint16) bool {
 // server answers PUBREL.
 func (s *session) pubrec(pid uint16) bool {
 	s.mu.Lock()
-	m := s.inflight[pid]
+	x := s.peek()
+	m := x.inflight[pid]
 	if m == nil || m.QoS != 2 {
 		s.mu.Unlock()
 		return false
@@ -514,15 +558,17 @@ func (s *session) pubrec(pid uint16) bool {
 func (s *session) attachConn(c *conn) {
 	s.mu.Lock()
 	s.conn = c
-	s.inflight = nil
-	s.discAt = 0
-	if s.expiryT != nil {
-		s.expiryT.Stop()
-		s.expiryT = nil
-	}
-	if s.willT != nil {
-		s.willT.Stop()
-		s.willT = nil
+	if x := s.x; x != nil {
+		x.discAt = 0
+		x.inflight = nil
+		if x.expiryT != nil {
+			x.expiryT.Stop()
+			x.expiryT = nil
+		}
+		if x.willT != nil {
+			x.willT.Stop()
+			x.willT = nil
+		}
 	}
 	s.mu.Unlock()
 	s.pump()
@@ -537,7 +583,7 @@ func (s *session) detachConn(c *conn) (still bool) {
 		return false
 	}
 	s.conn = nil
-	s.discAt = time.Now().UnixNano()
+	s.more().discAt = time.Now().UnixNano()
 	expiry := s.expiry
 	s.mu.Unlock()
 	if expiry == 0 {
@@ -557,8 +603,8 @@ func (s *session) armExpiry() {
 	if s.expiry == neverExpires || s.conn != nil || s.ended {
 		return
 	}
-	left := time.Duration(s.expiry)*time.Second - time.Since(time.Unix(0, s.discAt))
-	s.expiryT = time.AfterFunc(max(left, 0), func() {
+	left := time.Duration(s.expiry)*time.Second - time.Since(time.Unix(0, s.peek().discAt))
+	s.more().expiryT = time.AfterFunc(max(left, 0), func() {
 		s.mu.Lock()
 		live := s.conn != nil
 		s.mu.Unlock()
@@ -577,8 +623,8 @@ func (s *session) end() {
 	}
 	s.ended = true
 	durable := s.durable
-	if s.expiryT != nil {
-		s.expiryT.Stop()
+	if t := s.peek().expiryT; t != nil {
+		t.Stop()
 	}
 	s.mu.Unlock()
 	s.srv.mu.Lock()
@@ -602,12 +648,12 @@ func (s *session) stop() {
 		return
 	}
 	s.stopped = true
-	bus, shared := s.bus, s.shared
+	bus, shared := s.bus, s.peek().shared
 	// No expiry after the stop: the listener is closing (State may be
 	// closed too) or the session has ended. A delayed will still goes
 	// out: the session's end is one of its triggers (§3.1.2.5).
-	if s.expiryT != nil {
-		s.expiryT.Stop()
+	if t := s.peek().expiryT; t != nil {
+		t.Stop()
 	}
 	s.mu.Unlock()
 	if bus != nil {
@@ -630,12 +676,10 @@ func (s *session) publish(subj []byte, reply string, hdr, data []byte) {
 		s.mu.Unlock()
 		return
 	}
-	s.localData = unsafe.Pointer(unsafe.SliceData(data))
 	s.mu.Unlock()
+	s.localData.Store(unsafe.SliceData(data))
 	bus.PublishBytes(subj, subj, unsafe.Slice(unsafe.StringData(reply), len(reply)), hdr, data)
-	s.mu.Lock()
-	s.localData = nil
-	s.mu.Unlock()
+	s.localData.Store(nil)
 }
 
 // requestReply returns the reply subject for an MQTT 5 request with a
@@ -644,7 +688,7 @@ func (s *session) publish(subj []byte, reply string, hdr, data []byte) {
 func (s *session) requestReply(topic string, correlation []byte) (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	rq := s.req
+	rq := s.peek().req
 	if rq == nil {
 		bus := s.broker(false)
 		if bus == nil {
@@ -658,7 +702,7 @@ func (s *session) requestReply(topic string, correlation []byte) (string, error)
 			return "", err
 		}
 		rq.sub = sub
-		s.req = rq
+		s.more().req = rq
 	}
 	now := time.Now()
 	if len(rq.byKey) >= maxRequests {
@@ -681,8 +725,8 @@ func (s *session) reply(m server.Msg) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var r *request
-	if s.req != nil {
-		r = s.req.byKey[key]
+	if rq := s.peek().req; rq != nil {
+		r = rq.byKey[key]
 	}
 	if r == nil || time.Now().After(r.expires) || s.conn == nil {
 		return

@@ -47,6 +47,7 @@ func mqttListenerConfig(cfg *config.Config, srv *server.Server, log *slog.Logger
 		MinKeepAlive:   time.Duration(m.MinKeepAlive),
 		MaxKeepAlive:   time.Duration(m.MaxKeepAlive),
 		ConnectTimeout: time.Duration(m.ConnectTimeout),
+		ParkAfter:      time.Duration(m.ParkAfter), // -1s: never (the listener's negative)
 		WriteDeadline:  time.Duration(cfg.WriteDeadline),
 		Logger:         log.With("subsystem", "mqtt"),
 	}

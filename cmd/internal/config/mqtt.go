@@ -15,6 +15,13 @@ const (
 	DefaultMQTTMaxPacketSize = 1 << 20
 	DefaultMQTTMaxInflight   = 64
 	DefaultMQTTMaxQueue      = 10000
+	DefaultMQTTParkAfter     = Duration(50 * time.Millisecond)
+)
+
+// Bounds of mqtt.park_after.
+const (
+	minMQTTParkAfter = Duration(time.Millisecond)
+	maxMQTTParkAfter = Duration(time.Hour)
 )
 
 // MQTTConfig is the mqtt block: MQTT 3.1.1 and 5 clients connect here and
@@ -50,6 +57,12 @@ type MQTTConfig struct {
 	MaxKeepAlive Duration `yaml:"max_keepalive,omitempty"`
 	// ConnectTimeout bounds the wait for CONNECT (default 10s).
 	ConnectTimeout Duration `yaml:"connect_timeout,omitempty"`
+	// ParkAfter is how long a client's reader waits for a byte before
+	// the connection parks (default 50ms, between 1ms and 1h; -1: never):
+	// a parked client holds no goroutine and no read buffer, an epoll set
+	// waits for its bytes (Linux). Shorter parks idle clients sooner and
+	// costs a reader start when a client sends again soon after.
+	ParkAfter Duration `yaml:"park_after,omitempty"`
 }
 
 // setMQTTDefaults fills the mqtt block's defaults.
@@ -65,6 +78,7 @@ func (c *Config) setMQTTDefaults() {
 	setDefault(&m.MaxInflight, DefaultMQTTMaxInflight)
 	setDefault(&m.MaxQueue, DefaultMQTTMaxQueue)
 	setDefault(&m.ConnectTimeout, Duration(10*time.Second))
+	setDefault(&m.ParkAfter, DefaultMQTTParkAfter)
 	if m.TLS != nil {
 		setDefault(&m.TLS.Timeout, Duration(2*time.Second))
 	}
@@ -151,6 +165,9 @@ func (v *validator) mqtt() {
 	}
 	if m.ConnectTimeout < 0 {
 		v.errf("mqtt.connect_timeout", "must not be negative")
+	}
+	if p := m.ParkAfter; p != -Duration(time.Second) && (p < minMQTTParkAfter || p > maxMQTTParkAfter) {
+		v.errf("mqtt.park_after", "%v is out of range (%v to %v, or -1 to never park)", time.Duration(p), time.Duration(minMQTTParkAfter), time.Duration(maxMQTTParkAfter))
 	}
 	if m.TLS != nil {
 		_, problems := v.c.buildTLS("mqtt.tls", m.TLS, true)
