@@ -32,7 +32,13 @@ func (o *Outbox) run(ctx context.Context) {
 			rctx, rcancel := context.WithCancel(ctx)
 			o.meter.armRound(rcancel)
 			o.rs.Set(StateForwarding)
-			progress, err := o.round(rctx)
+			var progress bool
+			var err error
+			if o.useBatch() {
+				progress, err = o.batchRound(rctx)
+			} else {
+				progress, err = o.round(rctx)
+			}
 			rcancel()
 			o.inFlight.Store(0)
 			if ctx.Err() != nil {
@@ -43,8 +49,8 @@ func (o *Outbox) run(ctx context.Context) {
 			}
 			o.retries.Add(1)
 			o.rs.SetError(err)
-			if progress {
-				failures = 0
+			if progress || errors.Is(err, errBatchUnsupported) {
+				failures = 0 // per-message publishes next, at once
 			}
 			o.log.Warn("uplink round failed; retrying", "error", err)
 		}
