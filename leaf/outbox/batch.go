@@ -33,10 +33,16 @@ const (
 	batchOpStart  = '0'
 	batchOpAppend = '1'
 	batchOpCommit = '2'
-	// batchIDChars is the length of a batch id: 65 random bits, as the
-	// inbox token, since the hub keeps one table of open batches per
-	// stream for every gateway that feeds it.
-	batchIDChars = 13
+	// batchOpCommitEOB commits the batch with a message that is not
+	// stored: its end.
+	batchOpCommitEOB = '3'
+	// batchIDChars is the length of a batch id: 40 random bits. The hub
+	// keeps one table of open batches per stream for every gateway that
+	// feeds it; should another gateway's open batch have the same id, the
+	// hub answers the first message of ours with a gap, which ends the
+	// round, and the next round draws new ids (the replies reach only the
+	// inbox of the message that caused them, which is unique).
+	batchIDChars = 8
 	// maxBatchFlow is the most messages between two flow acks the hub
 	// grants (nats-server caps it at 500).
 	maxBatchFlow = 500
@@ -64,7 +70,7 @@ type batchMode struct {
 
 // useBatch reports whether the next round forwards in batches.
 func (o *Outbox) useBatch() bool {
-	if o.cfg.PerMessage {
+	if !o.cfg.Batch {
 		return false
 	}
 	if o.mode.perMessage.Load() && time.Since(o.mode.since) < batchRetryAfter {
@@ -89,12 +95,20 @@ func (o *Outbox) fallBack(why string) {
 // window is at its smallest.
 func (o *Outbox) batchFlow() int { return max(1, min(maxBatchFlow, o.cfg.Window/2)) }
 
-// openBatch is the batch the forwarder is sending in the current round.
+// batchLinger is how long the forwarder, caught up with the captures,
+// waits for another before it commits the open batch with an end-of-batch
+// message: the hub stored the batch's messages as they came, the commit
+// only brings the PubAck for those after the last flow ack.
+const batchLinger = 20 * time.Millisecond
+
+// openBatch is a batch the forwarder sent in the current round.
 type openBatch struct {
 	id        string
 	seqs      []uint64  // outbox sequence of each batch sequence (index+1)
 	acked     int       // batch sequences 1..acked are stored in the hub stream
-	committed bool      // its last message carried the commit
+	committed bool      // its commit was sent
+	known     bool      // the hub answered with a flow ack: it takes batches
+	subject   string    // the hub subject of its last message, for the commit
 	deadline  time.Time // when the commit's PubAck is due
 }
 
@@ -117,7 +131,8 @@ func (o *Outbox) batchRound(ctx context.Context) (progress bool, err error) {
 	pending := newPendingSet()
 	o.win.reset()
 	var order []inflight
-	var cur *openBatch
+	var batches []*openBatch // sent and not yet closed by their PubAck, oldest first
+	var cur *openBatch       // the last of them while it is not committed
 	next := o.stream.State().FirstSeq
 	var sm store.Msg
 	var replyBuf []byte
@@ -125,8 +140,19 @@ func (o *Outbox) batchRound(ctx context.Context) (progress bool, err error) {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	defer o.sched.idle(o.slot)
+	reply := func(b *openBatch, bseq int, op byte) string {
+		replyBuf = append(replyBuf[:0], o.inbox...)
+		replyBuf = append(replyBuf, b.id...)
+		replyBuf = append(append(append(replyBuf, '.'), flow...), "."+batchGapFail+"."...)
+		replyBuf = strconv.AppendUint(replyBuf, uint64(bseq), 10)
+		replyBuf = append(append(append(replyBuf, '.'), op), batchSuffix...)
+		return unsafe.String(unsafe.SliceData(replyBuf), len(replyBuf))
+	}
 	apply := func() error {
-		n, err := o.processBatchReplies(pending, &cur)
+		n, err := o.processBatchReplies(pending, &batches)
+		if cur != nil && (len(batches) == 0 || batches[len(batches)-1] != cur) {
+			cur = nil
+		}
 		o.inFlight.Store(int64(pending.len()))
 		o.rs.Changed()
 		if n > 0 {
@@ -142,13 +168,11 @@ func (o *Outbox) batchRound(ctx context.Context) (progress bool, err error) {
 			return nil
 		}
 	}
+	var idleSince time.Time // when the forwarder caught up with an open batch
 	for {
-		for (cur == nil || !cur.committed) && o.win.open(pending.len(), pending.bytes) {
+		for o.win.open(pending.len(), pending.bytes) {
 			if err := poll(); err != nil {
 				return progress, err
-			}
-			if cur != nil && cur.committed {
-				break
 			}
 			m, err := o.stream.LoadNext("", next, &sm)
 			if errors.Is(err, store.ErrNotFound) {
@@ -165,18 +189,19 @@ func (o *Outbox) batchRound(ctx context.Context) (progress bool, err error) {
 					return progress, err
 				}
 			}
-			if cur == nil {
-				cur = &openBatch{id: randomToken(batchIDChars)}
+			idleSince = time.Time{}
+			newBatch := cur == nil
+			b := cur
+			if newBatch {
+				b = &openBatch{id: randomToken(batchIDChars)}
 			}
-			bseq := len(cur.seqs) + 1
+			bseq := len(b.seqs) + 1
 			op := byte(batchOpAppend)
 			switch {
-			case bseq == 1 && m.Seq >= o.written.Load():
-				op = batchOpCommit // alone: a batch of one
-			case bseq == 1:
+			case newBatch && m.Seq >= o.written.Load():
+				op = batchOpCommit // nothing more captured: a batch of one, as a publish with its PubAck
+			case newBatch:
 				op = batchOpStart
-			case m.Seq >= o.written.Load():
-				op = batchOpCommit // the last message captured so far
 			}
 			hdr := o.batchHeader(m.Header, m.Seq, bseq == 1)
 			subj := o.HubSubject(m.Subject)
@@ -194,12 +219,7 @@ func (o *Outbox) batchRound(ctx context.Context) (progress bool, err error) {
 				}
 			}
 			next = m.Seq + 1
-			replyBuf = append(replyBuf[:0], o.inbox...)
-			replyBuf = append(replyBuf, cur.id...)
-			replyBuf = append(append(append(replyBuf, '.'), flow...), "."+batchGapFail+"."...)
-			replyBuf = strconv.AppendUint(replyBuf, uint64(bseq), 10)
-			replyBuf = append(append(append(replyBuf, '.'), op), batchSuffix...)
-			if err := o.hub.Publish(subj, unsafe.String(unsafe.SliceData(replyBuf), len(replyBuf)), hdr, m.Data); err != nil {
+			if err := o.hub.Publish(subj, reply(b, bseq, op), hdr, m.Data); err != nil {
 				err = fmt.Errorf("outbox: publish: %w", err)
 				dead, ferr := o.failed(ctx, m.Seq, subj, err)
 				if dead {
@@ -212,11 +232,15 @@ func (o *Outbox) batchRound(ctx context.Context) (progress bool, err error) {
 			}
 			o.meter.touch()
 			o.forwarded.Add(1)
-			cur.seqs = append(cur.seqs, m.Seq)
-			cur.committed = op == batchOpCommit
 			now := time.Now()
-			if cur.committed {
-				cur.deadline = now.Add(o.cfg.AckTimeout)
+			b.seqs = append(b.seqs, m.Seq)
+			b.subject = subj
+			if newBatch {
+				batches = append(batches, b)
+				cur = b
+			}
+			if op == batchOpCommit {
+				b.committed, b.deadline, cur = true, now.Add(o.cfg.AckTimeout), nil
 			}
 			pending.add(m.Seq, sentMsg{size: size, data: len(m.Data), at: now})
 			order = append(order, inflight{seq: m.Seq, deadline: now.Add(o.cfg.AckTimeout)})
@@ -232,6 +256,28 @@ func (o *Outbox) batchRound(ctx context.Context) (progress bool, err error) {
 			continue
 		default:
 		}
+		// Caught up (or the window is full) with a batch open: commit it
+		// once no capture came for batchLinger, when the hub has shown it
+		// takes batches (an old hub would store the end-of-batch message).
+		var linger <-chan time.Time
+		if cur != nil && len(cur.seqs) > 0 && pending.len() < o.win.size {
+			now := time.Now()
+			if idleSince.IsZero() {
+				idleSince = now
+			}
+			if cur.known && now.Sub(idleSince) >= batchLinger {
+				b := cur
+				if err := o.hub.Publish(b.subject, reply(b, len(b.seqs)+1, batchOpCommitEOB), nil, nil); err != nil {
+					return progress, fmt.Errorf("outbox: publish the commit of batch %s: %w", b.id, err)
+				}
+				b.committed, b.deadline, cur = true, now.Add(o.cfg.AckTimeout), nil
+				idleSince = time.Time{}
+				continue
+			}
+			if cur.known {
+				linger = time.After(batchLinger - now.Sub(idleSince))
+			}
+		}
 		for len(order) > 0 {
 			if _, ok := pending.get(order[0].seq); ok {
 				break
@@ -239,25 +285,28 @@ func (o *Outbox) batchRound(ctx context.Context) (progress bool, err error) {
 			order = order[1:]
 		}
 		var timeout <-chan time.Time
+		var commitDue *openBatch
 		switch {
 		case len(order) > 0:
 			timer.Reset(time.Until(order[0].deadline))
 			timeout = timer.C
-		case cur != nil && cur.committed:
-			timer.Reset(time.Until(cur.deadline)) // flow acks covered it all; the PubAck closes it
+		case len(batches) > 0 && batches[0].committed:
+			commitDue = batches[0] // flow acks covered it all; its PubAck closes it
+			timer.Reset(time.Until(commitDue.deadline))
 			timeout = timer.C
 		}
 		select {
 		case <-ctx.Done():
 			return progress, ctx.Err()
 		case <-o.newMsg:
+		case <-linger:
 		case <-o.ackSig:
 			if err := apply(); err != nil {
 				return progress, err
 			}
 		case <-timeout:
-			if len(order) == 0 {
-				return progress, fmt.Errorf("%w: the commit of batch %s after %v", ErrAckTimeout, cur.id, o.cfg.AckTimeout)
+			if commitDue != nil {
+				return progress, fmt.Errorf("%w: the commit of batch %s after %v", ErrAckTimeout, commitDue.id, o.cfg.AckTimeout)
 			}
 			head := order[0]
 			err := fmt.Errorf("%w: sequence %d after %v", ErrAckTimeout, head.seq, o.cfg.AckTimeout)
@@ -280,18 +329,17 @@ func (o *Outbox) batchRound(ctx context.Context) (progress bool, err error) {
 }
 
 // processBatchReplies applies the fast batch replies received so far to
-// the open batch *cur: a flow ack or the commit's PubAck removes the
-// messages it covers, the PubAck of a complete batch closes it. It returns
-// how many messages it removed and the failure that ends the round, if
-// any, after applying every ack. Replies to another batch (an earlier
-// round's) are dropped: what they acknowledged is sent again, and the
-// hub's duplicate window stores it once.
-func (o *Outbox) processBatchReplies(pending *pendingSet, cur **openBatch) (int, error) {
+// the batches of the round: a flow ack or a commit's PubAck removes the
+// messages it covers, the PubAck of a complete batch closes it (it leaves
+// *batches). It returns how many messages it removed and the failure that
+// ends the round, if any, after applying every ack. Replies to another
+// batch (an earlier round's) are dropped: what they acknowledged is sent
+// again, and the hub's duplicate window stores it once.
+func (o *Outbox) processBatchReplies(pending *pendingSet, batches *[]*openBatch) (int, error) {
 	o.ackMu.Lock()
 	list := o.ackList
 	o.ackList = nil
 	o.ackMu.Unlock()
-	b := *cur
 	now := time.Now()
 	var done []ackedMsg
 	var first error
@@ -300,22 +348,39 @@ func (o *Outbox) processBatchReplies(pending *pendingSet, cur **openBatch) (int,
 			first = err
 		}
 	}
-	ackUpTo := func(n int) {
-		for ; b.acked < n && b.acked < len(b.seqs); b.acked++ {
-			seq := b.seqs[b.acked]
-			sent, ok := pending.get(seq)
-			if !ok {
-				continue
-			}
-			o.win.acked(now, sent.at)
-			pending.del(seq)
-			done = append(done, ackedMsg{seq: seq, size: sent.size, data: sent.data})
-		}
-	}
 	dead := 0
 	for _, r := range list {
-		if b == nil || r.batch != b.id || first != nil {
+		if r.batch == "" || first != nil {
 			continue
+		}
+		var b *openBatch
+		for _, c := range *batches {
+			if c.id == r.batch {
+				b = c
+				break
+			}
+		}
+		if b == nil {
+			continue
+		}
+		ackUpTo := func(n int) {
+			for ; b.acked < n && b.acked < len(b.seqs); b.acked++ {
+				seq := b.seqs[b.acked]
+				sent, ok := pending.get(seq)
+				if !ok {
+					continue
+				}
+				o.win.acked(now, sent.at)
+				pending.del(seq)
+				done = append(done, ackedMsg{seq: seq, size: sent.size, data: sent.data})
+			}
+		}
+		// The outbox sequence of batch sequence bseq, 0 for none.
+		about := func(bseq uint64) uint64 {
+			if bseq >= 1 && bseq <= uint64(len(b.seqs)) {
+				return b.seqs[bseq-1]
+			}
+			return 0
 		}
 		var rep batchReply
 		if len(r.data) == 0 {
@@ -326,19 +391,12 @@ func (o *Outbox) processBatchReplies(pending *pendingSet, cur **openBatch) (int,
 			fail(fmt.Errorf("outbox: batch %s sequence %d: invalid reply %q", b.id, r.seq, truncate(r.data)))
 			continue
 		}
-		// The outbox sequence a reply is about: the batch sequence its
-		// "seq" names (an error) or its reply subject's.
-		about := func(bseq uint64) uint64 {
-			if bseq >= 1 && bseq <= uint64(len(b.seqs)) {
-				return b.seqs[bseq-1]
-			}
-			return 0
-		}
 		switch {
 		case rep.Type == "ack":
+			b.known = true
 			ackUpTo(int(min(rep.Seq, uint64(len(b.seqs)))))
 		case rep.Type == "gap":
-			fail(fmt.Errorf("outbox: batch %s: the hub reports a gap at %d (expected %d)", b.id, rep.Seq, r.seq))
+			fail(fmt.Errorf("outbox: batch %s: the hub reports a gap at %d", b.id, rep.Seq))
 		case rep.Error != nil && (rep.Error.ErrCode == errCodeBatchDisabled || rep.Error.ErrCode == errCodeBatchPattern):
 			o.fallBack(rep.Error.Description)
 			fail(fmt.Errorf("%w: %w", errBatchUnsupported, hubError{rep.Error}))
@@ -379,8 +437,12 @@ func (o *Outbox) processBatchReplies(pending *pendingSet, cur **openBatch) (int,
 				}
 			}
 			o.noteHubSeq(rep.Stream, rep.Seq)
-			o.fallBack("the hub answered a batch message with an ordinary PubAck")
-			fail(errBatchUnsupported)
+			if len(b.seqs) > 1 || !b.committed {
+				o.fallBack("the hub answered a batch message with an ordinary PubAck")
+				fail(errBatchUnsupported)
+			} else {
+				removeBatch(batches, b) // a batch of one: its PubAck is the same either way
+			}
 		default: // the commit's PubAck: batch sequences 1..count are stored
 			ackUpTo(rep.Count)
 			if rep.Seq > 0 {
@@ -390,8 +452,7 @@ func (o *Outbox) processBatchReplies(pending *pendingSet, cur **openBatch) (int,
 				fail(fmt.Errorf("outbox: batch %s ended at %d of %d messages", b.id, rep.Count, len(b.seqs)))
 				continue
 			}
-			b = nil
-			*cur = nil
+			removeBatch(batches, b)
 		}
 	}
 	n, err := o.remove(done)
@@ -399,6 +460,16 @@ func (o *Outbox) processBatchReplies(pending *pendingSet, cur **openBatch) (int,
 		fail(err)
 	}
 	return n + dead, first
+}
+
+// removeBatch drops b from *batches.
+func removeBatch(batches *[]*openBatch, b *openBatch) {
+	for i, c := range *batches {
+		if c == b {
+			*batches = append((*batches)[:i], (*batches)[i+1:]...)
+			return
+		}
+	}
 }
 
 // batchHeader returns hdr as sent in a batch: as header does, but with

@@ -151,11 +151,12 @@ type Config struct {
 	// DeadLetterAfter is how many permanent refusals of one message move
 	// it to DeadLetter (DefaultDeadLetterAfter when 0).
 	DeadLetterAfter int
-	// PerMessage forwards each message as its own publish with its own
-	// PubAck, never in fast batches (doc.go, "Batches"). Without it the
-	// forwarder uses batches where the hub stream takes them and falls
-	// back to per-message publishes by itself where it does not.
-	PerMessage bool
+	// Batch forwards in JetStream fast batches where the hub stream takes
+	// them (allow_batched), a flow ack every few hundred messages instead
+	// of a PubAck each (doc.go, "Batches"); where it does not, the
+	// forwarder falls back to per-message publishes by itself. Without it
+	// every message is its own publish with its own PubAck.
+	Batch bool
 
 	// HubDomain is the hub's JetStream domain. When set, a message the hub
 	// has no interest in, or whose PubAck is missing, is looked up with
@@ -224,8 +225,8 @@ type Status struct {
 	StreamResets uint64
 	// Mode is how the forwarder sends: ModeBatch (JetStream fast
 	// batches, a flow ack every few hundred messages) or ModePerMessage
-	// (a PubAck each: Config.PerMessage, or a hub stream without
-	// allow_batched).
+	// (a PubAck each: without Config.Batch, or toward a hub stream
+	// without allow_batched).
 	Mode string
 	// HubStream and HubSeq are the stream and sequence of the last new
 	// (not duplicate) message the hub acknowledged.
@@ -613,7 +614,7 @@ func (o *Outbox) Status() Status {
 		Dropped:      map[string]uint64{},
 		Mode:         ModeBatch,
 	}
-	if o.cfg.PerMessage || o.mode.perMessage.Load() {
+	if !o.cfg.Batch || o.mode.perMessage.Load() {
 		s.Mode = ModePerMessage
 	}
 	s.OldestAge = o.oldestAge(st)

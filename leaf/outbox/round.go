@@ -44,13 +44,17 @@ func (o *Outbox) run(ctx context.Context) {
 			if ctx.Err() != nil {
 				return
 			}
-			if o.meter.disarmRound() {
+			stuck := o.meter.disarmRound()
+			if errors.Is(err, errBatchUnsupported) && !stuck {
+				continue // logged by fallBack: per-message publishes at once
+			}
+			if stuck {
 				err = fmt.Errorf("%w: %v", ErrStuck, err)
 			}
 			o.retries.Add(1)
 			o.rs.SetError(err)
-			if progress || errors.Is(err, errBatchUnsupported) {
-				failures = 0 // per-message publishes next, at once
+			if progress {
+				failures = 0
 			}
 			o.log.Warn("uplink round failed; retrying", "error", err)
 		}

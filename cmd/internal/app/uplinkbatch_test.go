@@ -120,6 +120,7 @@ func TestUplinkBatchForward(t *testing.T) {
 // message, every message once and in order.
 func TestUplinkBatchFallback(t *testing.T) {
 	const n = 500
+	t.Setenv("LEAFBOX_TEST_HUB_BATCHED", "") // a stream without allow_batched whatever the run
 	ctx, cancel := context.WithTimeout(context.Background(), 4*testTimeout)
 	defer cancel()
 	a, hub, _ := startBatchGateway(t, ctx, false)
