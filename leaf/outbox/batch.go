@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"github.com/leafbox/leafbox/core/proto"
 	"github.com/leafbox/leafbox/store"
@@ -146,7 +145,7 @@ func (o *Outbox) batchRound(ctx context.Context) (progress bool, err error) {
 		replyBuf = append(append(append(replyBuf, '.'), flow...), "."+batchGapFail+"."...)
 		replyBuf = strconv.AppendUint(replyBuf, uint64(bseq), 10)
 		replyBuf = append(append(append(replyBuf, '.'), op), batchSuffix...)
-		return unsafe.String(unsafe.SliceData(replyBuf), len(replyBuf))
+		return string(replyBuf) // a Hub may keep it: strings are immutable
 	}
 	apply := func() error {
 		n, err := o.processBatchReplies(pending, &batches)
