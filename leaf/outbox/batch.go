@@ -348,6 +348,7 @@ func (o *Outbox) processBatchReplies(pending *pendingSet, batches *[]*openBatch)
 		}
 	}
 	dead := 0
+	var group []time.Time // the send times of what one ack covers
 	for _, r := range list {
 		if r.batch == "" || first != nil {
 			continue
@@ -363,16 +364,18 @@ func (o *Outbox) processBatchReplies(pending *pendingSet, batches *[]*openBatch)
 			continue
 		}
 		ackUpTo := func(n int) {
+			group = group[:0]
 			for ; b.acked < n && b.acked < len(b.seqs); b.acked++ {
 				seq := b.seqs[b.acked]
 				sent, ok := pending.get(seq)
 				if !ok {
 					continue
 				}
-				o.win.acked(now, sent.at)
+				group = append(group, sent.at)
 				pending.del(seq)
 				done = append(done, ackedMsg{seq: seq, size: sent.size, data: sent.data})
 			}
+			o.win.ackedGroup(now, group)
 		}
 		// The outbox sequence of batch sequence bseq, 0 for none.
 		about := func(bseq uint64) uint64 {
