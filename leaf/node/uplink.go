@@ -135,6 +135,7 @@ func (n *Node) startUplink(uc *UplinkConfig, clk *clock.Clock, sched *outbox.Sch
 		oc.Clock = clk
 		oc.DeadLetter = dead
 		oc.Scheduler = sched
+		oc.Batch = true // fast batches where the hub stream allows them
 		if uc.Store.Discard == store.DiscardOld {
 			oc.DiskLow = diskLow(uc.Dir, uc.MinFreeDisk)
 		}

@@ -33,6 +33,9 @@ func (o *Outbox) processReplies(pending *pendingSet) (int, error) {
 		}
 	}
 	for _, r := range list {
+		if r.batch != "" {
+			continue // a fast batch reply of an earlier round: its messages are sent again
+		}
 		current = r.round == o.rounds
 		ack, apiErr, err := jsapi.DecodePubAck(r.data)
 		if err != nil {

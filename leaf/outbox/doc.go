@@ -53,6 +53,71 @@
 // arrives late, from an earlier round, still removes its message: the hub
 // has stored it.
 //
+// # Batches
+//
+// With Config.Batch (what the gateway sets) the forwarder sends a round as
+// JetStream fast batches, as nats-server v2.15.2 offers them to a stream
+// with allow_batched: no PubAck per message, a flow ack every few hundred
+// messages and one PubAck when a batch commits. The batch is named in each
+// message's reply subject, which the hub parses:
+//
+//	InboxPrefix()+<batch id>.<flow>.fail.<batch seq>.<op>.$FI
+//
+// The batch id is 8 random characters, new for every batch; flow is the
+// most messages between two flow acks the forwarder asks for (half of
+// Config.Window, 128 by default, at most 500); "fail" is the gap mode:
+// at the first message it cannot store (an error, a gap in the batch
+// sequence) the hub stores nothing more of the batch and commits what it
+// has, so a flow ack {"type":"ack","seq":N} means batch sequences 1..N are
+// all in the stream, as N PubAcks would; op is 0 for the first message,
+// 1 for the next ones, 2 for a batch of one (the only message captured
+// when the batch would start: answered by a PubAck, as a per-message
+// publish is), 3 for the end-of-batch message that commits without being
+// stored. The forwarder sends that commit once it has caught up with the
+// captures and none came for 20 ms (batchLinger), and only after the hub
+// answered the batch's first message with a flow ack; the PubAck
+// {"stream":..,"seq":..,"batch":..,"count":N} removes what the flow acks
+// did not. A new batch may start while an earlier one awaits its commit's
+// PubAck; the hub takes them in the order sent.
+//
+// Each message keeps its Nats-Msg-Id: after a cut, a crash or a hub
+// restart the open batch is lost (the hub forgets it after 10 s, or at
+// once) and the next round sends again from the oldest message not
+// acknowledged, in a new batch, where the hub's duplicate window drops
+// what it stored already. Nats-Expected-Stream goes with a batch's first
+// message only: the hub binds a batch to the stream that took that
+// message, and another stream answers any later message of it with
+// "batch publish ID unknown" (10208), so one check guards the whole
+// batch. A gap, an error or a missing PubAck ends the round as for
+// per-message publishes; an error about one message is a refusal of that
+// message (see Dead letters). What fast batches do not report is a
+// duplicate per message: HubDuplicatesUnexpected counts only per-message
+// publishes.
+//
+// A hub stream without allow_batched answers the first message with
+// 10205 ("batch publish is disabled"), and a nats-server before fast
+// batches takes the reply for an ordinary one and answers with a plain
+// PubAck: either way the forwarder logs "uplink hub does not take fast
+// batch publishes", goes on at once with a PubAck per message (Status.Mode
+// per_message), and tries batches again after 5 minutes. The end-of-batch
+// message is never sent before the hub showed it takes batches, so an old
+// hub never stores it.
+//
+// What each forwarded message carries on the link, and why:
+//
+//	HMSG <hub subject> <reply> <header bytes> <total bytes>  routing; the stream captures by subject
+//	<reply> as above                                         the batch, its order and where the acks go
+//	NATS/1.0                                                 the header block
+//	Nats-Msg-Id: <server>.<uplink>.<epoch>.<n>               exactly once across resends; names the source
+//	Leafbox-Time: <RFC 3339>, or Leafbox-Boot-Id and
+//	Leafbox-Mono while the clock is not trusted               the capture time
+//	Nats-Expected-Stream: <stream>                           first message of a batch only
+//	<payload>
+//
+// and the hub sends back one flow ack per flow messages (about 100 B) and
+// one PubAck per batch, where a per-message publish takes a PubAck of
+// about 85 B each.
+//
 // # Message ids
 //
 // Capture fixes each message's id and stores it with the message, unless

@@ -151,6 +151,13 @@ type Config struct {
 	// DeadLetterAfter is how many permanent refusals of one message move
 	// it to DeadLetter (DefaultDeadLetterAfter when 0).
 	DeadLetterAfter int
+	// Batch forwards in JetStream fast batches where the hub stream takes
+	// them (allow_batched), a flow ack every few hundred messages instead
+	// of a PubAck each (doc.go, "Batches"); where it does not, the
+	// forwarder falls back to per-message publishes by itself. Without it
+	// every message is its own publish with its own PubAck.
+	Batch bool
+
 	// HubDomain is the hub's JetStream domain. When set, a message the hub
 	// has no interest in, or whose PubAck is missing, is looked up with
 	// $JS.<HubDomain>.API.STREAM.NAMES: a definite "no stream captures
@@ -216,6 +223,11 @@ type Status struct {
 	// StreamResets counts PubAcks whose hub sequence was not above the
 	// last one seen for their stream: the hub stream was recreated.
 	StreamResets uint64
+	// Mode is how the forwarder sends: ModeBatch (JetStream fast
+	// batches, a flow ack every few hundred messages) or ModePerMessage
+	// (a PubAck each: without Config.Batch, or toward a hub stream
+	// without allow_batched).
+	Mode string
 	// HubStream and HubSeq are the stream and sequence of the last new
 	// (not duplicate) message the hub acknowledged.
 	HubStream string
@@ -310,6 +322,8 @@ type Outbox struct {
 	ageSkipTrusted, ageSkipUntrusted uint64
 	ageDone                          chan struct{} // closed when the age loop ends; nil without MaxAge
 
+	mode batchMode // batches or per-message publishes (batch.go)
+
 	rs      runstate.Tracker[State]
 	mu      sync.Mutex
 	started bool
@@ -318,9 +332,11 @@ type Outbox struct {
 	done    chan struct{}
 }
 
-// reply is a PubAck received for a sequence in a round.
+// reply is a PubAck received for a sequence in a round, or a fast batch
+// reply (batch set, seq the batch sequence of its reply subject).
 type reply struct {
 	round, seq uint64
+	batch      string
 	data       []byte
 }
 
@@ -487,6 +503,23 @@ func (o *Outbox) HandleReply(subject string, data []byte) {
 		}
 		return
 	}
+	if body, ok := strings.CutSuffix(tail, batchSuffix); ok {
+		// <batch id>.<flow>.<gap mode>.<batch seq>.<op>
+		id, rest, _ := strings.Cut(body, ".")
+		fields := strings.Split(rest, ".")
+		if len(fields) != 4 {
+			return
+		}
+		bseq, err := strconv.ParseUint(fields[2], 10, 64)
+		if err != nil {
+			return
+		}
+		o.ackMu.Lock()
+		o.ackList = append(o.ackList, reply{batch: id, seq: bseq, data: append([]byte(nil), data...)})
+		o.ackMu.Unlock()
+		runstate.Signal(o.ackSig)
+		return
+	}
 	roundText, seqText, ok := strings.Cut(tail, ".")
 	if !ok {
 		return
@@ -579,6 +612,10 @@ func (o *Outbox) Status() Status {
 		BacklogMsgs:  st.Msgs,
 		BacklogBytes: st.Bytes,
 		Dropped:      map[string]uint64{},
+		Mode:         ModeBatch,
+	}
+	if !o.cfg.Batch || o.mode.perMessage.Load() {
+		s.Mode = ModePerMessage
 	}
 	s.OldestAge = o.oldestAge(st)
 	// What entered the stream and did not leave through an ack was

@@ -153,9 +153,14 @@ type dedupHub struct {
 	ids     map[string]bool
 	stored  []sent
 	changes changes.Notifier // notified when stored grows
+	// batched makes it take fast batches as nats-server does (batch_test.go).
+	batched bool
+	batches map[string]*hubBatch
 }
 
-func newDedupHub() *dedupHub { return &dedupHub{ids: map[string]bool{}} }
+func newDedupHub() *dedupHub {
+	return &dedupHub{ids: map[string]bool{}, batched: batchedTests, batches: map[string]*hubBatch{}}
+}
 
 func (h *dedupHub) attach(ob *Outbox) {
 	h.mu.Lock()
@@ -166,6 +171,9 @@ func (h *dedupHub) attach(ob *Outbox) {
 func (h *dedupHub) WaitReady(context.Context) error { return nil }
 
 func (h *dedupHub) Publish(subject, reply string, hdr, data []byte) error {
+	if h.batched && strings.HasSuffix(reply, batchSuffix) {
+		return h.publishBatch(subject, reply, hdr, data)
+	}
 	id := ""
 	for _, line := range strings.Split(string(hdr), "\r\n") {
 		if v, ok := strings.CutPrefix(line, HeaderMsgID+": "); ok {
@@ -249,7 +257,7 @@ func TestPowerCutKeepsAcceptedMessages(t *testing.T) {
 			}
 			s, err := filestore.Open(fsys, "outbox/tel", cfg)
 			require.NoError(t, err)
-			return s, Config{Name: "tel", ServerName: "gw", Stream: "S"}
+			return s, Config{Name: "tel", ServerName: "gw", Stream: "S", Batch: batchedTests}
 		}
 		for round, cutAt := range []int64{1, 40, 200, 555, 1500} {
 			t.Run(fmt.Sprintf("deferred=%v/%s/cut%d_after%d", deferred, mode.cipher, round, cutAt), func(t *testing.T) {
@@ -469,7 +477,7 @@ func TestDeferredSyncForwardsOnlySynced(t *testing.T) {
 	open := func(fsys vfs.FS) (*filestore.Stream, Config) {
 		s, err := filestore.Open(fsys, "outbox/tel", filestore.Config{Config: store.Config{Name: "tel"}, SyncInterval: time.Hour})
 		require.NoError(t, err)
-		return s, Config{Name: "tel", ServerName: "gw", Stream: "S"}
+		return s, Config{Name: "tel", ServerName: "gw", Stream: "S", Batch: batchedTests}
 	}
 	hub := newDedupHub()
 	s, oc := open(cfs)

@@ -32,13 +32,23 @@ func (o *Outbox) run(ctx context.Context) {
 			rctx, rcancel := context.WithCancel(ctx)
 			o.meter.armRound(rcancel)
 			o.rs.Set(StateForwarding)
-			progress, err := o.round(rctx)
+			var progress bool
+			var err error
+			if o.useBatch() {
+				progress, err = o.batchRound(rctx)
+			} else {
+				progress, err = o.round(rctx)
+			}
 			rcancel()
 			o.inFlight.Store(0)
 			if ctx.Err() != nil {
 				return
 			}
-			if o.meter.disarmRound() {
+			stuck := o.meter.disarmRound()
+			if errors.Is(err, errBatchUnsupported) && !stuck {
+				continue // logged by fallBack: per-message publishes at once
+			}
+			if stuck {
 				err = fmt.Errorf("%w: %v", ErrStuck, err)
 			}
 			o.retries.Add(1)

@@ -68,6 +68,25 @@ func (w *window) open(msgs, bytes int) bool {
 
 // acked records the PubAck, at now, of a message sent at sent.
 func (w *window) acked(now, sent time.Time) {
+	w.record(now, sent)
+	w.sample(now)
+}
+
+// ackedGroup records one ack, at now, of the messages sent at sent[0..],
+// oldest first (a fast batch's flow ack), as one step of the sample: the
+// whole group counts toward the rate before the sample may end.
+func (w *window) ackedGroup(now time.Time, sent []time.Time) {
+	if len(sent) == 0 {
+		return
+	}
+	for _, at := range sent {
+		w.record(now, at)
+	}
+	w.sample(now)
+}
+
+// record adds the ack, at now, of a message sent at sent to the sample.
+func (w *window) record(now, sent time.Time) {
 	rtt := now.Sub(sent)
 	if rtt > 0 && (w.minRTT == 0 || rtt < w.minRTT) {
 		w.minRTT = rtt
@@ -77,6 +96,11 @@ func (w *window) acked(now, sent time.Time) {
 	}
 	w.acks++
 	w.rttSum += rtt
+}
+
+// sample ends the current sample at now once it covers a round trip,
+// resizing the window if it was full.
+func (w *window) sample(now time.Time) {
 	elapsed := now.Sub(w.start)
 	if elapsed < max(w.minRTT, minSample) {
 		return

@@ -60,3 +60,45 @@ func TestWindowStaysWithinBounds(t *testing.T) {
 	require.Equal(t, false, bytes.open(10, 1000))
 	require.Equal(t, true, bytes.open(9, 900))
 }
+
+// TestWindowFollowsFlowAcks is TestWindowFollowsBandwidthDelayProduct with
+// the acks of a fast batch: one flow ack for every 128 messages, each
+// covering them all (ackedGroup).
+func TestWindowFollowsFlowAcks(t *testing.T) {
+	const group = 128
+	w := newWindow(DefaultWindow, DefaultMaxWindow, DefaultMaxWindowBytes)
+	rtt, capacity := 300*time.Millisecond, 5000.0
+	now := time.Unix(1_000_000, 0)
+	end := now.Add(10 * time.Second)
+	var sent, arrived []time.Time // send times; when each reaches the hub's store plus the way back
+	acked := 0
+	linkFree := now
+	perMsg := time.Duration(float64(time.Second) / capacity)
+	reached := 0 // when 2 s in, how many messages had been acked
+	for now.Before(end) {
+		// A flow ack leaves after every group-th message; it covers all before it.
+		for acked+group <= len(sent) && !arrived[acked+group-1].After(now) {
+			w.ackedGroup(now, sent[acked:acked+group])
+			acked += group
+		}
+		for w.open(len(sent)-acked, (len(sent)-acked)*100) {
+			if linkFree.Before(now) {
+				linkFree = now
+			}
+			linkFree = linkFree.Add(perMsg)
+			sent = append(sent, now)
+			arrived = append(arrived, linkFree.Add(rtt))
+		}
+		if reached == 0 && now.Sub(time.Unix(1_000_000, 0)) >= 2*time.Second {
+			reached = acked
+		}
+		now = now.Add(time.Millisecond)
+	}
+	t.Logf("window %d, %d acked in the first 2 s", w.size, reached)
+	if w.size < 1500 || w.size > 4*1500 {
+		t.Fatalf("window %d messages, want about twice the product of 1,500", w.size)
+	}
+	if reached < 5000 { // 2 s at 5,000 msgs/s is 10,000: at least half, growth included
+		t.Fatalf("%d messages acked in the first 2 s, want at least 5,000", reached)
+	}
+}

@@ -104,6 +104,9 @@ type streamConfig struct {
 	Storage  string         `json:"storage"`
 	Replicas int            `json:"num_replicas"`
 	Sources  []streamSource `json:"sources,omitempty"`
+	// Batched is allow_batched: the stream takes JetStream fast batch
+	// publishes, which leafbox's uplink forwards in.
+	Batched bool `json:"allow_batched,omitempty"`
 }
 
 // streamSource is a source of a stream in another JetStream domain.
@@ -127,9 +130,9 @@ type subjectTransform struct {
 // hubStreamConfig returns SITE1's configuration: with a source from the
 // gateway's TELEMETRY stream in domain "edge" when sourcing is true (the
 // nats-server gateway), without one otherwise (leafbox's uplink publishes
-// into it).
+// into it, in fast batches: allow_batched).
 func hubStreamConfig(sourcing bool) streamConfig {
-	sc := streamConfig{Name: hubStream, Subjects: []string{"site1.>"}, Storage: storageFile, Replicas: 1}
+	sc := streamConfig{Name: hubStream, Subjects: []string{"site1.>"}, Storage: storageFile, Replicas: 1, Batched: !sourcing}
 	if sourcing {
 		sc.Sources = []streamSource{{
 			Name:       gatewayStream,

@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"os"
 	"testing"
 	"time"
 
@@ -94,9 +95,19 @@ func startJSHub(t *testing.T, ctx context.Context, opts leaftest.HubOptions, dom
 	hub := leaftest.StartHub(t, opts)
 	hjs, err := jetstream.New(natsConnect(t, hub.ClientURL()))
 	require.NoError(t, err)
-	stream, err := hjs.CreateStream(ctx, cfg)
+	stream, err := hjs.CreateStream(ctx, batchedHub(cfg))
 	require.NoError(t, err)
 	return hub, hjs, stream
+}
+
+// batchedHub returns cfg with allow_batched when LEAFBOX_TEST_HUB_BATCHED
+// is set, so that the uplink tests run once per forwarding mode: fast
+// batches, and per-message publishes (the default, a stream without it).
+func batchedHub(cfg jetstream.StreamConfig) jetstream.StreamConfig {
+	if os.Getenv("LEAFBOX_TEST_HUB_BATCHED") != "" {
+		cfg.AllowBatchPublish = true
+	}
+	return cfg
 }
 
 // hubJetStream connects a client to hub (closed in t.Cleanup) and returns

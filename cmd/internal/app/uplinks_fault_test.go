@@ -49,7 +49,7 @@ func createClusterStream(t *testing.T, ctx context.Context, js jetstream.JetStre
 	awaitCond(t, ctx, "the hub stream "+cfg.Name+" is created", func() (bool, string) {
 		actx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		defer cancel()
-		_, err := js.CreateStream(actx, cfg)
+		_, err := js.CreateStream(actx, batchedHub(cfg))
 		return err == nil, fmt.Sprint(err)
 	})
 }
