@@ -70,19 +70,26 @@ func deadLetterScenario(t *testing.T, url string) deadLetterResult {
 	// awaitAdvisory records advisories until one on subj arrives. Acks
 	// and NAKs are not answered, and nats-server handles them apart from
 	// pull requests: a NAK is known processed once its advisory is out.
-	awaitAdvisory := func(subj string) {
-		t.Helper()
+	// next records advisories until one on subj arrives, or reports the
+	// error of waiting wait for the next one.
+	next := func(subj string, wait time.Duration) error {
 		for {
-			msg, err := advSub.NextMsg(5 * time.Second)
+			msg, err := advSub.NextMsg(wait)
 			if err != nil {
-				t.Fatalf("%s: waiting for %s: %v (have %d)", url, subj, err, len(res.advisories))
+				return err
 			}
 			a := recordedAdvisory{subject: msg.Subject}
 			require.NoError(t, json.Unmarshal(msg.Data, &a.fields))
 			res.advisories = append(res.advisories, a)
 			if a.key() == subj {
-				return
+				return nil
 			}
+		}
+	}
+	awaitAdvisory := func(subj string) {
+		t.Helper()
+		if err := next(subj, 5*time.Second); err != nil {
+			t.Fatalf("%s: waiting for %s: %v (have %d)", url, subj, err, len(res.advisories))
 		}
 	}
 
@@ -205,31 +212,42 @@ func deadLetterScenario(t *testing.T, url string) deadLetterResult {
 
 	// nats-server sends stream and consumer advisories and API audits
 	// from different queues: wait for each of the last ones.
-	awaitAll := func(keys ...string) {
-		t.Helper()
-		for {
-			seen := map[string]bool{}
-			for _, a := range res.advisories {
-				seen[a.key()] = true
+	missing := func(keys []string) string {
+		seen := map[string]bool{}
+		for _, a := range res.advisories {
+			seen[a.key()] = true
+		}
+		for _, k := range keys {
+			if !seen[k] {
+				return k
 			}
-			missing := ""
-			for _, k := range keys {
-				if !seen[k] {
-					missing = k
-					break
-				}
-			}
-			if missing == "" {
-				return
-			}
-			awaitAdvisory(missing)
+		}
+		return ""
+	}
+	for k := missing(apiAfterDelete); k != ""; k = missing(apiAfterDelete) {
+		awaitAdvisory(k)
+	}
+	// The advisories of the stream's deletion and of the consumers it
+	// removes leave nats-server through the stream's own send queue,
+	// whose loop the deletion ends right after queueing them: some runs
+	// never send them. leafbox must (the test checks); here they are
+	// awaited for a while.
+	for k := missing(lossyOnDelete); k != ""; k = missing(lossyOnDelete) {
+		if next(k, 2*time.Second) != nil {
+			break
 		}
 	}
-	awaitAll("$JS.EVENT.ADVISORY.CONSUMER.DELETED.ORDERS.slow", "$JS.EVENT.ADVISORY.CONSUMER.DELETED.ORDERS.gone",
-		"$JS.EVENT.ADVISORY.STREAM.DELETED.ORDERS", "$JS.EVENT.ADVISORY.API $JS.API.STREAM.DELETE.ORDERS",
-		"$JS.EVENT.ADVISORY.API $JS.API.INFO")
 	return res
 }
+
+// apiAfterDelete are the API audits of the scenario's last calls.
+var apiAfterDelete = []string{"$JS.EVENT.ADVISORY.API $JS.API.STREAM.DELETE.ORDERS", "$JS.EVENT.ADVISORY.API $JS.API.INFO"}
+
+// lossyOnDelete are the advisories of deleting stream ORDERS with
+// consumers slow and gone on it, which nats-server v2.15.2 may drop (the
+// stream's send loop quits once they are queued, not once they are sent).
+var lossyOnDelete = []string{"$JS.EVENT.ADVISORY.CONSUMER.DELETED.ORDERS.slow", "$JS.EVENT.ADVISORY.CONSUMER.DELETED.ORDERS.gone",
+	"$JS.EVENT.ADVISORY.STREAM.DELETED.ORDERS"}
 
 // TestAdvisoryDeadLetterVsNatsServer runs the dead-letter scenario against
 // leafbox and against nats-server and compares them: the same dead
@@ -265,6 +283,16 @@ func TestAdvisoryDeadLetterVsNatsServer(t *testing.T) {
 		return m
 	}
 	a, b := index(ours), index(theirs)
+	for _, k := range lossyOnDelete {
+		k += " #1"
+		if _, ok := a[k]; !ok {
+			t.Errorf("leafbox sent no %s", k)
+		}
+		if _, ok := b[k]; !ok {
+			t.Logf("nats-server dropped %s: not compared", k)
+			delete(a, k)
+		}
+	}
 	if ak, bk := slices.Sorted(maps.Keys(a)), slices.Sorted(maps.Keys(b)); !slices.Equal(ak, bk) {
 		t.Fatalf("advisory subjects differ:\nleafbox     %q\nnats-server %q", ak, bk)
 	}
