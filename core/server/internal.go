@@ -213,6 +213,17 @@ func (ic *Conn) HasExactInterest(subj string) bool {
 	return false
 }
 
+// HasQueueInterest reports whether queue group queue has a member whose
+// subscription matches the literal subject subj.
+func (ic *Conn) HasQueueInterest(subj, queue string) bool {
+	for _, q := range ic.acc.sl.Match(subj).Queues {
+		if q.Name == queue && len(q.Members) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // WatchInterest calls fn for every subscription added to or removed from
 // the connection's account from now on, until cancel, as
 // Server.WatchInterest does but without a snapshot of the existing ones.

@@ -467,7 +467,7 @@ func (c *consumer) kick() {
 func (c *consumer) updateConfig(ncfg *jsapi.ConsumerConfig) *jsapi.APIError {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	bound := c.cfg.DeliverSubject != "" && c.eng.bus.HasInterest(c.cfg.DeliverSubject)
+	bound := c.cfg.DeliverSubject != "" && c.pushInterest()
 	if err := jsapi.CheckConsumerUpdate(&c.cfg, ncfg, bound); err != nil {
 		return err
 	}
@@ -538,7 +538,7 @@ func (c *consumer) infoLocked(now time.Time) *jsapi.ConsumerInfo {
 	if cfg.DeliverSubject != "" {
 		// Asked now, not cached: a client that went away must not leave
 		// the consumer looking bound.
-		info.PushBound = c.eng.bus.HasInterest(cfg.DeliverSubject)
+		info.PushBound = c.pushInterest()
 	}
 	if cfg.PauseUntil != nil && now.Before(*cfg.PauseUntil) {
 		info.Paused = true

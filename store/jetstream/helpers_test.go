@@ -36,6 +36,8 @@ func (b testBus) HasInterest(subj string) bool { return b.c.HasInterest(subj) }
 
 func (b testBus) HasExactInterest(subj string) bool { return b.c.HasExactInterest(subj) }
 
+func (b testBus) HasQueueInterest(subj, queue string) bool { return b.c.HasQueueInterest(subj, queue) }
+
 func (b testBus) WatchInterest(fn func(subject, queue string)) func() {
 	return b.c.WatchInterest(func(ev server.InterestEvent) { fn(ev.Subject, ev.Queue) })
 }

@@ -22,6 +22,27 @@ type InterestWatcher interface {
 	WatchInterest(fn func(subject, queue string)) (cancel func())
 }
 
+// QueueInterester is the optional ability of a Bus to tell whether a
+// queue group has a member subscribed to a subject. With it a push
+// consumer with a deliver_group counts only that group's members as
+// interest, as nats-server does: a plain subscriber to the deliver
+// subject receives the deliveries of a consumer the group keeps busy,
+// but does not by itself start one. Without it any subscription counts.
+type QueueInterester interface {
+	HasQueueInterest(subject, queue string) bool
+}
+
+// pushInterest reports whether the push consumer's deliver subject has
+// the interest that makes it deliver. Caller holds c.mu.
+func (c *consumer) pushInterest() bool {
+	if c.cfg.DeliverGroup != "" {
+		if q, ok := c.eng.bus.(QueueInterester); ok {
+			return q.HasQueueInterest(c.cfg.DeliverSubject, c.cfg.DeliverGroup)
+		}
+	}
+	return c.eng.bus.HasInterest(c.cfg.DeliverSubject)
+}
+
 // pushIndex maps deliver subjects to the push consumers delivering there,
 // so a subscription change wakes exactly the consumers it may concern.
 // Its lock is a leaf: it is taken under consumer.mu and under the

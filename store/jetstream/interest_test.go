@@ -49,7 +49,7 @@ func requireIdle(t *testing.T, c *consumer) {
 // no interest sets no timer; a subscription wakes it and delivery starts
 // at once; the subscriber leaving is noticed without a message or
 // heartbeat; the same holds for a deliver_group, whose queue members
-// share the messages.
+// share the messages and whose interest a plain subscriber is not.
 func TestPushInterestEventDriven(t *testing.T) {
 	t.Parallel()
 	env := newTestEnv(t, Config{})
@@ -97,6 +97,18 @@ func TestPushInterestEventDriven(t *testing.T) {
 	require.NoError(t, err)
 	q := awaitConsumer(t, env, "S", "Q", "the queue consumer to find no interest", noInterest)
 	requireIdle(t, q)
+	// A plain subscriber is not the group's interest (as on nats-server):
+	// the consumer stays idle and unbound.
+	plain, err := nc.SubscribeSync("q.out")
+	require.NoError(t, err)
+	require.NoError(t, nc.Flush())
+	requireIdle(t, q)
+	qi, err := js.ConsumerInfo("S", "Q")
+	require.NoError(t, err)
+	if qi.PushBound {
+		t.Fatal("a plain subscriber binds a deliver_group consumer")
+	}
+	require.NoError(t, plain.Unsubscribe())
 	got := make(chan string, 16)
 	var members []*nats.Subscription
 	for range 2 {

@@ -30,7 +30,7 @@ const (
 // holds c.mu.
 func (c *consumer) stepPush(now time.Time, paused bool, st *step) {
 	cfg := &c.cfg
-	active := c.eng.bus.HasInterest(cfg.DeliverSubject)
+	active := c.pushInterest()
 	if active != c.active {
 		c.active = active
 		if active {

@@ -45,6 +45,12 @@ func (b busConn) HasInterest(subject string) bool { return b.conn.HasInterest(su
 // (snapshots wait for the receiver's own subscription).
 func (b busConn) HasExactInterest(subject string) bool { return b.conn.HasExactInterest(subject) }
 
+// HasQueueInterest implements jetstream.QueueInterester: a push consumer
+// with a deliver group counts only that group's members as interest.
+func (b busConn) HasQueueInterest(subject, queue string) bool {
+	return b.conn.HasQueueInterest(subject, queue)
+}
+
 // WatchInterest implements jetstream.InterestWatcher: push consumers
 // wake on subscription changes instead of polling for interest.
 func (b busConn) WatchInterest(fn func(subject, queue string)) func() {
