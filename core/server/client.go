@@ -32,12 +32,12 @@ const (
 	maxSpareOutbound = 64 << 10
 	// maxKeptOutbound caps the buffer kept while a backlog drains: a busy
 	// connection reuses up to this much, larger bursts are left to the GC.
-	maxKeptOutbound = 4 << 20
+	maxKeptOutbound = 1 << 20
 	// maxStallBacklog is the backlog at which producers start waiting for
 	// a consumer (see stalledWait), whatever MaxPending allows: a short
 	// queue keeps memory low and latency bounded while a consumer keeps
 	// up; MaxPending still decides when one is cut off.
-	maxStallBacklog = 8 << 20
+	maxStallBacklog = 1 << 20
 )
 
 // client is one client connection.
