@@ -61,20 +61,20 @@ func TestWindowStaysWithinBounds(t *testing.T) {
 	require.Equal(t, true, bytes.open(9, 900))
 }
 
-// TestWindowFollowsFlowAcks is TestWindowFollowsBandwidthDelayProduct with
-// the acks of a fast batch: one flow ack for every 128 messages, each
-// covering them all (ackedGroup).
-func TestWindowFollowsFlowAcks(t *testing.T) {
-	const group = 128
-	w := newWindow(DefaultWindow, DefaultMaxWindow, DefaultMaxWindowBytes)
-	rtt, capacity := 300*time.Millisecond, 5000.0
-	now := time.Unix(1_000_000, 0)
-	end := now.Add(10 * time.Second)
+// simulateFlowAcks runs the window against a link of the given round
+// trip and capacity (messages per second) for d of simulated time, a
+// backlog always waiting, with the acks of a fast batch: one flow ack
+// for every group messages, each covering them all (ackedGroup). It
+// returns how many messages were acked and the window's size at probe,
+// since the start.
+func simulateFlowAcks(w *window, rtt time.Duration, capacity float64, group int, d, probe time.Duration) (ackedAtProbe, sizeAtProbe int) {
+	start := time.Unix(1_000_000, 0)
+	now, end := start, start.Add(d)
 	var sent, arrived []time.Time // send times; when each reaches the hub's store plus the way back
 	acked := 0
 	linkFree := now
 	perMsg := time.Duration(float64(time.Second) / capacity)
-	reached := 0 // when 2 s in, how many messages had been acked
+	probed := false
 	for now.Before(end) {
 		// A flow ack leaves after every group-th message; it covers all before it.
 		for acked+group <= len(sent) && !arrived[acked+group-1].After(now) {
@@ -89,16 +89,48 @@ func TestWindowFollowsFlowAcks(t *testing.T) {
 			sent = append(sent, now)
 			arrived = append(arrived, linkFree.Add(rtt))
 		}
-		if reached == 0 && now.Sub(time.Unix(1_000_000, 0)) >= 2*time.Second {
-			reached = acked
+		if !probed && now.Sub(start) >= probe {
+			ackedAtProbe, sizeAtProbe, probed = acked, w.size, true
 		}
 		now = now.Add(time.Millisecond)
 	}
+	return ackedAtProbe, sizeAtProbe
+}
+
+// TestWindowFollowsFlowAcks is TestWindowFollowsBandwidthDelayProduct with
+// the acks of a fast batch.
+func TestWindowFollowsFlowAcks(t *testing.T) {
+	w := newWindow(DefaultWindow, DefaultMaxWindow, DefaultMaxWindowBytes)
+	reached, _ := simulateFlowAcks(&w, 300*time.Millisecond, 5000, 128, 10*time.Second, 2*time.Second)
 	t.Logf("window %d, %d acked in the first 2 s", w.size, reached)
 	if w.size < 1500 || w.size > 4*1500 {
 		t.Fatalf("window %d messages, want about twice the product of 1,500", w.size)
 	}
 	if reached < 5000 { // 2 s at 5,000 msgs/s is 10,000: at least half, growth included
 		t.Fatalf("%d messages acked in the first 2 s, want at least 5,000", reached)
+	}
+}
+
+// TestWindowGrowsFromFlowAckSpacing: on a 600 ms link carrying 3,400
+// messages a second (10 Mbit/s of 370 B messages) the first flow acks of
+// a full window come back spaced by the link's rate, so the window covers
+// the bandwidth-delay product (2,040) one round trip in, not after the
+// four round trips of fourfold growth from 256.
+func TestWindowGrowsFromFlowAckSpacing(t *testing.T) {
+	w := newWindow(DefaultWindow, DefaultMaxWindow, DefaultMaxWindowBytes)
+	_, size := simulateFlowAcks(&w, 600*time.Millisecond, 3400, 128, 800*time.Millisecond, 700*time.Millisecond)
+	t.Logf("window %d at 0.7 s", size)
+	if size < 2040 {
+		t.Fatalf("window %d messages 0.7 s in, want at least the product of 2,040", size)
+	}
+	// A window kept full for long settles near twice the product.
+	w = newWindow(DefaultWindow, DefaultMaxWindow, DefaultMaxWindowBytes)
+	acked, _ := simulateFlowAcks(&w, 600*time.Millisecond, 3400, 128, 10*time.Second, 4*time.Second)
+	t.Logf("window %d after 10 s, %d acked in the first 4 s", w.size, acked)
+	if w.size < 2040 || w.size > 4*2040 {
+		t.Fatalf("window %d messages, want about twice the product of 2,040", w.size)
+	}
+	if acked < 9000 { // 256 in the first round trip, then 3,400 a second from 1.3 s: 9,500
+		t.Fatalf("%d messages acked in the first 4 s, want at least 9,000", acked)
 	}
 }
