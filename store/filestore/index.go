@@ -322,6 +322,13 @@ func (d *indexDecoder) count(min int) int {
 
 // parseIndex decodes an index file. Every error wraps store.ErrCorrupt.
 func parseIndex(b []byte, intern func([]byte) string) (indexMeta, blockScan, error) {
+	return parseIndexInto(b, intern, nil)
+}
+
+// parseIndexInto is parseIndex with the messages decoded into msgs's
+// array when it is large enough (Open passes one array from block to
+// block, see openScratch).
+func parseIndexInto(b []byte, intern func([]byte) string, msgs []scannedMsg) (indexMeta, blockScan, error) {
 	var meta indexMeta
 	var sc blockScan
 	if len(b) < indexHeaderLen+4 || string(b[:4]) != indexMagic || b[4] != formatVersion {
@@ -354,7 +361,11 @@ func parseIndex(b []byte, intern func([]byte) string) (indexMeta, blockScan, err
 		names[i] = intern(d.b[:n])
 		d.b = d.b[n:]
 	}
-	sc.msgs = make([]scannedMsg, d.count(6))
+	if n := d.count(6); cap(msgs) >= n {
+		sc.msgs = msgs[:n]
+	} else {
+		sc.msgs = make([]scannedMsg, n)
+	}
 	var seq uint64
 	var ts int64
 	var off uint32
@@ -411,7 +422,13 @@ func writeIndex(fsys vfs.FS, dir string, k *sealer, meta indexMeta, sc *blockSca
 
 // readIndex reads the index file of block id, opening it when k is set.
 func readIndex(fsys vfs.FS, dir string, k *sealer, id uint32) ([]byte, error) {
-	data, err := readFile(fsys, indexName(dir, id))
+	return readIndexInto(fsys, dir, k, id, nil)
+}
+
+// readIndexInto is readIndex reading into buf's array when it is large
+// enough.
+func readIndexInto(fsys vfs.FS, dir string, k *sealer, id uint32, buf []byte) ([]byte, error) {
+	data, err := readFileInto(fsys, indexName(dir, id), buf)
 	if err != nil || k == nil {
 		return data, err
 	}
@@ -422,7 +439,11 @@ func readIndex(fsys vfs.FS, dir string, k *sealer, id uint32) ([]byte, error) {
 func indexLabel(id uint32) string { return fmt.Sprintf("index %d", id) }
 
 // readFile reads a whole file.
-func readFile(fsys vfs.FS, name string) ([]byte, error) {
+func readFile(fsys vfs.FS, name string) ([]byte, error) { return readFileInto(fsys, name, nil) }
+
+// readFileInto reads a whole file into buf's array when it is large
+// enough, else into a new one.
+func readFileInto(fsys vfs.FS, name string, buf []byte) ([]byte, error) {
 	f, err := fsys.Open(name)
 	if err != nil {
 		return nil, err
@@ -432,7 +453,12 @@ func readFile(fsys vfs.FS, name string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := make([]byte, fi.Size())
+	b := buf[:0]
+	if n := int(fi.Size()); cap(b) >= n {
+		b = b[:n]
+	} else {
+		b = make([]byte, n)
+	}
 	if _, err := f.ReadAt(b, 0); err != nil && !errors.Is(err, io.EOF) {
 		return nil, err
 	}

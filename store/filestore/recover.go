@@ -105,6 +105,8 @@ func (s *Stream) recover() error {
 		return n
 	}
 	var scans []*blockScan
+	s.open = &openScratch{}
+	defer func() { s.open = nil }()
 	for i, id := range ids {
 		b, sc, err := s.openBlock(id, i == len(ids)-1, indexes[id], intern)
 		if err != nil {
@@ -114,6 +116,7 @@ func (s *Stream) recover() error {
 			if !b.needIndex && i != len(ids)-1 {
 				// Read again block by block when the index is built,
 				// so Open holds one block's scan at a time.
+				s.open.putMsgs(sc.msgs)
 				sc.msgs = nil
 				sc.reread = true
 			}
@@ -285,12 +288,13 @@ func (s *Stream) openBlock(id uint32, last, hasIndex bool, intern func([]byte) s
 // bytes it covers, or nil when it is missing, corrupt or describes another
 // version of the block.
 func (s *Stream) loadIndex(b *block, size int64, intern func([]byte) string) (*blockScan, int64) {
-	data, err := readIndex(s.fsys, s.dir, s.key, b.id)
+	data, err := readIndexInto(s.fsys, s.dir, s.key, b.id, s.open.takeData())
 	if err != nil {
 		s.report.StaleIndexes++
 		return nil, 0
 	}
-	meta, sc, err := parseIndex(data, intern)
+	defer s.open.putData(data) // parseIndexInto copies what it keeps
+	meta, sc, err := parseIndexInto(data, intern, s.open.takeMsgs())
 	ok := err == nil && meta.id == b.id && meta.stamp == b.hdr.stamp && meta.flags == b.hdr.flags
 	if ok && b.compressed() {
 		ok = meta.fileSize == size && sc.rawLen > 0
@@ -339,6 +343,9 @@ func (s *Stream) buildIndex(scans []*blockScan, intern func([]byte) string) {
 		sc := scans[i]
 		if sc.reread {
 			sc.msgs = s.rereadMsgs(b, intern)
+			if b.entries == nil {
+				b.entries = s.open.takeEntries(len(sc.msgs))
+			}
 		}
 		for _, m := range sc.msgs {
 			if m.seq <= prevSeq {
@@ -378,10 +385,13 @@ func (s *Stream) buildIndex(scans []*blockScan, intern func([]byte) string) {
 			s.bytes += e.size()
 		}
 		if sc.reread {
+			s.open.putMsgs(sc.msgs)
 			sc.msgs = nil
 			cost := int64(cap(b.entries)) * entrySize
-			if resident += cost; resident > limit && len(b.entries) > 0 && s.evictBlock(b) {
-				resident -= cost
+			if es := b.entries; resident+cost > limit && len(es) > 0 && s.evictBlock(b) {
+				s.open.putEntries(es)
+			} else {
+				resident += cost
 			}
 		}
 		// Keep maxSeq ascending across blocks even where a header was
@@ -537,4 +547,72 @@ func (s *Stream) buildIndexFile(f vfs.File, meta indexMeta) error {
 		return fmt.Errorf("filestore: index of block %d: %w", meta.id, err)
 	}
 	return nil
+}
+
+// openScratch is the buffers Open passes from block to block, so that
+// reading a stream of many blocks allocates about one block's worth: the
+// bytes of an index file, the messages decoded from it, and the entries
+// of a block that was evicted right after it was built. A buffer taken
+// is owned by the taker until it is put back; one that stays in use (the
+// messages of a block whose index must be written, the entries of a
+// resident block) is simply not put back.
+type openScratch struct {
+	data    []byte
+	msgs    []scannedMsg
+	entries []entry
+}
+
+// takeData hands over the file bytes buffer (nil when there is none).
+func (o *openScratch) takeData() []byte {
+	if o == nil {
+		return nil
+	}
+	d := o.data
+	o.data = nil
+	return d
+}
+
+// putData gives a file bytes buffer back.
+func (o *openScratch) putData(d []byte) {
+	if o != nil && cap(d) > cap(o.data) {
+		o.data = d[:0]
+	}
+}
+
+// takeMsgs hands over the messages buffer (nil when there is none).
+func (o *openScratch) takeMsgs() []scannedMsg {
+	if o == nil {
+		return nil
+	}
+	m := o.msgs
+	o.msgs = nil
+	return m
+}
+
+// putMsgs gives a messages buffer back, its strings cleared so that it
+// pins no subject.
+func (o *openScratch) putMsgs(m []scannedMsg) {
+	if o != nil && cap(m) > cap(o.msgs) {
+		clear(m)
+		o.msgs = m[:0]
+	}
+}
+
+// takeEntries returns an empty entries buffer with room for n, the one
+// put back when it is large enough, else nil (append allocates).
+func (o *openScratch) takeEntries(n int) []entry {
+	if o == nil || cap(o.entries) < n {
+		return nil
+	}
+	e := o.entries[:0]
+	o.entries = nil
+	return e
+}
+
+// putEntries gives back the entries of a block evicted right after they
+// were built.
+func (o *openScratch) putEntries(e []entry) {
+	if o != nil && cap(e) > cap(o.entries) {
+		o.entries = e[:0]
+	}
 }

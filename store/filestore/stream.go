@@ -64,6 +64,8 @@ type Stream struct {
 	writeFailed bool
 	expiry      expiry.Timer
 	report      Report
+	// open holds buffers Open reuses from block to block; nil after it.
+	open *openScratch
 	// written counts body bytes written to block files since Open: the
 	// group-commit position.
 	written uint64
