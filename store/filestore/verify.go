@@ -254,17 +254,23 @@ func (r *VerifyReport) verifyBlock(fsys vfs.FS, k *sealer, b verifiedBlock, last
 	sc := scanBody(data[blockHeaderLen:], compressed, k, func(b []byte) string { return string(b) })
 	r.Records += len(sc.msgs) + len(sc.tombs)
 	if sc.res.corruptRecords > 0 {
-		what := fmt.Sprintf("%d corrupt records (%d bytes) between good ones, the first at offset %d", sc.res.corruptRecords, sc.res.corruptBytes, blockHeaderLen+sc.res.firstBad)
+		// Offsets are in the file: where the first bad record starts, or
+		// in a compressed block the chunk that holds it.
+		first := "the first at offset"
 		if compressed {
-			what = fmt.Sprintf("%d corrupt records (%d bytes) between good ones, the first in the chunk at offset %d", sc.res.corruptRecords, sc.res.corruptBytes, blockHeaderLen+sc.res.firstBad)
+			first = "the first in the chunk at offset"
 		}
+		what := fmt.Sprintf("%d corrupt records (%d bytes) between good ones, %s %d", sc.res.corruptRecords, sc.res.corruptBytes, first, blockHeaderLen+sc.res.firstBad)
 		if n := sc.res.refused; n > 0 {
 			what += fmt.Sprintf("; %d of them with good checksums %s", n, refusedWhy(k))
 		}
 		r.problem(b.name, true, what)
 	}
 	if sc.res.tail > 0 {
-		what := fmt.Sprintf("%d bytes after the last good record at body offset %d hold no good record", sc.res.tail, sc.res.end)
+		what := fmt.Sprintf("the %d bytes from offset %d, after the last good record, hold no good record", sc.res.tail, blockHeaderLen+sc.res.end)
+		if compressed {
+			what = fmt.Sprintf("the %d bytes from offset %d, after the last good chunk, hold no good chunk", sc.res.tail, blockHeaderLen+sc.res.end)
+		}
 		if last && !compressed {
 			what += " (a torn write, which Open truncates)"
 		}
