@@ -201,6 +201,7 @@ func scanChunks(body []byte, fn func(c chunkRef, raw []byte)) scanResult {
 			res.tailRecords = 1
 			return res
 		}
+		res.noteBad(off)
 		res.corruptRecords++
 		res.corruptBytes += int64(next - off)
 		off = next

@@ -601,15 +601,21 @@ func appendSealedFrame(dst []byte, k *sealer, kind uint8, payload []byte) []byte
 // sealed frames are opened, plaintext ones accepted only by a plaintext
 // log or one being converted. Any refusal is errBadFrame-like corruption.
 func (c *ConsumerStore) openPayload(hdr, payload []byte) ([]byte, error) {
+	return openFramePayload(c.key, c.convert, c.newKey, hdr, payload)
+}
+
+// openFramePayload is openPayload for a log sealed with k (nil:
+// plaintext), convert and newKey as loadDirKey found them.
+func openFramePayload(k *sealer, convert, newKey bool, hdr, payload []byte) ([]byte, error) {
 	sealed := hdr[3]&frameSealed != 0
 	switch {
-	case sealed && c.newKey:
+	case sealed && newKey:
 		return nil, errLostKey
-	case sealed && c.key != nil:
-		return c.key.open(nil, payload, hdr)
+	case sealed && k != nil:
+		return k.open(nil, payload, hdr)
 	case sealed:
 		return nil, fmt.Errorf("%w: sealed frame in a plaintext consumer log", errBadFrame)
-	case c.key != nil && !c.convert:
+	case k != nil && !convert:
 		return nil, fmt.Errorf("%w: plaintext frame in a sealed consumer log", errBadFrame)
 	}
 	return payload, nil

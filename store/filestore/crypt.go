@@ -139,6 +139,10 @@ var errBadSeal = fmt.Errorf("%w: filestore: sealed data fails authentication", s
 // random draws collide. It is safe for concurrent use.
 type sealer struct {
 	aead cipher.AEAD
+	// acceptPlain lets admit take plaintext messages too; only the
+	// offline verifier sets it, on its own sealer of a directory whose
+	// conversion to encrypted did not finish (Open converts them).
+	acceptPlain bool
 
 	mu      sync.Mutex
 	prefix  [8]byte
@@ -263,7 +267,7 @@ func (k *sealer) admit(rec []byte, r *record, scratch *[]byte) bool {
 			return false
 		}
 		*scratch = pt
-	case r.kind == kindSealed, r.kind == kindMsg && k != nil:
+	case r.kind == kindSealed, r.kind == kindMsg && k != nil && !k.acceptPlain:
 		return false
 	}
 	return true
@@ -274,19 +278,26 @@ func (k *sealer) admit(rec []byte, r *record, scratch *[]byte) bool {
 // returns; records admit refuses are counted as corrupt and skipped.
 func scanOpen(b []byte, k *sealer, fn func(off int, r *record)) scanResult {
 	var scratch []byte
-	var bad int
+	var bad, firstBad int
 	var badBytes int64
 	res := scanRecords(b, func(off int, r *record) {
 		n := r.len()
 		if !k.admit(b[off:off+n], r, &scratch) {
+			if bad == 0 {
+				firstBad = off
+			}
 			bad++
 			badBytes += int64(n)
 			return
 		}
 		fn(off, r)
 	})
+	if bad > 0 {
+		res.noteBad(firstBad)
+	}
 	res.corruptRecords += bad
 	res.corruptBytes += badBytes
+	res.refused += bad
 	return res
 }
 

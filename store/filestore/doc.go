@@ -108,6 +108,15 @@
 // the frame header as additional data, and a plaintext log is replaced by
 // one sealed snapshot.
 //
+// The offline checks (VerifyWithKey, VerifyConsumerWithKey) open a
+// directory's key file with the server key, or the previous one, without
+// writing: no key file is created or sealed again. They then authenticate
+// and decrypt every record, index file and frame as Open does, and report
+// what fails as damage; a key that does not open the key file is
+// ErrWrongKey, not damage (a key file whose seal was damaged looks the
+// same, which is why `leafbox store verify` calls it damage only when the
+// key opens the store's other key files).
+//
 // # Recovery
 //
 // Open lists the directory, removes *.tmp files and index files without a

@@ -159,6 +159,10 @@ func scanBody(body []byte, compressed bool, k *sealer, intern func([]byte) strin
 		sc.chunks = append(sc.chunks, c)
 		inner := scanOpen(raw, k, func(off int, r *record) { sc.add(int(c.rawOff)+off, r, intern) })
 		// Inside a verified chunk everything should parse.
+		if inner.corruptRecords > 0 || inner.tail > 0 {
+			sc.res.noteBad(int(c.fileOff))
+		}
+		sc.res.refused += inner.refused
 		sc.res.corruptRecords += inner.corruptRecords
 		sc.res.corruptBytes += inner.corruptBytes
 		if inner.tail > 0 {

@@ -212,6 +212,20 @@ type scanResult struct {
 	// tailRecords counts plausible record starts among them.
 	tail        int64
 	tailRecords int
+	// refused counts records with good checksums that do not belong to
+	// the stream (see sealer.admit), among corruptRecords.
+	refused int
+	// firstBad is the body offset of the first corrupt or refused
+	// record, when corruptRecords > 0.
+	firstBad int
+}
+
+// noteBad records a corrupt stretch starting at body offset off; call it
+// before counting the stretch in corruptRecords.
+func (res *scanResult) noteBad(off int) {
+	if res.corruptRecords == 0 || off < res.firstBad {
+		res.firstBad = off
+	}
 }
 
 // scanRecords calls fn for every good record in b with its offset. After
@@ -238,6 +252,7 @@ func scanRecords(b []byte, fn func(off int, r *record)) scanResult {
 			res.tailRecords = plausible
 			return res
 		}
+		res.noteBad(off)
 		res.corruptRecords += max(plausible, 1)
 		res.corruptBytes += int64(next - off)
 		off = next

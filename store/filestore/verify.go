@@ -60,6 +60,9 @@ type VerifyReport struct {
 	FirstSeq, LastSeq uint64
 	// Subjects counts the distinct subjects of the live messages.
 	Subjects int
+	// Cipher is what the directory's records are sealed with, CipherNone
+	// for a plaintext one.
+	Cipher Cipher
 	// Problems lists what is wrong, in file order.
 	Problems []Problem
 }
@@ -82,14 +85,38 @@ type verifiedBlock struct {
 	name string
 }
 
-// Verify checks every block and index file of the stream directory dir
-// and counts what it holds. It fails only on I/O errors; everything it
-// finds wrong with the data is a Problem in the report.
+// Verify checks every block and index file of the plaintext stream
+// directory dir and counts what it holds. It fails on I/O errors and, for
+// an encrypted directory, with ErrEncryptedVerify (VerifyWithKey checks
+// those); everything it finds wrong with the data is a Problem in the
+// report.
 func Verify(fsys vfs.FS, dir string) (*VerifyReport, error) {
-	if err := refuseEncrypted(fsys, dir, streamKeyName); err != nil {
+	return VerifyWithKey(fsys, dir, Encryption{})
+}
+
+// VerifyWithKey is Verify for a directory that may be encrypted at rest.
+// enc.Key, then enc.PrevKey, is tried on the directory's data key file,
+// which is only read: never sealed again with Key nor created. Every
+// sealed record and index file is then authenticated and decrypted with
+// the data key and checked as a plaintext one is. enc.Cipher may be
+// CipherNone, since each key file names its cipher; when set, a key file
+// of another cipher is a warning (leafbox refuses to open it with that
+// configuration). The errors, besides I/O ones: ErrEncryptedVerify when
+// the directory is encrypted and enc has no key, ErrWrongKey when no key
+// opens its key file (also what a damaged key file looks like: its seal
+// fails as with another key). A key file that is not one at all is
+// damage in the report.
+func VerifyWithKey(fsys vfs.FS, dir string, enc Encryption) (*VerifyReport, error) {
+	r := &VerifyReport{Dir: dir}
+	vk, err := openVerifyKey(fsys, dir, streamKeyName, enc, r.problem)
+	if err != nil {
 		return nil, err
 	}
-	r := &VerifyReport{Dir: dir}
+	if vk.unusable {
+		return r, nil
+	}
+	r.Cipher = vk.cipher
+	k := vk.sealer
 	ents, err := fsys.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("filestore: %w", err)
@@ -104,6 +131,8 @@ func Verify(fsys vfs.FS, dir string) (*VerifyReport, error) {
 		}
 		id, ext, ok := parseFileName(ent.Name())
 		switch {
+		case ent.Name() == streamKeyName:
+			// Opened above.
 		case !ok:
 			r.problem(name, false, "not a file of a stream (ignored by Open)")
 		case ext == tmpExt:
@@ -114,6 +143,9 @@ func Verify(fsys vfs.FS, dir string) (*VerifyReport, error) {
 			indexes[id] = name
 			r.Indexes++
 		}
+	}
+	if k == nil && enc.Enabled() && len(blocks) > 0 {
+		r.problem(dir, false, fmt.Sprintf("not encrypted yet: leafbox seals it with %s when it next opens it", enc.Cipher))
 	}
 	sort.Slice(blocks, func(i, j int) bool { return blocks[i].id < blocks[j].id })
 	hasBlock := map[uint32]bool{}
@@ -131,7 +163,7 @@ func Verify(fsys vfs.FS, dir string) (*VerifyReport, error) {
 	var tombs []seqRange
 	var prevMax uint64
 	for i, b := range blocks {
-		sc, hdr, err := r.verifyBlock(fsys, b, i == len(blocks)-1, indexes[b.id])
+		sc, hdr, err := r.verifyBlock(fsys, k, b, i == len(blocks)-1, indexes[b.id])
 		if err != nil {
 			return nil, err
 		}
@@ -148,6 +180,13 @@ func Verify(fsys vfs.FS, dir string) (*VerifyReport, error) {
 		}
 	}
 	tombs = mergeRanges(tombs)
+	// A sealed record's accounting size leaves out nonce and tag, as
+	// Open's (Stream.recordAdjust); in a directory still being converted
+	// the plaintext ones are counted alike, a few bytes short.
+	adjust := uint64(sizeAdjust)
+	if k != nil {
+		adjust += sealOverhead
+	}
 
 	// Pass 2: count the messages no tombstone deletes. Reading the
 	// blocks again keeps memory at one block whatever the stream holds.
@@ -162,13 +201,13 @@ func Verify(fsys vfs.FS, dir string) (*VerifyReport, error) {
 		}
 		hdr, herr := parseBlockHeader(data)
 		compressed := herr == nil && hdr.flags&flagS2 != 0
-		sc := scanBody(data[blockHeaderLen:], compressed, nil, func(b []byte) string { return string(b) })
+		sc := scanBody(data[blockHeaderLen:], compressed, k, func(b []byte) string { return string(b) })
 		for _, m := range sc.msgs {
 			if deleted(tombs, m.seq) {
 				continue
 			}
 			r.Msgs++
-			r.Bytes += uint64(m.length) - sizeAdjust
+			r.Bytes += uint64(m.length) - adjust
 			if r.FirstSeq == 0 || m.seq < r.FirstSeq {
 				r.FirstSeq = m.seq
 			}
@@ -191,7 +230,7 @@ func deleted(rs []seqRange, seq uint64) bool {
 // verifyBlock checks one block file and its index file (idx, "" when
 // there is none) and returns the block's scan, nil when nothing in it can
 // be read.
-func (r *VerifyReport) verifyBlock(fsys vfs.FS, b verifiedBlock, last bool, idx string) (*blockScan, blockHeader, error) {
+func (r *VerifyReport) verifyBlock(fsys vfs.FS, k *sealer, b verifiedBlock, last bool, idx string) (*blockScan, blockHeader, error) {
 	data, err := readFile(fsys, b.name)
 	if err != nil {
 		return nil, blockHeader{}, fmt.Errorf("filestore: %w", err)
@@ -212,13 +251,26 @@ func (r *VerifyReport) verifyBlock(fsys vfs.FS, b verifiedBlock, last bool, idx 
 		return nil, hdr, nil
 	}
 	compressed := herr == nil && hdr.flags&flagS2 != 0
-	sc := scanBody(data[blockHeaderLen:], compressed, nil, func(b []byte) string { return string(b) })
+	sc := scanBody(data[blockHeaderLen:], compressed, k, func(b []byte) string { return string(b) })
 	r.Records += len(sc.msgs) + len(sc.tombs)
 	if sc.res.corruptRecords > 0 {
-		r.problem(b.name, true, fmt.Sprintf("%d corrupt records (%d bytes) between good ones", sc.res.corruptRecords, sc.res.corruptBytes))
+		// Offsets are in the file: where the first bad record starts, or
+		// in a compressed block the chunk that holds it.
+		first := "the first at offset"
+		if compressed {
+			first = "the first in the chunk at offset"
+		}
+		what := fmt.Sprintf("%d corrupt records (%d bytes) between good ones, %s %d", sc.res.corruptRecords, sc.res.corruptBytes, first, blockHeaderLen+sc.res.firstBad)
+		if n := sc.res.refused; n > 0 {
+			what += fmt.Sprintf("; %d of them with good checksums %s", n, refusedWhy(k))
+		}
+		r.problem(b.name, true, what)
 	}
 	if sc.res.tail > 0 {
-		what := fmt.Sprintf("%d bytes after the last good record at body offset %d hold no good record", sc.res.tail, sc.res.end)
+		what := fmt.Sprintf("the %d bytes from offset %d, after the last good record, hold no good record", sc.res.tail, blockHeaderLen+sc.res.end)
+		if compressed {
+			what = fmt.Sprintf("the %d bytes from offset %d, after the last good chunk, hold no good chunk", sc.res.tail, blockHeaderLen+sc.res.end)
+		}
 		if last && !compressed {
 			what += " (a torn write, which Open truncates)"
 		}
@@ -230,19 +282,25 @@ func (r *VerifyReport) verifyBlock(fsys vfs.FS, b verifiedBlock, last bool, idx 
 		}
 		return &sc, hdr, nil
 	}
-	if err := r.verifyIndex(fsys, idx, data, hdr, herr == nil, &sc); err != nil {
+	if err := r.verifyIndex(fsys, k, idx, data, hdr, herr == nil, &sc); err != nil {
 		return nil, hdr, err
 	}
 	return &sc, hdr, nil
 }
 
 // verifyIndex checks an index file against the block it describes.
-func (r *VerifyReport) verifyIndex(fsys vfs.FS, name string, block []byte, hdr blockHeader, hdrOK bool, sc *blockScan) error {
+func (r *VerifyReport) verifyIndex(fsys vfs.FS, k *sealer, name string, block []byte, hdr blockHeader, hdrOK bool, sc *blockScan) error {
 	data, err := readFile(fsys, name)
 	if err != nil {
 		return fmt.Errorf("filestore: %w", err)
 	}
 	r.FileBytes += int64(len(data))
+	if k != nil && (!k.acceptPlain || isSealedFile(data)) {
+		if data, err = k.openFile(data, indexLabel(hdr.id)); err != nil {
+			r.problem(name, true, fmt.Sprintf("%v: the index file is damaged or not this stream's (Open rebuilds it from the block)", err))
+			return nil
+		}
+	}
 	meta, isc, err := parseIndex(data, func(b []byte) string { return string(b) })
 	if err != nil {
 		r.problem(name, true, fmt.Sprintf("%v (Open rebuilds it from the block)", err))
@@ -316,6 +374,9 @@ type ConsumerVerifyReport struct {
 	FileBytes int64
 	// State is what the good frames record.
 	State store.ConsumerState
+	// Cipher is what the log's frames are sealed with, CipherNone for a
+	// plaintext one.
+	Cipher Cipher
 	// Problems lists what is wrong.
 	Problems []Problem
 }
@@ -323,13 +384,31 @@ type ConsumerVerifyReport struct {
 // Damaged reports whether any problem is damage.
 func (r *ConsumerVerifyReport) Damaged() bool { return anyDamage(r.Problems) }
 
-// VerifyConsumer replays the consumer log in dir as OpenConsumerStore
-// does, without repairing it. A missing log is reported, not an error.
+// VerifyConsumer replays the plaintext consumer log in dir as
+// OpenConsumerStore does, without repairing it. A missing log is
+// reported, not an error; an encrypted one is refused with
+// ErrEncryptedVerify (VerifyConsumerWithKey checks those).
 func VerifyConsumer(fsys vfs.FS, dir string) (*ConsumerVerifyReport, error) {
-	if err := refuseEncrypted(fsys, dir, consumerKeyName); err != nil {
+	return VerifyConsumerWithKey(fsys, dir, Encryption{})
+}
+
+// VerifyConsumerWithKey is VerifyConsumer for a log that may be
+// encrypted at rest: enc opens its consumer.key, read only, as
+// VerifyWithKey opens a stream's, and every sealed frame is
+// authenticated and decrypted before it is replayed. Its errors are
+// VerifyWithKey's.
+func VerifyConsumerWithKey(fsys vfs.FS, dir string, enc Encryption) (*ConsumerVerifyReport, error) {
+	r := &ConsumerVerifyReport{Dir: dir}
+	vk, err := openVerifyKey(fsys, dir, consumerKeyName, enc, func(file string, damage bool, what string) {
+		r.Problems = append(r.Problems, Problem{File: file, Damage: damage, What: what})
+	})
+	if err != nil {
 		return nil, err
 	}
-	r := &ConsumerVerifyReport{Dir: dir}
+	if vk.unusable {
+		return r, nil
+	}
+	r.Cipher = vk.cipher
 	name := filepath.Join(dir, consumerLogName)
 	if _, err := fsys.Stat(name + tmpExt); err == nil {
 		r.Problems = append(r.Problems, Problem{File: name + tmpExt, What: "temporary file of an interrupted compaction (Open removes it)"})
@@ -347,6 +426,9 @@ func VerifyConsumer(fsys vfs.FS, dir string) (*ConsumerVerifyReport, error) {
 	for off < len(data) {
 		kind, payload, n, err := parseFrame(data[off:])
 		if err == nil {
+			payload, err = openFramePayload(vk.sealer, vk.converting, false, data[off:off+frameHeaderLen], payload)
+		}
+		if err == nil {
 			err = applyFrame(&r.State, kind, payload)
 		}
 		if err != nil {
@@ -360,16 +442,77 @@ func VerifyConsumer(fsys vfs.FS, dir string) (*ConsumerVerifyReport, error) {
 	return r, nil
 }
 
-// ErrEncryptedVerify is Verify's answer for a directory encrypted at rest:
-// the offline checks read plaintext records and index files, so without
-// the key they would report every sealed file as damage.
+// ErrEncryptedVerify is the answer of Verify and VerifyConsumer, and of
+// their WithKey forms given no key, for a directory encrypted at rest:
+// without the key its sealed records and index files cannot be checked.
 var ErrEncryptedVerify = errors.New("filestore: encrypted at rest: verify cannot check it without the key")
 
-// refuseEncrypted fails with ErrEncryptedVerify when dir holds the key
-// file keyName of an encrypted stream or consumer.
-func refuseEncrypted(fsys vfs.FS, dir, keyName string) error {
-	if _, err := fsys.Stat(filepath.Join(dir, keyName)); err == nil {
-		return fmt.Errorf("%s: %w", dir, ErrEncryptedVerify)
+// verifyKey is how the verifier opens a directory's files.
+type verifyKey struct {
+	// sealer opens sealed records and files; nil for a plaintext
+	// directory.
+	sealer *sealer
+	// cipher is the key file's, CipherNone without one.
+	cipher Cipher
+	// converting says plaintext records may remain (the key file's
+	// mark: encryption was being turned on).
+	converting bool
+	// unusable says the key file is damaged beyond opening: the
+	// directory's files cannot be checked (a Problem says why).
+	unusable bool
+}
+
+// openVerifyKey reads the data key file keyName of dir, if any, and opens
+// it with enc.Key or enc.PrevKey, changing nothing. Conditions that are
+// not errors go to problem.
+func openVerifyKey(fsys vfs.FS, dir, keyName string, enc Encryption, problem func(file string, damage bool, what string)) (verifyKey, error) {
+	name := filepath.Join(dir, keyName)
+	b, err := readFile(fsys, name)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return verifyKey{}, nil
+	case err != nil:
+		return verifyKey{}, fmt.Errorf("filestore: %w", err)
+	case len(enc.Key) == 0:
+		return verifyKey{}, fmt.Errorf("%s: %w", dir, ErrEncryptedVerify)
 	}
-	return nil
+	kf, err := openKeyFile(b, enc.Key)
+	if errors.Is(err, ErrWrongKey) && len(enc.PrevKey) > 0 {
+		kf, err = openKeyFile(b, enc.PrevKey)
+		if errors.Is(err, ErrWrongKey) {
+			return verifyKey{}, fmt.Errorf("%w: %s: neither the key nor the previous key opens %s", ErrWrongKey, dir, keyName)
+		}
+	}
+	switch {
+	case errors.Is(err, ErrWrongKey):
+		return verifyKey{}, fmt.Errorf("%w: %s: the key does not open %s", ErrWrongKey, dir, keyName)
+	case err != nil:
+		problem(name, true, fmt.Sprintf("%v: nothing sealed under it can be opened or checked", err))
+		return verifyKey{unusable: true}, nil
+	}
+	if enc.Cipher != CipherNone && kf.cipher != enc.Cipher {
+		problem(name, false, fmt.Sprintf("sealed with %s, the configuration says %s: leafbox refuses to open it so", kf.cipher, enc.Cipher))
+	}
+	if kf.converting {
+		problem(name, false, "encryption was being turned on when leafbox stopped: plaintext records may remain (Open seals them)")
+	}
+	s, err := newSealer(kf.cipher, kf.dataKey)
+	if err != nil {
+		return verifyKey{}, err
+	}
+	s.acceptPlain = kf.converting
+	return verifyKey{sealer: s, cipher: kf.cipher, converting: kf.converting}, nil
+}
+
+// refusedWhy explains records refused by sealer.admit.
+func refusedWhy(k *sealer) string {
+	if k == nil {
+		return "are sealed in a plaintext stream (its stream.key is missing?)"
+	}
+	return "fail authentication with the stream's data key or are plaintext in a sealed stream: tampered with, or not this stream's"
+}
+
+// isSealedFile reports whether b starts as sealFile's output.
+func isSealedFile(b []byte) bool {
+	return len(b) >= len(sealedFileMagic) && string(b[:len(sealedFileMagic)]) == sealedFileMagic
 }

@@ -17,8 +17,16 @@ import (
 // it and returns its directory and final state.
 func verifyFixture(t *testing.T, compression filestore.Compression) (string, store.State) {
 	t.Helper()
+	return verifyFixtureWith(t, filestore.Config{Compression: compression})
+}
+
+// verifyFixtureWith is verifyFixture with cfg's compression and
+// encryption.
+func verifyFixtureWith(t *testing.T, cfg filestore.Config) (string, store.State) {
+	t.Helper()
 	dir := filepath.Join(t.TempDir(), "msgs")
-	s, err := filestore.Open(vfs.OS, dir, filestore.Config{BlockSize: 4096, Compression: compression, SyncInterval: time.Minute})
+	cfg.BlockSize, cfg.SyncInterval = 4096, time.Minute
+	s, err := filestore.Open(vfs.OS, dir, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,7 +36,9 @@ import (
 //
 // A restore writes into StoreDir/.restore-<stream> and renames it into
 // place when the whole archive has checked, so a failed or cut restore
-// leaves nothing behind; the name stays reserved while it runs.
+// leaves nothing behind; the name stays reserved while it runs. A
+// restored mirror or stream with sources starts copying once it is
+// live, from where its messages say, as after a restart.
 
 const (
 	snapshotAckPrefix     = "$JS.SNAPSHOT.ACK."
@@ -343,10 +345,6 @@ func (e *Engine) apiStreamRestore(name, reply string, data []byte) {
 		e.respondError(reply, typ, err)
 		return
 	}
-	if cfg.Mirror != nil || len(cfg.Sources) > 0 {
-		e.respondError(reply, typ, jsapi.NewStreamRestoreError(errors.New("mirrors and sources are not supported")))
-		return
-	}
 	if cfg.Storage != jsapi.FileStorage || e.cfg.StoreDir == "" {
 		e.respondError(reply, typ, jsapi.NewStreamRestoreError(errors.New("leafbox restores file streams only, onto a gateway with a store directory")))
 		return
@@ -595,6 +593,10 @@ func (e *Engine) restoreArchive(r io.Reader, cfg jsapi.StreamConfig) (*stream, e
 	if s == nil {
 		return nil, errors.New("the restored stream did not load")
 	}
+	// A mirror or sources resume from what the archive held, as at a
+	// start: the mirror after its last sequence, each source after the
+	// origin sequence its newest Nats-Stream-Source header names.
+	s.startSources()
 	var missing []string
 	for _, name := range consumers {
 		if s.lookupConsumer(name) == nil {

@@ -72,10 +72,10 @@ func keyFailure(fails []jetstream.RestoreFailure) error {
 	return nil
 }
 
-// storeEncryption is the file store's encryption at rest from the
+// StoreEncryption is the file store's encryption at rest from the
 // jetstream block (cipher, key, key_file, $LEAFBOX_JS_KEY); it reads the
 // key file.
-func storeEncryption(c *config.Config) (filestore.Encryption, error) {
+func StoreEncryption(c *config.Config) (filestore.Encryption, error) {
 	e, err := c.JetStream.Encryption()
 	if err != nil {
 		return filestore.Encryption{}, err

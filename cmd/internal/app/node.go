@@ -19,7 +19,7 @@ import (
 // serverName are the broker's. cfg has been validated; the TLS files are
 // read here.
 func nodeConfig(c *config.Config, serverID, serverName string, log *slog.Logger) (node.Config, error) {
-	enc, err := storeEncryption(c)
+	enc, err := StoreEncryption(c)
 	if err != nil {
 		return node.Config{}, fmt.Errorf("jetstream: %w", err)
 	}

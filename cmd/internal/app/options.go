@@ -62,7 +62,7 @@ func serverOptions(cfg *config.Config) (server.Options, error) {
 // encryption key (key_file, $LEAFBOX_JS_KEY).
 func jetStreamConfig(cfg *config.Config, log *slog.Logger) (jetstream.Config, error) {
 	js := cfg.JetStream
-	enc, err := storeEncryption(cfg)
+	enc, err := StoreEncryption(cfg)
 	if err != nil {
 		return jetstream.Config{}, err
 	}

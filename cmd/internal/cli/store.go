@@ -13,6 +13,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/leafbox/leafbox/cmd/internal/app"
+	"github.com/leafbox/leafbox/cmd/internal/config"
 	"github.com/leafbox/leafbox/store/filestore"
 	"github.com/leafbox/leafbox/store/storedir"
 	"github.com/leafbox/leafbox/store/vfs"
@@ -35,7 +37,8 @@ func newStoreCmd() *cobra.Command {
 }
 
 func newStoreVerifyCmd() *cobra.Command {
-	return &cobra.Command{
+	var kf storeKeyFlags
+	cmd := &cobra.Command{
 		Use:   "verify DIR",
 		Short: "Check every record, index and consumer file of a store directory",
 		Long: "verify reads every block, index file and consumer log of the store directory\n" +
@@ -44,11 +47,22 @@ func newStoreVerifyCmd() *cobra.Command {
 			"prints a line per stream, consumer and store, then each problem: DAMAGE for\n" +
 			"data that fails its checksums or is lost, warning for what the next start\n" +
 			"repairs without loss (a stale index, a leftover temporary file).\n\n" +
+			"An encrypted store (jetstream.cipher) is checked with its key, given as the\n" +
+			"server takes it: --key-file FILE, --config FILE (the gateway's configuration:\n" +
+			"its jetstream key, key_file or $LEAFBOX_JS_KEY, and prev_key) or\n" +
+			"$LEAFBOX_JS_KEY. Every sealed record, index file and consumer log is then\n" +
+			"authenticated and decrypted; nothing is re-sealed. A key that opens none of\n" +
+			"the store's key files is an error, not damage.\n\n" +
 			"Exit status: 0 when nothing is damaged, 2 when something is, 1 when the\n" +
-			"check could not run (DIR missing, held by a running leafbox, unreadable).",
+			"check could not run (DIR missing, held by a running leafbox, unreadable,\n" +
+			"encrypted and no key or the wrong key given).",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			sc, err := scanStoreDir(args[0])
+			enc, err := kf.encryption()
+			if err != nil {
+				return err
+			}
+			sc, err := scanStoreDir(args[0], enc)
 			if err != nil {
 				return err
 			}
@@ -59,10 +73,13 @@ func newStoreVerifyCmd() *cobra.Command {
 			return nil
 		},
 	}
+	kf.register(cmd)
+	return cmd
 }
 
 func newStoreInspectCmd() *cobra.Command {
-	return &cobra.Command{
+	var kf storeKeyFlags
+	cmd := &cobra.Command{
 		Use:   "inspect DIR",
 		Short: "List the streams, sizes, sequences and consumers of a store directory",
 		Long: "inspect prints what the store directory DIR of a stopped gateway holds: per\n" +
@@ -70,22 +87,82 @@ func newStoreInspectCmd() *cobra.Command {
 			"size on disk and consumers (with their delivered, ack floor and pending\n" +
 			"counts), then the outbox and dead-letter stores. Counts are what the files\n" +
 			"hold; limits and max_age apply when leafbox opens them. Problems are counted\n" +
-			"at the end; `leafbox store verify` lists them.",
+			"at the end; `leafbox store verify` lists them. An encrypted store takes its\n" +
+			"key as verify does (--key-file, --config or $LEAFBOX_JS_KEY).",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			sc, err := scanStoreDir(args[0])
+			enc, err := kf.encryption()
+			if err != nil {
+				return err
+			}
+			sc, err := scanStoreDir(args[0], enc)
 			if err != nil {
 				return err
 			}
 			return sc.printInspect(cmd.OutOrStdout())
 		},
 	}
+	kf.register(cmd)
+	return cmd
+}
+
+// storeKeyFlags are how store verify and inspect take the key of an
+// encrypted store.
+type storeKeyFlags struct {
+	keyFile string
+	config  string
+}
+
+func (f *storeKeyFlags) register(cmd *cobra.Command) {
+	fs := cmd.Flags()
+	fs.StringVar(&f.keyFile, "key-file", "", "the store's encryption key, read from FILE as jetstream.key_file is (default $"+config.KeyEnv+")")
+	fs.StringVarP(&f.config, "config", "c", "", "take the key (and prev_key) from the jetstream block of this leafbox configuration file")
+}
+
+// encryption resolves the key the flags give, reading the files they
+// name, through the code leafbox run uses: a configuration's jetstream
+// block (cipher, key, key_file, $LEAFBOX_JS_KEY, prev_key), or a key
+// file, or $LEAFBOX_JS_KEY. Without a cipher (all but --config), each
+// directory's key file names its own.
+func (f *storeKeyFlags) encryption() (filestore.Encryption, error) {
+	env := config.OSEnv()
+	switch {
+	case f.keyFile != "" && f.config != "":
+		return filestore.Encryption{}, errors.New("--key-file and --config both give a key: give it one way")
+	case f.config != "":
+		cfg, err := config.Load(f.config)
+		if err != nil {
+			return filestore.Encryption{}, err
+		}
+		// Only the jetstream block matters here: the rest (certificates,
+		// listen addresses) need not hold on the machine verify runs on.
+		cfg.SetDefaults(env)
+		enc, err := app.StoreEncryption(cfg)
+		if err != nil {
+			return filestore.Encryption{}, fmt.Errorf("%s: jetstream: %w", f.config, err)
+		}
+		return enc, nil
+	}
+	key, err := config.KeyFrom(f.keyFile, env)
+	if err != nil {
+		flag := "$" + config.KeyEnv
+		if f.keyFile != "" {
+			flag = "--key-file"
+		}
+		return filestore.Encryption{}, fmt.Errorf("%s: %w", flag, err)
+	}
+	return filestore.Encryption{Key: key}, nil
 }
 
 // storeScan is everything scanStoreDir read.
 type storeScan struct {
-	root    string
-	streams []*streamScan
+	root string
+	enc  filestore.Encryption
+	// opened counts the encrypted directories the key opened;
+	// wrongKey lists those whose key file it did not.
+	opened   int
+	wrongKey []error
+	streams  []*streamScan
 	// stores are the filestore streams outside streams/ (outboxes, dead
 	// letters), by path relative to root.
 	stores []*otherStore
@@ -136,8 +213,9 @@ type consumerMetaFile struct {
 	} `json:"config"`
 }
 
-// scanStoreDir holds root's lock and reads all of it.
-func scanStoreDir(root string) (*storeScan, error) {
+// scanStoreDir holds root's lock and reads all of it, opening encrypted
+// directories with enc.
+func scanStoreDir(root string, enc filestore.Encryption) (*storeScan, error) {
 	release, err := storedir.Hold(root)
 	if err != nil {
 		var inUse *storedir.InUseError
@@ -147,15 +225,67 @@ func scanStoreDir(root string) (*storeScan, error) {
 		return nil, err
 	}
 	defer release()
-	sc := &storeScan{root: filepath.Clean(root)}
+	sc := &storeScan{root: filepath.Clean(root), enc: enc}
 	layout := storedir.At(sc.root)
-	if err := sc.scanStreams(layout.Streams()); err != nil {
+	err = sc.scanStreams(layout.Streams())
+	if err == nil {
+		err = sc.scanRest(layout.Streams())
+	}
+	if errors.Is(err, filestore.ErrEncryptedVerify) {
+		return nil, fmt.Errorf("%w: give the store's key with --key-file FILE, --config FILE (the gateway's configuration) or $%s", err, config.KeyEnv)
+	}
+	if err != nil {
 		return nil, err
 	}
-	if err := sc.scanRest(layout.Streams()); err != nil {
-		return nil, err
+	if len(sc.wrongKey) > 0 && sc.opened == 0 {
+		// The key opens nothing: it is not this store's, and what it
+		// would show is no report at all.
+		others := ""
+		if n := len(sc.wrongKey) - 1; n > 0 {
+			others = fmt.Sprintf(" (nor the store's %s)", plural(n, "other key file"))
+		}
+		return nil, fmt.Errorf("%w%s: the key given is not this store's", sc.wrongKey[0], others)
 	}
 	return sc, nil
+}
+
+// keyResult accounts for a verify of an encrypted directory: it counts a
+// report whose key file opened, and turns ErrWrongKey into damage of the
+// key file (reported so only if the key opens some other directory,
+// which scanStoreDir checks at the end). Other errors are returned.
+func (sc *storeScan) keyResult(dir, keyName string, cipher filestore.Cipher, err error) (filestore.Problem, error) {
+	switch {
+	case err == nil:
+		if cipher != filestore.CipherNone {
+			sc.opened++
+		}
+		return filestore.Problem{}, nil
+	case !errors.Is(err, filestore.ErrWrongKey):
+		return filestore.Problem{}, err
+	}
+	sc.wrongKey = append(sc.wrongKey, err)
+	p := filestore.Problem{File: filepath.Join(dir, keyName), Damage: true,
+		What: "the key that opens the store's other encrypted directories does not open it: the file is damaged, or was sealed with another key (give that one as jetstream.prev_key); nothing under it was checked"}
+	sc.problems = append(sc.problems, p)
+	return p, nil
+}
+
+// verifyStream verifies the filestore stream in dir.
+func (sc *storeScan) verifyStream(dir string) (*filestore.VerifyReport, error) {
+	r, err := filestore.VerifyWithKey(vfs.OS, dir, sc.enc)
+	var cipher filestore.Cipher
+	if r != nil {
+		cipher = r.Cipher
+	}
+	p, err := sc.keyResult(dir, "stream.key", cipher, err)
+	if err != nil {
+		return nil, err
+	}
+	if r == nil {
+		return &filestore.VerifyReport{Dir: dir, Problems: []filestore.Problem{p}}, nil
+	}
+	sc.problems = append(sc.problems, r.Problems...)
+	return r, nil
 }
 
 // scanStreams reads every stream directory under dir.
@@ -195,12 +325,11 @@ func (sc *storeScan) scanStreams(dir string) error {
 			}
 		}
 		if msgs := filepath.Join(path, "msgs"); isDir(msgs) {
-			r, err := filestore.Verify(vfs.OS, msgs)
+			r, err := sc.verifyStream(msgs)
 			if err != nil {
 				return err
 			}
 			st.msgs = r
-			sc.problems = append(sc.problems, r.Problems...)
 		} else if st.meta != nil && st.meta.Config.Storage == "file" {
 			sc.damage(path, "file stream without its msgs directory")
 		}
@@ -234,11 +363,20 @@ func (sc *storeScan) scanStreams(dir string) error {
 
 // scanConsumer checks one consumer log directory.
 func (sc *storeScan) scanConsumer(dir string) (*consumerScan, error) {
-	r, err := filestore.VerifyConsumer(vfs.OS, dir)
+	r, err := filestore.VerifyConsumerWithKey(vfs.OS, dir, sc.enc)
+	var cipher filestore.Cipher
+	if r != nil {
+		cipher = r.Cipher
+	}
+	p, err := sc.keyResult(dir, "consumer.key", cipher, err)
 	if err != nil {
 		return nil, err
 	}
-	sc.problems = append(sc.problems, r.Problems...)
+	if r == nil {
+		r = &filestore.ConsumerVerifyReport{Dir: dir, Problems: []filestore.Problem{p}}
+	} else {
+		sc.problems = append(sc.problems, r.Problems...)
+	}
 	return &consumerScan{name: filepath.Base(dir), report: r}, nil
 }
 
@@ -268,12 +406,11 @@ func (sc *storeScan) scanRest(streams string) error {
 			name := ent.Name()
 			switch {
 			case !ent.IsDir() && (strings.HasSuffix(name, ".blk") || strings.HasSuffix(name, ".idx")):
-				r, err := filestore.Verify(vfs.OS, path)
+				r, err := sc.verifyStream(path)
 				if err != nil {
 					return err
 				}
 				sc.stores = append(sc.stores, &otherStore{rel: rel, report: r})
-				sc.problems = append(sc.problems, r.Problems...)
 				return filepath.SkipDir
 			case !ent.IsDir() && name == "consumer.log":
 				cs, err := sc.scanConsumer(path)
@@ -347,8 +484,8 @@ func storeLine(r *filestore.VerifyReport) string {
 	} else if r.LastSeq > 0 {
 		seqs = fmt.Sprintf("empty at seq %d", r.LastSeq)
 	}
-	return fmt.Sprintf("%s (%s), %s, %s, %s, %s on disk",
-		plural(int(r.Msgs), "message"), formatBytes(r.Bytes), seqs, plural(r.Blocks, "block"), plural(r.Indexes, "index file"), formatBytes(uint64(r.FileBytes)))
+	return fmt.Sprintf("%s (%s), %s, %s, %s, %s on disk%s",
+		plural(int(r.Msgs), "message"), formatBytes(r.Bytes), seqs, plural(r.Blocks, "block"), plural(r.Indexes, "index file"), formatBytes(uint64(r.FileBytes)), sealedWith(r.Cipher))
 }
 
 // verdict is "ok" or what is wrong.
@@ -407,8 +544,16 @@ func (sc *storeScan) printVerify(w io.Writer) {
 // consumerLine describes a consumer log's report in one line.
 func consumerLine(r *filestore.ConsumerVerifyReport) string {
 	st := r.State
-	return fmt.Sprintf("%s, delivered stream seq %d, ack floor %d, %d pending: %s",
-		plural(r.Frames, "frame"), st.Delivered.Stream, st.AckFloor.Stream, len(st.Pending), verdict(r.Problems))
+	return fmt.Sprintf("%s%s, delivered stream seq %d, ack floor %d, %d pending: %s",
+		plural(r.Frames, "frame"), sealedWith(r.Cipher), st.Delivered.Stream, st.AckFloor.Stream, len(st.Pending), verdict(r.Problems))
+}
+
+// sealedWith notes an encrypted directory's cipher in a report line.
+func sealedWith(c filestore.Cipher) string {
+	if c == filestore.CipherNone {
+		return ""
+	}
+	return ", sealed with " + c.String()
 }
 
 // printInspect writes inspect's tables.

@@ -23,12 +23,20 @@ import (
 // running app and the store directory.
 func storeFixture(t *testing.T) (*app.App, string) {
 	t.Helper()
+	a, dir, _ := storeFixtureWith(t, "")
+	return a, dir
+}
+
+// storeFixtureWith is storeFixture with jsExtra, more keys of the jetstream block
+// (", cipher: aes, key_file: ..."); it returns the configuration file too.
+func storeFixtureWith(t *testing.T, jsExtra string) (*app.App, string, string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	dir := filepath.Join(t.TempDir(), "store")
 	// The uplink's hub never answers, so what it captures stays in its
 	// outbox.
-	conf := writeFile(t, "gw.yaml", fmt.Sprintf("listen: 127.0.0.1:-1\nhttp: 127.0.0.1:-1\njetstream: {store_dir: %q}\n", dir)+
+	conf := writeFile(t, "gw.yaml", fmt.Sprintf("listen: 127.0.0.1:-1\nhttp: 127.0.0.1:-1\njetstream: {store_dir: %q%s}\n", dir, jsExtra)+
 		"leafnodes: {remotes: [{url: 'nats-leaf://127.0.0.1:1'}]}\nuplinks: [{name: tel, subjects: [telemetry.>], hub_subject_prefix: s.}]\n")
 	cfg, err := loadConfig(conf, config.Overrides{})
 	if err != nil {
@@ -92,7 +100,7 @@ func storeFixture(t *testing.T) (*app.App, string) {
 		t.Fatal(err)
 	}
 	waitUntil(t, ctx, "the uplink stores 5 messages in its outbox", func() bool { return a.UplinkStatus()[0].Stored == 5 })
-	return a, dir
+	return a, dir, conf
 }
 
 func stopApp(t *testing.T, a *app.App) {

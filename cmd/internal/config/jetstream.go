@@ -206,26 +206,14 @@ func (js *JetStreamConfig) Encryption() (Encryption, error) {
 		return Encryption{}, nil
 	}
 	enc := Encryption{Cipher: c}
-	source := "jetstream.key"
-	switch {
-	case js.Key != "":
-		enc.Key = []byte(js.Key)
-	case js.KeyFile != "":
-		b, err := os.ReadFile(js.KeyFile)
-		if err != nil {
-			return enc, fmt.Errorf("cannot read the key: %w", err)
-		}
-		enc.Key = bytes.TrimSpace(b)
-		source = js.KeyFile
-	case js.envKey != "":
-		enc.Key = []byte(js.envKey)
-		source = "$" + KeyEnv
-	default:
+	key, err := resolveKey(string(js.Key), js.KeyFile, js.envKey)
+	if err != nil {
+		return enc, err
+	}
+	if key == nil {
 		return enc, fmt.Errorf("cipher %s needs a key: set jetstream.key, jetstream.key_file or $%s", c, KeyEnv)
 	}
-	if len(enc.Key) < MinKeyLen {
-		return enc, fmt.Errorf("the key in %s is %d bytes, want at least %d (e.g. openssl rand -hex 32)", source, len(enc.Key), MinKeyLen)
-	}
+	enc.Key = key
 	if js.PrevKey != "" {
 		enc.PrevKey = []byte(js.PrevKey)
 		if len(enc.PrevKey) < MinKeyLen {
@@ -233,4 +221,38 @@ func (js *JetStreamConfig) Encryption() (Encryption, error) {
 		}
 	}
 	return enc, nil
+}
+
+// KeyFrom resolves a server key given outside a configuration file, as
+// `leafbox store verify` takes one: from the file keyFile when it is set
+// (read as jetstream.key_file is), else from env's $LEAFBOX_JS_KEY. It
+// returns nil and no error when neither gives a key, and refuses one
+// shorter than MinKeyLen. Errors name the source, never the key.
+func KeyFrom(keyFile string, env Env) ([]byte, error) {
+	return resolveKey("", keyFile, env.JSKey)
+}
+
+// resolveKey returns the first key given: key itself, the content of
+// keyFile (surrounding white space ignored), envKey; nil when none is.
+func resolveKey(key, keyFile, envKey string) ([]byte, error) {
+	var b []byte
+	source := "jetstream.key"
+	switch {
+	case key != "":
+		b = []byte(key)
+	case keyFile != "":
+		raw, err := os.ReadFile(keyFile)
+		if err != nil {
+			return nil, fmt.Errorf("cannot read the key: %w", err)
+		}
+		b, source = bytes.TrimSpace(raw), keyFile
+	case envKey != "":
+		b, source = []byte(envKey), "$"+KeyEnv
+	default:
+		return nil, nil
+	}
+	if len(b) < MinKeyLen {
+		return nil, fmt.Errorf("the key in %s is %d bytes, want at least %d (e.g. openssl rand -hex 32)", source, len(b), MinKeyLen)
+	}
+	return b, nil
 }
