@@ -140,7 +140,7 @@ func replayScenario(t *testing.T, url string, pull bool) (stored, arrived []time
 // offset from the first message, against the replay's start estimated
 // as the earliest arrival less its offset (so one late wake-up of the
 // reading goroutine, which shifts the gaps around it, is not taken for
-// early deliveries): no message may come more than 100 ms after its
+// early deliveries): no message may come more than 140 ms after its
 // place, and an instant replay puts the first message the whole stored
 // span late.
 func TestReplayOriginalVsNatsServer(t *testing.T) {
@@ -149,7 +149,10 @@ func TestReplayOriginalVsNatsServer(t *testing.T) {
 	hub := leaftest.StartHub(t, leaftest.HubOptions{
 		Config: fmt.Sprintf("jetstream {\n  store_dir: %q\n}", t.TempDir()),
 	})
-	const late = 100 * time.Millisecond
+	// Scheduling noise on a loaded 2-core -race run reached 117 ms; 140 ms
+	// still fails a replay that skips either of the 150 and 250 ms gaps,
+	// and an instant one (535 ms).
+	const late = 140 * time.Millisecond
 	for _, srv := range []struct {
 		name, url string
 		pull      bool
