@@ -187,6 +187,16 @@ func (s *Stream) loadEntries(b *block) {
 	s.kick()
 }
 
+// indexScratch is the buffers readEntries decodes an index file with,
+// pooled: a stream read from end to end reloads every evicted block's
+// entries, and each index file is about one block's worth of messages.
+type indexScratch struct {
+	data []byte
+	msgs []scannedMsg
+}
+
+var indexScratchPool = sync.Pool{New: func() any { return new(indexScratch) }}
+
 // readEntries reads b's messages from its index file (fromIndex) or its
 // block file and keeps those the summary says are live. It reports false
 // when the file is unreadable or does not match the summary.
@@ -199,14 +209,18 @@ func (s *Stream) readEntries(b *block, fromIndex bool) ([]entry, bool) {
 	}
 	var sc blockScan
 	if fromIndex {
-		data, err := readIndex(s.fsys, s.dir, s.key, b.id)
+		scratch := indexScratchPool.Get().(*indexScratch)
+		defer indexScratchPool.Put(scratch)
+		data, err := readIndexInto(s.fsys, s.dir, s.key, b.id, scratch.data)
 		if err != nil {
 			return nil, false
 		}
-		meta, isc, err := parseIndex(data, intern)
+		scratch.data = data[:0]
+		meta, isc, err := parseIndexInto(data, intern, scratch.msgs)
 		if err != nil || meta.id != b.id || meta.stamp != b.hdr.stamp || meta.flags != b.hdr.flags || meta.fileSize != b.fileSize {
 			return nil, false
 		}
+		scratch.msgs = isc.msgs[:0]
 		sc = isc
 	} else {
 		body := make([]byte, max(b.fileSize-blockHeaderLen, 0))
