@@ -91,3 +91,45 @@ func TestSourceResumesLegacyHashHeaders(t *testing.T) {
 		}
 	}
 }
+
+// TestConsumerCreateNamesStreamIdentity: the response to a direct
+// (sourcing) consumer create carries the stream's identity in a
+// Nats-Stream-Identity header, as nats-server's does, so that a sourcer
+// on another server (over a leaf link) can store it and see a recreated
+// origin; other creates carry no header.
+func TestConsumerCreateNamesStreamIdentity(t *testing.T) {
+	t.Parallel()
+	hub := leaftest.StartHub(t, leaftest.HubOptions{Config: fmt.Sprintf("jetstream { store_dir: %q }", filepath.Join(t.TempDir(), "js"))})
+	hnc, err := nats.Connect(hub.ClientURL())
+	require.NoError(t, err)
+	t.Cleanup(hnc.Close)
+	env := newTestEnv(t, Config{})
+	for _, side := range []struct {
+		name string
+		nc   *nats.Conn
+	}{{"nats-server", hnc}, {"leafbox", env.nc}} {
+		t.Run(side.name, func(t *testing.T) {
+			ctx := testCtx(t)
+			js, err := njs.New(side.nc)
+			require.NoError(t, err)
+			s, err := js.CreateStream(ctx, njs.StreamConfig{Name: "O", Subjects: []string{"o.>"}, Storage: njs.MemoryStorage})
+			require.NoError(t, err)
+			for _, direct := range []bool{true, false} {
+				name := "C" + strconv.FormatBool(direct)
+				body := fmt.Sprintf(`{"stream_name":"O","config":{"name":%q,"deliver_subject":"d.%s","ack_policy":"none","direct":%v}}`, name, name, direct)
+				resp, err := side.nc.RequestWithContext(ctx, "$JS.API.CONSUMER.CREATE.O."+name, []byte(body))
+				require.NoError(t, err)
+				if strings.Contains(string(resp.Data), `"error"`) {
+					t.Fatalf("create %s: %s", name, resp.Data)
+				}
+				want := ""
+				if direct {
+					want = streamIdentity(s.CachedInfo().Created)
+				}
+				if got := resp.Header.Get("Nats-Stream-Identity"); got != want {
+					t.Fatalf("direct %v: Nats-Stream-Identity %q, want %q", direct, got, want)
+				}
+			}
+		})
+	}
+}
