@@ -195,13 +195,18 @@ func (e *Engine) levelSupported(hdr []byte, reply, typ string) bool {
 
 // respond sends a JSON API response; apiErr (nil on success) is counted.
 func (e *Engine) respond(reply string, resp any, apiErr *jsapi.APIError) {
-	e.adviseResponse(reply, e.sendResponse(reply, resp, apiErr))
+	e.adviseResponse(reply, e.sendResponseHeader(reply, nil, resp, apiErr))
 }
 
 // sendResponse is respond without the API audit, for the responses
 // nats-server leaves out of it (a message got by STREAM.MSG.GET). It
 // returns the response sent.
 func (e *Engine) sendResponse(reply string, resp any, apiErr *jsapi.APIError) []byte {
+	return e.sendResponseHeader(reply, nil, resp, apiErr)
+}
+
+// sendResponseHeader is sendResponse with a header block (nil: none).
+func (e *Engine) sendResponseHeader(reply string, hdr []byte, resp any, apiErr *jsapi.APIError) []byte {
 	e.apiTotal.Add(1)
 	if apiErr != nil {
 		e.apiErrors.Add(1)
@@ -211,7 +216,7 @@ func (e *Engine) sendResponse(reply string, resp any, apiErr *jsapi.APIError) []
 		e.log.Error("jetstream: encode response", "err", err)
 		b, _ = json.Marshal(jsapi.ErrorResponse(jsapi.SystemResponseType, jsapi.NewBadRequestError()))
 	}
-	e.bus.Publish(reply, "", nil, b)
+	e.bus.Publish(reply, "", hdr, b)
 	return b
 }
 

@@ -3,6 +3,7 @@ package jetstream
 import (
 	"time"
 
+	"github.com/leafbox/leafbox/core/proto"
 	"github.com/leafbox/leafbox/store/jsapi"
 )
 
@@ -49,7 +50,17 @@ func (e *Engine) apiConsumerCreate(subj, reply string, data []byte) {
 		e.respondError(reply, typ, jsapi.NewConsumerNotFoundError())
 		return
 	}
-	e.respond(reply, &jsapi.ConsumerCreateResponse{APIResponse: jsapi.APIResponse{Type: typ}, ConsumerInfo: info}, nil)
+	resp := &jsapi.ConsumerCreateResponse{APIResponse: jsapi.APIResponse{Type: typ}, ConsumerInfo: info}
+	if cfg.Direct {
+		// A sourcing stream's consumer: the response names the stream's
+		// identity, as nats-server's does, so that a sourcer elsewhere
+		// (over a leaf link) stores it in Nats-Stream-Source and sees a
+		// recreated stream.
+		hdr := proto.AppendHeader(nil, nil, headerStreamIdentity, streamIdentity(s.created))
+		e.adviseResponse(reply, e.sendResponseHeader(reply, hdr, resp, nil))
+		return
+	}
+	e.respond(reply, resp, nil)
 }
 
 // lookupConsumer finds stream and consumer, or the API error for the

@@ -56,8 +56,11 @@ type sourcer struct {
 	// iname is nats-server's index name: "<name>[:<api hash>] <filters>
 	// <destinations>"; ident its first field, filter and dest the rest.
 	iname, ident, filter, dest string
-	api                        string
-	trs                        []*srcTransform
+	// legacyIname is iname with the API hash as leafbox wrote it before
+	// it matched nats-server's (see legacyHash); "" for a local origin.
+	legacyIname string
+	api         string
+	trs         []*srcTransform
 
 	// last is when the origin was last heard from (Unix ns, 0: never).
 	last atomic.Int64
@@ -91,8 +94,11 @@ func newSourcer(s *stream, cfg jsapi.StreamSource, mirror bool) (*sourcer, error
 		sc.api = strings.TrimSuffix(cfg.External.APIPrefix, ".")
 	}
 	sc.ident = cfg.Name
+	legacyIdent := ""
 	if cfg.External != nil {
-		sc.ident += ":" + apiHash(cfg.External.APIPrefix)
+		h := apiHash(cfg.External.APIPrefix)
+		sc.ident += ":" + h
+		legacyIdent = cfg.Name + ":" + legacyHash(h)
 	}
 	sc.filter, sc.dest = cfg.FilterSubject, ">"
 	if sc.filter == "" {
@@ -118,19 +124,48 @@ func newSourcer(s *stream, cfg jsapi.StreamSource, mirror bool) (*sourcer, error
 		sc.filter, sc.dest = strings.Join(srcs, "\f"), strings.Join(dsts, "\f")
 	}
 	sc.iname = sc.ident + " " + sc.filter + " " + sc.dest
+	if legacyIdent != "" {
+		sc.legacyIname = legacyIdent + " " + sc.filter + " " + sc.dest
+	}
 	return sc, nil
 }
 
 // apiHash is nats-server's 8-character hash of an external API prefix,
-// as it appears in index names and Nats-Stream-Source headers.
+// as it appears in index names and Nats-Stream-Source headers, and of a
+// stream's creation time (its identity): the first 8 bytes of the
+// SHA-256, each taken modulo 62 into nats-server's digits (upper case
+// before lower case).
 func apiHash(name string) string {
-	const digits = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	const digits = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 	b := sha256.Sum256([]byte(name))
 	out := make([]byte, 8)
 	for i := range out {
 		out[i] = digits[int(b[i]%62)]
 	}
 	return string(out)
+}
+
+// legacyHash is what leafbox before it matched nats-server stored for
+// the hash h: its digits listed lower case first, so each letter has the
+// other case. Stores written then still hold such headers; resuming
+// from them must not copy again what they hold.
+func legacyHash(h string) string {
+	b := []byte(h)
+	for i, c := range b {
+		switch {
+		case 'a' <= c && c <= 'z':
+			b[i] = c - 'a' + 'A'
+		case 'A' <= c && c <= 'Z':
+			b[i] = c - 'A' + 'a'
+		}
+	}
+	return string(b)
+}
+
+// sameIdentity reports whether the stored origin identity stored is the
+// origin identity ident, in nats-server's spelling or leafbox's legacy one.
+func sameIdentity(ident, stored string) bool {
+	return ident == stored || legacyHash(ident) == stored
 }
 
 // startSources starts the stream's mirror or sources, resuming each
@@ -209,6 +244,9 @@ func (s *stream) resumePoints(list []*sourcer) {
 			continue
 		}
 		want[sc.iname] = sc
+		if sc.legacyIname != "" {
+			want[sc.legacyIname] = sc
+		}
 	}
 	if len(want) == 0 || st.Msgs == 0 {
 		return
@@ -227,7 +265,8 @@ func (s *stream) resumePoints(list []*sourcer) {
 			sc.mu.Lock()
 			sc.sseq, sc.origin = oseq, ident
 			sc.mu.Unlock()
-			delete(want, iname)
+			delete(want, sc.iname)
+			delete(want, sc.legacyIname)
 		}
 	}
 }
@@ -465,7 +504,7 @@ func (sc *sourcer) connect() *jsapi.APIError {
 	sc.last.Store(time.Now().UnixNano())
 	sc.mu.Lock()
 	sc.err = nil
-	if !sc.mirror && ident != "" && sc.origin != "" && ident != sc.origin && sc.sseq > 0 {
+	if !sc.mirror && ident != "" && sc.origin != "" && !sameIdentity(ident, sc.origin) && sc.sseq > 0 {
 		// The origin was recreated: what is stored came from its
 		// predecessor, so copy the new one from its start.
 		sc.s.eng.log.Warn("jetstream: source origin recreated, copying from its start", "stream", sc.s.name, "origin", sc.cfg.Name)
