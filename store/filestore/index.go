@@ -424,13 +424,8 @@ func writeIndex(fsys vfs.FS, dir string, k *sealer, meta indexMeta, sc *blockSca
 	return vfs.WriteFile(fsys, name, data)
 }
 
-// readIndex reads the index file of block id, opening it when k is set.
-func readIndex(fsys vfs.FS, dir string, k *sealer, id uint32) ([]byte, error) {
-	return readIndexInto(fsys, dir, k, id, nil)
-}
-
-// readIndexInto is readIndex reading into buf's array when it is large
-// enough.
+// readIndexInto reads the index file of block id, opening it when k is
+// set, into buf's array when it is large enough.
 func readIndexInto(fsys vfs.FS, dir string, k *sealer, id uint32, buf []byte) ([]byte, error) {
 	data, err := readFileInto(fsys, indexName(dir, id), buf)
 	if err != nil || k == nil {
