@@ -79,6 +79,7 @@ type UplinkInfo struct {
 	Requeued                uint64     `json:"requeued,omitempty"`                   // Requeued counts dead-lettered messages moved back to the outbox.
 	Refusals                uint64     `json:"hub_refusals,omitempty"`               // Refusals counts permanent refusals by the hub, each attempt.
 	HubDuplicatesUnexpected uint64     `json:"hub_duplicates_unexpected"`            // HubDuplicatesUnexpected counts duplicate PubAcks for messages sent once (id collisions).
+	Reordered               uint64     `json:"reordered"`                            // Reordered counts messages the hub stored after one captured later (per-message forwarding only).
 	LastRejection           string     `json:"last_rejection,omitempty"`             // LastRejection is the last permanent refusal.
 	LastRejectionAt         *time.Time `json:"last_rejection_at,omitempty"`          // LastRejectionAt is when it happened.
 	LastRejectionAgeSeconds float64    `json:"last_rejection_age_seconds,omitempty"` // LastRejectionAgeSeconds is its age.

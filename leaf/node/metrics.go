@@ -31,6 +31,8 @@ func writeUplinkMetrics(mw *monitor.MetricWriter, sts []UplinkStatus) {
 		func(st UplinkStatus) float64 { return float64(st.Refusals) })
 	family("leafbox_uplink_hub_duplicates_unexpected_total", monitor.Counter, "Duplicate PubAcks for messages sent for the first time (id collisions).",
 		func(st UplinkStatus) float64 { return float64(st.HubDuplicatesUnexpected) })
+	family("leafbox_uplink_reordered_total", monitor.Counter, "Messages the hub stored after a message captured later (per-message forwarding across a stream leader loss).",
+		func(st UplinkStatus) float64 { return float64(st.Reordered) })
 	family("leafbox_uplink_backlog_messages", monitor.Gauge, "Messages waiting in the outbox.",
 		func(st UplinkStatus) float64 { return float64(st.BacklogMsgs) })
 	family("leafbox_uplink_backlog_bytes", monitor.Gauge, "Bytes waiting in the outbox.",

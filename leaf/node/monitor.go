@@ -75,6 +75,7 @@ func uplinkInfo(st UplinkStatus) monitor.UplinkInfo {
 	}
 	ui.DeadLettered, ui.DeadLetterMsgs, ui.Requeued = st.DeadLettered, st.DeadLetterMsgs, st.Requeued
 	ui.Refusals, ui.HubDuplicatesUnexpected = st.Refusals, st.HubDuplicatesUnexpected
+	ui.Reordered = st.Reordered
 	if !st.LastRejectionAt.IsZero() {
 		at := st.LastRejectionAt.UTC()
 		ui.LastRejection, ui.LastRejectionAt = st.LastRejection, &at

@@ -100,6 +100,7 @@ func (o *Outbox) processReplies(pending *pendingSet) (int, error) {
 		if !ack.Duplicate {
 			o.noteHubSeq(ack.Stream, ack.Sequence)
 		}
+		o.checkOrder(ack.Stream, r.seq, ack.Sequence)
 		done = append(done, ackedMsg{seq: r.seq, size: sent.size, data: sent.data})
 	}
 	n, err := o.remove(done)
@@ -108,6 +109,31 @@ func (o *Outbox) processReplies(pending *pendingSet) (int, error) {
 		fail(err)
 	}
 	return n + dead, first
+}
+
+// orderCheck is what the forwarder knows of the order of its messages in
+// the hub stream: the highest outbox sequence acknowledged and where the
+// hub stored it.
+type orderCheck struct {
+	stream   string
+	seq, hub uint64
+}
+
+// checkOrder counts a reorder when the PubAck of outbox sequence seq
+// places it at hub sequence hub, after the hub sequence of a message
+// captured later. Each message is acknowledged once (it then leaves the
+// outbox), so each reorder is counted once; a duplicate's PubAck carries
+// where the first copy went, which is where it stays.
+func (o *Outbox) checkOrder(stream string, seq, hub uint64) {
+	c := &o.order
+	switch {
+	case stream != c.stream || seq > c.seq:
+		c.stream, c.seq, c.hub = stream, seq, hub
+	case seq < c.seq && hub > c.hub:
+		o.reordered.Add(1)
+		o.log.Warn("uplink message stored in the hub stream after a message captured later (a stream leader lost with publishes in flight); allow_batched on the hub stream keeps the order",
+			"seq", seq, "hub_seq", hub, "later_seq", c.seq, "later_hub_seq", c.hub, "stream", stream)
+	}
 }
 
 // ackedMsg is a message the hub acknowledged, to be removed.

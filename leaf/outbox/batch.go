@@ -188,8 +188,16 @@ func (o *Outbox) batchRound(ctx context.Context) (progress bool, err error) {
 					return progress, err
 				}
 			}
-			idleSince = time.Time{}
 			newBatch := cur == nil
+			if newBatch && len(batches) > 0 {
+				// The next batch starts once the last is closed by its
+				// PubAck: nothing ties one batch to the next at the hub, so
+				// a later batch stored while an earlier one was lost (a
+				// stream leader dying with its proposals) would leave the
+				// earlier one's re-sent messages behind it.
+				break
+			}
+			idleSince = time.Time{}
 			b := cur
 			if newBatch {
 				b = &openBatch{id: randomToken(batchIDChars)}

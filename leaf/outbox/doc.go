@@ -77,8 +77,13 @@
 // captures and none came for 20 ms (batchLinger), and only after the hub
 // answered the batch's first message with a flow ack; the PubAck
 // {"stream":..,"seq":..,"batch":..,"count":N} removes what the flow acks
-// did not. A new batch may start while an earlier one awaits its commit's
-// PubAck; the hub takes them in the order sent.
+// did not. A batch starts only once the one before it is closed by its
+// PubAck: the hub checks the order within a batch (its sequence), not
+// across batches, and a stream leader that dies takes with it what it had
+// not replicated, so a later batch the next leader stored would leave the
+// earlier batch's re-sent messages behind it. Captures that come while a
+// commit's PubAck is awaited wait in the outbox and start the next batch
+// together: at a steady rate a batch holds a round trip's worth.
 //
 // Each message keeps its Nats-Msg-Id: after a cut, a crash or a hub
 // restart the open batch is lost (the hub forgets it after 10 s, or at

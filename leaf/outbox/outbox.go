@@ -228,6 +228,13 @@ type Status struct {
 	// (a PubAck each: without Config.Batch, or toward a hub stream
 	// without allow_batched).
 	Mode string
+	// Reordered counts messages the hub stored after a message captured
+	// later, found from the PubAcks' hub sequences. Only per-message
+	// publishes can do it: when the hub stream's leader dies with
+	// messages in flight, the ones it had not replicated are lost while
+	// later ones reach the next leader, and their resend lands behind
+	// them. Fast batches cannot (doc.go, "Batches"); it stays 0.
+	Reordered uint64
 	// HubStream and HubSeq are the stream and sequence of the last new
 	// (not duplicate) message the hub acknowledged.
 	HubStream string
@@ -279,6 +286,8 @@ type Outbox struct {
 	rejected, storeErrors, aged        atomic.Uint64
 	storeFull, diskLow                 atomic.Uint64
 	retries, wrongStream               atomic.Uint64
+	reordered                          atomic.Uint64
+	order                              orderCheck // the forwarder's alone
 	inFlight                           atomic.Int64
 	rounds                             uint64 // the forwarder's current round; only it uses it
 
@@ -630,6 +639,7 @@ func (o *Outbox) Status() Status {
 	}
 	s.Refusals, s.DeadLettered, s.Requeued = o.refusals.Load(), dead, o.requeued.Load()
 	s.HubDuplicatesUnexpected = o.dupUnexpected.Load()
+	s.Reordered = o.reordered.Load()
 	if o.cfg.DeadLetter != nil {
 		s.DeadLetterMsgs = o.cfg.DeadLetter.State().Msgs
 		// What entered the dead-letter stream and did not leave through
