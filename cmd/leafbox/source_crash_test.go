@@ -4,7 +4,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -61,30 +60,7 @@ func TestSourceMirrorKill9Resume(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for {
-		a, errA := js.Stream(ctx, "AGG")
-		m, errM := js.Stream(ctx, "M")
-		if errA == nil && errM == nil && a.CachedInfo().State.Msgs >= killAt && m.CachedInfo().State.Msgs >= killAt {
-			t.Logf("kill -9 with AGG at %d, M at %d of %d", a.CachedInfo().State.Msgs, m.CachedInfo().State.Msgs, origin)
-			break
-		}
-		select {
-		case <-ctx.Done():
-			var ai, mi any
-			if errA == nil {
-				ai = a.CachedInfo()
-			}
-			if errM == nil {
-				mi = m.CachedInfo()
-			}
-			t.Fatalf("copies did not start: %v %v / %+v %+v; log:\n%s", errA, errM, ai, mi, p.log())
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
-	if err := p.cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	p.wait()
+	awaitCopiesThenKill(t, ctx, js, p, killAt, origin)
 
 	p2, u2 := startJS(t, cfg, dir)
 	_, js2 := jsConnect(t, u2)
@@ -97,8 +73,42 @@ func TestSourceMirrorKill9Resume(t *testing.T) {
 	waitStream(t, ctx, js2, "AGG", total)
 	waitStream(t, ctx, js2, "M", total)
 
-	// The aggregate holds each origin sequence once, in order.
-	c, err := js2.OrderedConsumer(ctx, "AGG", jetstream.OrderedConsumerConfig{})
+	// The aggregate holds each origin sequence once, in order; the mirror
+	// keeps the origin's sequences.
+	checkAggregate(t, ctx, js2, total, func(stream string) bool { return stream == "O" })
+	checkMirror(t, ctx, js2, 1, killAt, origin, total)
+	stopJS(t, p2)
+}
+
+// awaitCopiesThenKill waits until the streams AGG and M each hold at
+// least killAt messages, then kills the server p with SIGKILL.
+func awaitCopiesThenKill(t *testing.T, ctx context.Context, js jetstream.JetStream, p *proc, killAt, origin uint64) {
+	t.Helper()
+	for {
+		a, errA := js.Stream(ctx, "AGG")
+		m, errM := js.Stream(ctx, "M")
+		if errA == nil && errM == nil && a.CachedInfo().State.Msgs >= killAt && m.CachedInfo().State.Msgs >= killAt {
+			t.Logf("kill -9 with AGG at %d, M at %d of %d", a.CachedInfo().State.Msgs, m.CachedInfo().State.Msgs, origin)
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("copies did not start: %v %v; log:\n%s", errA, errM, p.log())
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	if err := p.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	p.wait()
+}
+
+// checkAggregate reads the stream AGG and requires messages 1..total,
+// each once and in order, with a Nats-Stream-Source header whose stream
+// token is accepted by source and whose sequence is the message's.
+func checkAggregate(t *testing.T, ctx context.Context, js jetstream.JetStream, total int, source func(stream string) bool) {
+	t.Helper()
+	c, err := js.OrderedConsumer(ctx, "AGG", jetstream.OrderedConsumerConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,24 +119,28 @@ func TestSourceMirrorKill9Resume(t *testing.T) {
 		}
 		for msg := range batch.Messages() {
 			h := strings.Fields(msg.Headers().Get("Nats-Stream-Source"))
-			if len(h) != 6 || h[0] != "O" || h[1] != strconv.Itoa(want) || string(msg.Data()) != strconv.Itoa(want) {
+			if len(h) != 6 || !source(h[0]) || h[1] != strconv.Itoa(want) || string(msg.Data()) != strconv.Itoa(want) {
 				t.Fatalf("AGG message %d: header %q data %q", want, h, msg.Data())
 			}
 			want++
 		}
 	}
-	// The mirror keeps the origin's sequences.
-	m, err := js2.Stream(ctx, "M")
+}
+
+// checkMirror requires the mirror M to hold, at each of seqs, the
+// origin message of that sequence.
+func checkMirror(t *testing.T, ctx context.Context, js jetstream.JetStream, seqs ...uint64) {
+	t.Helper()
+	m, err := js.Stream(ctx, "M")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, seq := range []uint64{1, killAt, origin, total} {
+	for _, seq := range seqs {
 		got, err := m.GetMsg(ctx, seq)
-		if err != nil || string(got.Data) != fmt.Sprint(seq) {
+		if err != nil || string(got.Data) != strconv.FormatUint(seq, 10) {
 			t.Fatalf("mirror seq %d: %v %v", seq, got, err)
 		}
 	}
-	stopJS(t, p2)
 }
 
 // waitStream waits until the stream holds exactly want messages; more

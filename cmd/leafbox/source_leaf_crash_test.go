@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -82,23 +81,7 @@ func TestSourceFromAttachedLeafKill9(t *testing.T) {
 		Mirror: &jetstream.StreamSource{Name: "ORDERS", Domain: "dev1"}}); err != nil {
 		t.Fatal(err)
 	}
-	for {
-		a, errA := js.Stream(ctx, "AGG")
-		m, errM := js.Stream(ctx, "M")
-		if errA == nil && errM == nil && a.CachedInfo().State.Msgs >= killAt && m.CachedInfo().State.Msgs >= killAt {
-			t.Logf("kill -9 with AGG at %d, M at %d of %d", a.CachedInfo().State.Msgs, m.CachedInfo().State.Msgs, origin)
-			break
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("copies did not start: %v %v; log:\n%s", errA, errM, p.log())
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
-	if err := p.cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	p.wait()
+	awaitCopiesThenKill(t, ctx, js, p, killAt, origin)
 	publish(origin+1, origin+whileDown)
 
 	p2, u2 := startJS(t, cfg, dir)
@@ -108,32 +91,7 @@ func TestSourceFromAttachedLeafKill9(t *testing.T) {
 	waitStream(t, ctx, js2, "AGG", total)
 	waitStream(t, ctx, js2, "M", total)
 
-	c, err := js2.OrderedConsumer(ctx, "AGG", jetstream.OrderedConsumerConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for want := 1; want <= total; {
-		batch, err := c.Fetch(500, jetstream.FetchMaxWait(2*time.Second))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for msg := range batch.Messages() {
-			h := strings.Fields(msg.Headers().Get("Nats-Stream-Source"))
-			if len(h) != 6 || !strings.HasPrefix(h[0], "ORDERS:") || h[1] != strconv.Itoa(want) || string(msg.Data()) != strconv.Itoa(want) {
-				t.Fatalf("AGG message %d: header %q data %q", want, h, msg.Data())
-			}
-			want++
-		}
-	}
-	m, err := js2.Stream(ctx, "M")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, seq := range []uint64{1, killAt, origin, origin + whileDown, total} {
-		got, err := m.GetMsg(ctx, seq)
-		if err != nil || string(got.Data) != strconv.FormatUint(seq, 10) {
-			t.Fatalf("mirror seq %d: %v %v", seq, got, err)
-		}
-	}
+	checkAggregate(t, ctx, js2, total, func(stream string) bool { return strings.HasPrefix(stream, "ORDERS:") })
+	checkMirror(t, ctx, js2, 1, killAt, origin, origin+whileDown, total)
 	stopJS(t, p2)
 }

@@ -26,6 +26,8 @@ type ShedVarz struct {
 	Episodes           uint64 `json:"episodes"`            // Episodes counts the times pressure began.
 	RefusedConnections uint64 `json:"refused_connections"` // RefusedConnections counts the client connections refused.
 	RefusedPublishes   uint64 `json:"refused_publishes"`   // RefusedPublishes counts the JetStream publishes answered 503 "insufficient resources".
+	Reclaims           uint64 `json:"reclaims"`            // Reclaims counts the idle reclaims: free heap returned to the kernel once a burst was over.
+	ReclaimedBytes     uint64 `json:"reclaimed_bytes"`     // ReclaimedBytes is the free heap those reclaims found, in bytes.
 }
 
 // DiskVarz is the space of one file system.

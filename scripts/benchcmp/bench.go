@@ -307,7 +307,7 @@ func scenarios(w workload) []scenario {
 		return fmt.Sprintf("JetStream %s publish %d B, %s", mode, w.JSSize, storage)
 	}
 	stored := fmt.Sprintf("RSS with %s stored %d B msgs", groupThousands(int64(w.JSStored)), w.JSSize)
-	return []scenario{
+	list := []scenario{
 		{slug: "pub16", kind: kindPublish, size: 16, msgs: w.PubMsgs, metrics: []metric{rate("publish-only 16 B", orderCore)}},
 		{slug: "pub1k", kind: kindPublish, size: 1024, msgs: w.PubMsgs, metrics: []metric{rate("publish-only 1 KiB", orderCore)}},
 		{slug: "fan1", kind: kindFanout, size: 16, subs: 1, msgs: w.SubMsgs, metrics: []metric{rate("1 publisher → 1 subscriber 16 B", orderCore)}},
@@ -368,12 +368,6 @@ func scenarios(w workload) []scenario {
 			rss(fmt.Sprintf("gateway RSS holding a backlog of %s", groupThousands(int64(w.LeafMsgs))), orderLeaf+2),
 		}},
 
-		shapedScenario(w, 50*time.Millisecond, 10),
-		shapedScenario(w, 200*time.Millisecond, 10),
-		shapedScenario(w, 600*time.Millisecond, 10),
-		shapedScenario(w, 50*time.Millisecond, 1),
-		shapedScenario(w, 200*time.Millisecond, 1),
-		shapedScenario(w, 600*time.Millisecond, 1),
 
 		mqttScenario(w.MQTTMsgs, 0, 0),
 		mqttScenario(w.MQTTMsgsQoS1, 1, 0),
@@ -397,6 +391,14 @@ func scenarios(w workload) []scenario {
 		mqttIdleScenario(w.MQTTIdle, refNATS),
 		modbusScenario(),
 	}
+	for _, compression := range []string{compressOff, compressAuto} {
+		for _, mbit := range []float64{10, 1} {
+			for _, rtt := range []time.Duration{50 * time.Millisecond, 200 * time.Millisecond, 600 * time.Millisecond} {
+				list = append(list, shapedScenario(w, rtt, mbit, compression))
+			}
+		}
+	}
+	return list
 }
 
 // leafForward returns the forward scenario with the gateway's link

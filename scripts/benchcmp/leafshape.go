@@ -44,32 +44,45 @@ func (s linkShape) String() string {
 }
 
 // shapedMsgs returns the messages of a shaped run: enough for a few
-// seconds of the link's capacity.
-func shapedMsgs(w workload, mbit float64) int {
+// seconds of the link's capacity (compressed, a message takes about a
+// fifth of the bytes, so five times as many).
+func shapedMsgs(w workload, mbit float64, compression string) int {
+	n := max(50, w.LeafMsgs/50)
 	if mbit >= 10 {
-		return max(100, w.LeafMsgs/6)
+		n = max(100, w.LeafMsgs/6)
 	}
-	return max(50, w.LeafMsgs/50)
+	if compression != compressOff {
+		n *= 5
+	}
+	return n
 }
 
 // shapedScenario returns the forward scenario through a link with rtt
-// added and a cap of mbit Mbit/s each way, compression off (so the link
-// carries the bytes each side puts on it).
-func shapedScenario(w workload, rtt time.Duration, mbit float64) scenario {
+// added and a cap of mbit Mbit/s each way, each gateway asking for
+// compression: off (so the link carries the bytes each side puts on it),
+// or s2_auto, the default, which picks its level by the round trip.
+func shapedScenario(w workload, rtt time.Duration, mbit float64, compression string) scenario {
 	shape := linkShape{rtt: rtt, mbit: mbit}
-	msgs := shapedMsgs(w, mbit)
+	msgs := shapedMsgs(w, mbit, compression)
 	name := fmt.Sprintf("uplink shaped %s, %s × %d B", shape, groupThousands(int64(msgs)), w.LeafSize)
-	return scenario{slug: fmt.Sprintf("leafshaped-%dms-%gm", rtt.Milliseconds(), mbit), kind: kindLeafShaped,
-		size: w.LeafSize, msgs: msgs, compression: compressOff, link: shape, metrics: []metric{
-			{Name: name, Unit: unitRate, Better: higherIsBetter, Order: orderLeaf + 3},
-			{Name: name + ", link utilisation toward the hub", Unit: unitPercent, Better: higherIsBetter, Order: orderLeaf + 3},
-			{Name: name + ", wire bytes per message", Unit: unitBytes, Better: lowerIsBetter, Order: orderLeaf + 3},
+	slug := fmt.Sprintf("leafshaped-%dms-%gm", rtt.Milliseconds(), mbit)
+	order := orderLeaf + 3
+	if compression != compressOff {
+		name += ", compression " + compression
+		slug += "-" + compression
+		order++
+	}
+	return scenario{slug: slug, kind: kindLeafShaped,
+		size: w.LeafSize, msgs: msgs, compression: compression, link: shape, metrics: []metric{
+			{Name: name, Unit: unitRate, Better: higherIsBetter, Order: order},
+			{Name: name + ", link utilisation toward the hub", Unit: unitPercent, Better: higherIsBetter, Order: order},
+			{Name: name + ", wire bytes per message", Unit: unitBytes, Better: lowerIsBetter, Order: order},
 		}}
 }
 
 // describeShaped returns the workload line of the shaped rows.
 func describeShaped() string {
-	return "Uplink shaped: the forward scenario with compression off through the relay shaping the link: the added round trip (half each way) and the bandwidth cap each way; " +
+	return "Uplink shaped: the forward scenario through the relay shaping the link, with compression off, and with both gateways on the default s2_auto (which picks its S2 level by the link's round trip; the hub accepts what the gateway asks): the added round trip (half each way) and the bandwidth cap each way; " +
 		"one message goes through first and the clock starts once the hub stream holds it (so nats-server's stream source is set up); " +
 		"the rate is messages ÷ time from the first publish until the hub stream holds them all, the utilisation is the bytes that crossed toward the hub in that time ÷ what the cap carries in it, and wire bytes are both ways, per message"
 }

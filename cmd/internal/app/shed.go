@@ -45,6 +45,10 @@ type shedder struct {
 	samples     []metrics.Sample
 	lastGC      time.Time // sample's forced collection, under pressure
 
+	// reclaim returns the free heap to the kernel once a burst is over
+	// (reclaim.go).
+	reclaim *reclaimer
+
 	// onPressure, when set before run, is called as pressure begins
 	// (true) and ends (false), on the sampling goroutine: the app
 	// empties the file stores' index caches while under pressure.
@@ -58,9 +62,10 @@ func newShedder(limit int64, log *slog.Logger) *shedder {
 		return nil
 	}
 	return &shedder{
-		high: uint64(limit) / 100 * ShedHighPercent,
-		low:  uint64(limit) / 100 * ShedLowPercent,
-		log:  log,
+		high:    uint64(limit) / 100 * ShedHighPercent,
+		low:     uint64(limit) / 100 * ShedLowPercent,
+		log:     log,
+		reclaim: newReclaimer(),
 		samples: []metrics.Sample{
 			{Name: "/memory/classes/total:bytes"},
 			{Name: "/memory/classes/heap/released:bytes"},
@@ -85,8 +90,11 @@ func (s *shedder) run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case now := <-t.C:
 			s.sample()
+			if !s.pressure.Load() {
+				s.reclaim.look(now)
+			}
 		}
 	}
 }
@@ -146,6 +154,8 @@ func (s *shedder) varz() *monitor.ShedVarz {
 		Episodes:           s.episodes.Load(),
 		RefusedConnections: s.connections.Load(),
 		RefusedPublishes:   s.publishes.Load(),
+		Reclaims:           s.reclaim.count.Load(),
+		ReclaimedBytes:     s.reclaim.freed.Load(),
 	}
 }
 
