@@ -368,7 +368,6 @@ func scenarios(w workload) []scenario {
 			rss(fmt.Sprintf("gateway RSS holding a backlog of %s", groupThousands(int64(w.LeafMsgs))), orderLeaf+2),
 		}},
 
-
 		mqttScenario(w.MQTTMsgs, 0, 0),
 		mqttScenario(w.MQTTMsgsQoS1, 1, 0),
 		mqttScenario(w.MQTTPaced, 0, mqttPacedRate),

@@ -45,6 +45,12 @@ const (
 	mqttIdleConns   = 10_000 // mqttIdleConns is how many idle connections the memory row opens.
 	mqttIdleDialers = 16     // mqttIdleDialers connect the idle clients concurrently.
 	mqttKeepAlive   = 300    // mqttKeepAlive is the idle clients' keep alive in seconds.
+	// mqttIdleSettle is how long each broker is left idle before each
+	// RSS reading of the memory row, so that both readings are of a
+	// broker at rest: a runtime that returns memory once a burst is over
+	// (Go's scavenger, leafbox's idle reclaim after two 5 s looks) has
+	// done so.
+	mqttIdleSettle = 12 * time.Second
 )
 
 // mqttListenScenario returns the throughput scenario of msgs messages
@@ -95,8 +101,8 @@ func (w workload) describeMQTTListen() []string {
 			"mostly queueing as the publishers send as fast as they can. A lost message fails the row",
 			mqttMosquitto, groupThousands(int64(w.MQTTMsgs)), groupThousands(int64(w.MQTTMsgsQoS1)), mqttWindow, mqttSize, mqttTopic, mqttFilter),
 		fmt.Sprintf("MQTT idle connections: %d goroutines open %s raw MQTT 3.1.1 connections from 127.0.0.1 (TCP connect, CONNECT with clean session and keep alive %d s, CONNACK); "+
-			"the connection rate is their number ÷ the time to open them all (the harness shares the CPUs); RSS per connection is (broker VmRSS once steady with them all open − VmRSS once steady with one client) ÷ their number",
-			mqttIdleDialers, groupThousands(int64(w.MQTTIdle)), mqttKeepAlive),
+			"the connection rate is their number ÷ the time to open them all (the harness shares the CPUs); RSS per connection is (broker VmRSS once steady with them all open − VmRSS once steady with one client) ÷ their number, each reading taken after the broker was left idle for %v",
+			mqttIdleDialers, groupThousands(int64(w.MQTTIdle)), mqttKeepAlive, mqttIdleSettle),
 	}
 }
 
@@ -438,6 +444,9 @@ func (m *measurer) measureMQTTIdle(ctx context.Context, rig *mqttListenRig, conn
 		return nil, fmt.Errorf("benchcmp: idle client: %w", err)
 	}
 	defer first.Close()
+	if err := pause(ctx, mqttIdleSettle); err != nil {
+		return nil, err
+	}
 	before, _, err := steadyRSS(ctx, rig.srv)
 	if err != nil {
 		return nil, err
@@ -473,6 +482,9 @@ func (m *measurer) measureMQTTIdle(ctx context.Context, rig *mqttListenRig, conn
 		return nil, err
 	}
 	if err := rig.srv.alive(); err != nil {
+		return nil, err
+	}
+	if err := pause(ctx, mqttIdleSettle); err != nil {
 		return nil, err
 	}
 	after, steady, err := steadyRSS(ctx, rig.srv)
