@@ -213,17 +213,8 @@ func (o *Outbox) batchRound(ctx context.Context) (progress bool, err error) {
 			hdr := o.batchHeader(m.Header, m.Seq, bseq == 1)
 			subj := o.HubSubject(m.Subject)
 			size := len(subj) + len(hdr) + len(m.Data)
-			for {
-				err := o.sched.acquire(ctx, o.slot, size, o.ackSig)
-				if !errors.Is(err, errWoken) {
-					if err != nil {
-						return progress, err
-					}
-					break
-				}
-				if err := apply(); err != nil {
-					return progress, err
-				}
+			if err := o.acquire(ctx, size, apply); err != nil {
+				return progress, err
 			}
 			next = m.Seq + 1
 			if err := o.hub.Publish(subj, reply(b, bseq, op), hdr, m.Data); err != nil {

@@ -137,17 +137,8 @@ func (o *Outbox) round(ctx context.Context) (progress bool, err error) {
 			hdr := o.header(m.Header, m.Seq)
 			subj := o.HubSubject(m.Subject)
 			size := len(subj) + len(hdr) + len(m.Data)
-			for {
-				err := o.sched.acquire(ctx, o.slot, size, o.ackSig)
-				if !errors.Is(err, errWoken) {
-					if err != nil {
-						return progress, err
-					}
-					break
-				}
-				if err := apply(); err != nil {
-					return progress, err
-				}
+			if err := o.acquire(ctx, size, apply); err != nil {
+				return progress, err
 			}
 			next = m.Seq + 1
 			if err := o.hub.Publish(subj, prefix+strconv.FormatUint(m.Seq, 10), hdr, m.Data); err != nil {

@@ -427,3 +427,18 @@ func (s *Scheduler) maybeSave(force bool) error {
 // Close writes the state file if usage changed since the last write. The
 // outboxes using s must be closed first.
 func (s *Scheduler) Close() error { return s.maybeSave(true) }
+
+// acquire waits for the scheduler's turn to publish size bytes, applying
+// the acks that arrive meanwhile with apply (the scheduler wakes the wait
+// for them), and returns the first error of either.
+func (o *Outbox) acquire(ctx context.Context, size int, apply func() error) error {
+	for {
+		err := o.sched.acquire(ctx, o.slot, size, o.ackSig)
+		if !errors.Is(err, errWoken) {
+			return err
+		}
+		if err := apply(); err != nil {
+			return err
+		}
+	}
+}

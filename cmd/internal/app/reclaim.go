@@ -20,7 +20,7 @@ import (
 // the last, so a busy broker never reclaims and a quiet one seldom does.
 const (
 	reclaimInterval = 5 * time.Second
-	reclaimMinFree  = 4 << 20
+	reclaimMinFree  = 1 << 20
 )
 
 // reclaimer decides idle reclaims; only the shedder's goroutine uses it.
