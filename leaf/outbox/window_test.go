@@ -133,4 +133,13 @@ func TestWindowGrowsFromFlowAckSpacing(t *testing.T) {
 	if acked < 9000 { // 256 in the first round trip, then 3,400 a second from 1.3 s: 9,500
 		t.Fatalf("%d messages acked in the first 4 s, want at least 9,000", acked)
 	}
+	// A compressed link carrying 28,000 messages a second spaces the two
+	// flow acks of the first window 4.6 ms apart: enough to size it in one
+	// round trip, to the product of 16,800 (a slow start would take three).
+	w = newWindow(DefaultWindow, DefaultMaxWindow, DefaultMaxWindowBytes)
+	_, size = simulateFlowAcks(&w, 600*time.Millisecond, 28000, 128, 800*time.Millisecond, 700*time.Millisecond)
+	t.Logf("compressed link: window %d at 0.7 s", size)
+	if size < 16800 {
+		t.Fatalf("window %d messages 0.7 s in on the compressed link, want at least the product of 16,800", size)
+	}
 }

@@ -246,7 +246,16 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) (err error) 
 		return err
 	}
 	m := &measurer{nats: nats, workDir: workDir, logf: logf}
-	results, failures, err := m.runRounds(ctx, f, selectGroups(scenarios(w), cfg.only), cfg.rounds)
+	scs := selectGroups(scenarios(w), cfg.only)
+	if prefix := os.Getenv("BENCH_SLUG"); prefix != "" {
+		// An experiment on one row: only the scenarios whose slug starts
+		// with prefix (see scenarios).
+		scs = slices.DeleteFunc(scs, func(sc scenario) bool { return !strings.HasPrefix(sc.slug, prefix) })
+		if len(scs) == 0 {
+			return fmt.Errorf("BENCH_SLUG=%q matches no scenario of the groups run", prefix)
+		}
+	}
+	results, failures, err := m.runRounds(ctx, f, scs, cfg.rounds)
 	if err != nil {
 		return err
 	}
