@@ -20,7 +20,8 @@ import (
 // Defaults applied to zero Config fields.
 const (
 	// DefaultWindow is how many messages may await their PubAck at once
-	// when a round starts; the window then follows the link's
+	// when the first round starts (a later one starts at half the last
+	// one's window, not below it); the window then follows the link's
 	// bandwidth-delay product up to MaxWindow (see window.go).
 	DefaultWindow = 256
 	// DefaultAckTimeout is how long the forwarder waits for the PubAck of
@@ -89,8 +90,9 @@ type Config struct {
 	// Stream is the hub stream expected to store the messages ("" accepts
 	// any). It is sent as Nats-Expected-Stream and checked in PubAcks.
 	Stream string
-	// Window bounds the messages in flight when a round starts
-	// (DefaultWindow when 0), and is the least the window shrinks to.
+	// Window bounds the messages in flight when the first round starts
+	// (DefaultWindow when 0), and is the least the window shrinks to; a
+	// later round starts at half the window the last one reached.
 	Window int
 	// MaxWindow is the most messages the window grows to, from the
 	// measured round trip and delivery rate (see window.go): DefaultMaxWindow

@@ -164,10 +164,16 @@ func (w *window) sample(now time.Time) {
 	w.start, w.acks, w.rttSum, w.limited = now, 0, 0, false
 }
 
-// reset starts over at floor, keeping the smallest round trip: a new
-// round starts again from its first message.
+// reset starts a new round (again from its first message) at half the
+// size the last one reached, not below floor, keeping the smallest round
+// trip: the link's bandwidth-delay product does not change with a cut or
+// a failover, so a backlog drained after an outage does not climb back
+// from the floor over a slow link, while a round that failed because the
+// link or the hub could not keep up starts lower, and repeated failures
+// bring it down to floor.
 func (w *window) reset() {
-	w.size, w.start, w.acks, w.rttSum, w.limited = w.floor, time.Time{}, 0, 0, false
+	w.size = max(w.floor, w.size/2)
+	w.start, w.acks, w.rttSum, w.limited = time.Time{}, 0, 0, false
 	w.spaceStart, w.spaceAcks = time.Time{}, 0
 }
 

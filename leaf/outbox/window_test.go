@@ -49,6 +49,11 @@ func TestWindowFollowsBandwidthDelayProduct(t *testing.T) {
 func TestWindowStaysWithinBounds(t *testing.T) {
 	w := newWindow(16, 64, DefaultMaxWindowBytes)
 	require.Equal(t, 64, simulateLink(&w, 500*time.Millisecond, 10000, 10*time.Second))
+	// Each new round starts at half the last one's size, down to the floor.
+	w.reset()
+	require.Equal(t, 32, w.size)
+	w.reset()
+	require.Equal(t, 16, w.size)
 	w.reset()
 	require.Equal(t, 16, w.size)
 
