@@ -81,6 +81,11 @@ func TestMosquittoRestartKeepsEveryQoS1Message(t *testing.T) {
 			cfg := testConfig(m, v, "restart")
 			cfg.Inbound = []InboundRoute{{From: "data/#", To: "site.", QoS: 1, Store: true}}
 			st, lw := runBridge(t, cfg, b.bus)
+			t.Cleanup(func() {
+				if t.Failed() { // what the bridge saw, for a failure that did not repeat in 120 runs
+					t.Logf("bridge status at the failure: %+v", st.Snapshot())
+				}
+			})
 			pub := newPahoClient(t, m, "publisher", nil)
 			for i := range n {
 				publishQoS1(t, pub, "data/line1", fmt.Sprintf("p-%d", i), fmt.Appendf(nil, "msg-%d", i))
