@@ -14,8 +14,6 @@ import (
 
 	"github.com/nats-io/nats.go"
 	njs "github.com/nats-io/nats.go/jetstream"
-
-	"github.com/leafbox/leafbox/leaf/leaftest"
 )
 
 // snapshotMeta is what a snapshot response carries, as jsm.go keeps it
@@ -306,16 +304,7 @@ func flip(b []byte, i int) []byte {
 // A snapshot nats-server made is refused with an error naming it, the
 // same test taking one from leafbox and one from a real nats-server.
 func TestRestoreRefusesNATSServerSnapshot(t *testing.T) {
-	hub := leaftest.StartHub(t, leaftest.HubOptions{Config: fmt.Sprintf("jetstream { store_dir: %q }", filepath.Join(t.TempDir(), "js"))})
-	hnc, err := nats.Connect(hub.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer hnc.Close()
-	hjs, err := njs.New(hnc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, hnc, hjs := startNATSServerJS(t)
 	fillStream(t, hjs, "ORDERS")
 	nmeta, ndata := takeSnapshot(t, hnc, "ORDERS", 0)
 
@@ -403,16 +392,7 @@ func runNATS(t *testing.T, url string, args ...string) (string, error) {
 // same CLI took from a real nats-server is refused with an error that
 // says so.
 func TestSnapshotNATSCLIBackupRestore(t *testing.T) {
-	hub := leaftest.StartHub(t, leaftest.HubOptions{Config: fmt.Sprintf("jetstream { store_dir: %q }", filepath.Join(t.TempDir(), "js"))})
-	hnc, err := nats.Connect(hub.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer hnc.Close()
-	hjs, err := njs.New(hnc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	hub, _, hjs := startNATSServerJS(t)
 	fillStream(t, hjs, "ORDERS")
 	natsDir := filepath.Join(t.TempDir(), "from-nats-server")
 	if out, err := runNATS(t, hub.ClientURL(), "stream", "backup", "ORDERS", natsDir, "--no-progress"); err != nil {

@@ -2,6 +2,8 @@ package jetstream
 
 import (
 	"context"
+	"fmt"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -10,6 +12,7 @@ import (
 
 	"github.com/leafbox/leafbox/core/server"
 	"github.com/leafbox/leafbox/core/server/servertest"
+	"github.com/leafbox/leafbox/leaf/leaftest"
 	"github.com/leafbox/leafbox/store/vfs"
 )
 
@@ -147,4 +150,23 @@ func forEachStorage(t *testing.T, f func(t *testing.T, st njs.StorageType)) {
 	for _, st := range []njs.StorageType{njs.FileStorage, njs.MemoryStorage} {
 		t.Run(st.String(), func(t *testing.T) { f(t, st) })
 	}
+}
+
+// startNATSServerJS starts a real nats-server with JetStream (stopped in
+// t.Cleanup) and returns it, a nats.go connection to it (closed in
+// t.Cleanup) and its JetStream context: the reference side of the tests
+// that compare with nats-server.
+func startNATSServerJS(t *testing.T) (*leaftest.Hub, *nats.Conn, njs.JetStream) {
+	t.Helper()
+	hub := leaftest.StartHub(t, leaftest.HubOptions{Config: fmt.Sprintf("jetstream { store_dir: %q }", filepath.Join(t.TempDir(), "js"))})
+	nc, err := nats.Connect(hub.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := njs.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return hub, nc, js
 }

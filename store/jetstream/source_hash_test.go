@@ -2,7 +2,6 @@ package jetstream
 
 import (
 	"fmt"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -11,7 +10,6 @@ import (
 	njs "github.com/nats-io/nats.go/jetstream"
 
 	"github.com/leafbox/leafbox/core/require"
-	"github.com/leafbox/leafbox/leaf/leaftest"
 )
 
 // TestSourceHashesMatchNatsServer: the origin's identity in a
@@ -20,12 +18,7 @@ import (
 // leafs' domains (cmd/internal/app compares whole copies from leafs).
 func TestSourceHashesMatchNatsServer(t *testing.T) {
 	t.Parallel()
-	hub := leaftest.StartHub(t, leaftest.HubOptions{Config: fmt.Sprintf("jetstream { store_dir: %q }", filepath.Join(t.TempDir(), "js"))})
-	hnc, err := nats.Connect(hub.ClientURL())
-	require.NoError(t, err)
-	t.Cleanup(hnc.Close)
-	js, err := njs.New(hnc)
-	require.NoError(t, err)
+	_, _, js := startNATSServerJS(t)
 	ctx := testCtx(t)
 	a, err := js.CreateStream(ctx, njs.StreamConfig{Name: "A", Subjects: []string{"a.>"}, Storage: njs.MemoryStorage})
 	require.NoError(t, err)
@@ -99,10 +92,7 @@ func TestSourceResumesLegacyHashHeaders(t *testing.T) {
 // origin; other creates carry no header.
 func TestConsumerCreateNamesStreamIdentity(t *testing.T) {
 	t.Parallel()
-	hub := leaftest.StartHub(t, leaftest.HubOptions{Config: fmt.Sprintf("jetstream { store_dir: %q }", filepath.Join(t.TempDir(), "js"))})
-	hnc, err := nats.Connect(hub.ClientURL())
-	require.NoError(t, err)
-	t.Cleanup(hnc.Close)
+	_, hnc, _ := startNATSServerJS(t)
 	env := newTestEnv(t, Config{})
 	for _, side := range []struct {
 		name string

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -15,7 +14,6 @@ import (
 	njs "github.com/nats-io/nats.go/jetstream"
 
 	"github.com/leafbox/leafbox/core/require"
-	"github.com/leafbox/leafbox/leaf/leaftest"
 )
 
 // srcPublish publishes n messages subj.<i> (i from first) and waits for
@@ -236,12 +234,7 @@ func TestMirrorKeepsSequences(t *testing.T) {
 // are the same.
 func TestSourceInfoVsNatsServer(t *testing.T) {
 	t.Parallel()
-	hub := leaftest.StartHub(t, leaftest.HubOptions{Config: fmt.Sprintf("jetstream { store_dir: %q }", filepath.Join(t.TempDir(), "js"))})
-	hnc, err := nats.Connect(hub.ClientURL())
-	require.NoError(t, err)
-	t.Cleanup(hnc.Close)
-	hjs, err := njs.New(hnc)
-	require.NoError(t, err)
+	_, hnc, hjs := startNATSServerJS(t)
 	env := newTestEnv(t, Config{})
 
 	type result struct {
