@@ -28,7 +28,7 @@ type hubConn struct{ c *server.Conn }
 
 func (h *hubLocal) Connect(account string, deliver func(leaf.Delivery)) (leaf.AcceptConn, error) {
 	c := &hubConn{h.srv.InProcessCombined(account, func(m server.Msg, plain bool, queues []string) {
-		deliver(leaf.Delivery{Msg: leaf.Msg(m), Plain: plain, Queues: queues})
+		deliver(leaf.Delivery{Msg: leafMsg(m), Plain: plain, Queues: queues})
 	})}
 	c.c.SetNoEcho()
 	h.byConn.Store(c.c, c)

@@ -71,7 +71,7 @@ type localConn struct {
 }
 
 func (lc *localConn) Subscribe(subj string, h func(leaf.Msg)) (leaf.Subscription, error) {
-	sub, err := lc.c.Subscribe(subj, "", func(m server.Msg) { h(leaf.Msg(m)) })
+	sub, err := lc.c.Subscribe(subj, "", func(m server.Msg) { h(leafMsg(m)) })
 	if err != nil {
 		return nil, err
 	}
@@ -239,4 +239,9 @@ func newUserKey(t *testing.T) userKey {
 	path := filepath.Join(t.TempDir(), "user.nk")
 	require.NoError(t, os.WriteFile(path, append(seed, '\n'), 0o600))
 	return userKey{public: pub, seed: seed, seedFile: path}
+}
+
+// leafMsg is m as the leaf package sees it.
+func leafMsg(m server.Msg) leaf.Msg {
+	return leaf.Msg{Subject: m.Subject, Route: m.Route, Reply: m.Reply, Header: m.Header, Data: m.Data}
 }

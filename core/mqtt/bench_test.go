@@ -179,14 +179,16 @@ func expect(r *raw, want ...byte) {
 }
 
 // The MQTT 3.1.1 QoS 0 path from publisher to subscriber allocates
-// (almost) nothing per message in the listener: the publish is decoded in
-// place and the delivery encoded straight into the subscriber's write
-// buffer (it made 14 allocations per message before). What is left is
-// the broker's batching and write buffers growing.
+// nothing per message in the listener: the publish is decoded in place,
+// the broker gathers the delivery on the publisher's stack (two
+// allocations per message before) and the delivery is encoded straight
+// into the subscriber's write buffer (14 allocations per message at
+// first). What is left is the write buffers growing, less than one
+// allocation per message.
 func TestMQTTToMQTTAllocations(t *testing.T) {
 	r := testing.Benchmark(BenchmarkMQTTToMQTT)
 	t.Logf("%s, %d B/op, %d allocs/op", r, r.AllocedBytesPerOp(), r.AllocsPerOp())
-	if a := r.AllocsPerOp(); a > 3 {
-		t.Errorf("%d allocations per message, more than 3", a)
+	if a := r.AllocsPerOp(); a > 0 {
+		t.Errorf("%d allocations per message, want none", a)
 	}
 }

@@ -17,6 +17,19 @@ type readState struct {
 	// pub is the 3.1.1 PUBLISH being handled, decoded in place
 	// (decodePublish311).
 	pub packets.Publish
+	// flush lists the connections this reader's batch queued bytes for
+	// and must write (it is their writer until then): see queuedLocked.
+	flush []*conn
+}
+
+// flushWrites writes what the read batch queued for other connections
+// (and the reader's own): once per connection and batch.
+func (rs *readState) flushWrites() {
+	for i, t := range rs.flush {
+		t.writeNow()
+		rs.flush[i] = nil
+	}
+	rs.flush = rs.flush[:0]
 }
 
 // Sizes of a connection's buffers.
@@ -129,6 +142,7 @@ func (c *conn) readPackets(rs *readState) (park bool) {
 			}
 		}
 		used, perr := c.process(buf, rs)
+		rs.flushWrites()
 		if perr != nil {
 			var pe *ProtocolError
 			if errors.As(perr, &pe) {

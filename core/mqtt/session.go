@@ -363,7 +363,8 @@ func (s *session) deliver(m server.Msg, shared *subscription) {
 	if c := s.conn; grant == 0 && c != nil && c.version == version311 {
 		// QoS 0 to a 3.1.1 client: encoded straight into its write
 		// buffer, nothing made (3.1.1 carries no header or expiry).
-		c.sendPublish311(topic, m.Data, rap && retain)
+		via, _ := m.Via.(*readState)
+		c.sendPublish311(topic, m.Data, rap && retain, via)
 		s.mu.Unlock()
 		return
 	}
@@ -665,8 +666,9 @@ func (s *session) stop() {
 }
 
 // publish routes a client's message; local marks its payload for
-// no-local.
-func (s *session) publish(subj []byte, reply string, hdr, data []byte) {
+// no-local. via is the publishing reader's state, which writes the
+// deliveries to 3.1.1 subscribers at the end of its read batch.
+func (s *session) publish(subj []byte, reply string, hdr, data []byte, via *readState) {
 	if len(data) == 0 {
 		data = s.empty[:0]
 	}
@@ -678,7 +680,7 @@ func (s *session) publish(subj []byte, reply string, hdr, data []byte) {
 	}
 	s.mu.Unlock()
 	s.localData.Store(unsafe.SliceData(data))
-	bus.PublishBytes(subj, subj, unsafe.Slice(unsafe.StringData(reply), len(reply)), hdr, data)
+	bus.PublishBytesVia(subj, subj, unsafe.Slice(unsafe.StringData(reply), len(reply)), hdr, data, via)
 	s.localData.Store(nil)
 }
 

@@ -114,6 +114,9 @@ type client struct {
 	rawWrite func(fd uintptr) bool
 	rawBuf   []byte
 	rawN     int
+	// combine gathers one message's deliveries to combined connections
+	// (read loop only).
+	combine combineBatch
 }
 
 // clientStats are per-connection counters, read by monitoring.

@@ -38,10 +38,17 @@ func (sub *subscription) combinedTakes(from *Conn) (combined, takes bool) {
 }
 
 // combineBatch gathers, for one published message, what each combined
-// connection takes; it is allocated only when one is involved, so other
-// publishes do not pay for it.
+// connection takes. It lives where the publisher is: on the stack of an
+// in-process publish, in a client's read loop (client.combine) for a
+// client's; the first entries are inline and the others keep their
+// arrays from one message to the next, so gathering allocates nothing.
 type combineBatch struct {
-	entries []combineEntry
+	first [2]combineEntry
+	n     int // entries in use: first, then more
+	more  []combineEntry
+	// via is the in-process publisher's value (PublishBytesVia), handed
+	// to the handlers as Msg.Via.
+	via any
 }
 
 type combineEntry struct {
@@ -50,35 +57,50 @@ type combineEntry struct {
 	queues []string
 }
 
-// add records that conn takes the message for queue group queue, or for a
-// plain subscription when queue is "". b may be nil.
-func (b *combineBatch) add(conn *Conn, queue string) *combineBatch {
-	if b == nil {
-		b = &combineBatch{}
+// entry returns the i-th entry.
+func (b *combineBatch) entry(i int) *combineEntry {
+	if i < len(b.first) {
+		return &b.first[i]
 	}
+	return &b.more[i-len(b.first)]
+}
+
+// add records that conn takes the message for queue group queue, or for a
+// plain subscription when queue is "".
+func (b *combineBatch) add(conn *Conn, queue string) {
 	i := 0
-	for i < len(b.entries) && b.entries[i].conn != conn {
+	for i < b.n && b.entry(i).conn != conn {
 		i++
 	}
-	if i == len(b.entries) {
-		b.entries = append(b.entries, combineEntry{conn: conn})
+	if i == b.n {
+		if b.n >= len(b.first) {
+			b.more = append(b.more, combineEntry{})
+		}
+		b.n++
+		*b.entry(i) = combineEntry{conn: conn, queues: b.entry(i).queues[:0]}
 	}
-	e := &b.entries[i]
+	e := b.entry(i)
 	if queue == "" {
 		e.plain = true
 	} else {
 		e.queues = append(e.queues, queue)
 	}
-	return b
 }
 
-// flush hands the message to each combined connection once. b may be nil.
+// flush hands the message to each combined connection once and empties
+// the batch for the next message.
 func (b *combineBatch) flush(route, subj, reply, hdr, data []byte) {
-	if b == nil {
+	if b.n == 0 {
 		return
 	}
-	m := Msg{Subject: subj, Route: route, Reply: reply, Header: hdr, Data: data}
-	for _, e := range b.entries {
+	m := Msg{Subject: subj, Route: route, Reply: reply, Header: hdr, Data: data, Via: b.via}
+	for i := range b.n {
+		e := b.entry(i)
 		e.conn.combined(m, e.plain, e.queues)
+		// The handler only borrowed queues: its array serves the next
+		// message; the connection is let go.
+		e.conn, e.plain, e.queues = nil, false, e.queues[:0]
 	}
+	b.n = 0
+	b.more = b.more[:0]
 }

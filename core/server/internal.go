@@ -28,6 +28,11 @@ type Msg struct {
 	Reply  []byte
 	Header []byte
 	Data   []byte
+	// Via is what an in-process publisher passed to PublishBytesVia, nil
+	// otherwise. A handler runs on the publisher's goroutine, so it may
+	// use it for the publisher's own state: the MQTT listener defers a
+	// subscriber's socket write to the end of the publisher's read batch.
+	Via any
 }
 
 // MsgHandler receives messages for an in-process subscription. It runs on
@@ -132,13 +137,20 @@ func (ic *Conn) PublishAs(route, shown, reply string, hdr, data []byte) int {
 // borrowed for the call and never retained: subscribers copy what they
 // keep, and the match cache copies a new key.
 func (ic *Conn) PublishBytes(route, shown, reply, hdr, data []byte) int {
+	return ic.PublishBytesVia(route, shown, reply, hdr, data, nil)
+}
+
+// PublishBytesVia is PublishBytes handing via to the handlers of combined
+// connections as Msg.Via.
+func (ic *Conn) PublishBytesVia(route, shown, reply, hdr, data []byte, via any) int {
 	if !subject.ValidPublish(unsafeString(route)) {
 		return 0
 	}
 	ic.srv.stats.inMsgs.Add(1)
 	ic.srv.stats.inBytes.Add(int64(len(hdr) + len(data)))
 	res := ic.acc.sl.MatchBytes(route)
-	return deliverResult(nil, ic, res, route, shown, reply, hdr, data)
+	batch := combineBatch{via: via}
+	return deliverResult(nil, ic, res, route, shown, reply, hdr, data, &batch)
 }
 
 // PublishQueues routes like PublishAs, except that queue groups receive
@@ -161,11 +173,11 @@ func (ic *Conn) PublishQueuesBytes(route, shown, reply []byte, queues [][]byte, 
 	ic.srv.stats.inBytes.Add(int64(len(hdr) + len(data)))
 	res := ic.acc.sl.MatchBytes(route)
 	delivered := 0
-	var batch *combineBatch
+	var batch combineBatch
 	for _, sub := range res.Plain {
 		if combined, takes := sub.combinedTakes(ic); combined {
 			if takes {
-				batch = batch.add(sub.conn, "")
+				batch.add(sub.conn, "")
 				delivered++
 			}
 			continue

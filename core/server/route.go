@@ -164,7 +164,7 @@ func (c *client) processPub(op *proto.Op) {
 	if len(res.Plain) == 0 && len(res.Queues) == 0 && len(op.Reply) == 0 {
 		return // no interest, nothing to answer
 	}
-	if deliverResult(c, nil, res, op.Subject, op.Subject, op.Reply, hdr, data) == 0 &&
+	if deliverResult(c, nil, res, op.Subject, op.Subject, op.Reply, hdr, data, &c.combine) == 0 &&
 		len(op.Reply) > 0 && c.noResponders {
 		c.sendNoResponders(c.acc, op.Subject, op.Reply)
 	}
@@ -180,14 +180,14 @@ func splitPayload(op *proto.Op) (hdr, data []byte) {
 
 // deliverResult sends a message to every plain subscriber in res and one
 // member of each queue group, returning the number of deliveries. c is the
-// publishing connection, nil for an in-process publisher.
-func deliverResult(c *client, ic *Conn, res *sublist.Result[*subscription], route, subj, reply, hdr, data []byte) int {
+// publishing connection, nil for an in-process publisher; batch gathers
+// the combined connections' deliveries, sent once each at the end.
+func deliverResult(c *client, ic *Conn, res *sublist.Result[*subscription], route, subj, reply, hdr, data []byte, batch *combineBatch) int {
 	delivered := 0
-	var batch *combineBatch // combined connections' deliveries, sent once each at the end
 	for _, sub := range res.Plain {
 		if combined, takes := sub.combinedTakes(ic); combined {
 			if takes {
-				batch = batch.add(sub.conn, "")
+				batch.add(sub.conn, "")
 				delivered++
 			}
 			continue
@@ -197,7 +197,7 @@ func deliverResult(c *client, ic *Conn, res *sublist.Result[*subscription], rout
 		}
 	}
 	for i := range res.Queues {
-		delivered += deliverToOne(c, ic, res.Queues[i].Members, route, subj, reply, hdr, data, &batch)
+		delivered += deliverToOne(c, ic, res.Queues[i].Members, route, subj, reply, hdr, data, batch)
 	}
 	batch.flush(route, subj, reply, hdr, data)
 	return delivered
@@ -210,7 +210,7 @@ func deliverResult(c *client, ic *Conn, res *sublist.Result[*subscription], rout
 // are used only when no other member takes the message, as nats-server
 // prefers local queue subscribers over a leafnode; the chosen one is
 // recorded in batch instead of being called.
-func deliverToOne(c *client, ic *Conn, members []*subscription, route, subj, reply, hdr, data []byte, batch **combineBatch) int {
+func deliverToOne(c *client, ic *Conn, members []*subscription, route, subj, reply, hdr, data []byte, batch *combineBatch) int {
 	n := len(members)
 	if n == 0 {
 		return 0
@@ -230,7 +230,7 @@ func deliverToOne(c *client, ic *Conn, members []*subscription, route, subj, rep
 		}
 	}
 	if fallback != nil {
-		*batch = (*batch).add(fallback.conn, fallback.queue)
+		batch.add(fallback.conn, fallback.queue)
 		return 1
 	}
 	return 0

@@ -26,7 +26,7 @@ func (b *testBroker) Connect(account string) Conn {
 }
 
 func (b *testBroker) ConnectCombined(account string, deliver func(m leaf.Msg, plain bool, queues []string)) Conn {
-	c := b.srv.InProcessCombined(account, func(m server.Msg, plain bool, queues []string) { deliver(leaf.Msg(m), plain, queues) })
+	c := b.srv.InProcessCombined(account, func(m server.Msg, plain bool, queues []string) { deliver(leafMsg(m), plain, queues) })
 	c.SetNoEcho()
 	tc := &testConn{owner: b, c: c}
 	b.conns.Store(c, tc)
@@ -59,7 +59,7 @@ type testConn struct {
 func (tc *testConn) Subscribe(subj, queue string, h func(leaf.Msg)) (leaf.Subscription, error) {
 	var mh server.MsgHandler
 	if h != nil {
-		mh = func(m server.Msg) { h(leaf.Msg(m)) }
+		mh = func(m server.Msg) { h(leafMsg(m)) }
 	}
 	return tc.c.Subscribe(subj, queue, mh)
 }
@@ -83,4 +83,9 @@ func (tc *testConn) PublishQueues(route, shown, reply []byte, queues [][]byte, h
 func (tc *testConn) Close() {
 	tc.c.Close()
 	tc.owner.conns.Delete(tc.c)
+}
+
+// leafMsg is m as the leaf package sees it.
+func leafMsg(m server.Msg) leaf.Msg {
+	return leaf.Msg{Subject: m.Subject, Route: m.Route, Reply: m.Reply, Header: m.Header, Data: m.Data}
 }

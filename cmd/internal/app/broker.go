@@ -38,7 +38,7 @@ func (b *broker) Connect(account string) node.Conn {
 // ConnectCombined implements node.Broker.
 func (b *broker) ConnectCombined(account string, deliver func(m leaf.Msg, plain bool, queues []string)) node.Conn {
 	c := b.srv.InProcessCombined(account, func(m server.Msg, plain bool, queues []string) {
-		deliver(leaf.Msg(m), plain, queues)
+		deliver(leafMsg(m), plain, queues)
 	})
 	c.SetNoEcho()
 	return b.track(c)
@@ -91,7 +91,7 @@ type brokerConn struct {
 func (bc *brokerConn) Subscribe(subj, queue string, h func(leaf.Msg)) (leaf.Subscription, error) {
 	var mh server.MsgHandler
 	if h != nil {
-		mh = func(m server.Msg) { h(leaf.Msg(m)) }
+		mh = func(m server.Msg) { h(leafMsg(m)) }
 	}
 	sub, err := bc.c.Subscribe(subj, queue, mh)
 	if err != nil {
@@ -120,4 +120,9 @@ func (bc *brokerConn) PublishQueues(route, shown, reply []byte, queues [][]byte,
 func (bc *brokerConn) Close() {
 	bc.c.Close()
 	bc.owner.conns.Delete(bc.c)
+}
+
+// leafMsg is m as the leaf package sees it.
+func leafMsg(m server.Msg) leaf.Msg {
+	return leaf.Msg{Subject: m.Subject, Route: m.Route, Reply: m.Reply, Header: m.Header, Data: m.Data}
 }
