@@ -130,7 +130,7 @@ func TestCounterMatchesNatsServer(t *testing.T) {
 		{"DN", `{"name":"DN","subjects":["dn"],"allow_msg_counter":true,"discard":"new"}`},
 		{"TTL", `{"name":"TTL","subjects":["ttl"],"allow_msg_counter":true,"allow_msg_ttl":true}`},
 		{"WQ", `{"name":"WQ","subjects":["wq"],"allow_msg_counter":true,"retention":"workqueue"}`},
-		// {"SCH", `{"name":"SCH","subjects":["sch"],"allow_msg_counter":true,"allow_msg_schedules":true}`},
+		{"SCH", `{"name":"SCH","subjects":["sch"],"allow_msg_counter":true,"allow_msg_schedules":true}`},
 		{"C", `{"name":"C","subjects":["c.>"],"allow_msg_counter":true,"allow_direct":true,"storage":"file"}`},
 		{"P", `{"name":"P","subjects":["p.>"],"storage":"memory"}`},
 		{"MC", `{"name":"MC","mirror":{"name":"C"},"allow_msg_counter":true}`},

@@ -60,8 +60,8 @@ func (s *stream) processPublish(dst []byte, subj string, hdr, data []byte) ([]by
 	res, apiErr := s.storeLocked(subj, hdr, data)
 	s.mu.Unlock()
 	stored := apiErr == nil && !res.duplicate
-	if res.data != nil {
-		hdr, data = res.hdr, res.data // rewritten (counter)
+	if res.hdr != nil {
+		hdr, data = res.hdr, res.data // rewritten (counter, schedule)
 	}
 	if stored && res.rp.dest != "" {
 		s.republish(&res.rp, hdr, data)
@@ -94,7 +94,8 @@ type publishResult struct {
 	// none).
 	rp republishing
 	// hdr and data are the message as stored when the stream rewrote it
-	// (a counter's total), nil otherwise; val is the counter's total.
+	// (a counter's total, a schedule's rollup), nil otherwise; val is the
+	// counter's total.
 	hdr, data []byte
 	val       string
 }
@@ -147,6 +148,7 @@ func (s *stream) storeMsgLocked(subj string, hdr, data []byte, internal bool) (p
 		rollupAll bool
 		ttl       int64
 		incr      *big.Int
+		rewritten bool // hdr or data differ from the publish's
 	)
 	now := time.Now().UnixNano()
 	if len(hdr) > 0 {
@@ -198,6 +200,11 @@ func (s *stream) storeMsgLocked(subj string, hdr, data []byte, internal bool) (p
 				return publishResult{}, jsapi.NewWrongLastSequenceError(last)
 			}
 		}
+		n := len(hdr)
+		if hdr, apiErr = s.checkScheduleLocked(subj, hdr, sourced); apiErr != nil {
+			return publishResult{}, apiErr
+		}
+		rewritten = len(hdr) != n
 		if v := proto.HeaderValue(hdr, jsapi.HeaderMsgID); len(v) > 0 {
 			msgID = string(v)
 			if seq, ok := s.dedupe.lookup(msgID, now); ok {
@@ -231,7 +238,7 @@ func (s *stream) storeMsgLocked(subj string, hdr, data []byte, internal bool) (p
 		if ctr, apiErr = s.applyIncrLocked(subj, hdr, data, incr); apiErr != nil {
 			return publishResult{}, apiErr
 		}
-		hdr, data = ctr.hdr, ctr.data
+		hdr, data, rewritten = ctr.hdr, ctr.data, true
 		if cfg.MaxMsgSize > 0 && len(hdr)+len(data) > int(cfg.MaxMsgSize) {
 			return publishResult{}, jsapi.NewMessageExceedsMaximumError()
 		}
@@ -287,6 +294,10 @@ func (s *stream) storeMsgLocked(subj string, hdr, data []byte, internal bool) (p
 	default:
 		s.resyncConsumersLocked(false)
 	}
+	s.noteScheduleLocked(seq, subj, hdr, ts)
+	if cfg.AllowRollup && !cfg.DenyPurge && len(hdr) > 0 && s.purgeScheduleLocked(hdr) {
+		s.resyncConsumersLocked(true)
+	}
 
 	cons := s.consumerList()
 	interested := false
@@ -300,7 +311,11 @@ func (s *stream) storeMsgLocked(subj string, hdr, data []byte, internal bool) (p
 		// drops it at once, keeping the sequence.
 		s.removeLocked(seq)
 	}
-	return publishResult{seq: seq, rp: rp, hdr: ctr.hdr, data: ctr.data, val: ctr.val}, nil
+	res := publishResult{seq: seq, rp: rp, val: ctr.val}
+	if rewritten {
+		res.hdr, res.data = hdr, data
+	}
+	return res, nil
 }
 
 // removeLocked deletes one message the engine decided to remove

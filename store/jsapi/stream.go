@@ -79,7 +79,8 @@ type StreamConfig struct {
 	AllowMsgCounter bool `json:"allow_msg_counter,omitempty"`
 	// AllowAtomicPublish enables atomic batch publish (not supported).
 	AllowAtomicPublish bool `json:"allow_atomic,omitempty"`
-	// AllowMsgSchedules enables scheduled messages (not supported).
+	// AllowMsgSchedules enables message schedules: messages with
+	// HeaderSchedule that the stream fires at HeaderScheduleTarget.
 	AllowMsgSchedules bool `json:"allow_msg_schedules,omitempty"`
 	// PersistMode selects flush-before-ack or async persistence.
 	PersistMode PersistMode `json:"persist_mode,omitempty"`
