@@ -134,6 +134,7 @@ func TestCounterMatchesNatsServer(t *testing.T) {
 		{"C", `{"name":"C","subjects":["c.>"],"allow_msg_counter":true,"allow_direct":true,"storage":"file"}`},
 		{"P", `{"name":"P","subjects":["p.>"],"storage":"memory"}`},
 		{"MC", `{"name":"MC","mirror":{"name":"C"},"allow_msg_counter":true}`},
+		{"MIR", `{"name":"MIR","mirror":{"name":"C"},"storage":"memory"}`},
 	}
 	updates := []struct{ name, body string }{
 		{"C", `{"name":"C","subjects":["c.>"],"allow_direct":true,"storage":"file"}`},
@@ -172,7 +173,7 @@ func TestCounterMatchesNatsServer(t *testing.T) {
 	type result struct {
 		creates, updates []string
 		acks             []ackOutcome
-		stored           map[uint64]storedMsg
+		stored, mirrored map[uint64]storedMsg
 	}
 	var results []result
 	for _, side := range sides {
@@ -187,6 +188,10 @@ func TestCounterMatchesNatsServer(t *testing.T) {
 			r.updates = append(r.updates, apiErrOf(t, apiReq(t, side.nc, "$JS.API.STREAM.UPDATE."+u.name, u.body)))
 		}
 		r.stored = storedMsgs(t, side.nc, "C")
+		js, err := njs.New(side.nc)
+		require.NoError(t, err)
+		srcWaitMsgs(t, testCtx(t), js, "MIR", uint64(len(r.stored)))
+		r.mirrored = storedMsgs(t, side.nc, "MIR")
 		results = append(results, r)
 	}
 	ref, got := results[0], results[1]
@@ -200,6 +205,7 @@ func TestCounterMatchesNatsServer(t *testing.T) {
 		require.Equal(t, got.acks[i], ref.acks[i], fmt.Sprintf("publish %d %+v", i, steps[i]))
 	}
 	require.DeepEqual(t, got.stored, ref.stored)
+	require.DeepEqual(t, got.mirrored, ref.mirrored)
 
 	// The reference itself must show the feature working, so that the
 	// comparison cannot pass on two servers refusing everything.

@@ -123,9 +123,10 @@ func (s *stream) storeLocked(subj string, hdr, data []byte) (publishResult, *jsa
 	return s.storeMsgLocked(subj, hdr, data, false)
 }
 
-// storeMsgLocked is storeLocked; internal marks a message the stream
-// made itself (a schedule's), which skips the checks meant for clients as
-// a source's copy does. Caller holds s.mu.
+// storeMsgLocked is storeLocked; internal marks a message no client
+// published (a schedule's, a mirror's copy), which skips the counter and
+// schedule checks meant for clients, as a source's copy (known by its
+// Nats-Stream-Source header) does. Caller holds s.mu.
 func (s *stream) storeMsgLocked(subj string, hdr, data []byte, internal bool) (publishResult, *jsapi.APIError) {
 	cfg := &s.cfg
 	if cfg.Sealed {

@@ -217,7 +217,11 @@ func TestScheduleSurvivesRestart(t *testing.T) {
 	require.Equal(t, publishStep(t, env.nc, pubStep{subj: "s.at", hdr: []string{"Nats-Schedule", at, "Nats-Schedule-Target", "s.out"}, data: "once"}).Err, "")
 	require.Equal(t, publishStep(t, env.nc, pubStep{subj: "s.every", hdr: []string{"Nats-Schedule", "@every 1s", "Nats-Schedule-Target", "s.tick"}, data: "tick"}).Err, "")
 	env.restart()
-	if n := len(env.eng.lookup("S").sched.bySubj); n != 2 {
+	s := env.eng.lookup("S")
+	s.mu.Lock()
+	n := len(s.sched.bySubj)
+	s.mu.Unlock()
+	if n != 2 {
 		t.Fatalf("%d schedules after restart, want 2", n)
 	}
 	cons, err := env.js.OrderedConsumer(ctx, "S", njs.OrderedConsumerConfig{FilterSubjects: []string{"s.out", "s.tick"}})
