@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"math/big"
 	"strconv"
 	"strings"
 	"sync"
@@ -59,6 +60,9 @@ func (s *stream) processPublish(dst []byte, subj string, hdr, data []byte) ([]by
 	res, apiErr := s.storeLocked(subj, hdr, data)
 	s.mu.Unlock()
 	stored := apiErr == nil && !res.duplicate
+	if res.hdr != nil {
+		hdr, data = res.hdr, res.data // rewritten (counter, schedule)
+	}
 	if stored && res.rp.dest != "" {
 		s.republish(&res.rp, hdr, data)
 	}
@@ -69,7 +73,11 @@ func (s *stream) processPublish(dst []byte, subj string, hdr, data []byte) ([]by
 		b, _ := json.Marshal(jsapi.ErrorPubAck(s.name, apiErr))
 		return b, false
 	}
-	return s.appendPubAck(dst, res.seq, res.duplicate), stored
+	dst = s.appendPubAck(dst, res.seq, res.duplicate)
+	if res.val != "" {
+		dst = appendAckVal(dst[:len(dst)-1], res.val)
+	}
+	return dst, stored
 }
 
 // headerBatchID marks a message of an atomic batch publish; a reply
@@ -85,6 +93,11 @@ type publishResult struct {
 	// rp is the republish to run once s.mu is released (rp.dest "" for
 	// none).
 	rp republishing
+	// hdr and data are the message as stored when the stream rewrote it
+	// (a counter's total, a schedule's rollup), nil otherwise; val is the
+	// counter's total.
+	hdr, data []byte
+	val       string
 }
 
 // appendPubAck appends the success PubAck JSON, in nats-server's field
@@ -107,6 +120,14 @@ func (s *stream) appendPubAck(dst []byte, seq uint64, duplicate bool) []byte {
 // storeLocked checks the message against the stream's rules and stores
 // it. Caller holds s.mu.
 func (s *stream) storeLocked(subj string, hdr, data []byte) (publishResult, *jsapi.APIError) {
+	return s.storeMsgLocked(subj, hdr, data, false)
+}
+
+// storeMsgLocked is storeLocked; internal marks a message no client
+// published (a schedule's, a mirror's copy), which skips the counter and
+// schedule checks meant for clients, as a source's copy (known by its
+// Nats-Stream-Source header) does. Caller holds s.mu.
+func (s *stream) storeMsgLocked(subj string, hdr, data []byte, internal bool) (publishResult, *jsapi.APIError) {
 	cfg := &s.cfg
 	if cfg.Sealed {
 		return publishResult{}, jsapi.NewStreamSealedError()
@@ -127,6 +148,8 @@ func (s *stream) storeLocked(subj string, hdr, data []byte) (publishResult, *jsa
 		rollupSub bool
 		rollupAll bool
 		ttl       int64
+		incr      *big.Int
+		rewritten bool // hdr or data differ from the publish's
 	)
 	now := time.Now().UnixNano()
 	if len(hdr) > 0 {
@@ -134,6 +157,11 @@ func (s *stream) storeLocked(subj string, hdr, data []byte) (publishResult, *jsa
 			// Atomic batch publish is not implemented: storing the
 			// message alone would break the batch's promise.
 			return publishResult{}, jsapi.NewAtomicPublishDisabledError()
+		}
+		sourced := internal || proto.HeaderValue(hdr, jsapi.HeaderStreamSource) != nil
+		var apiErr *jsapi.APIError
+		if incr, apiErr = checkIncr(cfg, hdr, len(data), sourced); apiErr != nil {
+			return publishResult{}, apiErr
 		}
 		if v := proto.HeaderValue(hdr, jsapi.HeaderExpectedStream); len(v) > 0 && string(v) != s.name {
 			return publishResult{}, jsapi.NewStreamNotMatchError()
@@ -173,6 +201,11 @@ func (s *stream) storeLocked(subj string, hdr, data []byte) (publishResult, *jsa
 				return publishResult{}, jsapi.NewWrongLastSequenceError(last)
 			}
 		}
+		n := len(hdr)
+		if hdr, apiErr = s.checkScheduleLocked(subj, hdr, sourced); apiErr != nil {
+			return publishResult{}, apiErr
+		}
+		rewritten = len(hdr) != n
 		if v := proto.HeaderValue(hdr, jsapi.HeaderMsgID); len(v) > 0 {
 			msgID = string(v)
 			if seq, ok := s.dedupe.lookup(msgID, now); ok {
@@ -194,6 +227,24 @@ func (s *stream) storeLocked(subj string, hdr, data []byte) (publishResult, *jsa
 			default:
 				return publishResult{}, jsapi.NewStreamRollupFailedError(errors.New("rollup value invalid: " + strconv.Quote(string(v))))
 			}
+		}
+	}
+
+	var ctr counted
+	if cfg.AllowMsgCounter {
+		if incr == nil {
+			return publishResult{}, jsapi.NewMessageIncrMissingError()
+		}
+		var apiErr *jsapi.APIError
+		if ctr, apiErr = s.applyIncrLocked(subj, hdr, data, incr); apiErr != nil {
+			return publishResult{}, apiErr
+		}
+		hdr, data, rewritten = ctr.hdr, ctr.data, true
+		if cfg.MaxMsgSize > 0 && len(hdr)+len(data) > int(cfg.MaxMsgSize) {
+			return publishResult{}, jsapi.NewMessageExceedsMaximumError()
+		}
+		if len(hdr) > 1<<16-1 {
+			return publishResult{}, jsapi.NewStreamHeaderExceedsMaximumError()
 		}
 	}
 
@@ -244,6 +295,10 @@ func (s *stream) storeLocked(subj string, hdr, data []byte) (publishResult, *jsa
 	default:
 		s.resyncConsumersLocked(false)
 	}
+	s.noteScheduleLocked(seq, subj, hdr, ts)
+	if cfg.AllowRollup && !cfg.DenyPurge && len(hdr) > 0 && s.purgeScheduleLocked(hdr) {
+		s.resyncConsumersLocked(true)
+	}
 
 	cons := s.consumerList()
 	interested := false
@@ -257,7 +312,11 @@ func (s *stream) storeLocked(subj string, hdr, data []byte) (publishResult, *jsa
 		// drops it at once, keeping the sequence.
 		s.removeLocked(seq)
 	}
-	return publishResult{seq: seq, rp: rp}, nil
+	res := publishResult{seq: seq, rp: rp, val: ctr.val}
+	if rewritten {
+		res.hdr, res.data = hdr, data
+	}
+	return res, nil
 }
 
 // removeLocked deletes one message the engine decided to remove

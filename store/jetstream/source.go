@@ -752,7 +752,7 @@ func (sc *sourcer) storeMirrored(sseq uint64, subj string, hdr, data []byte) *js
 			break
 		}
 	}
-	res, apiErr := s.storeLocked(subj, stripSourceHeaders(hdr), data)
+	res, apiErr := s.storeMsgLocked(subj, stripSourceHeaders(hdr), data, true)
 	if apiErr != nil {
 		return apiErr
 	}

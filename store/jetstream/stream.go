@@ -56,6 +56,8 @@ type stream struct {
 
 	// srcs runs the mirror or sources (source.go).
 	srcs sourceSet
+	// sched holds the message schedules (schedule.go); guarded by mu.
+	sched schedules
 	// cfgSnap is cfg as last set, read by config without s.mu: the
 	// engine reads configs under e.mu, which the store path (s.mu, then
 	// e.mu for the account usage) takes after s.mu.
@@ -133,6 +135,9 @@ func (e *Engine) newStream(cfg jsapi.StreamConfig, created time.Time, restoring 
 	}
 	if restoring {
 		s.restoreDedupe()
+	}
+	if cfg.AllowMsgSchedules {
+		s.restoreSchedulesLocked()
 	}
 	return s, nil
 }
@@ -318,6 +323,9 @@ func (s *stream) update(ncfg jsapi.StreamConfig) error {
 	s.xf.in, s.xf.rp, s.xf.headersOnly = xf.in, xf.rp, xf.headersOnly
 	s.dedupe.window = ncfg.DuplicateWindow
 	s.policy.Store(uint32(ncfg.Retention))
+	if ncfg.AllowMsgSchedules && !old.AllowMsgSchedules {
+		s.restoreSchedulesLocked()
+	}
 	s.mu.Unlock()
 
 	if !equalStrings(old.Subjects, ncfg.Subjects) {
@@ -344,6 +352,7 @@ func (s *stream) close(remove bool) error {
 		return nil
 	}
 	s.closed = true
+	s.stopSchedulesLocked()
 	s.mu.Unlock()
 
 	s.consMu.Lock()

@@ -18,6 +18,9 @@
 //	consumer.go   ConsumerConfig, ConsumerInfo, NextRequest
 //	api.go        subjects, response type strings, request/response bodies
 //	pub.go        PubAck, header names, status texts
+//	counter.go    counter stream headers, CounterValue, ParseIncr
+//	schedule.go   message schedule headers, ParseSchedule (@at, @every,
+//	              cron), ScheduleLocation
 //	request.go    DecodeRequest, IsEmptyRequest, CheckConsumerCreate,
 //	              ParseNextRequest, ParseTTL
 //	validate*.go  Normalize, update/create checks, StoreConfig, StoreError

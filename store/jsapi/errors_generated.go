@@ -1262,6 +1262,38 @@ func NewMessageIncrDisabledError() *APIError {
 	return &APIError{Code: 400, ErrCode: 10168, Description: "message counters is disabled"}
 }
 
+// ErrMessageIncrMissing is the 400/10169 error "message counter increment is missing", for errors.Is; send NewMessageIncrMissingError instead.
+var ErrMessageIncrMissing = &APIError{Code: 400, ErrCode: 10169, Description: "message counter increment is missing"}
+
+// NewMessageIncrMissingError returns 400/10169 "message counter increment is missing".
+func NewMessageIncrMissingError() *APIError {
+	return &APIError{Code: 400, ErrCode: 10169, Description: "message counter increment is missing"}
+}
+
+// ErrMessageIncrPayload is the 400/10170 error "message counter has payload", for errors.Is; send NewMessageIncrPayloadError instead.
+var ErrMessageIncrPayload = &APIError{Code: 400, ErrCode: 10170, Description: "message counter has payload"}
+
+// NewMessageIncrPayloadError returns 400/10170 "message counter has payload".
+func NewMessageIncrPayloadError() *APIError {
+	return &APIError{Code: 400, ErrCode: 10170, Description: "message counter has payload"}
+}
+
+// ErrMessageIncrInvalid is the 400/10171 error "message counter increment is invalid", for errors.Is; send NewMessageIncrInvalidError instead.
+var ErrMessageIncrInvalid = &APIError{Code: 400, ErrCode: 10171, Description: "message counter increment is invalid"}
+
+// NewMessageIncrInvalidError returns 400/10171 "message counter increment is invalid".
+func NewMessageIncrInvalidError() *APIError {
+	return &APIError{Code: 400, ErrCode: 10171, Description: "message counter increment is invalid"}
+}
+
+// ErrMessageCounterBroken is the 400/10172 error "message counter is broken", for errors.Is; send NewMessageCounterBrokenError instead.
+var ErrMessageCounterBroken = &APIError{Code: 400, ErrCode: 10172, Description: "message counter is broken"}
+
+// NewMessageCounterBrokenError returns 400/10172 "message counter is broken".
+func NewMessageCounterBrokenError() *APIError {
+	return &APIError{Code: 400, ErrCode: 10172, Description: "message counter is broken"}
+}
+
 // ErrMirrorWithCounters is the 400/10173 error "stream mirrors can not also calculate counters", for errors.Is; send NewMirrorWithCountersError instead.
 var ErrMirrorWithCounters = &APIError{Code: 400, ErrCode: 10173, Description: "stream mirrors can not also calculate counters"}
 
@@ -1350,6 +1382,38 @@ func NewMessageSchedulesDisabledError() *APIError {
 	return &APIError{Code: 400, ErrCode: 10188, Description: "message schedules is disabled"}
 }
 
+// ErrMessageSchedulesPatternInvalid is the 400/10189 error "message schedules pattern is invalid", for errors.Is; send NewMessageSchedulesPatternInvalidError instead.
+var ErrMessageSchedulesPatternInvalid = &APIError{Code: 400, ErrCode: 10189, Description: "message schedules pattern is invalid"}
+
+// NewMessageSchedulesPatternInvalidError returns 400/10189 "message schedules pattern is invalid".
+func NewMessageSchedulesPatternInvalidError() *APIError {
+	return &APIError{Code: 400, ErrCode: 10189, Description: "message schedules pattern is invalid"}
+}
+
+// ErrMessageSchedulesTargetInvalid is the 400/10190 error "message schedules target is invalid", for errors.Is; send NewMessageSchedulesTargetInvalidError instead.
+var ErrMessageSchedulesTargetInvalid = &APIError{Code: 400, ErrCode: 10190, Description: "message schedules target is invalid"}
+
+// NewMessageSchedulesTargetInvalidError returns 400/10190 "message schedules target is invalid".
+func NewMessageSchedulesTargetInvalidError() *APIError {
+	return &APIError{Code: 400, ErrCode: 10190, Description: "message schedules target is invalid"}
+}
+
+// ErrMessageSchedulesTTLInvalid is the 400/10191 error "message schedules invalid per-message TTL", for errors.Is; send NewMessageSchedulesTTLInvalidError instead.
+var ErrMessageSchedulesTTLInvalid = &APIError{Code: 400, ErrCode: 10191, Description: "message schedules invalid per-message TTL"}
+
+// NewMessageSchedulesTTLInvalidError returns 400/10191 "message schedules invalid per-message TTL".
+func NewMessageSchedulesTTLInvalidError() *APIError {
+	return &APIError{Code: 400, ErrCode: 10191, Description: "message schedules invalid per-message TTL"}
+}
+
+// ErrMessageSchedulesRollupInvalid is the 400/10192 error "message schedules invalid rollup", for errors.Is; send NewMessageSchedulesRollupInvalidError instead.
+var ErrMessageSchedulesRollupInvalid = &APIError{Code: 400, ErrCode: 10192, Description: "message schedules invalid rollup"}
+
+// NewMessageSchedulesRollupInvalidError returns 400/10192 "message schedules invalid rollup".
+func NewMessageSchedulesRollupInvalidError() *APIError {
+	return &APIError{Code: 400, ErrCode: 10192, Description: "message schedules invalid rollup"}
+}
+
 // ErrStreamExpectedLastSeqPerSubjectInvalid is the 400/10193 error "missing sequence for expected last sequence per subject", for errors.Is; send NewStreamExpectedLastSeqPerSubjectInvalidError instead.
 var ErrStreamExpectedLastSeqPerSubjectInvalid = &APIError{Code: 400, ErrCode: 10193, Description: "missing sequence for expected last sequence per subject"}
 
@@ -1382,6 +1446,14 @@ func NewMirrorWithAtomicPublishError() *APIError {
 	return &APIError{Code: 400, ErrCode: 10198, Description: "stream mirrors can not also use atomic publishing"}
 }
 
+// ErrMessageSchedulesSourceInvalid is the 400/10203 error "message schedules source is invalid", for errors.Is; send NewMessageSchedulesSourceInvalidError instead.
+var ErrMessageSchedulesSourceInvalid = &APIError{Code: 400, ErrCode: 10203, Description: "message schedules source is invalid"}
+
+// NewMessageSchedulesSourceInvalidError returns 400/10203 "message schedules source is invalid".
+func NewMessageSchedulesSourceInvalidError() *APIError {
+	return &APIError{Code: 400, ErrCode: 10203, Description: "message schedules source is invalid"}
+}
+
 // ErrConsumerInvalidReset is the 400/10204 error "invalid reset: {err}", for errors.Is; send NewConsumerInvalidResetError instead.
 var ErrConsumerInvalidReset = &APIError{Code: 400, ErrCode: 10204, Description: "invalid reset: {err}"}
 
@@ -1408,6 +1480,14 @@ var ErrMirrorWithBatchPublish = &APIError{Code: 400, ErrCode: 10209, Description
 // NewMirrorWithBatchPublishError returns 400/10209 "stream mirrors can not also use batch publishing".
 func NewMirrorWithBatchPublishError() *APIError {
 	return &APIError{Code: 400, ErrCode: 10209, Description: "stream mirrors can not also use batch publishing"}
+}
+
+// ErrMessageSchedulesSchedulerInvalid is the 400/10212 error "message schedules invalid scheduler", for errors.Is; send NewMessageSchedulesSchedulerInvalidError instead.
+var ErrMessageSchedulesSchedulerInvalid = &APIError{Code: 400, ErrCode: 10212, Description: "message schedules invalid scheduler"}
+
+// NewMessageSchedulesSchedulerInvalidError returns 400/10212 "message schedules invalid scheduler".
+func NewMessageSchedulesSchedulerInvalidError() *APIError {
+	return &APIError{Code: 400, ErrCode: 10212, Description: "message schedules invalid scheduler"}
 }
 
 // ErrMirrorDurableConsumerCfgInvalid is the 400/10213 error "stream mirror consumer config is invalid", for errors.Is; send NewMirrorDurableConsumerCfgInvalidError instead.
@@ -1472,6 +1552,14 @@ var ErrConsumerAckFCRequiresNoMaxDeliver = &APIError{Code: 400, ErrCode: 10222, 
 // NewConsumerAckFCRequiresNoMaxDeliverError returns 400/10222 "flow control ack policy requires unset max deliver".
 func NewConsumerAckFCRequiresNoMaxDeliverError() *APIError {
 	return &APIError{Code: 400, ErrCode: 10222, Description: "flow control ack policy requires unset max deliver"}
+}
+
+// ErrMessageSchedulesTimeZoneInvalid is the 400/10223 error "message schedules time zone is invalid", for errors.Is; send NewMessageSchedulesTimeZoneInvalidError instead.
+var ErrMessageSchedulesTimeZoneInvalid = &APIError{Code: 400, ErrCode: 10223, Description: "message schedules time zone is invalid"}
+
+// NewMessageSchedulesTimeZoneInvalidError returns 400/10223 "message schedules time zone is invalid".
+func NewMessageSchedulesTimeZoneInvalidError() *APIError {
+	return &APIError{Code: 400, ErrCode: 10223, Description: "message schedules time zone is invalid"}
 }
 
 // ErrMessageSourceHdrNotAllowed is the 400/10227 error "message stream source header is not allowed", for errors.Is; send NewMessageSourceHdrNotAllowedError instead.

@@ -10,6 +10,9 @@ type PubAck struct {
 	Domain string `json:"domain,omitempty"`
 	// Duplicate reports a Nats-Msg-Id seen within the duplicate window.
 	Duplicate bool `json:"duplicate,omitempty"`
+	// Value is a counter stream's new total for the subject (see
+	// HeaderIncr).
+	Value string `json:"val,omitempty"`
 }
 
 // PubAckResponse is the JSON reply to a publish: a PubAck on success, an

@@ -74,11 +74,13 @@ type StreamConfig struct {
 	// SubjectDeleteMarkerTTL, when set, leaves a marker with this TTL when
 	// max_age removes a subject's last message.
 	SubjectDeleteMarkerTTL time.Duration `json:"subject_delete_marker_ttl,omitempty"`
-	// AllowMsgCounter makes the stream a counter stream (not supported).
+	// AllowMsgCounter makes the stream a counter stream: publishes carry
+	// HeaderIncr and the stream stores the subject's running total.
 	AllowMsgCounter bool `json:"allow_msg_counter,omitempty"`
 	// AllowAtomicPublish enables atomic batch publish (not supported).
 	AllowAtomicPublish bool `json:"allow_atomic,omitempty"`
-	// AllowMsgSchedules enables scheduled messages (not supported).
+	// AllowMsgSchedules enables message schedules: messages with
+	// HeaderSchedule that the stream fires at HeaderScheduleTarget.
 	AllowMsgSchedules bool `json:"allow_msg_schedules,omitempty"`
 	// PersistMode selects flush-before-ack or async persistence.
 	PersistMode PersistMode `json:"persist_mode,omitempty"`

@@ -588,18 +588,15 @@ func CheckStreamCreate(subjectName string, cfg *StreamConfig) *APIError {
 
 // CheckSupported refuses stream features that leafbox does not implement
 // but nats-server does, so that clients get an error instead of a stream
-// that silently ignores them: counters (allow_msg_counter), atomic and
-// fast batch publish (allow_atomic, allow_batched) and message schedules
-// (allow_msg_schedules). The errors are 500/10052.
+// that silently ignores them: atomic and fast batch publish
+// (allow_atomic, allow_batched). The errors are 500/10052.
 func (c *StreamConfig) CheckSupported() *APIError {
 	for _, f := range []struct {
 		set  bool
 		name string
 	}{
-		{c.AllowMsgCounter, "allow_msg_counter"},
 		{c.AllowAtomicPublish, "allow_atomic"},
 		{c.AllowBatchPublish, "allow_batched"},
-		{c.AllowMsgSchedules, "allow_msg_schedules"},
 	} {
 		if f.set {
 			return NewStreamInvalidConfigError(errors.New(f.name + " is not supported"))

@@ -145,7 +145,7 @@ func TestStreamHelpers(t *testing.T) {
 		t.Fatal("difference not seen")
 	}
 
-	requireErrCode(t, (&StreamConfig{Name: "S", AllowMsgCounter: true}).CheckSupported(), ErrStreamInvalidConfig)
+	requireErrCode(t, (&StreamConfig{Name: "S", AllowMsgCounter: true}).CheckSupported(), nil)
 	requireErrCode(t, (&StreamConfig{Name: "S", AllowBatchPublish: true}).CheckSupported(), ErrStreamInvalidConfig)
 	requireErrCode(t, (&StreamConfig{Name: "S", AllowMsgTTL: true}).CheckSupported(), nil)
 
