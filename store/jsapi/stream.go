@@ -76,11 +76,12 @@ type StreamConfig struct {
 	SubjectDeleteMarkerTTL time.Duration `json:"subject_delete_marker_ttl,omitempty"`
 	// AllowMsgCounter makes the stream a counter stream (not supported).
 	AllowMsgCounter bool `json:"allow_msg_counter,omitempty"`
-	// AllowAtomicPublish enables atomic batch publish (not supported).
+	// AllowAtomicPublish enables atomic batch publish (Nats-Batch-Id).
 	AllowAtomicPublish bool `json:"allow_atomic,omitempty"`
 	// AllowMsgSchedules enables scheduled messages (not supported).
 	AllowMsgSchedules bool `json:"allow_msg_schedules,omitempty"`
-	// PersistMode selects flush-before-ack or async persistence.
+	// PersistMode selects flush-before-ack or async persistence (acks
+	// that do not wait for the fsync); file storage only, fixed at create.
 	PersistMode PersistMode `json:"persist_mode,omitempty"`
 	// AllowBatchPublish enables fast batch publish (not supported).
 	AllowBatchPublish bool `json:"allow_batched,omitempty"`

@@ -588,16 +588,16 @@ func CheckStreamCreate(subjectName string, cfg *StreamConfig) *APIError {
 
 // CheckSupported refuses stream features that leafbox does not implement
 // but nats-server does, so that clients get an error instead of a stream
-// that silently ignores them: counters (allow_msg_counter), atomic and
-// fast batch publish (allow_atomic, allow_batched) and message schedules
-// (allow_msg_schedules). The errors are 500/10052.
+// that silently ignores them: counters (allow_msg_counter), fast batch
+// publish (allow_batched) and message schedules (allow_msg_schedules).
+// Atomic batch publish (allow_atomic) and persist_mode are implemented.
+// The errors are 500/10052.
 func (c *StreamConfig) CheckSupported() *APIError {
 	for _, f := range []struct {
 		set  bool
 		name string
 	}{
 		{c.AllowMsgCounter, "allow_msg_counter"},
-		{c.AllowAtomicPublish, "allow_atomic"},
 		{c.AllowBatchPublish, "allow_batched"},
 		{c.AllowMsgSchedules, "allow_msg_schedules"},
 	} {
