@@ -25,6 +25,12 @@ func (s *stream) handlePublish(subj, reply, hdr, data []byte) {
 		s.eng.bus.Publish(string(reply), "", nil, b)
 		return
 	}
+	if len(hdr) > 0 {
+		if id := proto.HeaderValue(hdr, headerBatchID); len(id) > 0 {
+			s.handleAtomicBatch(s.subjects.Name(subj), string(reply), id, hdr, data)
+			return
+		}
+	}
 	buf := ackBufs.Get().(*[]byte)
 	defer ackBufs.Put(buf)
 	resp, stored := s.processPublish((*buf)[:0], s.subjects.Name(subj), hdr, data)
