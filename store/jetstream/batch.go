@@ -36,20 +36,18 @@ import (
 // last one carries Nats-Batch-Commit "1" (added for "eob"). A file stream
 // writes a batch's records with a single write after everything buffered
 // before it (filestore.Stream.StoreBatch), so a process killed (kill -9)
-// at any point leaves, in the page cache, either none of the records, all
-// of them, or a prefix ending in a torn record that the file store's
-// recovery truncates. A prefix is always the stream's tail and always
-// lacks the commit record, so Open (dropTornBatch) removes a trailing run
-// of batch messages without its commit, and any batch at the tail whose
-// count does not match its commit's sequence: after kill -9 every
-// committed batch is there whole or not at all. A power cut is covered in
-// the same way as long as the disk completes the batch's write, or a
-// prefix of it, in order (the vfs crash model: each write reaches the
-// disk whole or not at all); a disk that writes back a multi-page write's
-// pages in any order and loses a middle page can leave a batch at the
-// tail with a hole, which dropTornBatch also removes, but not a damaged
-// batch followed by later messages (the file store then reports the
-// corrupt records).
+// at any point leaves, in the page cache, none of the records, all of
+// them, or a prefix ending in a torn record that the file store's
+// recovery truncates. Such a prefix is the stream's tail and lacks the
+// commit record, and Open removes it (dropTornBatch): after kill -9 every
+// batch is there whole or not at all. A power cut gives the same as long
+// as the disk completes the batch's write whole, or a prefix of it (the
+// vfs crash model, where each write reaches the disk whole or not at all;
+// TestAtomicBatchPowerCut loses random subsets of writes). A disk that
+// writes back the pages of one multi-page write in any order and loses a
+// middle one while keeping the commit record can leave a batch with a
+// hole; the file store then reports the corrupt record, but the rest of
+// the batch stays.
 //
 // Staged batches live in memory only and are lost on restart, as
 // nats-server discards its staging directory at startup.
@@ -519,9 +517,12 @@ func removeHeader(hdr []byte, key string) []byte {
 }
 
 // dropTornBatch removes an atomic batch a crash cut short from the tail
-// of a restored stream: a run of messages of one batch whose last has no
-// commit header, or whose commit's batch sequence is not matched by the
-// messages before it. See the crash atomicity note above.
+// of a restored stream: when the message at the stream's last sequence
+// belongs to a batch and lacks the commit header, it and the messages of
+// its batch right before it are removed. A batch whose commit message is
+// there was written whole (its records went out in one write, in order),
+// even if some of its messages were removed since; a tail message that was
+// removed leaves the last sequence without a message, and nothing is done.
 func (s *stream) dropTornBatch() {
 	st := s.store.State()
 	if st.Msgs == 0 {
@@ -533,31 +534,17 @@ func (s *stream) dropTornBatch() {
 		return
 	}
 	id := proto.HeaderValue(m.Header, jsapi.HeaderBatchID)
-	if len(id) == 0 {
+	if len(id) == 0 || proto.HeaderValue(m.Header, jsapi.HeaderBatchCommit) != nil {
 		return
 	}
 	id = bytes.Clone(id)
-	committed := proto.HeaderValue(m.Header, jsapi.HeaderBatchCommit) != nil
-	want, _ := strconv.ParseUint(string(proto.HeaderValue(m.Header, jsapi.HeaderBatchSeq)), 10, 64)
-	// Walk back over the batch's messages.
 	seqs := []uint64{st.LastSeq}
-	whole := committed && want == 1
-	for seq := st.LastSeq - 1; seq >= st.FirstSeq && seq > 0 && uint64(len(seqs)) < want; seq-- {
+	for seq := st.LastSeq - 1; seq >= st.FirstSeq && seq > 0; seq-- {
 		p, err := s.store.Load(seq, &sm)
 		if err != nil || !bytes.Equal(proto.HeaderValue(p.Header, jsapi.HeaderBatchID), id) {
 			break
 		}
-		bs, _ := strconv.ParseUint(string(proto.HeaderValue(p.Header, jsapi.HeaderBatchSeq)), 10, 64)
-		if bs != want-uint64(len(seqs)) {
-			break
-		}
 		seqs = append(seqs, seq)
-		if bs == 1 {
-			whole = committed
-		}
-	}
-	if whole {
-		return
 	}
 	for _, seq := range seqs {
 		_, _ = s.store.Remove(seq, false)

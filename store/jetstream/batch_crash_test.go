@@ -219,6 +219,21 @@ func TestAtomicBatchTornWrite(t *testing.T) {
 	env.startEngine()
 	have, _ := batchSizesOf(t, env.js, "S")
 	require.Equal(t, have["b0.0-4"], 4)
+	// Messages removed from a whole batch (a delete, a work queue's ack)
+	// are not a torn batch: a restart keeps the rest, also when the
+	// commit message itself is gone.
+	s, err := env.js.Stream(ctx, "S")
+	require.NoError(t, err)
+	for _, seq := range []uint64{3, 5} {
+		require.NoError(t, s.DeleteMsg(ctx, seq))
+		env.restart()
+		have, _ = batchSizesOf(t, env.js, "S")
+		if seq == 3 {
+			require.Equal(t, have["b0.0-4"], 3)
+		} else {
+			require.Equal(t, have["b0.0-4"], 2)
+		}
+	}
 }
 
 // TestAtomicBatchNoPartialReads: while batches of five are committed,

@@ -85,6 +85,7 @@ func atomicBatchTranscript(t *testing.T, nc *nats.Conn) []string {
 	req("bad commit", batchMsg("b.4", "badc", 1, "yes", "x"))
 	req("no seq", batchMsg("b.4", "noseq", 0, "1", "x"))
 	req("long id", batchMsg("b.4", strings.Repeat("i", 65), 1, "1", "x"))
+	req("empty id", batchMsg("b.4", "", 1, "1", "not a batch"))
 	req("64 id", batchMsg("b.4", strings.Repeat("i", 64), 1, "1", "id64"))
 	// Checks at the commit: nothing of a failing batch is stored.
 	req("dup 1", batchMsg("b.5", "dup", 1, "", "x", jsapi.HeaderMsgID, "m1"))

@@ -78,8 +78,10 @@ func (s *stream) processPublish(dst []byte, subj string, hdr, data []byte) ([]by
 	return s.appendPubAck(dst, res.seq, res.duplicate), stored
 }
 
-// headerBatchID marks a message of an atomic batch publish; a reply
-// ending in fastBatchSuffix one of a fast batch publish.
+// headerBatchID marks a message of an atomic batch publish (batch.go)
+// when its value is not empty; as in nats-server an empty one is an
+// ordinary publish. A reply ending in fastBatchSuffix marks one of a fast
+// batch publish.
 const headerBatchID = "Nats-Batch-Id"
 
 var fastBatchSuffix = []byte(".$FI")
@@ -136,11 +138,6 @@ func (s *stream) storeLocked(subj string, hdr, data []byte) (publishResult, *jsa
 	)
 	now := time.Now().UnixNano()
 	if len(hdr) > 0 {
-		if proto.HeaderValue(hdr, headerBatchID) != nil {
-			// Atomic batch publish is not implemented: storing the
-			// message alone would break the batch's promise.
-			return publishResult{}, jsapi.NewAtomicPublishDisabledError()
-		}
 		if v := proto.HeaderValue(hdr, jsapi.HeaderExpectedStream); len(v) > 0 && string(v) != s.name {
 			return publishResult{}, jsapi.NewStreamNotMatchError()
 		}
