@@ -54,13 +54,13 @@ import (
 
 // Limits, nats-server's defaults.
 const (
-	maxBatchIDLen           = 64
-	maxBatchMsgs            = 1000
-	maxBatchesPerStream     = 50
-	maxBatchesTotal         = 1000
-	defaultBatchTimeout     = 10 * time.Second
-	batchCommitValue        = "1"
-	batchCommitEndOfBatchEO = "eob"
+	maxBatchIDLen       = 64
+	maxBatchMsgs        = 1000
+	maxBatchesPerStream = 50
+	maxBatchesTotal     = 1000
+	defaultBatchTimeout = 10 * time.Second
+	batchCommitValue    = "1"
+	batchCommitEOB      = "eob"
 )
 
 // inflightBatches counts the batches being staged in all streams of the
@@ -99,6 +99,8 @@ type batchRepublish struct {
 	hdr, data []byte
 }
 
+// batchError is the error PubAck for err (nil when the stream does not
+// ack).
 func (s *stream) batchError(err *jsapi.APIError) *batchReply {
 	if s.cfg.NoAck {
 		return nil
@@ -142,7 +144,7 @@ func (s *stream) processAtomicBatch(subj, reply string, idb, hdr, data []byte) (
 	var commit, eob, commitInvalid bool
 	if v := proto.HeaderValue(hdr, jsapi.HeaderBatchCommit); v != nil {
 		commit = true
-		eob = string(v) == batchCommitEndOfBatchEO
+		eob = string(v) == batchCommitEOB
 		commitInvalid = !eob && string(v) != batchCommitValue
 	}
 	size := seq // the "eob" marker is not a message of the batch
