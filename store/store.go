@@ -157,6 +157,29 @@ type Syncer interface {
 	SyncDeferred() bool
 }
 
+// BatchMsg is one message of a batch handed to BatchStorer.StoreBatch.
+type BatchMsg struct {
+	Subject string
+	Header  []byte
+	Data    []byte
+	// TTL is as Stream.Store's ttl.
+	TTL int64
+}
+
+// BatchStorer is the optional ability of a Stream to store several
+// messages as one unit: readers see none of them or all of them, and a
+// file stream writes them with a single write, so that a crash leaves
+// either the whole batch or a prefix of its records (which the caller's
+// recovery can recognise) but never interleaves it with other writes.
+// Callers find it with a type assertion.
+type BatchStorer interface {
+	// StoreBatch appends msgs with consecutive sequences and returns
+	// the first sequence and the common timestamp. Limits are applied
+	// as Store applies them, message by message. An error stores none
+	// of the messages.
+	StoreBatch(msgs []BatchMsg) (first uint64, ts int64, err error)
+}
+
 // Stream is one stream's message log. Implementations are safe for
 // concurrent use.
 type Stream interface {

@@ -73,6 +73,10 @@ type Stream struct {
 	reads   readCache
 	loader  indexLoader
 
+	// inBatch is set while StoreBatch stores its messages: storeLocked
+	// neither rolls the block nor writes the buffer (batch.go).
+	inBatch bool
+
 	// Group commit; see sync.go. Lock order: mu before syncMu, mu before
 	// fileMu.
 	syncMu   sync.Mutex
@@ -233,8 +237,10 @@ func (s *Stream) storeLocked(subj string, hdr, data []byte, ttl int64) (uint64, 
 		}
 	}
 	seq, ts := s.lastSeq+1, time.Now().UnixNano()
-	if err := s.ensureRoom(n); err != nil {
-		return 0, 0, err
+	if !s.inBatch { // StoreBatch made room for the whole batch
+		if err := s.ensureRoom(n); err != nil {
+			return 0, 0, err
+		}
 	}
 	s.releaseEvictions()
 	b := s.active
@@ -245,7 +251,7 @@ func (s *Stream) storeLocked(subj string, hdr, data []byte, ttl int64) (uint64, 
 		b.buf = appendMsgRecord(b.buf, seq, ts, ttl, subj, hdr, data)
 	}
 	b.rawLen += int64(n)
-	if s.syncAlways || len(b.buf) >= asyncFlushSize {
+	if (s.syncAlways || len(b.buf) >= asyncFlushSize) && !s.inBatch {
 		if err := s.flushLocked(); err != nil {
 			b.buf = b.buf[:mark]
 			b.rawLen -= int64(n)

@@ -32,6 +32,7 @@ const (
 	advTerminated
 	advGroupPinned
 	advGroupUnpinned
+	advBatchAbandoned
 	numAdvisoryKinds
 )
 
@@ -46,6 +47,7 @@ var advisoryTypes = [numAdvisoryKinds]string{
 	advTerminated:     jsapi.AdvisoryTypeTerminated,
 	advGroupPinned:    jsapi.AdvisoryTypeGroupPinned,
 	advGroupUnpinned:  jsapi.AdvisoryTypeGroupUnpinned,
+	advBatchAbandoned: jsapi.AdvisoryTypeBatchAbandoned,
 }
 
 // AdvisoryCount is how many advisories of one type were published.

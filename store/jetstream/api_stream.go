@@ -47,12 +47,12 @@ func (e *Engine) apiStreamCreate(name, reply string, data []byte) {
 }
 
 // checkSupported refuses stream features leafbox does not implement.
-// allow_atomic and allow_batched are accepted, because the nats CLI sets
-// them on every stream it creates, but batch publishes are then refused
-// message by message (see handlePublish).
+// allow_batched is accepted, because the nats CLI sets it on every stream
+// it creates, but fast batch publishes are then refused message by
+// message (see handlePublish). allow_atomic is implemented (batch.go).
 func checkSupported(cfg *jsapi.StreamConfig) *jsapi.APIError {
 	c := *cfg
-	c.AllowAtomicPublish, c.AllowBatchPublish = false, false
+	c.AllowBatchPublish = false
 	return c.CheckSupported()
 }
 

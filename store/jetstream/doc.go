@@ -66,8 +66,12 @@
 //
 // Config.SyncInterval ≤ 0 is "always": a PubAck from a file stream leaves
 // only after its message is fsynced; concurrent and pipelined publishes
-// share fsyncs. A positive interval acks at once and bounds the loss window
-// of a power cut. Consumer state (delivered, ack floor, pending,
+// share fsyncs; a stream with persist_mode async has no committer and acks
+// at once, its file store syncing on its own timer (commitBackstop). A
+// positive interval acks at once and bounds the loss window of a power
+// cut. Atomic batches (batch.go) are stored with one store call and, in a
+// file stream, one write; what a crash can leave of one is described
+// there. Consumer state (delivered, ack floor, pending,
 // redelivery counts) is written to the consumer's ConsumerStore at most
 // every 200ms and on Close. The bound on an ack: it is on disk within
 // 200ms with SyncInterval "always" (each write is fsynced), within 200ms

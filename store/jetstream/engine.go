@@ -71,6 +71,9 @@ type Config struct {
 	// and stores nothing. The app sets it to shed new work under memory
 	// pressure.
 	RefusePublish func() bool
+	// BatchTimeout is how long an atomic batch may wait for its next
+	// message before it is abandoned; 0 is nats-server's 10s.
+	BatchTimeout time.Duration
 	// ServerName names the server in API audit advisories.
 	ServerName string
 	// Account names the account the Bus is bound to in API audit

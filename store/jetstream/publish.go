@@ -26,6 +26,12 @@ func (s *stream) handlePublish(subj, reply, hdr, data []byte) {
 		s.eng.bus.Publish(string(reply), "", nil, b)
 		return
 	}
+	if len(hdr) > 0 {
+		if id := proto.HeaderValue(hdr, headerBatchID); len(id) > 0 {
+			s.handleAtomicBatch(s.subjects.Name(subj), string(reply), id, hdr, data)
+			return
+		}
+	}
 	buf := ackBufs.Get().(*[]byte)
 	defer ackBufs.Put(buf)
 	resp, stored := s.processPublish((*buf)[:0], s.subjects.Name(subj), hdr, data)
@@ -80,8 +86,10 @@ func (s *stream) processPublish(dst []byte, subj string, hdr, data []byte) ([]by
 	return dst, stored
 }
 
-// headerBatchID marks a message of an atomic batch publish; a reply
-// ending in fastBatchSuffix one of a fast batch publish.
+// headerBatchID marks a message of an atomic batch publish (batch.go)
+// when its value is not empty; as in nats-server an empty one is an
+// ordinary publish. A reply ending in fastBatchSuffix marks one of a fast
+// batch publish.
 const headerBatchID = "Nats-Batch-Id"
 
 var fastBatchSuffix = []byte(".$FI")
@@ -153,11 +161,6 @@ func (s *stream) storeMsgLocked(subj string, hdr, data []byte, internal bool) (p
 	)
 	now := time.Now().UnixNano()
 	if len(hdr) > 0 {
-		if proto.HeaderValue(hdr, headerBatchID) != nil {
-			// Atomic batch publish is not implemented: storing the
-			// message alone would break the batch's promise.
-			return publishResult{}, jsapi.NewAtomicPublishDisabledError()
-		}
 		sourced := internal || proto.HeaderValue(hdr, jsapi.HeaderStreamSource) != nil
 		var apiErr *jsapi.APIError
 		if incr, apiErr = checkIncr(cfg, hdr, len(data), sourced); apiErr != nil {

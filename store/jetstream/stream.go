@@ -44,6 +44,8 @@ type stream struct {
 	closed   bool
 	// commit sends PubAcks after fsync in sync-always mode; nil otherwise.
 	commit *committer
+	// batches are the atomic batches being staged, by id (batch.go).
+	batches map[string]*atomicBatch
 	// xf holds the compiled subject_transform and republish (transform.go).
 	xf streamTransforms
 
@@ -116,7 +118,7 @@ func (e *Engine) newStream(cfg jsapi.StreamConfig, created time.Time, restoring 
 		return nil, err
 	}
 	s.store = st
-	if sy, ok := st.(store.Syncer); ok && sy.SyncDeferred() && cfg.Storage == jsapi.FileStorage && e.cfg.SyncInterval <= 0 {
+	if sy, ok := st.(store.Syncer); ok && sy.SyncDeferred() && cfg.Storage == jsapi.FileStorage && e.cfg.SyncInterval <= 0 && cfg.PersistMode != jsapi.AsyncPersist {
 		s.commit = newCommitter(sy, e.bus, cfg.Name)
 	}
 	ss := st.State()
@@ -134,6 +136,7 @@ func (e *Engine) newStream(cfg jsapi.StreamConfig, created time.Time, restoring 
 		}
 	}
 	if restoring {
+		s.dropTornBatch()
 		s.restoreDedupe()
 	}
 	if cfg.AllowMsgSchedules {
@@ -353,6 +356,7 @@ func (s *stream) close(remove bool) error {
 	}
 	s.closed = true
 	s.stopSchedulesLocked()
+	s.dropBatchesLocked()
 	s.mu.Unlock()
 
 	s.consMu.Lock()

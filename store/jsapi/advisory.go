@@ -42,6 +42,9 @@ const (
 	// AdvisoryConsumerUnpinned carries a ConsumerGroupUnpinnedAdvisory
 	// when a pin ends (.<stream>.<consumer>).
 	AdvisoryConsumerUnpinned = "$JS.EVENT.ADVISORY.CONSUMER.UNPINNED"
+	// AdvisoryStreamBatchAbandoned carries a StreamBatchAbandonedAdvisory
+	// when an atomic batch is dropped before its commit (.<stream>).
+	AdvisoryStreamBatchAbandoned = "$JS.EVENT.ADVISORY.STREAM.BATCH_ABANDONED"
 )
 
 // Advisory type strings, the "type" field of each advisory.
@@ -55,6 +58,33 @@ const (
 	AdvisoryTypeTerminated     = "io.nats.jetstream.advisory.v1.terminated"
 	AdvisoryTypeGroupPinned    = "io.nats.jetstream.advisory.v1.consumer_group_pinned"
 	AdvisoryTypeGroupUnpinned  = "io.nats.jetstream.advisory.v1.consumer_group_unpinned"
+	// AdvisoryTypeBatchAbandoned is the type of a
+	// StreamBatchAbandonedAdvisory.
+	AdvisoryTypeBatchAbandoned = "io.nats.jetstream.advisory.v1.stream_batch_abandoned"
+)
+
+// StreamBatchAbandonedAdvisory reports an atomic batch the stream dropped
+// without storing it.
+type StreamBatchAbandonedAdvisory struct {
+	TypedEvent
+	Stream string `json:"stream"`
+	Domain string `json:"domain,omitempty"`
+	Batch  string `json:"batch"`
+	// Reason is one of the BatchAbandoned constants.
+	Reason string `json:"reason"`
+}
+
+// Reasons of a StreamBatchAbandonedAdvisory, nats-server's.
+const (
+	// BatchAbandonedTimeout: no message for the batch timeout.
+	BatchAbandonedTimeout = "timeout"
+	// BatchAbandonedLarge: more messages than a batch may hold.
+	BatchAbandonedLarge = "large"
+	// BatchAbandonedIncomplete: a gap in the batch sequence.
+	BatchAbandonedIncomplete = "incomplete"
+	// BatchAbandonedUnsupported: a Nats-Required-Api-Level above the
+	// server's.
+	BatchAbandonedUnsupported = "unsupported"
 )
 
 // Reasons of a ConsumerGroupUnpinnedAdvisory, nats-server's.

@@ -1310,12 +1310,44 @@ func NewAtomicPublishDisabledError() *APIError {
 	return &APIError{Code: 400, ErrCode: 10174, Description: "atomic publish is disabled"}
 }
 
+// ErrAtomicPublishMissingSeq is the 400/10175 error "atomic publish sequence is missing", for errors.Is; send NewAtomicPublishMissingSeqError instead.
+var ErrAtomicPublishMissingSeq = &APIError{Code: 400, ErrCode: 10175, Description: "atomic publish sequence is missing"}
+
+// NewAtomicPublishMissingSeqError returns 400/10175 "atomic publish sequence is missing".
+func NewAtomicPublishMissingSeqError() *APIError {
+	return &APIError{Code: 400, ErrCode: 10175, Description: "atomic publish sequence is missing"}
+}
+
+// ErrAtomicPublishIncompleteBatch is the 400/10176 error "atomic publish batch is incomplete", for errors.Is; send NewAtomicPublishIncompleteBatchError instead.
+var ErrAtomicPublishIncompleteBatch = &APIError{Code: 400, ErrCode: 10176, Description: "atomic publish batch is incomplete"}
+
+// NewAtomicPublishIncompleteBatchError returns 400/10176 "atomic publish batch is incomplete".
+func NewAtomicPublishIncompleteBatchError() *APIError {
+	return &APIError{Code: 400, ErrCode: 10176, Description: "atomic publish batch is incomplete"}
+}
+
+// ErrAtomicPublishUnsupportedHeaderBatch is the 400/10177 error "atomic publish unsupported header used: {header}", for errors.Is; send NewAtomicPublishUnsupportedHeaderBatchError instead.
+var ErrAtomicPublishUnsupportedHeaderBatch = &APIError{Code: 400, ErrCode: 10177, Description: "atomic publish unsupported header used: {header}"}
+
+// NewAtomicPublishUnsupportedHeaderBatchError returns 400/10177 "atomic publish unsupported header used: {header}" with its placeholders filled.
+func NewAtomicPublishUnsupportedHeaderBatchError(header string) *APIError {
+	return &APIError{Code: 400, ErrCode: 10177, Description: "atomic publish unsupported header used: " + header}
+}
+
 // ErrConsumerPushWithPriorityGroup is the 400/10178 error "priority groups can not be used with push consumers", for errors.Is; send NewConsumerPushWithPriorityGroupError instead.
 var ErrConsumerPushWithPriorityGroup = &APIError{Code: 400, ErrCode: 10178, Description: "priority groups can not be used with push consumers"}
 
 // NewConsumerPushWithPriorityGroupError returns 400/10178 "priority groups can not be used with push consumers".
 func NewConsumerPushWithPriorityGroupError() *APIError {
 	return &APIError{Code: 400, ErrCode: 10178, Description: "priority groups can not be used with push consumers"}
+}
+
+// ErrAtomicPublishInvalidBatchID is the 400/10179 error "atomic publish batch ID is invalid", for errors.Is; send NewAtomicPublishInvalidBatchIDError instead.
+var ErrAtomicPublishInvalidBatchID = &APIError{Code: 400, ErrCode: 10179, Description: "atomic publish batch ID is invalid"}
+
+// NewAtomicPublishInvalidBatchIDError returns 400/10179 "atomic publish batch ID is invalid".
+func NewAtomicPublishInvalidBatchIDError() *APIError {
+	return &APIError{Code: 400, ErrCode: 10179, Description: "atomic publish batch ID is invalid"}
 }
 
 // ErrConsumerAckPolicyInvalid is the 400/10181 error "consumer ack policy invalid", for errors.Is; send NewConsumerAckPolicyInvalidError instead.
@@ -1446,6 +1478,30 @@ func NewMirrorWithAtomicPublishError() *APIError {
 	return &APIError{Code: 400, ErrCode: 10198, Description: "stream mirrors can not also use atomic publishing"}
 }
 
+// ErrAtomicPublishTooLargeBatch is the 400/10199 error "atomic publish batch is too large: {size}", for errors.Is; send NewAtomicPublishTooLargeBatchError instead.
+var ErrAtomicPublishTooLargeBatch = &APIError{Code: 400, ErrCode: 10199, Description: "atomic publish batch is too large: {size}"}
+
+// NewAtomicPublishTooLargeBatchError returns 400/10199 "atomic publish batch is too large: {size}" with its placeholders filled.
+func NewAtomicPublishTooLargeBatchError(size int) *APIError {
+	return &APIError{Code: 400, ErrCode: 10199, Description: "atomic publish batch is too large: " + strconv.Itoa(size)}
+}
+
+// ErrAtomicPublishInvalidBatchCommit is the 400/10200 error "atomic publish batch commit is invalid", for errors.Is; send NewAtomicPublishInvalidBatchCommitError instead.
+var ErrAtomicPublishInvalidBatchCommit = &APIError{Code: 400, ErrCode: 10200, Description: "atomic publish batch commit is invalid"}
+
+// NewAtomicPublishInvalidBatchCommitError returns 400/10200 "atomic publish batch commit is invalid".
+func NewAtomicPublishInvalidBatchCommitError() *APIError {
+	return &APIError{Code: 400, ErrCode: 10200, Description: "atomic publish batch commit is invalid"}
+}
+
+// ErrAtomicPublishContainsDuplicateMessage is the 400/10201 error "atomic publish batch contains duplicate message id", for errors.Is; send NewAtomicPublishContainsDuplicateMessageError instead.
+var ErrAtomicPublishContainsDuplicateMessage = &APIError{Code: 400, ErrCode: 10201, Description: "atomic publish batch contains duplicate message id"}
+
+// NewAtomicPublishContainsDuplicateMessageError returns 400/10201 "atomic publish batch contains duplicate message id".
+func NewAtomicPublishContainsDuplicateMessageError() *APIError {
+	return &APIError{Code: 400, ErrCode: 10201, Description: "atomic publish batch contains duplicate message id"}
+}
+
 // ErrMessageSchedulesSourceInvalid is the 400/10203 error "message schedules source is invalid", for errors.Is; send NewMessageSchedulesSourceInvalidError instead.
 var ErrMessageSchedulesSourceInvalid = &APIError{Code: 400, ErrCode: 10203, Description: "message schedules source is invalid"}
 
@@ -1480,6 +1536,14 @@ var ErrMirrorWithBatchPublish = &APIError{Code: 400, ErrCode: 10209, Description
 // NewMirrorWithBatchPublishError returns 400/10209 "stream mirrors can not also use batch publishing".
 func NewMirrorWithBatchPublishError() *APIError {
 	return &APIError{Code: 400, ErrCode: 10209, Description: "stream mirrors can not also use batch publishing"}
+}
+
+// ErrAtomicPublishTooManyInflight is the 429/10210 error "atomic publish too many inflight", for errors.Is; send NewAtomicPublishTooManyInflightError instead.
+var ErrAtomicPublishTooManyInflight = &APIError{Code: 429, ErrCode: 10210, Description: "atomic publish too many inflight"}
+
+// NewAtomicPublishTooManyInflightError returns 429/10210 "atomic publish too many inflight".
+func NewAtomicPublishTooManyInflightError() *APIError {
+	return &APIError{Code: 429, ErrCode: 10210, Description: "atomic publish too many inflight"}
 }
 
 // ErrMessageSchedulesSchedulerInvalid is the 400/10212 error "message schedules invalid scheduler", for errors.Is; send NewMessageSchedulesSchedulerInvalidError instead.

@@ -13,6 +13,10 @@ type PubAck struct {
 	// Value is a counter stream's new total for the subject (see
 	// HeaderIncr).
 	Value string `json:"val,omitempty"`
+	// Batch is the id of the atomic batch a commit stored.
+	Batch string `json:"batch,omitempty"`
+	// Count is how many messages that batch stored.
+	Count uint64 `json:"count,omitempty"`
 }
 
 // PubAckResponse is the JSON reply to a publish: a PubAck on success, an
@@ -59,6 +63,14 @@ const (
 	HeaderStreamSource = "Nats-Stream-Source"
 	// HeaderRequiredAPILevel is the API level a request requires.
 	HeaderRequiredAPILevel = "Nats-Required-Api-Level"
+	// HeaderBatchID names the atomic batch a message belongs to (at
+	// most 64 bytes).
+	HeaderBatchID = "Nats-Batch-Id"
+	// HeaderBatchSeq is the message's position in its batch, from 1.
+	HeaderBatchSeq = "Nats-Batch-Sequence"
+	// HeaderBatchCommit ends a batch: "1" commits with this message,
+	// "eob" commits without storing it.
+	HeaderBatchCommit = "Nats-Batch-Commit"
 )
 
 // Values of HeaderRollup.

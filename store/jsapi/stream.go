@@ -77,12 +77,13 @@ type StreamConfig struct {
 	// AllowMsgCounter makes the stream a counter stream: publishes carry
 	// HeaderIncr and the stream stores the subject's running total.
 	AllowMsgCounter bool `json:"allow_msg_counter,omitempty"`
-	// AllowAtomicPublish enables atomic batch publish (not supported).
+	// AllowAtomicPublish enables atomic batch publish (Nats-Batch-Id).
 	AllowAtomicPublish bool `json:"allow_atomic,omitempty"`
 	// AllowMsgSchedules enables message schedules: messages with
 	// HeaderSchedule that the stream fires at HeaderScheduleTarget.
 	AllowMsgSchedules bool `json:"allow_msg_schedules,omitempty"`
-	// PersistMode selects flush-before-ack or async persistence.
+	// PersistMode selects flush-before-ack or async persistence (acks
+	// that do not wait for the fsync); file storage only, fixed at create.
 	PersistMode PersistMode `json:"persist_mode,omitempty"`
 	// AllowBatchPublish enables fast batch publish (not supported).
 	AllowBatchPublish bool `json:"allow_batched,omitempty"`

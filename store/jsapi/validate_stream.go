@@ -588,14 +588,14 @@ func CheckStreamCreate(subjectName string, cfg *StreamConfig) *APIError {
 
 // CheckSupported refuses stream features that leafbox does not implement
 // but nats-server does, so that clients get an error instead of a stream
-// that silently ignores them: atomic and fast batch publish
-// (allow_atomic, allow_batched). The errors are 500/10052.
+// that silently ignores them: fast batch publish (allow_batched). Counters,
+// atomic batch publish, message schedules and persist_mode are
+// implemented. The errors are 500/10052.
 func (c *StreamConfig) CheckSupported() *APIError {
 	for _, f := range []struct {
 		set  bool
 		name string
 	}{
-		{c.AllowAtomicPublish, "allow_atomic"},
 		{c.AllowBatchPublish, "allow_batched"},
 	} {
 		if f.set {

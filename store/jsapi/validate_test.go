@@ -147,6 +147,8 @@ func TestStreamHelpers(t *testing.T) {
 
 	requireErrCode(t, (&StreamConfig{Name: "S", AllowMsgCounter: true}).CheckSupported(), nil)
 	requireErrCode(t, (&StreamConfig{Name: "S", AllowBatchPublish: true}).CheckSupported(), ErrStreamInvalidConfig)
+	requireErrCode(t, (&StreamConfig{Name: "S", AllowAtomicPublish: true}).CheckSupported(), nil)
+	requireErrCode(t, (&StreamConfig{Name: "S", PersistMode: AsyncPersist}).CheckSupported(), nil)
 	requireErrCode(t, (&StreamConfig{Name: "S", AllowMsgTTL: true}).CheckSupported(), nil)
 
 	prev := StreamConfig{Name: "S", Mirror: &StreamSource{Name: "O"}}

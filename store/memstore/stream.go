@@ -95,6 +95,10 @@ var ErrSeqExhausted = errors.New("memstore: sequence space exhausted")
 func (s *Stream) Store(subj string, hdr, data []byte, ttl int64) (uint64, int64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.storeLocked(subj, hdr, data, ttl)
+}
+
+func (s *Stream) storeLocked(subj string, hdr, data []byte, ttl int64) (uint64, int64, error) {
 	if s.closed {
 		return 0, 0, store.ErrClosed
 	}
