@@ -90,6 +90,9 @@ type Options struct {
 	// JetStream reports JetStream as enabled in INFO; Domain is its domain.
 	JetStream       bool
 	JetStreamDomain string
+	// JetStreamAPILevel is the JetStream API level INFO reports (api_lvl),
+	// as nats-server does; 0 leaves it out.
+	JetStreamAPILevel int
 
 	// Logger receives the server's logs; nil discards them.
 	Logger *slog.Logger

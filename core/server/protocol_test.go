@@ -65,7 +65,7 @@ func TestInvalidSubjectKeepsConnection(t *testing.T) {
 }
 
 func TestHandshake(t *testing.T) {
-	s := servertest.Start(t, server.Options{ServerName: "gw-1", JetStream: true})
+	s := servertest.Start(t, server.Options{ServerName: "gw-1", JetStream: true, JetStreamAPILevel: 2})
 	c := servertest.Dial(t, s)
 	line := c.Expect("INFO ")
 	var info map[string]any
@@ -75,7 +75,7 @@ func TestHandshake(t *testing.T) {
 			t.Errorf("INFO lacks %q: %s", k, line)
 		}
 	}
-	if info["server_name"] != "gw-1" || info["headers"] != true || info["proto"] != float64(1) {
+	if info["server_name"] != "gw-1" || info["headers"] != true || info["proto"] != float64(1) || info["api_lvl"] != float64(2) {
 		t.Errorf("INFO values: %s", line)
 	}
 	if _, ok := info["auth_required"]; ok {

@@ -184,6 +184,7 @@ func (s *Server) baseInfoLocked() proto.Info {
 		TLSVerify:    s.opts.TLSVerify,
 		JetStream:    s.opts.JetStream,
 		Domain:       s.opts.JetStreamDomain,
+		APILevel:     s.opts.JetStreamAPILevel,
 	}
 }
 

@@ -9,10 +9,12 @@ import (
 	"github.com/leafbox/leafbox/store/jsapi"
 )
 
-// apiLevel is the JetStream API level leafbox reports: level 1 features
-// (per-message TTL) are implemented, later ones (counters, batch publish,
-// schedules) are not.
-const apiLevel = 1
+// APILevel is the JetStream API level leafbox reports: nats-server 2.12's
+// level 2, whose features are all implemented: per-message TTL, consumer
+// pause and priority groups (level 1), counters, atomic batch publish,
+// message schedules and persist_mode async (level 2). Fast batch publish
+// (level 4) is not, so clients that gate on a level refuse it first.
+const APILevel = 2
 
 // handleAPI is the Bus handler for $JS.API.>.
 func (e *Engine) handleAPI(subj, reply, hdr, data []byte) {
@@ -258,7 +260,7 @@ func (e *Engine) apiAccountInfo(reply string, data []byte) {
 			},
 		},
 		Domain: e.cfg.Domain,
-		API:    jsapi.APIStats{Level: apiLevel, Total: st.APITotal, Errors: st.APIErrors},
+		API:    jsapi.APIStats{Level: APILevel, Total: st.APITotal, Errors: st.APIErrors},
 	}
 	e.respond(reply, &jsapi.AccountInfoResponse{APIResponse: jsapi.APIResponse{Type: typ}, AccountInfo: info}, nil)
 }

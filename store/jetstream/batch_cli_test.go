@@ -1,12 +1,10 @@
 package jetstream
 
 import (
-	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/leafbox/leafbox/core/require"
@@ -16,40 +14,16 @@ import (
 	"github.com/leafbox/leafbox/store/jsapi"
 )
 
-// level2Bus is a test Bus that reports API level 2 in account info
-// replies, so that the nats CLI, which gates atomic batch publishing on
-// that level, publishes a batch to leafbox (the reported level itself is
-// not this branch's to change).
-type level2Bus struct {
-	testBus
-	replies sync.Map // reply subjects of $JS.API.INFO requests
-}
-
-func (b *level2Bus) Subscribe(subj, queue string, h func(subject, reply, hdr, data []byte)) (func(), error) {
-	return b.testBus.Subscribe(subj, queue, func(subject, reply, hdr, data []byte) {
-		if string(subject) == "$JS.API.INFO" && len(reply) > 0 {
-			b.replies.Store(string(reply), true)
-		}
-		h(subject, reply, hdr, data)
-	})
-}
-
-func (b *level2Bus) Publish(subj, reply string, hdr, data []byte) int {
-	if _, ok := b.replies.LoadAndDelete(subj); ok {
-		data = bytes.Replace(data, []byte(`"level":1`), []byte(`"level":2`), 1)
-	}
-	return b.testBus.Publish(subj, reply, hdr, data)
-}
-
 // TestAtomicBatchNatsCLI publishes an atomic batch with the official nats
-// CLI (`nats pub --atomic`, v0.5.0) to leafbox and to nats-server: both
-// store the three lines as one batch and the CLI reports the same.
+// CLI (`nats pub --atomic`, v0.5.0, which asks for API level 2 first) to
+// leafbox and to nats-server: both store the three lines as one batch and
+// the CLI reports the same.
 func TestAtomicBatchNatsCLI(t *testing.T) {
 	t.Parallel()
 	cli := tooltest.NatsCLI(t)
 	srv := servertest.Start(t, server.Options{})
 	conn := srv.InProcess("")
-	eng, err := New(Config{StoreDir: t.TempDir()}, &level2Bus{testBus: testBus{conn}})
+	eng, err := New(Config{StoreDir: t.TempDir()}, testBus{conn})
 	require.NoError(t, err)
 	require.NoError(t, eng.Start())
 	t.Cleanup(func() { _ = eng.Close(); conn.Close() })

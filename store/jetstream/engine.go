@@ -267,7 +267,7 @@ type Stats struct {
 func (e *Engine) Stats() Stats {
 	st := Stats{
 		MaxMemory: e.cfg.MaxMemory, MaxStore: e.cfg.MaxStore, Domain: e.cfg.Domain,
-		APITotal: e.apiTotal.Load(), APIErrors: e.apiErrors.Load(), APILevel: apiLevel,
+		APITotal: e.apiTotal.Load(), APIErrors: e.apiErrors.Load(), APILevel: APILevel,
 		Advisories: e.advisoryCounts(),
 	}
 	for _, s := range e.sortedStreams() {

@@ -546,12 +546,10 @@ func TestPriorityErrorsVsNatsServer(t *testing.T) {
 }
 
 // TestPriorityCLIVsNatsServer drives a pinned_client consumer with the
-// nats CLI, on leafbox and on nats-server: `nats consumer info` shows the
-// client a fetch pinned, and `nats consumer unpin` removes the pin. The
-// consumer is made with nats.go: `nats consumer add --pinned-groups`
-// (natscli v0.5.0) asks for API level 2, which leafbox does not claim
-// (nats-server needs level 1 for priority groups; level 2 is counters and
-// batch publishing).
+// nats CLI, on leafbox and on nats-server: `nats consumer add
+// --pinned-groups` (natscli v0.5.0, which asks for API level 2 first)
+// makes it, `nats consumer info` shows the client a fetch pinned, and
+// `nats consumer unpin` removes the pin.
 func TestPriorityCLIVsNatsServer(t *testing.T) {
 	t.Parallel()
 	cli := tooltest.NatsCLI(t)
@@ -578,8 +576,8 @@ func TestPriorityCLIVsNatsServer(t *testing.T) {
 			}
 		}
 		nats("stream", "add", "CLI", "--subjects", "cli.>", "--storage", "memory", "--defaults")
-		c, err := js.CreateOrUpdateConsumer(ctx, "CLI", njs.ConsumerConfig{Durable: "W", AckPolicy: njs.AckExplicitPolicy,
-			PriorityPolicy: njs.PriorityPolicyPinned, PriorityGroups: []string{"jobs"}, PinnedTTL: time.Minute})
+		nats("consumer", "add", "CLI", "W", "--pull", "--ack", "explicit", "--pinned-groups", "jobs", "--pinned-ttl", "1m", "--defaults")
+		c, err := js.Consumer(ctx, "CLI", "W")
 		require.NoError(t, err)
 		cfg := c.CachedInfo().Config
 		if cfg.PriorityPolicy != njs.PriorityPolicyPinned || fmt.Sprint(cfg.PriorityGroups) != "[jobs]" || cfg.PinnedTTL != time.Minute {

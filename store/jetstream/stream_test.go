@@ -22,7 +22,7 @@ func TestAccountInfo(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, info.Streams, 1)
 	require.Equal(t, info.Domain, "edge")
-	require.Equal(t, info.API.Level, apiLevel)
+	require.Equal(t, info.API.Level, APILevel)
 }
 
 func TestStreamCRUD(t *testing.T) {

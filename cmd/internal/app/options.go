@@ -39,6 +39,7 @@ func serverOptions(cfg *config.Config) (server.Options, error) {
 	if js := cfg.JetStream; js != nil && js.Enabled {
 		opts.JetStream = true
 		opts.JetStreamDomain = js.Domain
+		opts.JetStreamAPILevel = jetstream.APILevel
 	}
 	if a := cfg.Authorization; a != nil {
 		opts.AuthTimeout = time.Duration(a.Timeout)
