@@ -96,10 +96,16 @@ func BenchmarkMQTTFanIn(b *testing.B) {
 // Publishers whose readers write the subscriber's deliveries at the end
 // of their read batches lose none and keep each publisher's order: 8
 // MQTT 3.1.1 publishers send 2,000 QoS 0 messages each, in bursts, to one
-// subscriber of bench/#, which must see every one once, each publisher's
-// in sequence. A batch that left a delivery queued without writing it
-// would stall the subscriber short of the count.
+// subscriber of bench/#, MQTT 3.1.1 or 5, which must see every one once,
+// each publisher's in sequence. A batch that left a delivery queued
+// without writing it would stall the subscriber short of the count.
 func TestFanInDeliversEveryMessageInOrder(t *testing.T) {
+	for _, v5 := range []bool{false, true} {
+		t.Run(map[bool]string{false: "v3.1.1", true: "v5"}[v5], func(t *testing.T) { fanIn(t, v5) })
+	}
+}
+
+func fanIn(t *testing.T, v5 bool) {
 	const pubs, each, perWrite = 8, 2000, 50
 	env := newTestEnv(t, nil, nil)
 	connect := func(id byte) *raw {
@@ -110,9 +116,21 @@ func TestFanInDeliversEveryMessageInOrder(t *testing.T) {
 		expect(r, 0x20, 2, 0, 0)
 		return r
 	}
-	sub := connect('s')
-	sub.writeBytes(0x82, 12, 0, 1, 0, 7, 'b', 'e', 'n', 'c', 'h', '/', '#', 0)
-	expect(sub, 0x90, 3, 0, 1, 0)
+	// A delivery: PUBLISH QoS 0 on bench/x, then (MQTT 5) an empty
+	// property block, then publisher and sequence.
+	head := []byte{0x30, 12, 0, 7, 'b', 'e', 'n', 'c', 'h', '/', 'x'}
+	var sub *raw
+	if v5 {
+		sub = env.raw(t)
+		sub.connect5("s")
+		sub.writeBytes(0x82, 13, 0, 1, 0, 0, 7, 'b', 'e', 'n', 'c', 'h', '/', '#', 0)
+		expect(sub, 0x90, 4, 0, 1, 0, 0)
+		head = []byte{0x30, 13, 0, 7, 'b', 'e', 'n', 'c', 'h', '/', 'x', 0}
+	} else {
+		sub = connect('s')
+		sub.writeBytes(0x82, 12, 0, 1, 0, 7, 'b', 'e', 'n', 'c', 'h', '/', '#', 0)
+		expect(sub, 0x90, 3, 0, 1, 0)
+	}
 	var wg sync.WaitGroup
 	for p := range pubs {
 		r := connect(byte('a' + p))
@@ -135,11 +153,11 @@ func TestFanInDeliversEveryMessageInOrder(t *testing.T) {
 	}
 	next := make([]int, pubs)
 	for n := 0; n < pubs*each; n++ {
-		pkt := sub.readBytes(14)
-		if pkt[0] != 0x30 || pkt[1] != 12 || string(pkt[4:11]) != "bench/x" {
+		pkt := sub.readBytes(len(head) + 3)
+		if !slices.Equal(pkt[:len(head)], head) {
 			t.Fatalf("delivery %d: % x", n, pkt)
 		}
-		p, seq := int(pkt[11]), int(pkt[12])<<8|int(pkt[13])
+		p, seq := int(pkt[len(head)]), int(pkt[len(head)+1])<<8|int(pkt[len(head)+2])
 		if p >= pubs || seq != next[p] {
 			t.Fatalf("delivery %d: publisher %d message %d, want message %d", n, p, seq, next[p])
 		}

@@ -45,7 +45,7 @@ func (c *conn) sendRetained(filter string, qos byte) {
 		m.Retain = true
 		s := c.sess
 		s.mu.Lock()
-		s.queueLocked(m, s.matchIDs(m.Topic))
+		s.queueLocked(m, s.matchIDs(m.Topic), nil)
 		s.mu.Unlock()
 	}
 }

@@ -375,16 +375,18 @@ func (s *session) deliver(m server.Msg, shared *subscription) {
 			msg.Header = appendReply(msg.Header, string(m.Reply))
 		}
 	}
-	s.queueLocked(msg, ids)
+	via, _ := m.Via.(*readState)
+	s.queueLocked(msg, ids, via)
 	s.mu.Unlock()
 }
 
 // queueLocked sends a QoS 0 message now (dropping it without a
-// connection) or hands a QoS 1 or 2 message to the worker; s.mu is held.
-func (s *session) queueLocked(msg Msg, ids []int) {
+// connection), written at the end of via's read batch when via is not
+// nil, or hands a QoS 1 or 2 message to the worker; s.mu is held.
+func (s *session) queueLocked(msg Msg, ids []int, via *readState) {
 	if msg.QoS == 0 {
 		if s.conn != nil {
-			s.conn.sendPublish(&outMsg{QueuedMsg: QueuedMsg{Msg: msg}, subIDs: ids}, 0, false)
+			s.conn.sendPublish(&outMsg{QueuedMsg: QueuedMsg{Msg: msg}, subIDs: ids}, 0, false, via)
 		}
 		return
 	}
@@ -488,7 +490,7 @@ func (s *session) pump() {
 			c.send(&packets.Pubrel{PacketID: pid, Properties: &packets.Properties{}})
 			continue
 		}
-		if !c.sendPublish(m, pid, m.sent) {
+		if !c.sendPublish(m, pid, m.sent, nil) {
 			if c.isClosing() {
 				break
 			}

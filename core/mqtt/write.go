@@ -117,10 +117,11 @@ func (c *conn) queueFirst(p packets.Packet) (start bool) {
 	return start
 }
 
-// sendPublish sends m with packet id pid (0 for QoS 0). It reports false
-// when the message is not sent: expired, larger than the client's
-// maximum packet size, or the connection closing.
-func (c *conn) sendPublish(m *outMsg, pid uint16, dup bool) bool {
+// sendPublish sends m with packet id pid (0 for QoS 0), written at the
+// end of via's read batch when via is not nil. It reports false when the
+// message is not sent: expired, larger than the client's maximum packet
+// size, or the connection closing.
+func (c *conn) sendPublish(m *outMsg, pid uint16, dup bool, via *readState) bool {
 	p := &packets.Publish{Topic: m.Topic, Payload: m.Payload, QoS: m.QoS, Retain: m.Retain, PacketID: pid, Duplicate: dup && m.QoS > 0, Properties: &packets.Properties{}}
 	if c.version == version5 {
 		if outProps(p.Properties, m.Header, "", m.Time, time.Now()) {
@@ -137,7 +138,7 @@ func (c *conn) sendPublish(m *outMsg, pid uint16, dup bool) bool {
 			p.Properties.SubscriptionIdentifier = &id
 		}
 	}
-	return c.sendMsg(p)
+	return c.sendMsg(p, via)
 }
 
 // sendReply sends a reply to an MQTT 5 request on its response topic.
@@ -145,10 +146,10 @@ func (c *conn) sendReply(m *outMsg, correlation []byte) {
 	p := &packets.Publish{Topic: m.Topic, Payload: m.Payload, Properties: &packets.Properties{}}
 	outProps(p.Properties, m.Header, "", m.Time, time.Now())
 	p.Properties.CorrelationData = correlation
-	c.sendMsg(p)
+	c.sendMsg(p, nil)
 }
 
-func (c *conn) sendMsg(p *packets.Publish) bool {
+func (c *conn) sendMsg(p *packets.Publish, via *readState) bool {
 	if mp := c.maxPacket(); mp > 0 {
 		// [MQTT-3.1.2-24]: never send a packet above the client's maximum.
 		size := len(appendPacket(nil, p, c.version))
@@ -157,7 +158,7 @@ func (c *conn) sendMsg(p *packets.Publish) bool {
 			return false
 		}
 	}
-	if !c.send(p) {
+	if !c.sendVia(p, via) {
 		return false
 	}
 	ctr := c.counters()
