@@ -119,18 +119,9 @@ func BenchmarkConnect(b *testing.B) {
 // in the process (the raw clients allocate nothing per message).
 func BenchmarkMQTTToMQTT(b *testing.B) {
 	env := newTestEnv(b, nil, nil)
-	connect := func(id byte) *raw {
-		r := env.raw(b)
-		c := slices.Clone(connect311)
-		c[len(c)-1] = id
-		r.writeBytes(c...)
-		expect(r, 0x20, 2, 0, 0)
-		return r
-	}
+	connect := func(id byte) *raw { return env.connect311(b, id) }
 	sub := connect('s')
-	// SUBSCRIBE packet id 1, bench/#, QoS 0.
-	sub.writeBytes(0x82, 12, 0, 1, 0, 7, 'b', 'e', 'n', 'c', 'h', '/', '#', 0)
-	expect(sub, 0x90, 3, 0, 1, 0)
+	sub.subscribeBench311()
 	pub := connect('p')
 	// PUBLISH QoS 0 to bench/x with 16 bytes.
 	one := struct{ b []byte }{append([]byte{0x30, 25, 0, 7, 'b', 'e', 'n', 'c', 'h', '/', 'x'}, make([]byte, 16)...)}
@@ -191,4 +182,22 @@ func TestMQTTToMQTTAllocations(t *testing.T) {
 	if a := r.AllocsPerOp(); a > 0 {
 		t.Errorf("%d allocations per message, want none", a)
 	}
+}
+
+// connect311 opens a raw MQTT 3.1.1 connection with client id "<id>"
+// (one byte) and completes its CONNECT.
+func (e *testEnv) connect311(t testing.TB, id byte) *raw {
+	r := e.raw(t)
+	c := slices.Clone(connect311)
+	c[len(c)-1] = id
+	r.writeBytes(c...)
+	expect(r, 0x20, 2, 0, 0)
+	return r
+}
+
+// subscribeBench311 subscribes the 3.1.1 connection to bench/# at QoS 0
+// (packet id 1) and reads the SUBACK.
+func (r *raw) subscribeBench311() {
+	r.writeBytes(0x82, 12, 0, 1, 0, 7, 'b', 'e', 'n', 'c', 'h', '/', '#', 0)
+	expect(r, 0x90, 3, 0, 1, 0)
 }

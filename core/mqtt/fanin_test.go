@@ -15,17 +15,9 @@ import (
 func BenchmarkMQTTFanIn(b *testing.B) {
 	const pubs = 16
 	env := newTestEnv(b, nil, nil)
-	connect := func(id byte) *raw {
-		r := env.raw(b)
-		c := slices.Clone(connect311)
-		c[len(c)-1] = id
-		r.writeBytes(c...)
-		expect(r, 0x20, 2, 0, 0)
-		return r
-	}
+	connect := func(id byte) *raw { return env.connect311(b, id) }
 	sub := connect('s')
-	sub.writeBytes(0x82, 12, 0, 1, 0, 7, 'b', 'e', 'n', 'c', 'h', '/', '#', 0)
-	expect(sub, 0x90, 3, 0, 1, 0)
+	sub.subscribeBench311()
 	var ps []*raw
 	for i := range pubs {
 		ps = append(ps, connect(byte('a'+i)))
@@ -108,14 +100,7 @@ func TestFanInDeliversEveryMessageInOrder(t *testing.T) {
 func fanIn(t *testing.T, v5 bool) {
 	const pubs, each, perWrite = 8, 2000, 50
 	env := newTestEnv(t, nil, nil)
-	connect := func(id byte) *raw {
-		r := env.raw(t)
-		c := slices.Clone(connect311)
-		c[len(c)-1] = id
-		r.writeBytes(c...)
-		expect(r, 0x20, 2, 0, 0)
-		return r
-	}
+	connect := func(id byte) *raw { return env.connect311(t, id) }
 	// A delivery: PUBLISH QoS 0 on bench/x, then (MQTT 5) an empty
 	// property block, then publisher and sequence.
 	head := []byte{0x30, 12, 0, 7, 'b', 'e', 'n', 'c', 'h', '/', 'x'}
@@ -128,8 +113,7 @@ func fanIn(t *testing.T, v5 bool) {
 		head = []byte{0x30, 13, 0, 7, 'b', 'e', 'n', 'c', 'h', '/', 'x', 0}
 	} else {
 		sub = connect('s')
-		sub.writeBytes(0x82, 12, 0, 1, 0, 7, 'b', 'e', 'n', 'c', 'h', '/', '#', 0)
-		expect(sub, 0x90, 3, 0, 1, 0)
+		sub.subscribeBench311()
 	}
 	var wg sync.WaitGroup
 	for p := range pubs {

@@ -49,48 +49,16 @@ func (s *Stream) checkBatch(msgs []store.BatchMsg) error {
 	if s.lastSeq > math.MaxUint64-uint64(len(msgs)) {
 		return ErrSeqExhausted
 	}
-	var (
-		addMsgs, addBytes uint64
-		perSubj           map[string]uint64
-	)
-	for i := range msgs {
-		m := &msgs[i]
+	subjMsgs := func(subj string) uint64 {
+		if ss := s.subjects[subj]; ss != nil {
+			return ss.msgs
+		}
+		return 0
+	}
+	return store.CheckBatch(cfg, msgs, s.msgs, s.bytes, subjMsgs, func(m *store.BatchMsg) error {
 		if !subject.ValidLiteral(m.Subject) {
 			return ErrInvalidSubject
 		}
-		if cfg.MaxMsgSize > 0 && len(m.Header)+len(m.Data) > int(cfg.MaxMsgSize) {
-			return store.ErrMaxMsgSize
-		}
-		size := store.Size(m.Subject, m.Header, m.Data)
-		if cfg.Discard != store.DiscardNew {
-			if cfg.MaxBytes > 0 && size > uint64(cfg.MaxBytes) {
-				return store.ErrMaxBytes
-			}
-			continue
-		}
-		var have uint64
-		if ss := s.subjects[m.Subject]; ss != nil {
-			have = ss.msgs
-		}
-		have += perSubj[m.Subject]
-		atLimit := cfg.MaxMsgsPerSubject > 0 && have >= uint64(cfg.MaxMsgsPerSubject)
-		if atLimit && cfg.DiscardNewPerSubject {
-			return store.ErrMaxMsgsPerSubject
-		}
-		if cfg.MaxMsgs > 0 && !atLimit && s.msgs+addMsgs >= uint64(cfg.MaxMsgs) {
-			return store.ErrMaxMsgs
-		}
-		if cfg.MaxBytes > 0 && s.bytes+addBytes+size > uint64(cfg.MaxBytes) {
-			return store.ErrMaxBytes
-		}
-		if !atLimit {
-			addMsgs++
-			if perSubj == nil {
-				perSubj = make(map[string]uint64)
-			}
-			perSubj[m.Subject]++
-		}
-		addBytes += size
-	}
-	return nil
+		return nil
+	})
 }
