@@ -27,7 +27,13 @@ import (
 // duplicate Nats-Msg-Id, no Nats-Expected-Last-Msg-Id, rollups only on a
 // subject's first message), and then all of them are stored with one
 // store.BatchStorer call under the stream lock, or none when a check
-// fails. The commit's PubAck carries the last sequence, the batch id and
+// fails. Counters and schedules use the publish path's steps: a counter
+// stream's Nats-Incr is checked and applied as for a publish, with a
+// running total per subject across the batch (the stored messages carry
+// the totals; the commit's PubAck has no "val", as in nats-server), and a
+// schedule is checked as for a publish (a cancel's Nats-Scheduler is
+// looked up among the batch's earlier messages first) and registered,
+// or cancelled, once the batch is stored. The commit's PubAck carries the last sequence, the batch id and
 // the count. A gap in the sequence, a batch idle for BatchTimeout (10s),
 // more than maxBatchMsgs messages or a commit value other than "1" or
 // "eob" abandons the batch.
