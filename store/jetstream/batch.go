@@ -27,7 +27,13 @@ import (
 // duplicate Nats-Msg-Id, no Nats-Expected-Last-Msg-Id, rollups only on a
 // subject's first message), and then all of them are stored with one
 // store.BatchStorer call under the stream lock, or none when a check
-// fails. The commit's PubAck carries the last sequence, the batch id and
+// fails. Counters and schedules use the publish path's steps: a counter
+// stream's Nats-Incr is checked and applied as for a publish, with a
+// running total per subject across the batch (the stored messages carry
+// the totals; the commit's PubAck has no "val", as in nats-server), and a
+// schedule is checked as for a publish (a cancel's Nats-Scheduler is
+// looked up among the batch's earlier messages first) and registered,
+// or cancelled, once the batch is stored. The commit's PubAck carries the last sequence, the batch id and
 // the count. A gap in the sequence, a batch idle for BatchTimeout (10s),
 // more than maxBatchMsgs messages or a commit value other than "1" or
 // "eob" abandons the batch.
@@ -283,7 +289,15 @@ func (s *stream) commitBatchLocked(id, reply string, msgs []store.BatchMsg) (*ba
 		rollSub  = make([]bool, len(msgs))
 		rollAll  bool
 		total    uint64
+		// counters holds the batch's running counter totals by
+		// subject; scheds, for each subject written so far, whether
+		// its latest message in the batch is a schedule.
+		counters map[string]*counterTotal
+		scheds   map[string]bool
 	)
+	if cfg.AllowMsgCounter {
+		counters = make(map[string]*counterTotal)
+	}
 	for i := range msgs {
 		m := &msgs[i]
 		subj, terr := s.xf.ingest(&s.subjects, m.Subject)
@@ -297,6 +311,10 @@ func (s *stream) commitBatchLocked(id, reply string, msgs []store.BatchMsg) (*ba
 		}
 		if len(hdr) > 1<<16-1 {
 			return s.batchError(jsapi.NewStreamHeaderExceedsMaximumError()), nil
+		}
+		incr, apiErr := checkIncr(cfg, hdr, len(m.Data), false)
+		if apiErr != nil {
+			return s.batchError(apiErr), nil
 		}
 		if v := proto.HeaderValue(hdr, jsapi.HeaderExpectedStream); len(v) > 0 && string(v) != s.name {
 			return s.batchError(jsapi.NewStreamNotMatchError()), nil
@@ -327,6 +345,14 @@ func (s *stream) commitBatchLocked(id, reply string, msgs []store.BatchMsg) (*ba
 		}
 		if proto.HeaderValue(hdr, jsapi.HeaderStreamSource) != nil {
 			return s.batchError(jsapi.NewMessageSourceHdrNotAllowedError()), nil
+		}
+		if cfg.AllowMsgCounter {
+			ctr, apiErr := s.countLocked(counters, subj, hdr, m.Data, incr)
+			if apiErr != nil {
+				return s.batchError(apiErr), nil
+			}
+			m.Header, m.Data = ctr.hdr, ctr.data
+			hdr = m.Header
 		}
 		if v := proto.HeaderValue(hdr, jsapi.HeaderExpectedLastSeq); v != nil {
 			want, err := strconv.ParseUint(string(v), 10, 64)
@@ -361,6 +387,13 @@ func (s *stream) commitBatchLocked(id, reply string, msgs []store.BatchMsg) (*ba
 		} else if o := proto.HeaderValue(hdr, jsapi.HeaderExpectedLastSubjSeqSubj); len(o) > 0 {
 			return s.batchError(jsapi.NewStreamExpectedLastSeqPerSubjectInvalidError()), nil
 		}
+		isSchedule := false
+		if len(hdr) > 0 {
+			if hdr, isSchedule, apiErr = s.checkScheduleLocked(subj, hdr, false, scheds); apiErr != nil {
+				return s.batchError(apiErr), nil
+			}
+			m.Header = hdr
+		}
 		if v := proto.HeaderValue(hdr, jsapi.HeaderRollup); len(v) > 0 {
 			if !cfg.AllowRollup || cfg.DenyPurge {
 				return s.batchError(jsapi.NewStreamRollupFailedError(errors.New("rollup not permitted"))), nil
@@ -381,6 +414,12 @@ func (s *stream) commitBatchLocked(id, reply string, msgs []store.BatchMsg) (*ba
 			}
 		}
 		inflight[subj]++
+		if cfg.AllowMsgSchedules {
+			if scheds == nil {
+				scheds = make(map[string]bool)
+			}
+			scheds[subj] = isSchedule
+		}
 		total += store.Size(subj, m.Header, m.Data)
 		if cfg.Discard == jsapi.DiscardNew {
 			n := uint64(i + 1)
@@ -435,6 +474,7 @@ func (s *stream) commitBatchLocked(id, reply string, msgs []store.BatchMsg) (*ba
 		if rollSub[i] {
 			_, _ = s.store.Purge(store.PurgeOptions{Subject: m.Subject, Sequence: seq})
 		}
+		s.scheduleStoredLocked(seq, m.Subject, m.Header, ts)
 		if dest := s.xf.republishSubject(m.Subject, m.Header); dest != "" {
 			rp := republishing{dest: dest, subj: m.Subject, headersOnly: s.xf.headersOnly, seq: seq, ts: ts, last: lastBySubj[m.Subject]}
 			lastBySubj[m.Subject] = seq

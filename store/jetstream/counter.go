@@ -64,27 +64,76 @@ type counted struct {
 	val       string
 }
 
-// applyIncrLocked adds incr to subj's total (read from the subject's last
-// message) and builds the message to store: hdr (with Nats-Incr and
-// Nats-Counter-Sources rewritten for a sourced copy) and the new body.
-// A last message whose body or Nats-Counter-Sources does not parse is
-// 10172. Caller holds s.mu.
-func (s *stream) applyIncrLocked(subj string, hdr, data []byte, incr *big.Int) (counted, *jsapi.APIError) {
-	total := new(big.Int)
-	var sources jsapi.CounterSources
+// counterTotal is a subject's counter: its total and, on a stream that
+// sources counters, each origin subject's last total.
+type counterTotal struct {
+	val     *big.Int
+	sources jsapi.CounterSources
+}
+
+// countLocked turns a publish on a counter stream into the message to
+// store: a missing Nats-Incr is 10169; otherwise incr is added to subj's
+// total and the result checked against the stream's size limits. The
+// total starts from the subject's last stored message; staged, when not
+// nil, holds the running totals of an atomic batch being committed (read
+// and updated, so that increments to one subject within the batch add
+// up). Caller holds s.mu.
+func (s *stream) countLocked(staged map[string]*counterTotal, subj string, hdr, data []byte, incr *big.Int) (counted, *jsapi.APIError) {
+	if incr == nil {
+		return counted{}, jsapi.NewMessageIncrMissingError()
+	}
+	var ct *counterTotal
+	if staged != nil {
+		ct = staged[subj]
+	}
+	if ct == nil {
+		loaded, apiErr := s.loadCounterLocked(subj)
+		if apiErr != nil {
+			return counted{}, apiErr
+		}
+		ct = &loaded
+		if staged != nil {
+			staged[subj] = ct
+		}
+	}
+	ctr, apiErr := applyIncr(ct, subj, hdr, data, incr)
+	if apiErr != nil {
+		return counted{}, apiErr
+	}
+	if cfg := &s.cfg; cfg.MaxMsgSize > 0 && len(ctr.hdr)+len(ctr.data) > int(cfg.MaxMsgSize) {
+		return counted{}, jsapi.NewMessageExceedsMaximumError()
+	}
+	if len(ctr.hdr) > 1<<16-1 {
+		return counted{}, jsapi.NewStreamHeaderExceedsMaximumError()
+	}
+	return ctr, nil
+}
+
+// loadCounterLocked reads subj's counter from the subject's last
+// message (zero when there is none). A last message whose body or
+// Nats-Counter-Sources does not parse is 10172. Caller holds s.mu.
+func (s *stream) loadCounterLocked(subj string) (counterTotal, *jsapi.APIError) {
+	ct := counterTotal{val: new(big.Int)}
 	var sm store.Msg
 	if last, err := s.store.LoadLast(subj, &sm); err == nil && last != nil {
 		v, ok := jsapi.ParseCounterBody(last.Data)
 		if !ok {
-			return counted{}, jsapi.NewMessageCounterBrokenError()
+			return counterTotal{}, jsapi.NewMessageCounterBrokenError()
 		}
-		total = v
+		ct.val = v
 		if cs := proto.HeaderValue(last.Header, jsapi.HeaderCounterSources); len(cs) > 0 {
-			if json.Unmarshal(cs, &sources) != nil {
-				return counted{}, jsapi.NewMessageCounterBrokenError()
+			if json.Unmarshal(cs, &ct.sources) != nil {
+				return counterTotal{}, jsapi.NewMessageCounterBrokenError()
 			}
 		}
 	}
+	return ct, nil
+}
+
+// applyIncr adds incr to ct (updated in place) and builds the message to
+// store: hdr (with Nats-Incr and Nats-Counter-Sources rewritten for a
+// sourced copy) and the new body.
+func applyIncr(ct *counterTotal, subj string, hdr, data []byte, incr *big.Int) (counted, *jsapi.APIError) {
 	if src := proto.HeaderValue(hdr, jsapi.HeaderStreamSource); len(src) > 0 {
 		// A copy from a source: its body is the origin's total.
 		fields := strings.Split(string(src), " ")
@@ -96,29 +145,29 @@ func (s *stream) applyIncrLocked(subj string, hdr, data []byte, incr *big.Int) (
 		if !ok {
 			return counted{}, jsapi.NewMessageCounterBrokenError()
 		}
-		if sources == nil {
-			sources = jsapi.CounterSources{}
+		if ct.sources == nil {
+			ct.sources = jsapi.CounterSources{}
 		}
-		if sources[origin] == nil {
-			sources[origin] = map[string]string{}
+		if ct.sources[origin] == nil {
+			ct.sources[origin] = map[string]string{}
 		}
-		prev, ok := new(big.Int).SetString(sources[origin][originSubj], 10)
+		prev, ok := new(big.Int).SetString(ct.sources[origin][originSubj], 10)
 		if !ok {
 			prev = new(big.Int)
 		}
-		sources[origin][originSubj] = theirs.String()
+		ct.sources[origin][originSubj] = theirs.String()
 		incr = new(big.Int).Sub(theirs, prev)
 		hdr = setHeader(hdr, jsapi.HeaderIncr, incr.String())
 	}
-	total.Add(total, incr)
-	if len(sources) > 0 {
-		b, err := json.Marshal(sources)
+	ct.val.Add(ct.val, incr)
+	if len(ct.sources) > 0 {
+		b, err := json.Marshal(ct.sources)
 		if err != nil {
 			return counted{}, jsapi.NewMessageCounterBrokenError()
 		}
 		hdr = setHeader(hdr, jsapi.HeaderCounterSources, string(b))
 	}
-	return counted{hdr: hdr, data: jsapi.AppendCounterBody(nil, total), val: total.String()}, nil
+	return counted{hdr: hdr, data: jsapi.AppendCounterBody(nil, ct.val), val: ct.val.String()}, nil
 }
 
 // setHeader returns hdr with the first field named key set to value,

@@ -205,7 +205,7 @@ func (s *stream) storeMsgLocked(subj string, hdr, data []byte, internal bool) (p
 			}
 		}
 		n := len(hdr)
-		if hdr, apiErr = s.checkScheduleLocked(subj, hdr, sourced); apiErr != nil {
+		if hdr, _, apiErr = s.checkScheduleLocked(subj, hdr, sourced, nil); apiErr != nil {
 			return publishResult{}, apiErr
 		}
 		rewritten = len(hdr) != n
@@ -235,20 +235,11 @@ func (s *stream) storeMsgLocked(subj string, hdr, data []byte, internal bool) (p
 
 	var ctr counted
 	if cfg.AllowMsgCounter {
-		if incr == nil {
-			return publishResult{}, jsapi.NewMessageIncrMissingError()
-		}
 		var apiErr *jsapi.APIError
-		if ctr, apiErr = s.applyIncrLocked(subj, hdr, data, incr); apiErr != nil {
+		if ctr, apiErr = s.countLocked(nil, subj, hdr, data, incr); apiErr != nil {
 			return publishResult{}, apiErr
 		}
 		hdr, data, rewritten = ctr.hdr, ctr.data, true
-		if cfg.MaxMsgSize > 0 && len(hdr)+len(data) > int(cfg.MaxMsgSize) {
-			return publishResult{}, jsapi.NewMessageExceedsMaximumError()
-		}
-		if len(hdr) > 1<<16-1 {
-			return publishResult{}, jsapi.NewStreamHeaderExceedsMaximumError()
-		}
 	}
 
 	if refuse := s.eng.cfg.RefusePublish; refuse != nil && refuse() {
@@ -298,8 +289,7 @@ func (s *stream) storeMsgLocked(subj string, hdr, data []byte, internal bool) (p
 	default:
 		s.resyncConsumersLocked(false)
 	}
-	s.noteScheduleLocked(seq, subj, hdr, ts)
-	if cfg.AllowRollup && !cfg.DenyPurge && len(hdr) > 0 && s.purgeScheduleLocked(hdr) {
+	if s.scheduleStoredLocked(seq, subj, hdr, ts) {
 		s.resyncConsumersLocked(true)
 	}
 

@@ -38,14 +38,19 @@ type schedule struct {
 
 // checkScheduleLocked checks a client's schedule headers in nats-server's
 // order and returns hdr with Nats-Rollup: sub added to a schedule that has
-// none. Messages a source copied in, or the stream produced, are not
-// checked. Caller holds s.mu.
-func (s *stream) checkScheduleLocked(subj string, hdr []byte, sourced bool) ([]byte, *jsapi.APIError) {
+// none, and whether the message is a schedule. Messages a source copied
+// in, or the stream produced, are not checked. batch, for a message of an
+// atomic batch being committed, maps each subject written earlier in the
+// batch to whether its latest message there is a schedule: a cancel
+// (Nats-Scheduler) must name a schedule, and the batch's own messages
+// come before the stored ones. Caller holds s.mu.
+func (s *stream) checkScheduleLocked(subj string, hdr []byte, sourced bool, batch map[string]bool) ([]byte, bool, *jsapi.APIError) {
 	if sourced {
-		return hdr, nil
+		return hdr, false, nil
 	}
 	cfg := &s.cfg
 	allowed := cfg.AllowMsgSchedules
+	isSchedule := false
 	pattern := proto.HeaderValue(hdr, jsapi.HeaderSchedule)
 	tz := proto.HeaderValue(hdr, jsapi.HeaderScheduleTimeZone)
 	if len(pattern) > 0 || tz != nil {
@@ -60,14 +65,15 @@ func (s *stream) checkScheduleLocked(subj string, hdr []byte, sourced bool) ([]b
 		}
 		switch {
 		case apiErr != nil && !allowed:
-			return nil, jsapi.NewMessageSchedulesDisabledError()
+			return nil, false, jsapi.NewMessageSchedulesDisabledError()
 		case apiErr != nil:
-			return nil, apiErr
+			return nil, false, apiErr
 		case !next.IsZero():
 			var err *jsapi.APIError
 			if hdr, err = s.checkNewSchedule(subj, hdr); err != nil {
-				return nil, err
+				return nil, false, err
 			}
+			isSchedule = true
 		}
 	}
 	if next := proto.HeaderValue(hdr, jsapi.HeaderScheduleNext); len(next) > 0 {
@@ -76,18 +82,24 @@ func (s *stream) checkScheduleLocked(subj string, hdr []byte, sourced bool) ([]b
 		sched := string(proto.HeaderValue(hdr, jsapi.HeaderScheduler))
 		switch {
 		case string(next) != jsapi.ScheduleNextPurge, sched == "", sched == subj, !subject.ValidLiteral(sched):
-			return nil, jsapi.NewMessageSchedulesSchedulerInvalidError()
+			return nil, false, jsapi.NewMessageSchedulesSchedulerInvalidError()
 		case !allowed:
-			return nil, jsapi.NewMessageSchedulesDisabledError()
+			return nil, false, jsapi.NewMessageSchedulesDisabledError()
 		}
-		var sm store.Msg
-		if m, err := s.store.LoadLast(sched, &sm); err == nil && m != nil && len(proto.HeaderValue(m.Header, jsapi.HeaderSchedule)) == 0 {
-			return nil, jsapi.NewMessageSchedulesSchedulerInvalidError()
+		if staged, ok := batch[sched]; ok {
+			if !staged {
+				return nil, false, jsapi.NewMessageSchedulesSchedulerInvalidError()
+			}
+		} else {
+			var sm store.Msg
+			if m, err := s.store.LoadLast(sched, &sm); err == nil && m != nil && len(proto.HeaderValue(m.Header, jsapi.HeaderSchedule)) == 0 {
+				return nil, false, jsapi.NewMessageSchedulesSchedulerInvalidError()
+			}
 		}
 	} else if len(proto.HeaderValue(hdr, jsapi.HeaderScheduler)) > 0 {
-		return nil, jsapi.NewMessageSchedulesSchedulerInvalidError()
+		return nil, false, jsapi.NewMessageSchedulesSchedulerInvalidError()
 	}
-	return hdr, nil
+	return hdr, isSchedule, nil
 }
 
 // checkNewSchedule checks the rest of a message with a valid pattern.
@@ -130,6 +142,16 @@ func (s *stream) checkNewSchedule(subj string, hdr []byte) ([]byte, *jsapi.APIEr
 		return nil, jsapi.NewMessageSchedulesRollupInvalidError()
 	}
 	return hdr, nil
+}
+
+// scheduleStoredLocked does the schedule work after a message was stored
+// at seq (time ts), a publish's or one of a committed atomic batch: the
+// schedules are updated (noteScheduleLocked) and a cancel, on a stream
+// that may purge, removes its schedule (purgeScheduleLocked). It reports
+// whether messages were removed. Caller holds s.mu.
+func (s *stream) scheduleStoredLocked(seq uint64, subj string, hdr []byte, ts int64) bool {
+	s.noteScheduleLocked(seq, subj, hdr, ts)
+	return s.cfg.AllowRollup && !s.cfg.DenyPurge && len(hdr) > 0 && s.purgeScheduleLocked(hdr)
 }
 
 // noteScheduleLocked updates the schedules after a message was stored at
