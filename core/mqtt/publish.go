@@ -85,7 +85,7 @@ func (c *conn) handlePublish(p *packets.Publish, rs *readState) error {
 	}
 	switch p.QoS {
 	case 1:
-		c.sendVia(&packets.Puback{PacketID: p.PacketID, ReasonCode: ackCode, Properties: ackProps}, rs)
+		c.sendVia(&packets.Puback{PacketID: p.PacketID, ReasonCode: ackCode, Properties: ackProps}, &rs.flush)
 	case 2:
 		if ackCode == codeSuccess {
 			sess.mu.Lock()
@@ -137,7 +137,7 @@ func (c *conn) route(p *packets.Publish, subj []byte, rs *readState) error {
 	if p.QoS > 0 && c.srv.cfg.Durable != nil {
 		return c.srv.cfg.Durable.PublishDurable(c.ident.Account, string(subj), reply, hdr, p.Payload)
 	}
-	sess.publish(subj, reply, hdr, p.Payload, rs)
+	sess.publish(subj, reply, hdr, p.Payload, &rs.flush)
 	return nil
 }
 

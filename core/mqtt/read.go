@@ -19,17 +19,21 @@ type readState struct {
 	pub packets.Publish
 	// flush lists the connections this reader's batch queued bytes for
 	// and must write (it is their writer until then): see queuedLocked.
-	flush []*conn
+	flush flushList
 }
 
-// flushWrites writes what the read batch queued for other connections
-// (and the reader's own): once per connection and batch.
-func (rs *readState) flushWrites() {
-	for i, t := range rs.flush {
+// flushList is the connections a goroutine queued bytes for and must
+// write, having become their writer (see queuedLocked).
+type flushList struct{ conns []*conn }
+
+// write writes what was queued for each connection: once per connection
+// and batch.
+func (f *flushList) write() {
+	for i, t := range f.conns {
 		t.writeNow()
-		rs.flush[i] = nil
+		f.conns[i] = nil
 	}
-	rs.flush = rs.flush[:0]
+	f.conns = f.conns[:0]
 }
 
 // Sizes of a connection's buffers.
@@ -142,7 +146,7 @@ func (c *conn) readPackets(rs *readState) (park bool) {
 			}
 		}
 		used, perr := c.process(buf, rs)
-		rs.flushWrites()
+		rs.flush.write()
 		if perr != nil {
 			var pe *ProtocolError
 			if errors.As(perr, &pe) {

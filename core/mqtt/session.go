@@ -363,7 +363,7 @@ func (s *session) deliver(m server.Msg, shared *subscription) {
 	if c := s.conn; grant == 0 && c != nil && c.version == version311 {
 		// QoS 0 to a 3.1.1 client: encoded straight into its write
 		// buffer, nothing made (3.1.1 carries no header or expiry).
-		via, _ := m.Via.(*readState)
+		via, _ := m.Via.(*flushList)
 		c.sendPublish311(topic, m.Data, rap && retain, via)
 		s.mu.Unlock()
 		return
@@ -375,7 +375,7 @@ func (s *session) deliver(m server.Msg, shared *subscription) {
 			msg.Header = appendReply(msg.Header, string(m.Reply))
 		}
 	}
-	via, _ := m.Via.(*readState)
+	via, _ := m.Via.(*flushList)
 	s.queueLocked(msg, ids, via)
 	s.mu.Unlock()
 }
@@ -383,7 +383,7 @@ func (s *session) deliver(m server.Msg, shared *subscription) {
 // queueLocked sends a QoS 0 message now (dropping it without a
 // connection), written at the end of via's read batch when via is not
 // nil, or hands a QoS 1 or 2 message to the worker; s.mu is held.
-func (s *session) queueLocked(msg Msg, ids []int, via *readState) {
+func (s *session) queueLocked(msg Msg, ids []int, via *flushList) {
 	if msg.QoS == 0 {
 		if s.conn != nil {
 			s.conn.sendPublish(&outMsg{QueuedMsg: QueuedMsg{Msg: msg}, subIDs: ids}, 0, false, via)
@@ -463,9 +463,11 @@ func (s *session) worker() {
 // reconnects, as resending requires [MQTT-4.4.0-1].
 func packetID(seq uint64) uint16 { return uint16((seq-1)%65535 + 1) }
 
-// pump sends queued messages while the in-flight window has room.
+// pump sends queued messages while the in-flight window has room, written
+// with one write once s.mu is released.
 func (s *session) pump() {
 	var expired []uint64
+	var fl flushList
 	s.mu.Lock()
 	c, x := s.conn, s.x
 	if c == nil || x == nil {
@@ -487,10 +489,10 @@ func (s *session) pump() {
 		}
 		if m.Pubrec {
 			x.inflight[pid] = m
-			c.send(&packets.Pubrel{PacketID: pid, Properties: &packets.Properties{}})
+			c.sendVia(&packets.Pubrel{PacketID: pid, Properties: &packets.Properties{}}, &fl)
 			continue
 		}
-		if !c.sendPublish(m, pid, m.sent, nil) {
+		if !c.sendPublish(m, pid, m.sent, &fl) {
 			if c.isClosing() {
 				break
 			}
@@ -505,6 +507,7 @@ func (s *session) pump() {
 	}
 	durable := s.durable
 	s.mu.Unlock()
+	fl.write()
 	if durable {
 		for _, seq := range expired {
 			_ = s.srv.cfg.State.Release(s.clientID, seq)
@@ -670,7 +673,7 @@ func (s *session) stop() {
 // publish routes a client's message; local marks its payload for
 // no-local. via is the publishing reader's state, which writes the
 // deliveries to 3.1.1 subscribers at the end of its read batch.
-func (s *session) publish(subj []byte, reply string, hdr, data []byte, via *readState) {
+func (s *session) publish(subj []byte, reply string, hdr, data []byte, via *flushList) {
 	if len(data) == 0 {
 		data = s.empty[:0]
 	}

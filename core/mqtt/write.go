@@ -17,7 +17,7 @@ func (c *conn) send(p packets.Packet) bool { return c.sendVia(p, nil) }
 
 // sendVia is send from a reader that flushes the connection at the end of
 // its read batch (via, nil for none): see queuedLocked.
-func (c *conn) sendVia(p packets.Packet, via *readState) bool {
+func (c *conn) sendVia(p packets.Packet, via *flushList) bool {
 	c.mu.Lock()
 	if c.closing {
 		c.mu.Unlock()
@@ -35,7 +35,7 @@ func (c *conn) sendVia(p packets.Packet, via *readState) bool {
 // nothing. via is the publishing reader's state when an MQTT client's
 // reader delivers (nil otherwise), which then writes at the end of its
 // read batch. It reports false once the connection is closing.
-func (c *conn) sendPublish311(topic string, payload []byte, retain bool, via *readState) bool {
+func (c *conn) sendPublish311(topic string, payload []byte, retain bool, via *flushList) bool {
 	h := byte(packets.PUBLISH << 4)
 	if retain {
 		h |= 0x01
@@ -64,10 +64,11 @@ func (c *conn) sendPublish311(topic string, payload []byte, retain bool, via *re
 // client off as a slow consumer; c.mu is held and released. With via (a
 // reader handling its read batch) the write waits for the end of the
 // batch: the reader becomes the connection's writer and writes everything
-// queued meanwhile at once (readState.flushWrites). 16 MQTT publishers
+// queued meanwhile at once (flushList.write); a session's pump does the
+// same for the window of QoS 1/2 messages it sends. 16 MQTT publishers
 // into one subscriber wrote one packet per write(2) before, which took
 // half the listener's CPU.
-func (c *conn) queuedLocked(via *readState) bool {
+func (c *conn) queuedLocked(via *flushList) bool {
 	slow := len(c.out.b) > c.srv.cfg.MaxPending
 	start := !c.writing
 	c.writing = true
@@ -76,7 +77,7 @@ func (c *conn) queuedLocked(via *readState) bool {
 	case start && slow:
 		go c.writeLoop() // closeWith below finds it running
 	case start && via != nil:
-		via.flush = append(via.flush, c)
+		via.conns = append(via.conns, c)
 	case start:
 		c.writeNow()
 	}
@@ -121,7 +122,7 @@ func (c *conn) queueFirst(p packets.Packet) (start bool) {
 // end of via's read batch when via is not nil. It reports false when the
 // message is not sent: expired, larger than the client's maximum packet
 // size, or the connection closing.
-func (c *conn) sendPublish(m *outMsg, pid uint16, dup bool, via *readState) bool {
+func (c *conn) sendPublish(m *outMsg, pid uint16, dup bool, via *flushList) bool {
 	p := &packets.Publish{Topic: m.Topic, Payload: m.Payload, QoS: m.QoS, Retain: m.Retain, PacketID: pid, Duplicate: dup && m.QoS > 0, Properties: &packets.Properties{}}
 	if c.version == version5 {
 		if outProps(p.Properties, m.Header, "", m.Time, time.Now()) {
@@ -149,7 +150,7 @@ func (c *conn) sendReply(m *outMsg, correlation []byte) {
 	c.sendMsg(p, nil)
 }
 
-func (c *conn) sendMsg(p *packets.Publish, via *readState) bool {
+func (c *conn) sendMsg(p *packets.Publish, via *flushList) bool {
 	if mp := c.maxPacket(); mp > 0 {
 		// [MQTT-3.1.2-24]: never send a packet above the client's maximum.
 		size := len(appendPacket(nil, p, c.version))

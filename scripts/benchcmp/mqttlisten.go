@@ -93,7 +93,7 @@ func plural(n int) string {
 // describeMQTTListen returns the workload lines of the mqttlisten rows.
 func (w workload) describeMQTTListen() []string {
 	return []string{
-		fmt.Sprintf("MQTT listener: MQTT clients on both ends, each run starts its own broker on loopback: leafbox with `mqtt: {listen: ..., max_connections: 0, max_queue: 1000000}` (in-flight window: the default 64) and JetStream on; "+
+		fmt.Sprintf("MQTT listener: MQTT clients on both ends, each run starts its own broker on loopback: leafbox with `mqtt: {listen: ..., max_connections: 0, max_queue: 1000000, max_inflight: N}` and JetStream on, N being the reference's in-flight bound (65,535 against Mosquitto's none, 1,024 against nats-server's default max_ack_pending; leafbox's default is 64); "+
 			"Mosquitto (%s, anonymous, no persistence, no queue or in-flight limits); nats-server with JetStream and `mqtt { listen: ... }`. "+
 			"The value columns are leafbox and the reference the row names (\"vs Mosquitto\" rows: the second column is Mosquitto; \"vs nats-server\" rows: nats-server); leafbox runs once for each pairing. "+
 			"1 or 16 MQTT 3.1.1 publishers (paho.mqtt.golang) send %s messages in all at QoS 0, %s at QoS 1 (at most %d awaiting PUBACK per publisher), %d B each with its sequence number and send time, on %s, "+
@@ -137,7 +137,7 @@ func startMQTTListen(ctx context.Context, f *fleet, sc scenario, side int) (*mqt
 	var setup serverSetup
 	if style == styleLeafbox {
 		path := filepath.Join(dir, "leafbox.yaml")
-		setup = serverSetup{configPath: path, config: mqttListenConfig(filepath.Join(dir, "store"), rig.addr),
+		setup = serverSetup{configPath: path, config: mqttListenConfig(filepath.Join(dir, "store"), rig.addr, mqttInflight(sc.mqttRef)),
 			args: []string{"run", "--config", path, "--addr", "127.0.0.1", "--port", "-1", "--http-port", "-1", "--ports-file-dir", dir}}
 	} else if setup, err = mqttGatewaySetup(styleNATS, dir, "", port, sc.qos); err != nil {
 		return nil, err
@@ -156,7 +156,7 @@ func startMQTTListen(ctx context.Context, f *fleet, sc scenario, side int) (*mqt
 // window stays at leafbox's default of 64: a larger one is slower (each
 // PUBACK makes the session scan its in-flight messages from the queue's
 // head), 11,165 against 27,588 msgs/s at 1,024 in a profiled test.
-func mqttListenConfig(store, addr string) string {
+func mqttListenConfig(store, addr string, inflight int) string {
 	return fmt.Sprintf(`server_name: mqttbench
 jetstream:
   store_dir: %s
@@ -164,7 +164,20 @@ mqtt:
   listen: %s
   max_connections: 0
   max_queue: 1000000
-`, strconv.Quote(store), strconv.Quote(addr))
+  max_inflight: %d
+`, strconv.Quote(store), strconv.Quote(addr), inflight)
+}
+
+// mqttInflight is leafbox's max_inflight in the pairing with ref: the
+// reference's own bound on QoS 1/2 messages in flight to a subscriber,
+// so that both sides run with the same window. Mosquitto runs with
+// max_inflight_messages 0 (none: leafbox's largest, the 65,535 packet
+// ids), nats-server's MQTT with its default max_ack_pending of 1,024.
+func mqttInflight(ref string) int {
+	if ref == refMosquitto {
+		return 65535
+	}
+	return 1024
 }
 
 var fileLimitOnce sync.Once
