@@ -101,6 +101,11 @@ type sessionMore struct {
 	shared   *server.Conn // queue-group subscriptions of $share filters; nil until needed
 	queue    []*outMsg    // in seq order
 	inflight map[uint16]*outMsg
+	// unsent is how many messages at the head of queue were sent on the
+	// current connection: pump starts after them, so that an ack costs
+	// no walk over the window (with a window of thousands, each ack
+	// walked it all).
+	unsent   int
 	incoming map[uint16]bool
 	inbox    []*outMsg // from deliveries, to be enqueued by the worker
 	req      *requests // MQTT 5 requests; nil until the first
@@ -475,7 +480,8 @@ func (s *session) pump() {
 		return
 	}
 	limit := min(s.srv.cfg.MaxInflight, int(c.receiveMax()))
-	for i := 0; i < len(x.queue) && len(x.inflight) < limit; i++ {
+	i := min(x.unsent, len(x.queue))
+	for ; i < len(x.queue) && len(x.inflight) < limit; i++ {
 		m := x.queue[i]
 		pid := packetID(m.Seq)
 		if cur := x.inflight[pid]; cur != nil {
@@ -505,6 +511,7 @@ func (s *session) pump() {
 		m.sent = true
 		x.inflight[pid] = m
 	}
+	x.unsent = i
 	durable := s.durable
 	s.mu.Unlock()
 	fl.write()
@@ -525,7 +532,11 @@ func (s *session) ack(pid uint16) bool {
 		return false
 	}
 	delete(x.inflight, pid)
-	x.queue = removeQueued(x.queue, m)
+	var k int
+	x.queue, k = removeQueued(x.queue, m)
+	if k >= 0 && k < x.unsent {
+		x.unsent--
+	}
 	durable := s.durable
 	s.mu.Unlock()
 	if durable {
@@ -566,7 +577,7 @@ func (s *session) attachConn(c *conn) {
 	s.conn = c
 	if x := s.x; x != nil {
 		x.discAt = 0
-		x.inflight = nil
+		x.inflight, x.unsent = nil, 0
 		if x.expiryT != nil {
 			x.expiryT.Stop()
 			x.expiryT = nil
@@ -756,16 +767,17 @@ func (s *session) matchIDs(topic string) []int {
 	return ids
 }
 
-// removeQueued removes m from queue. Acks come mostly in order, so the
-// head is cut by reslicing, not by shifting a long queue down one place
-// per ack (which made a deep queue quadratic).
-func removeQueued(queue []*outMsg, m *outMsg) []*outMsg {
+// removeQueued removes m from queue and returns where it was (-1: not
+// there). Acks come mostly in order, so the head is cut by reslicing, not
+// by shifting a long queue down one place per ack (which made a deep
+// queue quadratic).
+func removeQueued(queue []*outMsg, m *outMsg) ([]*outMsg, int) {
 	if len(queue) > 0 && queue[0] == m {
 		queue[0] = nil // for the collector
-		return queue[1:]
+		return queue[1:], 0
 	}
 	if i := slices.Index(queue, m); i >= 0 {
-		return slices.Delete(queue, i, i+1)
+		return slices.Delete(queue, i, i+1), i
 	}
-	return queue
+	return queue, -1
 }

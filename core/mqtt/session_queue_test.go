@@ -7,18 +7,25 @@ import (
 )
 
 // TestRemoveQueued removes from the head (the common, in-order ack), the
-// middle and the end, and ignores a message not queued.
+// middle and the end, reporting where each was, and ignores a message not
+// queued.
 func TestRemoveQueued(t *testing.T) {
 	msgs := []*outMsg{{}, {}, {}, {}}
 	q := append([]*outMsg(nil), msgs...)
-	q = removeQueued(q, msgs[0])
+	remove := func(m *outMsg, at int) {
+		t.Helper()
+		var k int
+		q, k = removeQueued(q, m)
+		require.Equal(t, k, at)
+	}
+	remove(msgs[0], 0)
 	require.DeepEqual(t, q, []*outMsg{msgs[1], msgs[2], msgs[3]})
-	q = removeQueued(q, msgs[2])
+	remove(msgs[2], 1)
 	require.DeepEqual(t, q, []*outMsg{msgs[1], msgs[3]})
-	q = removeQueued(q, msgs[0])
+	remove(msgs[0], -1)
 	require.DeepEqual(t, q, []*outMsg{msgs[1], msgs[3]})
-	q = removeQueued(q, msgs[3])
-	q = removeQueued(q, msgs[1])
+	remove(msgs[3], 1)
+	remove(msgs[1], 0)
 	require.Equal(t, len(q), 0)
 }
 
@@ -32,6 +39,6 @@ func BenchmarkAckDeepQueue(b *testing.B) {
 	}
 	b.ResetTimer()
 	for range b.N {
-		q = removeQueued(q, q[0])
+		q, _ = removeQueued(q, q[0])
 	}
 }

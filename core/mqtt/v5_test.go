@@ -173,3 +173,59 @@ func TestV5MessageExpiry(t *testing.T) {
 	require.Equal(t, string(m.Payload), "long")
 	require.Equal(t, *m.Properties.MessageExpiry <= 99, true, "expiry reduced by the wait")
 }
+
+// The window moves by acknowledgements in any order: with 3 in flight,
+// acknowledging the second sends the fourth, then the first the fifth;
+// after a reconnect the three still unacknowledged come again with DUP,
+// in order, before the rest.
+func TestInflightWindowOutOfOrderAcksAndResend(t *testing.T) {
+	e := newTestEnv(t, nil, nil)
+	expiry, rm := uint32(60), uint16(3)
+	connect := func() *raw {
+		r := e.raw(t)
+		cp := connect5("ooo", 30)
+		cp.CleanStart = false
+		cp.Properties.SessionExpiryInterval = &expiry
+		cp.Properties.ReceiveMaximum = &rm
+		r.write(cp)
+		require.Equal(t, r.read().Type, packets.CONNACK)
+		return r
+	}
+	r := connect()
+	r.write(&packets.Subscribe{PacketID: 1, Subscriptions: []packets.SubOptions{{Topic: "w", QoS: 1}}, Properties: &packets.Properties{}})
+	require.Equal(t, r.read().Type, packets.SUBACK)
+	pub := e.v3Client(t, "p", nil)
+	for i := range 8 {
+		tok := pub.Publish("w", 1, false, []byte{byte('0' + i)})
+		tok.WaitTimeout(wait)
+		require.NoError(t, tok.Error())
+	}
+	next := func(r *raw, want string, dup bool) uint16 {
+		t.Helper()
+		p := r.read().Content.(*packets.Publish)
+		require.Equal(t, string(p.Payload), want)
+		require.Equal(t, p.Duplicate, dup)
+		return p.PacketID
+	}
+	ack := func(r *raw, pid uint16) {
+		r.write(&packets.Puback{PacketID: pid, Properties: &packets.Properties{}})
+	}
+	p0, p1 := next(r, "0", false), next(r, "1", false)
+	next(r, "2", false)
+	ack(r, p1)
+	p3 := next(r, "3", false)
+	ack(r, p0)
+	next(r, "4", false)
+	ack(r, p3)
+	next(r, "5", false)
+	_ = r.nc.Close()
+	r = connect()
+	// Unacknowledged: 2, 4, 5, sent again with DUP, then 6 as each is
+	// acknowledged.
+	q2, q4, q5 := next(r, "2", true), next(r, "4", true), next(r, "5", true)
+	ack(r, q4)
+	next(r, "6", false)
+	ack(r, q2)
+	ack(r, q5)
+	next(r, "7", false)
+}
