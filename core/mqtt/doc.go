@@ -57,7 +57,13 @@
 // queued while none runs is first the sender's own goroutine, with one
 // non-blocking write on a plain TCP socket (write.go); what the socket
 // does not take, and TLS connections' bytes, go to a writer goroutine,
-// which ends once the buffer is empty. The reader, on Linux, parks the
+// which ends once the buffer is empty. A reader that delivers (a client's
+// publishes to subscribers, its own acknowledgements) and a session's
+// pump (a window of QoS 1/2 messages) write later instead: they become
+// the writer of each connection they queue bytes for and write each once,
+// at the end of the read batch or of the window (flushList), so 16
+// publishers into one subscriber make one write per batch, not one per
+// message. The reader, on Linux, parks the
 // connection once it has had no byte for Config.ParkAfter (park.go). A
 // parked connection holds no goroutine and no buffer, keeping a
 // descriptor of the socket of its own in the Server's epoll set
