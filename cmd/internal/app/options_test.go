@@ -9,6 +9,7 @@ import (
 	"github.com/leafbox/leafbox/core/auth"
 	"github.com/leafbox/leafbox/core/require"
 	"github.com/leafbox/leafbox/core/server"
+	"github.com/leafbox/leafbox/store/jetstream"
 )
 
 func TestServerOptionsMapsEveryOption(t *testing.T) {
@@ -76,8 +77,9 @@ jetstream: {domain: edge, store_dir: /tmp/js}
 				{Name: "B"},
 			},
 		},
-		JetStream:       true,
-		JetStreamDomain: "edge",
+		JetStream:         true,
+		JetStreamDomain:   "edge",
+		JetStreamAPILevel: jetstream.APILevel,
 	}
 	require.DeepEqual(t, opts, want)
 	require.NoError(t, opts.Validate())
