@@ -30,9 +30,10 @@ type ClusterOptions struct {
 // # Ports
 //
 // Routes must name each other's cluster ports before any node starts, so
-// those are picked with FreePort (listen on 127.0.0.1:0, close, use the
-// port): another process could take one in the moment between, which
-// would fail the start loudly, never silently. Client and leafnode ports
+// those are picked with FreePort (a free port below the kernel's
+// ephemeral range, probed with a listen): only another explicit bind
+// could take one in the moment between, which would fail the start
+// loudly, never silently. Client and leafnode ports
 // are bound as -1 by the first start, read from the node's log and pinned
 // in its configuration for restarts, as StartHub does.
 type Cluster struct {

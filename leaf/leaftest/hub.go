@@ -15,6 +15,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -235,13 +236,45 @@ func (b *logBuffer) String() string {
 }
 
 // FreePort returns a port that was free a moment ago, for configurations
-// that must name one before starting.
+// that must name one before starting. It is chosen at random below the
+// kernel's ephemeral range (net.ipv4.ip_local_port_range) and probed with
+// a listen: a port the kernel hands out itself (a 127.0.0.1:0 listen)
+// comes from that range, where any outgoing connection of the test
+// process may take it as its local port before the server binds it (a
+// CI run lost a hub cluster's route port that way); below the range only
+// another explicit bind can.
 func FreePort(t testing.TB) int {
 	t.Helper()
+	low := ephemeralLow()
+	for i := 0; low > 0 && i < 100; i++ {
+		port := 10000 + rand.IntN(low-10000)
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			continue // taken
+		}
+		_ = l.Close()
+		return port
+	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatalf("leaftest: %v", err)
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
+}
+
+// ephemeralLow is the first port of the kernel's ephemeral range, or 0
+// where it cannot be read or leaves no room below it (FreePort then lets
+// the kernel choose).
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 0
+	}
+	if f := strings.Fields(string(b)); len(f) > 0 {
+		if low, err := strconv.Atoi(f[0]); err == nil && low > 11000 {
+			return low
+		}
+	}
+	return 0
 }
