@@ -1,13 +1,8 @@
 package jetstream
 
 import (
-	"bufio"
-	"bytes"
-	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -98,49 +93,17 @@ func TestAckSyncSurvivesPowerCut(t *testing.T) {
 	checkNothingAckedRedelivered(t, env.js)
 }
 
-// ackSyncChildEnv names the store directory of TestAckSyncSurvivesKill9's
-// child process; unset in the parent.
-const ackSyncChildEnv = "LEAFBOX_TEST_ACKSYNC_CHILD"
-
 // TestAckSyncSurvivesKill9 runs the gateway's engine in a child process,
 // double-acks, kills the child with SIGKILL as soon as the last AckSync
 // returned, and restarts a child on the same store: nothing acknowledged
-// is redelivered. (The same test function is the child when
-// LEAFBOX_TEST_ACKSYNC_CHILD is set: it serves until it is killed.)
+// is redelivered. (The same test function is the child: see startChild.)
 func TestAckSyncSurvivesKill9(t *testing.T) {
-	if dir := os.Getenv(ackSyncChildEnv); dir != "" {
-		// Sync always: a kill -9 then loses no stored message, which
-		// buffering on an interval would.
-		env := newTestEnv(t, Config{StoreDir: dir})
-		fmt.Printf("URL=%s\n", env.srv.ClientURL())
-		<-time.After(time.Minute) // the parent kills it long before
+	if serveAsChild(t) {
 		return
 	}
 	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "store")
-	start := func() (*exec.Cmd, string, *bytes.Buffer) {
-		t.Helper()
-		cmd := exec.Command(os.Args[0], "-test.run=^TestAckSyncSurvivesKill9$", "-test.count=1")
-		cmd.Env = append(os.Environ(), ackSyncChildEnv+"="+dir)
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		out, err := cmd.StdoutPipe()
-		require.NoError(t, err)
-		require.NoError(t, cmd.Start())
-		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			if u, ok := strings.CutPrefix(sc.Text(), "URL="); ok {
-				go func() { // keep the pipe drained
-					for sc.Scan() {
-					}
-				}()
-				return cmd, u, &stderr
-			}
-		}
-		t.Fatalf("child exited without serving: %v\n%s", sc.Err(), stderr.String())
-		return nil, "", nil
-	}
+	start := func() (*exec.Cmd, string) { return startChild(t, dir) }
 	connect := func(u string) njs.JetStream {
 		t.Helper()
 		nc, err := nats.Connect(u, nats.NoReconnect())
@@ -151,12 +114,12 @@ func TestAckSyncSurvivesKill9(t *testing.T) {
 		return js
 	}
 
-	child, u, _ := start()
+	child, u := start()
 	ackSyncScenario(t, connect(u), nil)
 	require.NoError(t, child.Process.Kill())
 	_ = child.Wait()
 
-	_, u, _ = start()
+	_, u = start()
 	checkNothingAckedRedelivered(t, connect(u))
 }
 

@@ -1,17 +1,13 @@
 package jetstream
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/nats-io/nats.go"
 	njs "github.com/nats-io/nats.go/jetstream"
@@ -20,49 +16,19 @@ import (
 	"github.com/leafbox/leafbox/store/jsapi"
 )
 
-// batchKillChildEnv names the store directory of
-// TestAtomicBatchSurvivesKill9's child process; unset in the parent.
-const batchKillChildEnv = "LEAFBOX_TEST_BATCH_KILL_CHILD"
-
 // TestAtomicBatchSurvivesKill9 runs the engine in a child process while
 // four publishers commit batches of 1 to 24 messages of 4 KiB (writes of
 // up to ~100 KiB), kills the child with SIGKILL once 60 commits were
 // acknowledged, with the publishers still going, and restarts a child on
 // the same store: every acknowledged batch is there, and every batch
-// there is whole. (The same test function is the child when
-// LEAFBOX_TEST_BATCH_KILL_CHILD is set: it serves until it is killed.)
+// there is whole. (The same test function is the child: see startChild.)
 func TestAtomicBatchSurvivesKill9(t *testing.T) {
-	if dir := os.Getenv(batchKillChildEnv); dir != "" {
-		env := newTestEnv(t, Config{StoreDir: dir})
-		fmt.Printf("URL=%s\n", env.srv.ClientURL())
-		<-time.After(time.Minute) // the parent kills it long before
+	if serveAsChild(t) {
 		return
 	}
 	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "store")
-	start := func() (*exec.Cmd, string) {
-		t.Helper()
-		cmd := exec.Command(os.Args[0], "-test.run=^TestAtomicBatchSurvivesKill9$", "-test.count=1")
-		cmd.Env = append(os.Environ(), batchKillChildEnv+"="+dir)
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		out, err := cmd.StdoutPipe()
-		require.NoError(t, err)
-		require.NoError(t, cmd.Start())
-		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			if u, ok := strings.CutPrefix(sc.Text(), "URL="); ok {
-				go func() {
-					for sc.Scan() {
-					}
-				}()
-				return cmd, u
-			}
-		}
-		t.Fatalf("child exited without serving: %v\n%s", sc.Err(), stderr.String())
-		return nil, ""
-	}
+	start := func() (*exec.Cmd, string) { return startChild(t, dir) }
 
 	child, u := start()
 	nc0, err := nats.Connect(u, nats.NoReconnect())

@@ -181,18 +181,7 @@ func TestAtomicBatchMatchesNatsServer(t *testing.T) {
 	if t.Failed() {
 		return
 	}
-	for i := range max(len(ref), len(got)) {
-		var a, b string
-		if i < len(ref) {
-			a = ref[i]
-		}
-		if i < len(got) {
-			b = got[i]
-		}
-		if a != b {
-			t.Errorf("line %d:\nnats-server %s\nleafbox     %s", i, a, b)
-		}
-	}
+	compareTranscripts(t, ref, got)
 	if testing.Verbose() {
 		t.Logf("nats-server:\n%s", strings.Join(ref, "\n"))
 	}
