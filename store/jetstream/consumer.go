@@ -148,12 +148,6 @@ func consumerFilters(cfg *jsapi.ConsumerConfig) []string {
 // updates an existing one according to action, and reports whether the
 // consumer is new. cfg is already normalized and has its Name set.
 func (s *stream) createConsumer(cfg jsapi.ConsumerConfig, action jsapi.ConsumerAction) (*consumer, bool, *jsapi.APIError) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return nil, false, jsapi.NewStreamNotFoundError()
-	}
-	scfg := &s.cfg
 	name := cfg.Name
 	if name == "" {
 		name = cfg.Durable
@@ -162,6 +156,17 @@ func (s *stream) createConsumer(cfg jsapi.ConsumerConfig, action jsapi.ConsumerA
 		name = newName()
 		cfg.Name = name
 	}
+	s.mu.Lock()
+	for done := s.removing[name]; done != nil; done = s.removing[name] {
+		s.mu.Unlock()
+		<-done // a deleted consumer of this name: its state goes first
+		s.mu.Lock()
+	}
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, false, jsapi.NewStreamNotFoundError()
+	}
+	scfg := &s.cfg
 	filters := consumerFilters(&cfg)
 
 	if existing := s.lookupConsumer(name); existing != nil {
@@ -625,14 +630,26 @@ func (s *stream) unregister(c *consumer) bool {
 	s.consMu.RUnlock()
 	if registered {
 		s.setConsumer(c.name, nil)
+		if s.removing == nil {
+			s.removing = map[string]chan struct{}{}
+		}
+		s.removing[c.name] = make(chan struct{})
 	}
 	return registered
 }
 
-// finishRemoval stops an unregistered consumer and deletes its state;
-// interest streams then drop what only it was holding.
+// finishRemoval stops an unregistered consumer and deletes its state,
+// then lets a consumer created under its name go on; interest streams
+// then drop what only it was holding.
 func (s *stream) finishRemoval(c *consumer) {
-	if err := c.stop(true, true); err != nil {
+	err := c.stop(true, true)
+	s.mu.Lock()
+	if done := s.removing[c.name]; done != nil {
+		close(done)
+		delete(s.removing, c.name)
+	}
+	s.mu.Unlock()
+	if err != nil {
 		s.eng.log.Warn("jetstream: consumer delete", "stream", s.name, "consumer", c.name, "err", err)
 	}
 	s.eng.adviseConsumer(s.name, c.name, jsapi.ActionDeleted)

@@ -48,6 +48,11 @@ type stream struct {
 	batches map[string]*atomicBatch
 	// xf holds the compiled subject_transform and republish (transform.go).
 	xf streamTransforms
+	// removing holds, by name, the consumers unregistered whose state
+	// is still being deleted (closed once it is): a consumer created
+	// under the same name waits for it, so the old one's removal never
+	// deletes the new one's directory.
+	removing map[string]chan struct{}
 
 	// consMu guards consumers; taken after mu when both are needed.
 	consMu    sync.RWMutex

@@ -3,6 +3,8 @@ package jetstream
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -10,6 +12,7 @@ import (
 	njs "github.com/nats-io/nats.go/jetstream"
 
 	"github.com/leafbox/leafbox/core/require"
+	"github.com/leafbox/leafbox/store/jsapi"
 )
 
 func TestAccountInfo(t *testing.T) {
@@ -460,4 +463,42 @@ func TestMonitoringAccessors(t *testing.T) {
 	require.Equal(t, details[0].State.Msgs, uint64(3))
 	require.Equal(t, len(details[0].Consumers), 1)
 	require.Equal(t, details[0].Consumers[0].NumPending, uint64(3))
+}
+
+// A durable deleted and at once created again under its name keeps the
+// new one's state. A client that asks for the consumer learns it is gone
+// as soon as it is unregistered, before its directory is deleted, and a
+// bridge then creates it again at once: in a CI run that create failed
+// writing meta.json into a directory the old one's removal took away.
+// Here the removal is held between the two steps: the create waits for
+// it, and the new consumer's meta.json is there after it.
+func TestConsumerCreatedDuringRemovalWaitsForIt(t *testing.T) {
+	env := newTestEnv(t, Config{StoreDir: t.TempDir()})
+	ctx := testCtx(t)
+	_, err := env.js.CreateStream(ctx, njs.StreamConfig{Name: "R", Subjects: []string{"r.>"}, Storage: njs.FileStorage})
+	require.NoError(t, err)
+	cfg := jsapi.ConsumerConfig{Durable: "d", AckPolicy: jsapi.AckExplicit}
+	s := env.eng.lookup("R")
+	old, created, apiErr := s.createConsumer(cfg, jsapi.ActionCreate)
+	if apiErr != nil || !created {
+		t.Fatalf("create: %v", apiErr)
+	}
+	require.Equal(t, s.unregister(old), true)
+	made := make(chan *jsapi.APIError, 1)
+	go func() {
+		_, _, err := s.createConsumer(cfg, jsapi.ActionCreate)
+		made <- err
+	}()
+	select {
+	case err := <-made:
+		t.Fatalf("the create went on while the old consumer's state was being removed (%v)", err)
+	case <-time.After(100 * time.Millisecond): // what a create takes, many times over
+	}
+	s.finishRemoval(old)
+	if err := <-made; err != nil {
+		t.Fatalf("create after the removal: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(env.cfg.StoreDir, "R", "obs", "d", metaFile)); err != nil {
+		t.Fatalf("the new consumer's meta.json: %v", err)
+	}
 }
