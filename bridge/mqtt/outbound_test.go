@@ -57,8 +57,11 @@ func TestOutboundStreamWaitsForTheBroker(t *testing.T) {
 		publish(i) // kept in the stream
 	}
 	m.start()
-	// Every message arrives; the broker may hand the subscriber one twice
-	// (QoS 1 is at least once), never out of order.
+	// Every message arrives, never out of order. QoS 1 is at least once:
+	// Mosquitto keeps the messages it had in flight to the subscriber
+	// (up to its default max_inflight_messages, 20) in its persistence
+	// file and sends them again after the restart, so the sequence may
+	// step back by up to that many and then runs on without a gap.
 	for {
 		mu.Lock()
 		last := -1
@@ -77,11 +80,13 @@ func TestOutboundStreamWaitsForTheBroker(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	next := 0
+	const brokerInflight = 20
+	next, prev := 0, -1
 	for _, i := range got {
-		if i > next || i < next-1 {
-			t.Fatalf("out of order at %d: %v", i, got)
+		if i != prev+1 && (i > prev || i < next-brokerInflight) {
+			t.Fatalf("out of order at %d (after %d): %v", i, prev, got)
 		}
+		prev = i
 		if i == next {
 			next++
 		}
