@@ -45,7 +45,11 @@ func TestScenariosTableOrder(t *testing.T) {
 		"uplink forward 128 B, compression off",
 		"uplink forward 128 B, compression s2_fast",
 		"uplink wire bytes per message, compression off",
+		"uplink forward, gateway CPU per message, compression off",
+		"uplink forward, hub CPU per message, compression off",
 		"uplink wire bytes per message, compression s2_fast",
+		"uplink forward, gateway CPU per message, compression s2_fast",
+		"uplink forward, hub CPU per message, compression s2_fast",
 		"uplink backlog drain 128 B, from link up",
 		"uplink backlog, link up → first message in hub stream",
 		"gateway RSS holding a backlog of 50,000",
@@ -214,7 +218,7 @@ func TestScenariosAreConsistent(t *testing.T) {
 			}
 		}
 		wantMetrics := map[scenarioKind]int{kindPublish: 1, kindFanout: 1, kindRequest: 3, kindJSAsync: 1, kindJSSync: 1,
-			kindLeafForward: 2, kindLeafBacklog: 3, kindLeafShaped: 3, kindMQTTListen: 3, kindMQTTIdle: 2, kindModbus: 5, kindJSReopen: 2}
+			kindLeafForward: 4, kindLeafBacklog: 3, kindLeafShaped: 3, kindMQTTListen: 3, kindMQTTIdle: 2, kindModbus: 5, kindJSReopen: 2}
 		if sc.kind == kindJSStored {
 			if !sc.fresh {
 				t.Errorf("%s: stored-message RSS must be read on a fresh server", sc.slug)

@@ -375,6 +375,23 @@ func waitHubStream(ctx context.Context, rig *leafRig, want uint64, timeout time.
 	}
 }
 
+// rigCPU returns the CPU seconds the rig's gateway and hub have used so
+// far, in that order. The difference over a forward run, per message,
+// says which side each message costs: both patterns share the hub's
+// binary, so its row compares what each gateway's way of forwarding asks
+// of the hub.
+func rigCPU(rig *leafRig) ([2]float64, error) {
+	var cpu [2]float64
+	for i, s := range []*server{rig.gateway, rig.hub} {
+		v, err := readCPU(s.pid())
+		if err != nil {
+			return cpu, err
+		}
+		cpu[i] = v
+	}
+	return cpu, nil
+}
+
 // measureLeaf runs one leaf scenario on side and returns its values.
 func (m *measurer) measureLeaf(ctx context.Context, f *fleet, sc scenario, side int) ([]float64, error) {
 	up := sc.kind == kindLeafForward || sc.kind == kindLeafShaped
@@ -389,6 +406,10 @@ func (m *measurer) measureLeaf(ctx context.Context, f *fleet, sc scenario, side 
 	case kindLeafForward:
 		m.noteCompression(sc.compression, f.labels[side], compression)
 		toHub0, fromHub0 := rig.proxy.bytes()
+		cpu0, err := rigCPU(rig)
+		if err != nil {
+			return nil, err
+		}
 		start := time.Now()
 		if err := publishTelemetry(ctx, rig.gateway.clientAddr, sc.msgs, sc.size, limit); err != nil {
 			return nil, err
@@ -398,10 +419,15 @@ func (m *measurer) measureLeaf(ctx context.Context, f *fleet, sc scenario, side 
 			return nil, err
 		}
 		toHub, fromHub := rig.proxy.bytes()
+		cpu1, err := rigCPU(rig)
+		if err != nil {
+			return nil, err
+		}
 		wire := float64(toHub-toHub0+fromHub-fromHub0) / float64(sc.msgs)
 		m.logf("%s, %s: %.1f B/msg to the hub, %.1f B/msg back", f.labels[side], sc.compression,
 			float64(toHub-toHub0)/float64(sc.msgs), float64(fromHub-fromHub0)/float64(sc.msgs))
-		return []float64{float64(sc.msgs) / p.all.Sub(start).Seconds(), wire}, nil
+		perMsg := func(i int) float64 { return (cpu1[i] - cpu0[i]) * 1e6 / float64(sc.msgs) }
+		return []float64{float64(sc.msgs) / p.all.Sub(start).Seconds(), wire, perMsg(0), perMsg(1)}, nil
 
 	case kindLeafShaped:
 		m.noteCompression(sc.compression, f.labels[side], compression)

@@ -293,8 +293,13 @@ func TestLeafForwardWithNATSGateway(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(values) != 2 || values[0] <= 0 {
+	if len(values) != 4 || values[0] <= 0 {
 		t.Fatalf("values = %v", values)
+	}
+	// Both servers store every message: neither costs nothing (a CPU
+	// reading of a process other than the servers', or none, would).
+	if values[2] <= 0 || values[3] <= 0 {
+		t.Errorf("CPU per message: gateway %.1f µs, hub %.1f µs; want both above 0", values[2], values[3])
 	}
 	// 128 B of JSON whose fields repeat compress well below their size,
 	// headers and protocol included.

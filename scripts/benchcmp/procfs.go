@@ -128,3 +128,40 @@ func rssSteady(readings []int64, n int, tol float64) bool {
 	lo, hi := slices.Min(last), slices.Max(last)
 	return float64(hi-lo) <= tol*float64(hi)
 }
+
+// clockTicks is USER_HZ, the unit of the CPU times in /proc/PID/stat: 100
+// on every Linux architecture (the kernel converts to it for user space).
+const clockTicks = 100
+
+// statCPU returns the CPU time (user + system) that /proc/PID/stat text
+// reports, as seconds. The command name (field 2) is in parentheses and
+// may hold spaces or parentheses itself, so the fields are counted after
+// the last ')': utime and stime are the 14th and 15th of the line.
+func statCPU(stat string) (float64, error) {
+	i := strings.LastIndexByte(stat, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("benchcmp: process stat %q has no command name", stat)
+	}
+	fields := strings.Fields(stat[i+1:]) // field 3 (state) onwards
+	if len(fields) < 13 {
+		return 0, fmt.Errorf("benchcmp: process stat has %d fields after the name, want at least 13", len(fields))
+	}
+	var ticks int64
+	for _, f := range fields[11:13] {
+		n, err := strconv.ParseInt(f, 10, 64)
+		if err != nil || n < 0 {
+			return 0, fmt.Errorf("benchcmp: process stat CPU time %q", f)
+		}
+		ticks += n
+	}
+	return float64(ticks) / clockTicks, nil
+}
+
+// readCPU reads the CPU time the process pid has used so far, in seconds.
+func readCPU(pid int) (float64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, fmt.Errorf("benchcmp: reading CPU time of pid %d: %w", pid, err)
+	}
+	return statCPU(string(b))
+}

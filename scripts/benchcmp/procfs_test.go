@@ -4,6 +4,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 )
 
 const statusText = `Name:	nats-server
@@ -114,5 +115,48 @@ func TestRSSSteady(t *testing.T) {
 	}
 	if rssSteady([]int64{1}, 0, 0.01) {
 		t.Error("a window of 0 readings is never steady")
+	}
+}
+
+func TestStatCPU(t *testing.T) {
+	// A command name with a space and a ')' of its own; utime 1234 and
+	// stime 566 ticks are the 14th and 15th fields.
+	const stat = "4242 (odd) name) S 1 4242 4242 0 -1 4194560 1900 0 0 0 1234 566 0 0 20 0 9 0 12345 1253284 3814 18446744073709551615\n"
+	got, err := statCPU(stat)
+	if err != nil || got != 18.0 {
+		t.Fatalf("statCPU = %v, %v; want 18 s", got, err)
+	}
+	for _, bad := range []string{"", "4242 (x) S 1 2 3", "4242 (x) S 1 4242 4242 0 -1 4194560 1900 0 0 0 12x4 566 0"} {
+		if _, err := statCPU(bad); err == nil {
+			t.Errorf("statCPU(%q) gave no error", bad)
+		}
+	}
+}
+
+func TestReadCPUOfThisProcessGrows(t *testing.T) {
+	before, err := readCPU(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Burn CPU until the kernel's tick-based account moves (a few ticks).
+	x := uint64(1)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if time.Now().After(deadline) {
+			t.Fatalf("CPU time stayed at %v s through 10 s of work", before)
+		}
+		for range 1 << 20 {
+			x = x*6364136223846793005 + 1442695040888963407
+		}
+		now, err := readCPU(os.Getpid())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if now > before {
+			break
+		}
+	}
+	if x == 0 {
+		t.Log(x) // keeps the loop from being optimised away
 	}
 }

@@ -227,6 +227,8 @@ func leafForward(w workload, mode string) scenario {
 		compression: mode, metrics: []metric{
 			{Name: fmt.Sprintf("uplink forward %d B, compression %s", w.LeafSize, mode), Unit: unitRate, Better: higherIsBetter, Order: orderLeaf},
 			{Name: fmt.Sprintf("uplink wire bytes per message, compression %s", mode), Unit: unitBytes, Better: lowerIsBetter, Order: orderLeaf + 1},
+			{Name: fmt.Sprintf("uplink forward, gateway CPU per message, compression %s", mode), Unit: unitMicros, Better: lowerIsBetter, Order: orderLeaf + 1},
+			{Name: fmt.Sprintf("uplink forward, hub CPU per message, compression %s", mode), Unit: unitMicros, Better: lowerIsBetter, Order: orderLeaf + 1},
 		}}
 }
 

@@ -116,7 +116,7 @@ func (w workload) describeLeaf() []string {
 			"nats-server is the gateway in its own store-and-forward pattern: a leaf with JetStream domain %q and a file stream %s on telemetry.>, which %s on the hub sources by domain with a subject transform to site1.telemetry.>",
 			hubDomain, hubStream, groupThousands(int64(w.LeafMsgs)), w.LeafSize, telemetryWindow, gatewayDomain, gatewayStream, hubStream),
 		fmt.Sprintf("Uplink forward: the link is up first; the rate is messages ÷ time from the first publish until the hub's /jsz shows them all in the stream (polled every 10 ms); payload MB/s is that rate × %d B. "+
-			"Wire bytes are what crossed the link both ways during the run, per message. The hub's leafnode listener has `compression: accept`, so each gateway's remote `compression` decides", w.LeafSize),
+			"Wire bytes are what crossed the link both ways during the run, per message. The CPU rows are the CPU time (user + system, /proc/PID/stat) the gateway process and the hub process used during the run, per message; the publisher and the harness are not in them. The hub's leafnode listener has `compression: accept`, so each gateway's remote `compression` decides", w.LeafSize),
 		"Uplink backlog: the gateway starts while the relay refuses it; the messages are published, the gateway's VmRSS is read once steady, then the relay lets the gateway's next reconnect through. " +
 			"The drain rate is messages ÷ time from that connection until the hub stream holds them all; the latency row is the part until the first one is there. " +
 			"The gateway runs the default compression, s2_auto, which picks its level by RTT: none on loopback. " +
