@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/leafbox/leafbox/core/monitor"
@@ -65,17 +66,36 @@ func WriteClockMetrics(mw *monitor.MetricWriter, c *clock.Clock) {
 	mw.Gauge("leafbox_clock_trusted", "1 when the wall clock is trusted (NTP sync or hub time), else 0.", v)
 }
 
+// Bounds of the hub time probe's retries: a first answer that is no
+// stream info (the hub stream is not created yet, the hub's JetStream is
+// still starting) or none is asked again after probeRetryMin, then after
+// twice as long each time, up to probeRetryMax, until one is usable.
+const (
+	probeRetryMin = 250 * time.Millisecond
+	probeRetryMax = 30 * time.Second
+)
+
 // hubTimeProbe reads the hub's time for the clock: the "ts" of a
 // JetStream stream info response ($JS.<hub domain>.API.STREAM.INFO.<stream>
 // answers with the time nats-server built it). The leaf link forwards no
 // $JS.API.> (nats-server denies it on leafnode connections), so the hub's
-// API is reached through its JetStream domain.
+// API is reached through its JetStream domain. Each time the uplink
+// becomes ready it asks once, and again with backoff until an answer
+// carries the hub's time: a gateway that joins before its hub stream
+// exists, or while the hub's JetStream restores its streams, still comes
+// to trust the hub's clock without waiting for the link to be cut.
 type hubTimeProbe struct {
 	clock   *clock.Clock
 	conn    Conn
 	subject string
 	inbox   string // reply prefix, ending in '.'
 	log     *slog.Logger
+
+	mu       sync.Mutex
+	timer    *time.Timer   // the next retry; nil when none is due
+	delay    time.Duration // the wait before the next retry
+	answered bool          // a usable answer came since the last request
+	stopped  bool
 }
 
 // newHubTimeProbe subscribes the probe's reply inbox on conn; the caller
@@ -97,10 +117,59 @@ func newHubTimeProbe(c *clock.Clock, conn Conn, domain, stream string, log *slog
 	return p, nil
 }
 
-// request asks the hub for its time; the answer arrives at handle.
+// request asks the hub for its time, and keeps asking with backoff until
+// an answer is usable; the answers arrive at handle.
 func (p *hubTimeProbe) request() {
+	p.mu.Lock()
+	p.answered = false
+	p.delay = probeRetryMin
+	send := p.armLocked()
+	p.mu.Unlock()
+	if send {
+		p.send()
+	}
+}
+
+// retry asks again unless an answer was usable.
+func (p *hubTimeProbe) retry() {
+	p.mu.Lock()
+	send := !p.answered && p.armLocked()
+	p.mu.Unlock()
+	if send {
+		p.send()
+	}
+}
+
+// armLocked arms the next retry and doubles its delay, unless the probe
+// is stopped; it reports whether to send a request now. p.mu is held.
+func (p *hubTimeProbe) armLocked() bool {
+	if p.stopped {
+		return false
+	}
+	if p.timer != nil {
+		p.timer.Stop()
+	}
+	p.timer = time.AfterFunc(p.delay, p.retry)
+	p.delay = min(2*p.delay, probeRetryMax)
+	return true
+}
+
+// send publishes one request, outside p.mu: a reply may be delivered on
+// this goroutine.
+func (p *hubTimeProbe) send() {
 	if p.conn.Publish(p.subject, p.inbox+"1", nil, nil) == 0 {
 		p.log.Debug("hub time request not forwarded: no interest", "subject", p.subject)
+	}
+}
+
+// stop ends the retries; the uplink stops it before closing conn.
+func (p *hubTimeProbe) stop() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.stopped = true
+	if p.timer != nil {
+		p.timer.Stop()
+		p.timer = nil
 	}
 }
 
@@ -110,7 +179,7 @@ type streamInfoTime struct {
 	TimeStamp time.Time `json:"ts"`
 }
 
-// handle reads the hub's answer.
+// handle reads the hub's answer; an unusable one leaves the retry armed.
 func (p *hubTimeProbe) handle(data []byte) {
 	var r streamInfoTime
 	apiErr, err := jsapi.DecodeReply(data, &r)
@@ -118,6 +187,13 @@ func (p *hubTimeProbe) handle(data []byte) {
 		p.log.Debug("hub time: unusable stream info response", "error", err, "api_error", apiErr != nil)
 		return
 	}
+	p.mu.Lock()
+	p.answered = true
+	if p.timer != nil {
+		p.timer.Stop()
+		p.timer = nil
+	}
+	p.mu.Unlock()
 	p.clock.ObserveHubTime(r.TimeStamp)
 	if st := p.clock.Status(); st.Source == clock.SourceHub {
 		p.log.Debug("clock trusted from the hub's time", "hub_time", r.TimeStamp, "offset", st.Offset)

@@ -32,6 +32,7 @@ type uplink struct {
 	dead   store.Stream // the dead-letter store
 	ob     *outbox.Outbox
 	sched  *outbox.Scheduler // shared by all uplinks
+	probe  *hubTimeProbe     // nil without hub_domain
 }
 
 // UplinkStatus is an uplink's counters with the state of its link.
@@ -127,6 +128,7 @@ func (n *Node) startUplink(uc *UplinkConfig, clk *clock.Clock, sched *outbox.Sch
 	hub := linkHub{link: r.link}
 	if uc.Outbox.HubDomain != "" {
 		hub.probe, err = newHubTimeProbe(clk, conn, uc.Outbox.HubDomain, uc.Outbox.Stream, ulog)
+		u.probe = hub.probe
 	}
 	if err == nil {
 		oc := uc.Outbox
@@ -181,6 +183,9 @@ func (u *uplink) stop(log *slog.Logger) error {
 		st := u.ob.Status()
 		log.Info("uplink stopped", "captured", st.Captured, "stored", st.Stored, "forwarded", st.Forwarded,
 			"acked", st.Acked, "dropped", st.Dropped, "backlog_msgs", st.BacklogMsgs, "retries", st.Retries)
+	}
+	if u.probe != nil {
+		u.probe.stop()
 	}
 	u.conn.Close()
 	return errors.Join(u.stream.Close(), u.dead.Close())

@@ -137,3 +137,48 @@ func TestUplinkClock(t *testing.T) {
 		t.Fatalf("clock state %s", b)
 	}
 }
+
+// TestUplinkClockTrustsTheHubOnceItsStreamExists: a gateway that joins
+// before the hub stream its uplink names exists gets an error for its
+// first hub time request; it asks again with backoff, and trusts the
+// hub's clock once the stream is created, while the link stays up.
+func TestUplinkClockTrustsTheHubOnceItsStreamExists(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*testTimeout)
+	defer cancel()
+	hub, hjs, _ := startJSHub(t, ctx, leaftest.HubOptions{Name: "hub-late-stream"}, "hub",
+		jetstream.StreamConfig{Name: "OTHER", Subjects: []string{"other.>"}})
+
+	c := loopbackConfig(t, "http_port: -1\nserver_name: gw1\n"+
+		"leafnodes: {remotes: [{url: '"+hub.LeafURL()+"'}]}\n"+
+		"uplinks: [{name: tel, subjects: [telemetry.>], hub_subject_prefix: site1., stream: SITE, hub_domain: hub}]\n", Env{StateDirectory: t.TempDir()})
+	require.NoError(t, c.Validate())
+	a, err := Build(c, Flags{})
+	require.NoError(t, err)
+	epoch := time.Unix(0, 0)
+	started := time.Now()
+	a.clock, err = clock.Open(clock.Config{
+		Now:    func() time.Time { return epoch.Add(time.Since(started)) },
+		Synced: func() bool { return false },
+	})
+	require.NoError(t, err)
+	require.NoError(t, a.Start())
+	t.Cleanup(func() {
+		sctx, scancel := context.WithTimeout(context.Background(), testTimeout)
+		defer scancel()
+		_ = a.Shutdown(sctx)
+	})
+	awaitCond(t, ctx, "the uplink's link is connected", func() (bool, string) {
+		st := a.UplinkStatus()[0]
+		return st.LinkState == "connected", fmt.Sprintf("uplink %+v", st)
+	})
+	// The hub answers "stream not found" for SITE: no time from it.
+	if st := a.clock.Status(); st.Trusted || !st.HubTime.IsZero() {
+		t.Fatalf("clock trusted before the hub stream exists: %+v", st)
+	}
+	_, err = hjs.CreateStream(ctx, batchedHub(jetstream.StreamConfig{Name: "SITE", Subjects: []string{"site1.>"}}))
+	require.NoError(t, err)
+	awaitCond(t, ctx, "the clock trusts the hub's time", func() (bool, string) {
+		st := a.clock.Status()
+		return st.Trusted && st.Source == clock.SourceHub, fmt.Sprintf("clock %+v", st)
+	})
+}

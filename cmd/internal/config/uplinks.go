@@ -50,7 +50,9 @@ type UplinkConfig struct {
 	Stream string `yaml:"stream,omitempty"`
 	// HubDomain is the hub's JetStream domain. With Stream set, the
 	// gateway reads the hub's time from $JS.<hub_domain>.API.STREAM.INFO.
-	// <stream> whenever it connects, to trust its clock without NTP.
+	// <stream> whenever it connects, to trust its clock without NTP, and
+	// asks again with backoff (250ms doubling to 30s) until an answer
+	// carries the time (a stream created after the gateway joined).
 	HubDomain string `yaml:"hub_domain,omitempty"`
 	// MaxBytes, MaxMsgs and MaxAge bound the outbox; 0 is unlimited.
 	// MaxAge is measured on the monotonic clock (leaf/clock), so a clock
