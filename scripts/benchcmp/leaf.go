@@ -78,8 +78,9 @@ uplinks:
     subjects: ["telemetry.>"]
     hub_subject_prefix: site1.
     stream: %s
+    hub_domain: %s     # as deploy/examples/gateway-to-hub.yaml: the hub's time vouches for the clock, so captures carry Leafbox-Time
     drain_jitter: 0s   # measure the drain itself, not the fleet-spreading delay (default 3s)
-`, store, url, compression, hubStream)
+`, store, url, compression, hubStream, hubDomain)
 		return serverSetup{configPath: path, config: conf, args: []string{"run", "--config", path,
 			"--addr", "127.0.0.1", "--port", "-1", "--http-port", "-1", "--ports-file-dir", dir}}, nil
 	case styleNATS:

@@ -112,7 +112,7 @@ func (w workload) describeLeaf() []string {
 	return []string{
 		fmt.Sprintf("Uplink: each run starts a hub (nats-server, JetStream domain %q, a file stream %s on site1.>) and a gateway joined to it through a byte-counting TCP relay in the harness; "+
 			"a raw-protocol client publishes %s JSON telemetry messages of %d B on telemetry.site1.dev000–dev099 to the gateway (a PING after every %d, waiting for the PONG). "+
-			"leafbox is the gateway with an uplink capturing telemetry.> (outbox on file, forwarded as site1.telemetry.> with Nats-Msg-Id, removed on the hub's PubAck); "+
+			"leafbox is the gateway with an uplink capturing telemetry.> (outbox on file, forwarded as site1.telemetry.> with Nats-Msg-Id, removed on the hub's PubAck; hub_domain set as in deploy/examples/gateway-to-hub.yaml, so the hub's time vouches for the gateway's clock and each message carries its capture time as Leafbox-Time); "+
 			"nats-server is the gateway in its own store-and-forward pattern: a leaf with JetStream domain %q and a file stream %s on telemetry.>, which %s on the hub sources by domain with a subject transform to site1.telemetry.>",
 			hubDomain, hubStream, groupThousands(int64(w.LeafMsgs)), w.LeafSize, telemetryWindow, gatewayDomain, gatewayStream, hubStream),
 		fmt.Sprintf("Uplink forward: the link is up first; the rate is messages ÷ time from the first publish until the hub's /jsz shows them all in the stream (polled every 10 ms); payload MB/s is that rate × %d B. "+
