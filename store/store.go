@@ -157,6 +157,16 @@ type Syncer interface {
 	SyncDeferred() bool
 }
 
+// HeaderLoader is the optional ability of a Stream to find the messages
+// that carry a header without reading those that do not (a file stream
+// keeps that in its index). Callers find it with a type assertion; the
+// fallback is LoadNext and a look at each message's Header.
+type HeaderLoader interface {
+	// LoadNextWithHeader returns the first message with sequence ≥ start
+	// whose Header is not empty, or ErrNotFound. sm is as for LoadNext.
+	LoadNextWithHeader(start uint64, sm *Msg) (*Msg, error)
+}
+
 // BatchMsg is one message of a batch handed to BatchStorer.StoreBatch.
 type BatchMsg struct {
 	Subject string

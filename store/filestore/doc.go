@@ -146,10 +146,20 @@
 //	                   crc32c of the last 64 covered bytes of the block
 //	subjects:   count, then (length, bytes) in order of first use
 //	messages:   count, then per message uvarint/varint deltas of seq, time
-//	            and offset, the record length, the subject's index and ttl
+//	            and offset, the record length, the subject's index shifted
+//	            left by one with bit 0 set when the message has a header,
+//	            and ttl
 //	tombstones: count, then (first seq, last-first)
 //	chunks:     count, then (rawOff, rawLen, fileOff, compLen)
 //	crc32c of everything before
+//
+// Index files are of version 2. Open still reads version 1, whose
+// subject field is the plain index and which does not say which messages
+// have a header: those messages count as possibly having one. The header
+// flag lets LoadNextWithHeader (the rebuild of a JetStream duplicate
+// window) pass over messages without a header without reading them, and
+// over an evicted block none of whose live messages has one without
+// loading its entries.
 //
 // Index files are written once per block: when it is sealed (or
 // rewritten) and, for the active block, at Close and Checkpoint, always

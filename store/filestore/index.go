@@ -107,6 +107,9 @@ type scannedMsg struct {
 	off     uint32
 	length  uint32
 	subject string
+	// hdr says the message carries a header, or may (an index file of
+	// version 1 does not say).
+	hdr bool
 }
 
 // blockScan is everything the stream needs from one block file: the
@@ -134,6 +137,7 @@ func (sc *blockScan) add(off int, r *record, intern func([]byte) string) {
 			seq: r.seq, ts: r.ts, ttl: r.ttl, off: uint32(off),
 			length:  uint32(r.len()),
 			subject: intern(r.subject),
+			hdr:     r.hasHeader(),
 		})
 	case kindTombstone:
 		sc.tombs = append(sc.tombs, seqRange{r.seq, uint64(r.ts)})
@@ -176,7 +180,11 @@ func scanBody(body []byte, compressed bool, k *sealer, intern func([]byte) strin
 
 // Index file layout constants; see doc.go.
 const (
-	indexMagic     = "LFIX"
+	indexMagic = "LFIX"
+	// indexVersion is the version of the index files written. Version 2
+	// adds a header flag to each message (bit 0 of its subject field);
+	// version 1 files, which say nothing of headers, still open.
+	indexVersion   = 2
 	indexHeaderLen = 64
 	// tailWindow is how many bytes at the end of the covered part of a
 	// block an index file checksums, so that an index is not trusted for
@@ -228,7 +236,7 @@ func readTailSum(f vfs.File, n int64) (uint32, error) {
 // appendIndex encodes sc as an index file for the block meta describes.
 func appendIndex(dst []byte, meta indexMeta, sc *blockScan) []byte {
 	dst = append(dst, indexMagic...)
-	dst = append(dst, formatVersion, meta.flags, 0, 0)
+	dst = append(dst, indexVersion, meta.flags, 0, 0)
 	dst = binary.LittleEndian.AppendUint32(dst, meta.id)
 	dst = binary.LittleEndian.AppendUint32(dst, 0)
 	dst = binary.LittleEndian.AppendUint64(dst, meta.stamp)
@@ -262,7 +270,11 @@ func appendIndex(dst []byte, meta indexMeta, sc *blockScan) []byte {
 		dst = binary.AppendVarint(dst, m.ts-prevTS)
 		dst = binary.AppendUvarint(dst, uint64(m.off-prevOff))
 		dst = binary.AppendUvarint(dst, uint64(m.length))
-		dst = binary.AppendUvarint(dst, ids[m.subject])
+		subj := ids[m.subject] << 1
+		if m.hdr {
+			subj |= 1
+		}
+		dst = binary.AppendUvarint(dst, subj)
 		dst = binary.AppendVarint(dst, m.ttl)
 		prevSeq, prevTS, prevOff = m.seq, m.ts, m.off
 	}
@@ -335,9 +347,10 @@ func parseIndex(b []byte, intern func([]byte) string) (indexMeta, blockScan, err
 func parseIndexInto(b []byte, intern func([]byte) string, msgs []scannedMsg) (indexMeta, blockScan, error) {
 	var meta indexMeta
 	var sc blockScan
-	if len(b) < indexHeaderLen+4 || string(b[:4]) != indexMagic || b[4] != formatVersion {
+	if len(b) < indexHeaderLen+4 || string(b[:4]) != indexMagic || (b[4] != indexVersion && b[4] != 1) {
 		return meta, sc, errBadIndex
 	}
+	v1 := b[4] == 1
 	body := b[:len(b)-4]
 	if crc32.Checksum(body, crcTable) != binary.LittleEndian.Uint32(b[len(b)-4:]) {
 		return meta, sc, errBadIndex
@@ -379,12 +392,17 @@ func parseIndexInto(b []byte, intern func([]byte) string, msgs []scannedMsg) (in
 		off += uint32(d.uvarint())
 		length := d.uvarint()
 		name := d.uvarint()
+		hdr := true // version 1: it may have one
+		if !v1 {
+			hdr = name&1 != 0
+			name >>= 1
+		}
 		ttl := d.varint()
 		if d.err != nil || name >= uint64(len(names)) || length < recordOverhead || length > maxRecordLen ||
 			int64(off)+int64(length) > sc.rawLen || (i > 0 && seq <= sc.msgs[i-1].seq) {
 			return meta, sc, errBadIndex
 		}
-		sc.msgs[i] = scannedMsg{seq: seq, ts: ts, ttl: ttl, off: off, length: uint32(length), subject: names[name]}
+		sc.msgs[i] = scannedMsg{seq: seq, ts: ts, ttl: ttl, off: off, length: uint32(length), subject: names[name], hdr: hdr}
 	}
 	sc.tombs = make([]seqRange, d.count(2))
 	for i := range sc.tombs {

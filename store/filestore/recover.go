@@ -366,6 +366,9 @@ func (s *Stream) buildIndex(scans []*blockScan, intern func([]byte) string) {
 			}
 			ss := s.subjects.intern(m.subject)
 			e := entry{seq: m.seq, ts: m.ts, off: m.off, length: m.length, subj: ss.id, flags: s.entryFlags()}
+			if m.hdr {
+				e.flags |= entryHdr
+			}
 			switch {
 			case m.ttl > 0:
 				e.flags |= entryTTL
@@ -488,7 +491,7 @@ func (s *Stream) scanFromEntries(b *block) *blockScan {
 		if e.flags&entryTTL != 0 {
 			return nil
 		}
-		m := scannedMsg{seq: e.seq, ts: e.ts, off: e.off, length: e.length, subject: s.subjects.byID[e.subj].name}
+		m := scannedMsg{seq: e.seq, ts: e.ts, off: e.off, length: e.length, subject: s.subjects.byID[e.subj].name, hdr: e.flags&entryHdr != 0}
 		if e.flags&entryNoAge != 0 {
 			m.ttl = -1
 		}
