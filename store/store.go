@@ -167,6 +167,16 @@ type HeaderLoader interface {
 	LoadNextWithHeader(start uint64, sm *Msg) (*Msg, error)
 }
 
+// TimeSeeker is the optional ability of a Stream to find where a time
+// falls without loading messages (a file stream keeps each block's last
+// time). Callers find it with a type assertion; the fallback is a binary
+// search over LoadNext.
+type TimeSeeker interface {
+	// SeqFromTime returns the sequence of the first live message stored
+	// at or after ts (Unix ns), or LastSeq+1 when every message is older.
+	SeqFromTime(ts int64) uint64
+}
+
 // BatchMsg is one message of a batch handed to BatchStorer.StoreBatch.
 type BatchMsg struct {
 	Subject string

@@ -2,6 +2,7 @@ package filestore
 
 import (
 	"errors"
+	"sort"
 
 	"github.com/leafbox/leafbox/core/subject"
 	"github.com/leafbox/leafbox/store"
@@ -145,6 +146,32 @@ func (s *Stream) LoadNextWithHeader(start uint64, sm *store.Msg) (*store.Msg, er
 		}
 	}
 	return nil, store.ErrNotFound
+}
+
+// SeqFromTime returns the sequence of the first live message stored at or
+// after ts (Unix ns), or LastSeq+1 when every message is older; see
+// store.TimeSeeker. Store times do not decrease with the sequence, so the
+// block is found by its last time and only its entries are loaded.
+func (s *Stream) SeqFromTime(ts int64) uint64 {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return s.lastSeq + 1
+	}
+	bs := s.blocks
+	i := sort.Search(len(bs), func(i int) bool { return bs[i].lastTime >= ts })
+	for _, b := range bs[i:] {
+		if b.live == 0 {
+			continue
+		}
+		es := s.ents(b)
+		for j := sort.Search(len(es), func(j int) bool { return es[j].ts >= ts }); j < len(es); j++ {
+			if es[j].live() {
+				return es[j].seq
+			}
+		}
+	}
+	return s.lastSeq + 1
 }
 
 // LoadLast returns the newest message matching filter; see store.Stream.
