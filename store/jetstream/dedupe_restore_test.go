@@ -50,3 +50,30 @@ func TestDedupeRestoredAmongPlainMessages(t *testing.T) {
 	require.Equal(t, ack.Duplicate, false)
 	require.Equal(t, ack.Sequence, uint64(n+1))
 }
+
+// TestDedupeRestoreSkipsOlderThanWindow restarts on a file stream whose
+// duplicate window has passed for its first msg id but not its second:
+// only the second is a duplicate after the restart.
+func TestDedupeRestoreSkipsOlderThanWindow(t *testing.T) {
+	env := newTestEnv(t, Config{SyncInterval: time.Second})
+	ctx := testCtx(t)
+	const window = time.Second
+	_, err := env.js.CreateStream(ctx, njs.StreamConfig{Name: "S", Subjects: []string{"s.>"}, Storage: njs.FileStorage, Duplicates: window})
+	require.NoError(t, err)
+	_, err = env.js.Publish(ctx, "s.a", nil, njs.WithMsgID("old"))
+	require.NoError(t, err)
+	publishN(t, env.js, "s.a", 20)
+	time.Sleep(window + 100*time.Millisecond)
+	publishN(t, env.js, "s.a", 20)
+	recent, err := env.js.Publish(ctx, "s.a", nil, njs.WithMsgID("recent"))
+	require.NoError(t, err)
+	env.restart()
+
+	ack, err := env.js.Publish(ctx, "s.a", nil, njs.WithMsgID("recent"))
+	require.NoError(t, err)
+	require.Equal(t, ack.Duplicate, true)
+	require.Equal(t, ack.Sequence, recent.Sequence)
+	ack, err = env.js.Publish(ctx, "s.a", nil, njs.WithMsgID("old"))
+	require.NoError(t, err)
+	require.Equal(t, ack.Duplicate, false)
+}
