@@ -445,8 +445,9 @@ func (s *Stream) rereadMsgs(b *block, intern func([]byte) string) []scannedMsg {
 	if sc != nil {
 		return sc.msgs
 	}
-	// The first read skipped the messages section, so this is where a
-	// bad one shows: count the index as stale and the block as scanned.
+	// The first read may have skipped the messages section (see
+	// loadIndex), so a bad one shows here: the block is read record by
+	// record, and counted as such.
 	s.report.StaleIndexes++
 	s.report.ScannedBlocks++
 	body := make([]byte, max(b.fileSize-blockHeaderLen, 0))
