@@ -157,6 +157,26 @@ type Syncer interface {
 	SyncDeferred() bool
 }
 
+// HeaderLoader is the optional ability of a Stream to find the messages
+// that carry a header without reading those that do not (a file stream
+// keeps that in its index). Callers find it with a type assertion; the
+// fallback is LoadNext and a look at each message's Header.
+type HeaderLoader interface {
+	// LoadNextWithHeader returns the first message with sequence ≥ start
+	// whose Header is not empty, or ErrNotFound. sm is as for LoadNext.
+	LoadNextWithHeader(start uint64, sm *Msg) (*Msg, error)
+}
+
+// TimeSeeker is the optional ability of a Stream to find where a time
+// falls without loading messages (a file stream keeps each block's last
+// time). Callers find it with a type assertion; the fallback is a binary
+// search over LoadNext.
+type TimeSeeker interface {
+	// SeqFromTime returns the sequence of the first live message stored
+	// at or after ts (Unix ns), or LastSeq+1 when every message is older.
+	SeqFromTime(ts int64) uint64
+}
+
 // BatchMsg is one message of a batch handed to BatchStorer.StoreBatch.
 type BatchMsg struct {
 	Subject string

@@ -229,6 +229,9 @@ const (
 	// entrySealed marks a sealed record, sealOverhead bytes longer than
 	// its accounting size says.
 	entrySealed = 1 << 2
+	// entryHdr marks a message that carries a header, or may: one read
+	// from an index file of version 1, which does not say.
+	entryHdr = 1 << 3
 )
 
 func (e *entry) live() bool { return e.length != 0 }
@@ -296,7 +299,10 @@ type block struct {
 	// subjs lists the subject ids of an evicted block's live messages
 	// (nil: more than maxBlockSubjects, unknown).
 	subjs []uint32
-	used  atomic.Uint64
+	// noHdrs says none of an evicted block's live messages carries a
+	// header (no entry had entryHdr), so LoadNextWithHeader skips it.
+	noHdrs bool
+	used   atomic.Uint64
 
 	sealed bool
 	// Work for the maintenance goroutine: write the index file, rewrite

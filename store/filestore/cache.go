@@ -247,6 +247,9 @@ func (s *Stream) readEntries(b *block, fromIndex bool) ([]entry, bool) {
 			return nil, false
 		}
 		e := entry{seq: m.seq, ts: m.ts, off: m.off, length: m.length, subj: ss.id, flags: s.entryFlags()}
+		if m.hdr {
+			e.flags |= entryHdr
+		}
 		switch {
 		case m.ttl > 0:
 			e.flags |= entryTTL
@@ -308,10 +311,12 @@ func (s *Stream) evictBlock(b *block) bool {
 	es := b.entries
 	var gaps []seqRange
 	prev := uint64(0)
+	hdrs := false
 	for _, e := range es {
 		if !e.live() {
 			continue
 		}
+		hdrs = hdrs || e.flags&entryHdr != 0
 		if prev != 0 && e.seq > prev+1 {
 			gaps = append(gaps, seqRange{prev + 1, e.seq - 1})
 			if len(gaps) > len(es)/8+8 {
@@ -322,6 +327,7 @@ func (s *Stream) evictBlock(b *block) bool {
 	}
 	b.liveLo, b.liveHi, b.gaps = es[0].seq, es[len(es)-1].seq, gaps
 	b.subjs = blockSubjects(es)
+	b.noHdrs = !hdrs
 	b.entries, b.deleted = nil, 0
 	b.evicted.Store(true)
 	return true

@@ -196,7 +196,7 @@ func (s *Stream) rewrite(b *block) error {
 			}
 			sc.msgs = append(sc.msgs, scannedMsg{
 				seq: r.seq, ts: r.ts, ttl: r.ttl, off: uint32(len(raw)), length: uint32(len(rec)),
-				subject: string(r.subject),
+				subject: string(r.subject), hdr: r.hasHeader(),
 			})
 			if r.seq > sc.maxSeq {
 				sc.maxSeq, sc.lastTime = r.seq, r.ts

@@ -143,13 +143,25 @@
 //
 //	header (64 bytes): "LFIX", version, block flags, block id, stamp,
 //	                   file size covered, raw length, max seq and its time,
-//	                   crc32c of the last 64 covered bytes of the block
+//	                   crc32c of the last 64 covered bytes of the block,
+//	                   offset of the tombstones section (version 2)
 //	subjects:   count, then (length, bytes) in order of first use
 //	messages:   count, then per message uvarint/varint deltas of seq, time
-//	            and offset, the record length, the subject's index and ttl
+//	            and offset, the record length, the subject's index shifted
+//	            left by one with bit 0 set when the message has a header,
+//	            and ttl
 //	tombstones: count, then (first seq, last-first)
 //	chunks:     count, then (rawOff, rawLen, fileOff, compLen)
 //	crc32c of everything before
+//
+// Index files are of version 2. Open still reads version 1, whose
+// subject field is the plain index, whose header has zero where version
+// 2 keeps the tombstones' offset, and which does not say which messages
+// have a header: those messages count as possibly having one. The header
+// flag lets LoadNextWithHeader (the rebuild of a JetStream duplicate
+// window) pass over messages without a header without reading them, and
+// over an evicted block none of whose live messages has one without
+// loading its entries.
 //
 // Index files are written once per block: when it is sealed (or
 // rewritten) and, for the active block, at Close and Checkpoint, always
@@ -158,7 +170,10 @@
 // and count are rebuilt from the messages at Open, which costs a map
 // lookup per message. Open reads the index files one block at a time (a
 // second time when it builds the block's entries), so it never holds more
-// than one block's scan besides the index cache.
+// than one block's scan besides the index cache; the first read of a
+// block before the last skips from the header to the tombstones, so the
+// messages are decoded once, and one that fails its checks then has its
+// block read record by record (counted as a stale index).
 //
 // # Writing, durability and SD-card wear
 //

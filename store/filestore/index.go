@@ -107,6 +107,9 @@ type scannedMsg struct {
 	off     uint32
 	length  uint32
 	subject string
+	// hdr says the message carries a header, or may (an index file of
+	// version 1 does not say).
+	hdr bool
 }
 
 // blockScan is everything the stream needs from one block file: the
@@ -134,6 +137,7 @@ func (sc *blockScan) add(off int, r *record, intern func([]byte) string) {
 			seq: r.seq, ts: r.ts, ttl: r.ttl, off: uint32(off),
 			length:  uint32(r.len()),
 			subject: intern(r.subject),
+			hdr:     r.hasHeader(),
 		})
 	case kindTombstone:
 		sc.tombs = append(sc.tombs, seqRange{r.seq, uint64(r.ts)})
@@ -176,8 +180,16 @@ func scanBody(body []byte, compressed bool, k *sealer, intern func([]byte) strin
 
 // Index file layout constants; see doc.go.
 const (
-	indexMagic     = "LFIX"
+	indexMagic = "LFIX"
+	// indexVersion is the version of the index files written. Version 2
+	// adds a header flag to each message (bit 0 of its subject field);
+	// version 1 files, which say nothing of headers, still open.
+	indexVersion   = 2
 	indexHeaderLen = 64
+	// tombOffPos is where a version 2 header holds the offset of the
+	// tombstones section (the 4 bytes after the tail checksum, zero in
+	// version 1).
+	tombOffPos = 60
 	// tailWindow is how many bytes at the end of the covered part of a
 	// block an index file checksums, so that an index is not trusted for
 	// a block whose end was rewritten at the same length.
@@ -227,8 +239,9 @@ func readTailSum(f vfs.File, n int64) (uint32, error) {
 
 // appendIndex encodes sc as an index file for the block meta describes.
 func appendIndex(dst []byte, meta indexMeta, sc *blockScan) []byte {
+	base := len(dst)
 	dst = append(dst, indexMagic...)
-	dst = append(dst, formatVersion, meta.flags, 0, 0)
+	dst = append(dst, indexVersion, meta.flags, 0, 0)
 	dst = binary.LittleEndian.AppendUint32(dst, meta.id)
 	dst = binary.LittleEndian.AppendUint32(dst, 0)
 	dst = binary.LittleEndian.AppendUint64(dst, meta.stamp)
@@ -262,10 +275,17 @@ func appendIndex(dst []byte, meta indexMeta, sc *blockScan) []byte {
 		dst = binary.AppendVarint(dst, m.ts-prevTS)
 		dst = binary.AppendUvarint(dst, uint64(m.off-prevOff))
 		dst = binary.AppendUvarint(dst, uint64(m.length))
-		dst = binary.AppendUvarint(dst, ids[m.subject])
+		subj := ids[m.subject] << 1
+		if m.hdr {
+			subj |= 1
+		}
+		dst = binary.AppendUvarint(dst, subj)
 		dst = binary.AppendVarint(dst, m.ttl)
 		prevSeq, prevTS, prevOff = m.seq, m.ts, m.off
 	}
+	// Where the tombstones start, so that a reader that needs no
+	// messages skips to them.
+	binary.LittleEndian.PutUint32(dst[base+tombOffPos:], uint32(len(dst)-base))
 	dst = binary.AppendUvarint(dst, uint64(len(sc.tombs)))
 	for _, t := range sc.tombs {
 		dst = binary.AppendUvarint(dst, t.first)
@@ -333,11 +353,26 @@ func parseIndex(b []byte, intern func([]byte) string) (indexMeta, blockScan, err
 // array when it is large enough (Open passes one array from block to
 // block, see openScratch).
 func parseIndexInto(b []byte, intern func([]byte) string, msgs []scannedMsg) (indexMeta, blockScan, error) {
+	return parseIndexMode(b, intern, msgs, false)
+}
+
+// parseIndexSkim is parseIndex without the subjects and messages of a
+// version 2 file that records where its tombstones start, which it skips
+// unread: the result has no msgs (and skipped reports it). The checksum
+// and every other section are checked as by parseIndex; the messages are
+// checked when they are read. Any other file is decoded whole.
+func parseIndexSkim(b []byte, intern func([]byte) string, msgs []scannedMsg) (meta indexMeta, sc blockScan, skipped bool, err error) {
+	meta, sc, err = parseIndexMode(b, intern, msgs, true)
+	return meta, sc, err == nil && b[4] != 1 && binary.LittleEndian.Uint32(b[tombOffPos:]) != 0, err
+}
+
+func parseIndexMode(b []byte, intern func([]byte) string, msgs []scannedMsg, skim bool) (indexMeta, blockScan, error) {
 	var meta indexMeta
 	var sc blockScan
-	if len(b) < indexHeaderLen+4 || string(b[:4]) != indexMagic || b[4] != formatVersion {
+	if len(b) < indexHeaderLen+4 || string(b[:4]) != indexMagic || (b[4] != indexVersion && b[4] != 1) {
 		return meta, sc, errBadIndex
 	}
+	v1 := b[4] == 1
 	body := b[:len(b)-4]
 	if crc32.Checksum(body, crcTable) != binary.LittleEndian.Uint32(b[len(b)-4:]) {
 		return meta, sc, errBadIndex
@@ -355,36 +390,23 @@ func parseIndexInto(b []byte, intern func([]byte) string, msgs []scannedMsg) (in
 	if sc.rawLen < 0 || sc.rawLen > MaxBlockSize+maxRecordLen || meta.fileSize < blockHeaderLen {
 		return meta, sc, errBadIndex
 	}
+	// tombOff 0 says the file does not record it (version 1, and the
+	// first files of version 2): its messages are decoded to get past.
+	tombOff := int(binary.LittleEndian.Uint32(b[tombOffPos:]))
+	if v1 {
+		tombOff = 0
+	}
+	if tombOff != 0 && (tombOff < indexHeaderLen || tombOff > len(body)) {
+		return meta, sc, errBadIndex
+	}
 	d := indexDecoder{b: body[indexHeaderLen:]}
-	names := make([]string, d.count(1))
-	for i := range names {
-		n := d.count(1)
-		if d.err != nil || n > len(d.b) {
-			return meta, sc, errBadIndex
-		}
-		names[i] = intern(d.b[:n])
-		d.b = d.b[n:]
+	if skim && tombOff != 0 {
+		d.b = body[tombOff:]
+	} else if !parseIndexMsgs(&d, &sc, intern, msgs, v1) {
+		return meta, sc, errBadIndex
 	}
-	if n := d.count(6); cap(msgs) >= n {
-		sc.msgs = msgs[:n]
-	} else {
-		sc.msgs = make([]scannedMsg, n)
-	}
-	var seq uint64
-	var ts int64
-	var off uint32
-	for i := range sc.msgs {
-		seq += d.uvarint()
-		ts += d.varint()
-		off += uint32(d.uvarint())
-		length := d.uvarint()
-		name := d.uvarint()
-		ttl := d.varint()
-		if d.err != nil || name >= uint64(len(names)) || length < recordOverhead || length > maxRecordLen ||
-			int64(off)+int64(length) > sc.rawLen || (i > 0 && seq <= sc.msgs[i-1].seq) {
-			return meta, sc, errBadIndex
-		}
-		sc.msgs[i] = scannedMsg{seq: seq, ts: ts, ttl: ttl, off: off, length: uint32(length), subject: names[name]}
+	if tombOff != 0 && len(body)-len(d.b) != tombOff {
+		return meta, sc, errBadIndex
 	}
 	sc.tombs = make([]seqRange, d.count(2))
 	for i := range sc.tombs {
@@ -409,6 +431,48 @@ func parseIndexInto(b []byte, intern func([]byte) string, msgs []scannedMsg) (in
 		sc.chunks = nil
 	}
 	return meta, sc, nil
+}
+
+// parseIndexMsgs decodes the subjects and messages sections at d into
+// sc.msgs, in msgs's array when it is large enough, and reports whether
+// they are sound.
+func parseIndexMsgs(d *indexDecoder, sc *blockScan, intern func([]byte) string, msgs []scannedMsg, v1 bool) bool {
+	names := make([]string, d.count(1))
+	for i := range names {
+		n := d.count(1)
+		if d.err != nil || n > len(d.b) {
+			return false
+		}
+		names[i] = intern(d.b[:n])
+		d.b = d.b[n:]
+	}
+	if n := d.count(6); cap(msgs) >= n {
+		sc.msgs = msgs[:n]
+	} else {
+		sc.msgs = make([]scannedMsg, n)
+	}
+	var seq uint64
+	var ts int64
+	var off uint32
+	for i := range sc.msgs {
+		seq += d.uvarint()
+		ts += d.varint()
+		off += uint32(d.uvarint())
+		length := d.uvarint()
+		name := d.uvarint()
+		hdr := true // version 1: it may have one
+		if !v1 {
+			hdr = name&1 != 0
+			name >>= 1
+		}
+		ttl := d.varint()
+		if d.err != nil || name >= uint64(len(names)) || length < recordOverhead || length > maxRecordLen ||
+			int64(off)+int64(length) > sc.rawLen || (i > 0 && seq <= sc.msgs[i-1].seq) {
+			return false
+		}
+		sc.msgs[i] = scannedMsg{seq: seq, ts: ts, ttl: ttl, off: off, length: uint32(length), subject: names[name], hdr: hdr}
+	}
+	return d.err == nil
 }
 
 // writeIndex writes the index file for block id atomically: a temporary

@@ -2,6 +2,7 @@ package filestore
 
 import (
 	"errors"
+	"sort"
 
 	"github.com/leafbox/leafbox/core/subject"
 	"github.com/leafbox/leafbox/store"
@@ -104,6 +105,73 @@ func (s *Stream) LoadNext(filter string, start uint64, sm *store.Msg) (*store.Ms
 		})
 	}
 	return msg, err
+}
+
+// LoadNextWithHeader returns the first message with sequence ≥ start
+// that carries a header, or store.ErrNotFound; see store.HeaderLoader.
+// Messages without one are not read: the index entries say which carry
+// one, and an evicted block whose messages carry none is passed over
+// without loading its entries. Entries read from an index file of version
+// 1 do not know, so those messages are loaded and checked. A record that
+// fails its checks is skipped, as by LoadNext.
+func (s *Stream) LoadNextWithHeader(start uint64, sm *store.Msg) (*store.Msg, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return nil, store.ErrClosed
+	}
+	start = max(start, s.firstSeq, 1)
+	if s.msgs == 0 || start > s.lastSeq {
+		return nil, store.ErrNotFound
+	}
+	for _, b := range s.blocksFrom(start) {
+		if b.live == 0 || b.lastLive() < start || (b.evicted.Load() && b.noHdrs) {
+			continue
+		}
+		es := s.ents(b)
+		for j := b.search(start); j < len(es); j++ {
+			e := &es[j]
+			if !e.live() || e.flags&entryHdr == 0 {
+				continue
+			}
+			m, err := s.loadEntry(b, e, sm)
+			switch {
+			case errors.Is(err, store.ErrCorrupt):
+				continue
+			case err != nil:
+				return nil, err
+			case len(m.Header) > 0:
+				return m, nil
+			}
+		}
+	}
+	return nil, store.ErrNotFound
+}
+
+// SeqFromTime returns the sequence of the first live message stored at or
+// after ts (Unix ns), or LastSeq+1 when every message is older; see
+// store.TimeSeeker. Store times do not decrease with the sequence, so the
+// block is found by its last time and only its entries are loaded.
+func (s *Stream) SeqFromTime(ts int64) uint64 {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return s.lastSeq + 1
+	}
+	bs := s.blocks
+	i := sort.Search(len(bs), func(i int) bool { return bs[i].lastTime >= ts })
+	for _, b := range bs[i:] {
+		if b.live == 0 {
+			continue
+		}
+		es := s.ents(b)
+		for j := sort.Search(len(es), func(j int) bool { return es[j].ts >= ts }); j < len(es); j++ {
+			if es[j].live() {
+				return es[j].seq
+			}
+		}
+	}
+	return s.lastSeq + 1
 }
 
 // LoadLast returns the newest message matching filter; see store.Stream.

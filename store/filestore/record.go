@@ -69,6 +69,9 @@ type record struct {
 	size int
 }
 
+// hasHeader reports whether the message carries a header, sealed or not.
+func (r *record) hasHeader() bool { return len(r.header) > 0 || r.hdrLen > 0 }
+
 // len returns the record's encoded length.
 func (r *record) len() int {
 	if r.size > 0 {

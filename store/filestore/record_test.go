@@ -150,7 +150,7 @@ func TestIndexRoundTrip(t *testing.T) {
 	sc := blockScan{
 		msgs: []scannedMsg{
 			{seq: 5, ts: 100, ttl: 0, off: 0, length: 50, subject: "a"},
-			{seq: 6, ts: 90, ttl: -1, off: 50, length: 60, subject: "b"},
+			{seq: 6, ts: 90, ttl: -1, off: 50, length: 60, subject: "b", hdr: true},
 			{seq: 9, ts: 200, ttl: 7, off: 110, length: 50, subject: "a"},
 		},
 		tombs:    []seqRange{{1, 4}, {7, 8}},

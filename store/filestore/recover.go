@@ -225,7 +225,10 @@ func (s *Stream) openBlock(id uint32, last, hasIndex bool, intern func([]byte) s
 	var sc *blockScan
 	covered := int64(0) // body bytes the index file covers
 	if hasIndex && !b.corruptHeader {
-		sc, covered = s.loadIndex(b, size, intern)
+		// The messages of a block before the last are read again when
+		// the block's entries are built (buildIndex), so here they are
+		// skipped where the index file allows.
+		sc, covered = s.loadIndex(b, size, intern, !last)
 	}
 	bodyLen := max(size-blockHeaderLen, 0)
 	if sc == nil || covered < bodyLen {
@@ -286,15 +289,33 @@ func (s *Stream) openBlock(id uint32, last, hasIndex bool, intern func([]byte) s
 
 // loadIndex reads b's index file and returns its contents and the body
 // bytes it covers, or nil when it is missing, corrupt or describes another
-// version of the block.
-func (s *Stream) loadIndex(b *block, size int64, intern func([]byte) string) (*blockScan, int64) {
+// version of the block. With skim the messages are left out (msgs nil)
+// where the file allows it and the index covers the whole block; the
+// caller reads them later with skim false.
+func (s *Stream) loadIndex(b *block, size int64, intern func([]byte) string, skim bool) (*blockScan, int64) {
 	data, err := readIndexInto(s.fsys, s.dir, s.key, b.id, s.open.takeData())
 	if err != nil {
 		s.report.StaleIndexes++
 		return nil, 0
 	}
 	defer s.open.putData(data) // parseIndexInto copies what it keeps
-	meta, sc, err := parseIndexInto(data, intern, s.open.takeMsgs())
+	var meta indexMeta
+	var sc blockScan
+	skipped := false
+	if skim {
+		msgs := s.open.takeMsgs()
+		meta, sc, skipped, err = parseIndexSkim(data, intern, msgs)
+		if skipped {
+			s.open.putMsgs(msgs)
+		}
+		if skipped && meta.fileSize != size {
+			// The block goes on after what the index covers: its
+			// messages are merged with the tail's now.
+			meta, sc, err = parseIndexInto(data, intern, s.open.takeMsgs())
+		}
+	} else {
+		meta, sc, err = parseIndexInto(data, intern, s.open.takeMsgs())
+	}
 	ok := err == nil && meta.id == b.id && meta.stamp == b.hdr.stamp && meta.flags == b.hdr.flags
 	if ok && b.compressed() {
 		ok = meta.fileSize == size && sc.rawLen > 0
@@ -366,6 +387,9 @@ func (s *Stream) buildIndex(scans []*blockScan, intern func([]byte) string) {
 			}
 			ss := s.subjects.intern(m.subject)
 			e := entry{seq: m.seq, ts: m.ts, off: m.off, length: m.length, subj: ss.id, flags: s.entryFlags()}
+			if m.hdr {
+				e.flags |= entryHdr
+			}
 			switch {
 			case m.ttl > 0:
 				e.flags |= entryTTL
@@ -416,11 +440,16 @@ func (s *Stream) buildIndex(scans []*blockScan, intern func([]byte) string) {
 // Open found good, or from the block when that fails now.
 func (s *Stream) rereadMsgs(b *block, intern func([]byte) string) []scannedMsg {
 	report := s.report
-	sc, _ := s.loadIndex(b, b.fileSize, intern)
+	sc, _ := s.loadIndex(b, b.fileSize, intern, false)
 	s.report = report
 	if sc != nil {
 		return sc.msgs
 	}
+	// The first read may have skipped the messages section (see
+	// loadIndex), so a bad one shows here: the block is read record by
+	// record, and counted as such.
+	s.report.StaleIndexes++
+	s.report.ScannedBlocks++
 	body := make([]byte, max(b.fileSize-blockHeaderLen, 0))
 	if _, err := b.file.ReadAt(body, blockHeaderLen); err != nil && !errors.Is(err, io.EOF) {
 		b.needIndex = true
@@ -488,7 +517,7 @@ func (s *Stream) scanFromEntries(b *block) *blockScan {
 		if e.flags&entryTTL != 0 {
 			return nil
 		}
-		m := scannedMsg{seq: e.seq, ts: e.ts, off: e.off, length: e.length, subject: s.subjects.byID[e.subj].name}
+		m := scannedMsg{seq: e.seq, ts: e.ts, off: e.off, length: e.length, subject: s.subjects.byID[e.subj].name, hdr: e.flags&entryHdr != 0}
 		if e.flags&entryNoAge != 0 {
 			m.ttl = -1
 		}

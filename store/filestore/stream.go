@@ -263,6 +263,9 @@ func (s *Stream) storeLocked(subj string, hdr, data []byte, ttl int64) (uint64, 
 		ss = s.subjects.intern(subj)
 	}
 	e := entry{seq: seq, ts: ts, off: uint32(off), length: uint32(n), subj: ss.id, flags: s.entryFlags()}
+	if len(hdr) > 0 {
+		e.flags |= entryHdr
+	}
 	switch {
 	case ttl > 0:
 		e.flags |= entryTTL

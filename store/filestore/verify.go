@@ -339,7 +339,9 @@ func (r *VerifyReport) verifyIndex(fsys vfs.FS, k *sealer, name string, block []
 			r.problem(name, true, fmt.Sprintf("lists message %d, which the block does not hold intact", m.seq))
 			continue
 		}
-		if b.off != m.off || b.length != m.length || b.subject != m.subject || b.ts != m.ts {
+		// An index may say a message may carry a header when it has none
+		// (version 1 says so of all), never the reverse.
+		if b.off != m.off || b.length != m.length || b.subject != m.subject || b.ts != m.ts || (b.hdr && !m.hdr) {
 			r.problem(name, true, fmt.Sprintf("message %d differs from the block's record", m.seq))
 		}
 		delete(got, m.seq)

@@ -390,9 +390,20 @@ func (s *stream) restoreDedupe() {
 		return
 	}
 	now := time.Now().UnixNano()
-	start := s.seqFromTime(now - int64(s.dedupe.window))
+	var start uint64
+	if ts, ok := s.store.(store.TimeSeeker); ok {
+		start = ts.SeqFromTime(now - int64(s.dedupe.window))
+	} else {
+		start = s.seqFromTime(now - int64(s.dedupe.window))
+	}
+	// Only a message with a header can carry a msg id: a store that can
+	// pass over the others without reading them does.
+	next := func(seq uint64) (*store.Msg, error) { return s.store.LoadNext("", seq, &sm) }
+	if hl, ok := s.store.(store.HeaderLoader); ok {
+		next = func(seq uint64) (*store.Msg, error) { return hl.LoadNextWithHeader(seq, &sm) }
+	}
 	for seq := start; ; {
-		m, err := s.store.LoadNext("", seq, &sm)
+		m, err := next(seq)
 		if err != nil {
 			break
 		}
