@@ -12,6 +12,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/leafbox/leafbox/cmd/internal/config"
 	"github.com/leafbox/leafbox/core/monitor"
 	"github.com/leafbox/leafbox/core/require"
 	"github.com/leafbox/leafbox/leaf/clock"
@@ -55,27 +56,7 @@ func TestUplinkClock(t *testing.T) {
 		"leafnodes: {remotes: [{url: '"+hub.LeafURL()+"'}]}\n"+
 		"uplinks: [{name: tel, subjects: [telemetry.>], hub_subject_prefix: site1., stream: SITE, hub_domain: hub, max_age: 1h}]\n", Env{StateDirectory: stateDir})
 	require.NoError(t, c.Validate())
-	a, err := Build(c, Flags{})
-	require.NoError(t, err)
-	// The gateway's clock boots at 1970 and NTP never syncs: only the
-	// hub can vouch for the time. (Monotonic time is the machine's.)
-	epoch := time.Unix(0, 0)
-	started := time.Now()
-	a.clock, err = clock.Open(clock.Config{
-		StatePath: c.ClockStatePath(),
-		Now:       func() time.Time { return epoch.Add(time.Since(started)) },
-		Synced:    func() bool { return false },
-	})
-	require.NoError(t, err)
-	if st := a.clock.Status(); st.Trusted {
-		t.Fatalf("clock at 1970 trusted: %+v", st)
-	}
-	require.NoError(t, a.Start())
-	t.Cleanup(func() {
-		sctx, scancel := context.WithTimeout(context.Background(), testTimeout)
-		defer scancel()
-		_ = a.Shutdown(sctx)
-	})
+	a := startAt1970(t, c)
 	mon := "http://" + a.MonitorAddr().String()
 
 	// The hub's time arrives once the uplink is ready.
@@ -152,21 +133,7 @@ func TestUplinkClockTrustsTheHubOnceItsStreamExists(t *testing.T) {
 		"leafnodes: {remotes: [{url: '"+hub.LeafURL()+"'}]}\n"+
 		"uplinks: [{name: tel, subjects: [telemetry.>], hub_subject_prefix: site1., stream: SITE, hub_domain: hub}]\n", Env{StateDirectory: t.TempDir()})
 	require.NoError(t, c.Validate())
-	a, err := Build(c, Flags{})
-	require.NoError(t, err)
-	epoch := time.Unix(0, 0)
-	started := time.Now()
-	a.clock, err = clock.Open(clock.Config{
-		Now:    func() time.Time { return epoch.Add(time.Since(started)) },
-		Synced: func() bool { return false },
-	})
-	require.NoError(t, err)
-	require.NoError(t, a.Start())
-	t.Cleanup(func() {
-		sctx, scancel := context.WithTimeout(context.Background(), testTimeout)
-		defer scancel()
-		_ = a.Shutdown(sctx)
-	})
+	a := startAt1970(t, c)
 	awaitCond(t, ctx, "the uplink's link is connected", func() (bool, string) {
 		st := a.UplinkStatus()[0]
 		return st.LinkState == "connected", fmt.Sprintf("uplink %+v", st)
@@ -175,10 +142,37 @@ func TestUplinkClockTrustsTheHubOnceItsStreamExists(t *testing.T) {
 	if st := a.clock.Status(); st.Trusted || !st.HubTime.IsZero() {
 		t.Fatalf("clock trusted before the hub stream exists: %+v", st)
 	}
-	_, err = hjs.CreateStream(ctx, batchedHub(jetstream.StreamConfig{Name: "SITE", Subjects: []string{"site1.>"}}))
+	_, err := hjs.CreateStream(ctx, batchedHub(jetstream.StreamConfig{Name: "SITE", Subjects: []string{"site1.>"}}))
 	require.NoError(t, err)
 	awaitCond(t, ctx, "the clock trusts the hub's time", func() (bool, string) {
 		st := a.clock.Status()
 		return st.Trusted && st.Source == clock.SourceHub, fmt.Sprintf("clock %+v", st)
 	})
+}
+
+// startAt1970 builds and starts the gateway of c (shut down in t.Cleanup)
+// with a clock that boots at 1970 and that NTP never syncs: only the hub
+// can vouch for the time. Monotonic time is the machine's.
+func startAt1970(t *testing.T, c *config.Config) *App {
+	t.Helper()
+	a, err := Build(c, Flags{})
+	require.NoError(t, err)
+	epoch := time.Unix(0, 0)
+	started := time.Now()
+	a.clock, err = clock.Open(clock.Config{
+		StatePath: c.ClockStatePath(),
+		Now:       func() time.Time { return epoch.Add(time.Since(started)) },
+		Synced:    func() bool { return false },
+	})
+	require.NoError(t, err)
+	if st := a.clock.Status(); st.Trusted {
+		t.Fatalf("clock at 1970 trusted: %+v", st)
+	}
+	require.NoError(t, a.Start())
+	t.Cleanup(func() {
+		sctx, scancel := context.WithTimeout(context.Background(), testTimeout)
+		defer scancel()
+		_ = a.Shutdown(sctx)
+	})
+	return a
 }
